@@ -1,0 +1,7 @@
+module github.com/adkit/adk/modules/contract
+
+go 1.26
+
+require github.com/adkit/adk/modules/policy v0.1.0
+
+replace github.com/adkit/adk/modules/policy => ../policy

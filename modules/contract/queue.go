@@ -1,0 +1,156 @@
+package contract
+
+import (
+	"context"
+	"time"
+
+	"github.com/adkit/adk/modules/policy"
+)
+
+// DefaultQueue is the queue an Item with an empty Queue goes to.
+const DefaultQueue = "default"
+
+// MaxClaimBatch is the largest Max a ClaimRequest may ask for.
+const MaxClaimBatch = 1000
+
+// ItemState is where an item is in its life.
+type ItemState string
+
+// The states of an item. A completed item is gone; it has no state.
+const (
+	StateQueued ItemState = "queued" // waiting, due at NotBefore
+	StateLeased ItemState = "leased" // held by a worker until its lease expires
+	StateDead   ItemState = "dead"   // in the dead letter, until requeued or purged
+)
+
+// Item is a unit of work. Tenant, Queue and ID identify it.
+type Item struct {
+	Tenant string `json:"tenant"`
+	// ID is unique per tenant and queue. Enqueueing an ID that is queued,
+	// leased or dead is a no-op (use Requeue to revive a dead one); after
+	// Complete the ID may be used again.
+	ID    string `json:"id"`
+	Queue string `json:"queue"` // "" means DefaultQueue
+	// Payload is opaque to the queue, at most the backing's MaxValueBytes
+	// (larger payloads go behind a claim check; see package claimcheck).
+	Payload []byte `json:"payload,omitempty"`
+	// Metadata survives every transition (claim, retry, dead letter,
+	// requeue). It carries W3C trace context among anything else.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// NotBefore delays the item; zero means due at once.
+	NotBefore time.Time `json:"not_before"`
+	// Attempts counts the claims that ended in Fail or in an expired lease.
+	Attempts   int       `json:"attempts"`
+	LastError  string    `json:"last_error,omitempty"`
+	State      ItemState `json:"state"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	// DeadAt is when the item went to the dead letter; zero otherwise.
+	DeadAt time.Time `json:"dead_at,omitzero"`
+}
+
+// Key returns the item's identity.
+func (it Item) Key() ItemKey {
+	return ItemKey{Tenant: it.Tenant, Queue: QueueName(it.Queue), ID: it.ID}
+}
+
+// ItemKey identifies an item.
+type ItemKey struct {
+	Tenant string `json:"tenant"`
+	Queue  string `json:"queue"`
+	ID     string `json:"id"`
+}
+
+// QueueName returns name, or DefaultQueue when name is empty.
+func QueueName(name string) string {
+	if name == "" {
+		return DefaultQueue
+	}
+	return name
+}
+
+// Lease is a claimed item. Every settle of it must present Token.
+type Lease struct {
+	Item      Item      `json:"item"`
+	Worker    string    `json:"worker"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Token is the fencing token: issued by the claim (and anew by every
+	// heartbeat), never issued twice for the same item.
+	Token int64 `json:"token"`
+}
+
+// Key returns the leased item's identity.
+func (l Lease) Key() ItemKey { return l.Item.Key() }
+
+// ClaimRequest asks for up to Max due items of one queue.
+type ClaimRequest struct {
+	Queue    string        // "" means DefaultQueue
+	Worker   string        // who holds the leases; shown by the Inspector
+	LeaseFor time.Duration // must be positive
+	Max      int           // 1..MaxClaimBatch
+}
+
+// DeadLetterFilter selects dead letters. Queue is required ("" means
+// DefaultQueue); every other field, when set, narrows the selection.
+type DeadLetterFilter struct {
+	Queue         string `json:"queue"`
+	Tenant        string `json:"tenant,omitempty"`
+	ID            string `json:"id,omitempty"`
+	ErrorContains string `json:"error_contains,omitempty"` // substring of LastError, case-sensitive
+}
+
+// DeadLetterQuery is one page of a DeadLetterFilter.
+type DeadLetterQuery struct {
+	DeadLetterFilter
+	Page PageRequest
+}
+
+// ItemPage is one page of items, oldest dead letter first. Next is the
+// cursor of the following page, "" when this is the last.
+type ItemPage struct {
+	Items []Item
+	Next  string
+}
+
+// WorkQueue is a fair, leased work queue. Every backing passes
+// contracttest.WorkQueue.
+type WorkQueue interface {
+	// Enqueue adds items atomically where the backing can (PostgreSQL,
+	// memory) and in one round trip otherwise. An item whose ID is already
+	// queued, leased or dead is left as it is.
+	Enqueue(ctx context.Context, items ...Item) error
+	// Claim leases up to req.Max due items, taking one item from each
+	// tenant with due work per turn, tenants in rotation order, round
+	// after round. It returns ErrEmpty when nothing is due.
+	Claim(ctx context.Context, req ClaimRequest) ([]Lease, error)
+	// Heartbeat extends a live lease to now+extend and returns it with
+	// its new token. *LeaseLostError if the token no longer matches.
+	Heartbeat(ctx context.Context, lease Lease, extend time.Duration) (Lease, error)
+	// Complete removes the items of the given leases, each fenced by its
+	// own token. Leases whose token no longer matches are left untouched
+	// and named in the returned *LeaseLostError; the others complete.
+	Complete(ctx context.Context, leases ...Lease) error
+	// Fail records cause against the lease and lets the policy decide:
+	// back to the queue at a later time, or to the dead letter.
+	Fail(ctx context.Context, lease Lease, cause error) (policy.Decision, error)
+	// Reap hands every lease of the queue that expired before now to the
+	// policy, as if its holder had failed with ErrLeaseExpired, and
+	// returns how many it reaped. A lease heartbeated meanwhile is kept.
+	Reap(ctx context.Context, queue string) (int, error)
+	// DeadLetters pages through the dead letters matching the filter.
+	DeadLetters(ctx context.Context, q DeadLetterQuery) (ItemPage, error)
+	// Requeue moves the matching dead letters back to their queue, due at
+	// once with attempts reset, and returns how many moved.
+	Requeue(ctx context.Context, f DeadLetterFilter) (int, error)
+	// Purge deletes the matching dead letters and returns how many.
+	Purge(ctx context.Context, f DeadLetterFilter) (int, error)
+}
+
+// Waker is implemented by queues that can signal "work may be ready". A
+// wake is a hint, never a delivery: claimers re-poll on a safety-net
+// interval whatever the waker says.
+type Waker interface {
+	// Subscribe returns a channel that receives a value when work may be
+	// ready on the queue, and a func that ends the subscription. The
+	// channel is buffered; wakes arriving while it is full are dropped.
+	Subscribe(queue string) (<-chan struct{}, func())
+}

@@ -1,0 +1,3 @@
+module github.com/adkit/adk/modules/policy
+
+go 1.26
