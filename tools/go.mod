@@ -1,6 +1,6 @@
 module github.com/adkit/adk/tools
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/adkit/adk/modules/contract v0.1.0
@@ -9,9 +9,35 @@ require (
 	github.com/adkit/adk/modules/redisstore v0.1.0
 )
 
+require (
+	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
+	github.com/a-h/parse v0.0.0-20250122154542-74294addb73e // indirect
+	github.com/a-h/templ v0.3.1100 // indirect
+	github.com/andybalholm/brotli v1.2.7 // indirect
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	github.com/cli/browser v1.3.0 // indirect
+	github.com/fatih/color v1.19.0 // indirect
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/mattn/go-colorable v0.1.15 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/natefinch/atomic v1.0.1 // indirect
+	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
+	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/net v0.59.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/tools v0.51.0 // indirect
+	honnef.co/go/tools v0.8.2 // indirect
+)
+
 replace (
 	github.com/adkit/adk/modules/contract => ../modules/contract
 	github.com/adkit/adk/modules/pgstore => ../modules/pgstore
 	github.com/adkit/adk/modules/policy => ../modules/policy
 	github.com/adkit/adk/modules/redisstore => ../modules/redisstore
+)
+
+tool (
+	github.com/a-h/templ/cmd/templ
+	honnef.co/go/tools/cmd/staticcheck
 )

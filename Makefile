@@ -1,0 +1,90 @@
+# One entry point for the workspace. The module list comes from `go list -m`,
+# so a new module joins every target by being added to go.work.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+ROOT    := $(CURDIR)
+MODULES := $(shell go list -m -f '{{.Dir}}' | sed 's|^$(ROOT)/||' | sort)
+GOTEST  ?= go test
+TESTFLAGS ?= -race -count=1 -timeout 20m
+FUZZTIME ?= 10s
+
+export ADK_TEST_REDIS_URL ADK_TEST_POSTGRES_DSN
+
+.PHONY: all test test-unit test-integration lint check-modules bench fuzz fuzz-short demo screenshots generate tidy modules help
+all: lint test
+
+help:
+	@echo "make demo           start the dashboard with a synthetic workload (in-memory unless ADK_REDIS_DSN/ADK_POSTGRES_DSN)"
+	@echo "make test           unit lane of every module with -race, then the integration lane"
+	@echo "make lint           gofmt, go vet, staticcheck, templ generate check"
+	@echo "make check-modules  every module builds, vets and tests alone (GOWORK=off); go mod tidy -diff clean"
+	@echo "make bench          benchmarks"
+	@echo "make fuzz           longer fuzz runs"
+
+modules:
+	@printf '%s\n' $(MODULES)
+
+## test: the unit lane of every module, then the integration lane.
+test: test-unit fuzz-short test-integration
+
+test-unit: $(addprefix test-unit/,$(MODULES))
+test-unit/%:
+	@echo "== unit $*"
+	cd $* && $(GOTEST) $(TESTFLAGS) ./...
+
+test-integration: $(addprefix test-integration/,$(MODULES))
+test-integration/%:
+	@echo "== integration $*"
+	cd $* && $(GOTEST) $(TESTFLAGS) -tags integration ./...
+
+## lint: formatting, vet and staticcheck for every module.
+lint: $(addprefix lint/,$(MODULES)) lint-templ
+lint/%:
+	@echo "== lint $*"
+	@out=$$(cd $* && gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	cd $* && go vet ./... && go vet -tags integration ./...
+	cd $* && go tool staticcheck ./...
+
+lint-templ:
+	@if [ -d modules/dashboard ] && ls modules/dashboard/**/*.templ modules/dashboard/*.templ >/dev/null 2>&1; then \
+		cd modules/dashboard && go tool templ generate >/dev/null && cd $(ROOT) && \
+		git diff --exit-code -- modules/dashboard || { echo "templ generate changed files: run 'make generate' and commit"; exit 1; }; \
+	fi
+
+generate:
+	cd modules/dashboard && go tool templ generate
+
+## check-modules: each module alone, as a user who `go get`s it would build it.
+check-modules: $(addprefix check-module/,$(MODULES))
+check-module/%:
+	@echo "== module $* (GOWORK=off)"
+	cd $* && GOWORK=off go build ./...
+	cd $* && GOWORK=off go vet ./...
+	cd $* && GOWORK=off $(GOTEST) -count=1 ./...
+	cd $* && GOWORK=off go mod tidy -diff
+
+tidy: $(addprefix tidy/,$(MODULES))
+tidy/%:
+	cd $* && GOWORK=off go mod tidy
+
+## bench: benchmarks of every module (servers come from the same variables as the integration lane).
+bench: $(addprefix bench/,$(MODULES))
+bench/%:
+	@echo "== bench $*"
+	cd $* && $(GOTEST) -run '^$$' -bench . -benchmem -tags integration -timeout 30m ./...
+
+## fuzz-short runs every fuzz target briefly; fuzz runs them for FUZZTIME each (default 10s; try FUZZTIME=5m).
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=2s
+
+fuzz:
+	@set -e; for m in $(MODULES); do \
+		for pkg in $$(cd $$m && go list ./...); do \
+			dir=$$(cd $$m && go list -f '{{.Dir}}' $$pkg); \
+			for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+				echo "== fuzz $$pkg $$f ($(FUZZTIME))"; \
+				(cd $$dir && go test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) .); \
+			done; \
+		done; \
+	done
