@@ -189,7 +189,6 @@ func testBogusRef(t *testing.T, cc contract.ClaimCheck) {
 	}
 }
 
-
 func testDeleteIdempotent(t *testing.T, cc contract.ClaimCheck) {
 	ctx := context.Background()
 	ref := put(t, cc, "acme", []byte("x"))
