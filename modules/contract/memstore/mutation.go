@@ -1,0 +1,52 @@
+package memstore
+
+import (
+	"context"
+	"runtime"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// mutation is a set of deliberate faults. Production code never sets one:
+// only this package's tests do, to prove that the conformance suites catch
+// each fault (see mutation_test.go).
+type mutation uint32
+
+const (
+	mutNoFencing            mutation = 1 << iota // settles ignore the lease token
+	mutNoRotation                                // a claim keeps serving the head tenant until it runs dry
+	mutLostPatch                                 // PatchRun reads, lets go of the lock, then writes: concurrent deltas get lost
+	mutReseqOnWrite                              // every write gives the run a new Seq, so paging repeats updated runs
+	mutReapIgnoresHeartbeat                      // Reap judges a lease by the expiry its claim set
+	mutJoinedKeys                                // runs are keyed by tenant+":"+id, so tenants collide
+	mutIgnoreNotBefore                           // delayed items are due at once
+	mutEnqueueReplaces                           // enqueue of a live ID replaces the item
+	mutAttemptToken                              // the token is the attempt number, reused after a re-enqueue
+)
+
+func (m mutation) has(f mutation) bool { return m&f != 0 }
+
+// patchUnlocked is PatchRun done wrong on purpose (mutLostPatch): the read
+// and the write are separate critical sections, so a patch landing in
+// between is overwritten.
+func (s *Store) patchUnlocked(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	stored, ok := s.runs[s.runKey(tenant, id)]
+	if !ok {
+		s.mu.Unlock()
+		return nil, contract.ErrNotFound
+	}
+	read := *stored
+	s.mu.Unlock()
+	runtime.Gosched()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored.Counters = read.Counters.Add(patch.Counters)
+	if patch.Status != "" {
+		stored.Status = patch.Status
+	}
+	s.touch(stored, s.clock.Now())
+	return copyRun(stored), nil
+}

@@ -1,0 +1,406 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// Enqueue adds the items, all or none. An item whose ID is queued, leased
+// or dead in its queue is left as it is, as is a repeat within the batch.
+func (s *Store) Enqueue(ctx context.Context, items ...contract.Item) error {
+	if err := contract.ValidateItems(items, s.maxBytes); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	woken := make(map[string]bool)
+	for _, it := range items {
+		k := it.Key()
+		if _, live := s.items[k]; live && !s.mutations.has(mutEnqueueReplaces) {
+			continue
+		}
+		it = copyItem(it)
+		it.Queue = k.Queue
+		it.Attempts = 0
+		it.LastError = ""
+		it.DeadAt = time.Time{}
+		it.EnqueuedAt = now
+		q := s.queue(k.Queue)
+		tq := q.tenant(k.Tenant)
+		if old, live := s.items[k]; live {
+			s.drop(q, tq, old) // only under mutEnqueueReplaces
+		}
+		e := &entry{item: it}
+		s.items[k] = e
+		q.items++
+		s.push(q, tq, e, s.dueAt(it.NotBefore, now), now)
+		woken[k.Queue] = true
+	}
+	for name := range woken {
+		s.wake(name, now)
+	}
+	return nil
+}
+
+// dueAt is when an item with notBefore is due: never before now, so items
+// due at once are served in enqueue order.
+func (s *Store) dueAt(notBefore, now time.Time) time.Time {
+	if s.mutations.has(mutIgnoreNotBefore) {
+		return now
+	}
+	return maxTime(notBefore, now)
+}
+
+// Claim leases up to req.Max due items, one per tenant per turn, tenants
+// in rotation order, round after round; contract.ErrEmpty when none is due.
+func (s *Store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	if err := contract.ValidateClaim(req); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	q := s.queues[contract.QueueName(req.Queue)]
+	if q == nil {
+		return nil, contract.ErrEmpty
+	}
+	now := s.clock.Now()
+	var out []contract.Lease
+	for len(out) < req.Max {
+		tq := q.next(now)
+		if tq == nil {
+			break
+		}
+		k, e, _ := tq.ready.Min()
+		tq.ready.Delete(k)
+		q.unplace(tq)
+		if !s.mutations.has(mutNoRotation) {
+			q.turn++
+			tq.stamp = q.turn
+		}
+		q.place(tq, now)
+		tq.served++
+		tq.leased++
+
+		e.item.State = contract.StateLeased
+		e.token = s.newToken(e)
+		e.worker = req.Worker
+		e.expires = now.Add(req.LeaseFor)
+		e.claimExpires = e.expires
+		q.leases.Put(e.leaseKey(), e)
+		q.remember(contract.Turn{Tenant: tq.name, ID: e.item.ID, Worker: req.Worker, At: now}, s.recentTurns)
+		out = append(out, e.lease())
+	}
+	if len(out) == 0 {
+		return nil, contract.ErrEmpty
+	}
+	return out, nil
+}
+
+func (s *Store) newToken(e *entry) int64 {
+	if s.mutations.has(mutAttemptToken) {
+		return int64(e.item.Attempts) + 1
+	}
+	s.tokens++
+	return s.tokens
+}
+
+// lease returns the caller's copy of a leased entry.
+func (e *entry) lease() contract.Lease {
+	return contract.Lease{Item: copyItem(e.item), Worker: e.worker, ExpiresAt: e.expires, Token: e.token}
+}
+
+// leased returns the entry l still holds, or nil when its token no longer
+// matches.
+func (s *Store) leased(l contract.Lease) *entry {
+	e := s.items[l.Key()]
+	if e == nil || e.item.State != contract.StateLeased {
+		return nil
+	}
+	if e.token != l.Token && !s.mutations.has(mutNoFencing) {
+		return nil
+	}
+	return e
+}
+
+// Heartbeat extends a live lease to now+extend under a new token.
+func (s *Store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
+	if err := contract.ValidateLease(l); err != nil {
+		return contract.Lease{}, err
+	}
+	if err := contract.ValidateExtend(extend); err != nil {
+		return contract.Lease{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return contract.Lease{}, err
+	}
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	e := s.leased(l)
+	if e == nil || !e.expires.After(now) {
+		return contract.Lease{}, &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
+	}
+	q := s.queues[e.item.Queue]
+	q.leases.Delete(e.leaseKey())
+	if !s.mutations.has(mutAttemptToken) {
+		e.token = s.newToken(e)
+	}
+	e.expires = now.Add(extend)
+	q.leases.Put(e.leaseKey(), e)
+	return e.lease(), nil
+}
+
+// Complete removes the items of the leases whose tokens still match; the
+// others are named in a *contract.LeaseLostError.
+func (s *Store) Complete(ctx context.Context, leases ...contract.Lease) error {
+	for _, l := range leases {
+		if err := contract.ValidateLease(l); err != nil {
+			return err
+		}
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	var lost []contract.ItemKey
+	for _, l := range leases {
+		e := s.leased(l)
+		if e == nil {
+			lost = append(lost, l.Key())
+			continue
+		}
+		q := s.queues[e.item.Queue]
+		s.drop(q, q.tenants[e.item.Tenant], e)
+	}
+	if lost != nil {
+		return &contract.LeaseLostError{Items: lost}
+	}
+	return nil
+}
+
+// drop forgets an item in whatever state it is.
+func (s *Store) drop(q *queue, tq *tenantQueue, e *entry) {
+	switch e.item.State {
+	case contract.StateQueued:
+		q.unplace(tq)
+		tq.ready.Delete(e.ready)
+		q.place(tq, s.clock.Now())
+	case contract.StateLeased:
+		q.leases.Delete(e.leaseKey())
+		tq.leased--
+	case contract.StateDead:
+		q.dead.Delete(e.deadSeq)
+		tq.dead--
+	}
+	delete(s.items, e.item.Key())
+	q.items--
+}
+
+// Fail records cause against the lease and retries or dead-letters the
+// item as the policy decides.
+func (s *Store) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
+	if err := contract.ValidateLease(l); err != nil {
+		return policy.Decision{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return policy.Decision{}, err
+	}
+	defer s.mu.Unlock()
+	e := s.leased(l)
+	if e == nil {
+		return policy.Decision{}, &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
+	}
+	now := s.clock.Now()
+	d := s.settleFailed(s.queues[e.item.Queue], e, cause, now)
+	if d.Retry {
+		s.wake(e.item.Queue, now)
+	}
+	return d, nil
+}
+
+// settleFailed ends a lease that failed with cause: back to the queue or
+// to the dead letter, as the policy decides.
+func (s *Store) settleFailed(q *queue, e *entry, cause error, now time.Time) policy.Decision {
+	tq := q.tenants[e.item.Tenant]
+	q.leases.Delete(e.leaseKey())
+	tq.leased--
+	e.worker, e.expires, e.claimExpires = "", time.Time{}, time.Time{}
+	if !s.mutations.has(mutAttemptToken) {
+		e.token = 0
+	}
+	e.item.Attempts++
+	e.item.LastError = contract.ErrorText(cause)
+	d := s.policy.Decide(e.item.Attempts, cause, now)
+	if d.Retry {
+		e.item.NotBefore = d.At
+		s.push(q, tq, e, s.dueAt(d.At, now), now)
+		return d
+	}
+	s.seq++
+	e.deadSeq = s.seq
+	e.item.State = contract.StateDead
+	e.item.DeadAt = now
+	q.dead.Put(e.deadSeq, e)
+	tq.dead++
+	return d
+}
+
+// Reap hands every lease of the queue that has expired by now to the
+// policy, as a failure with contract.ErrLeaseExpired.
+func (s *Store) Reap(ctx context.Context, queueName string) (int, error) {
+	name := contract.QueueName(queueName)
+	if err := contract.ValidateName("queue", name); err != nil {
+		return 0, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	q := s.queues[name]
+	if q == nil {
+		return 0, nil
+	}
+	now := s.clock.Now()
+	var expired []*entry
+	if s.mutations.has(mutReapIgnoresHeartbeat) {
+		q.leases.Ascend(nil, func(_ leaseKey, e *entry) bool {
+			if !e.claimExpires.After(now) {
+				expired = append(expired, e)
+			}
+			return true
+		})
+	} else {
+		q.leases.Ascend(nil, func(k leaseKey, e *entry) bool {
+			if k.expires.After(now) {
+				return false
+			}
+			expired = append(expired, e)
+			return true
+		})
+	}
+	retried := false
+	for _, e := range expired {
+		if s.settleFailed(q, e, contract.ErrLeaseExpired, now).Retry {
+			retried = true
+		}
+	}
+	if retried {
+		s.wake(name, now)
+	}
+	return len(expired), nil
+}
+
+// deadMatching calls fn on the queue's dead letters that match f, oldest
+// first, starting after the dead letter at cursor, until fn returns false.
+func (s *Store) deadMatching(f contract.DeadLetterFilter, after *int64, fn func(*entry) bool) {
+	q := s.queues[contract.QueueName(f.Queue)]
+	if q == nil {
+		return
+	}
+	if f.Tenant != "" && f.ID != "" {
+		// At most one item can match: look it up instead of scanning.
+		e := s.items[contract.ItemKey{Tenant: f.Tenant, Queue: q.name, ID: f.ID}]
+		if e != nil && e.item.State == contract.StateDead && (after == nil || e.deadSeq > *after) && f.Matches(e.item) {
+			fn(e)
+		}
+		return
+	}
+	q.dead.Ascend(after, func(_ int64, e *entry) bool {
+		if !f.Matches(e.item) {
+			return true
+		}
+		return fn(e)
+	})
+}
+
+// DeadLetters pages through the queue's dead letters that match the
+// filter, oldest first.
+func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
+	if err := contract.ValidateFilter(dq.DeadLetterFilter); err != nil {
+		return contract.ItemPage{}, err
+	}
+	limit, err := contract.ValidatePage(dq.Page)
+	if err != nil {
+		return contract.ItemPage{}, err
+	}
+	after, err := parseSeqCursor(dq.Page.Cursor)
+	if err != nil {
+		return contract.ItemPage{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return contract.ItemPage{}, err
+	}
+	defer s.mu.Unlock()
+	out := contract.ItemPage{Items: []contract.Item{}}
+	var last int64
+	s.deadMatching(dq.DeadLetterFilter, after, func(e *entry) bool {
+		if len(out.Items) == limit {
+			out.Next = seqCursor(last)
+			return false
+		}
+		out.Items = append(out.Items, copyItem(e.item))
+		last = e.deadSeq
+		return true
+	})
+	return out, nil
+}
+
+// Requeue moves the matching dead letters back to their queue, due now,
+// with their attempts reset; LastError stays for the record.
+func (s *Store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
+	if err := contract.ValidateFilter(f); err != nil {
+		return 0, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	var matched []*entry
+	s.deadMatching(f, nil, func(e *entry) bool { matched = append(matched, e); return true })
+	if len(matched) == 0 {
+		return 0, nil
+	}
+	now := s.clock.Now()
+	q := s.queues[contract.QueueName(f.Queue)]
+	for _, e := range matched {
+		tq := q.tenants[e.item.Tenant]
+		q.dead.Delete(e.deadSeq)
+		tq.dead--
+		e.deadSeq = 0
+		e.item.Attempts = 0
+		e.item.DeadAt = time.Time{}
+		e.item.NotBefore = time.Time{}
+		e.item.EnqueuedAt = now
+		s.push(q, tq, e, now, now)
+	}
+	s.wake(q.name, now)
+	return len(matched), nil
+}
+
+// Purge deletes the matching dead letters.
+func (s *Store) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
+	if err := contract.ValidateFilter(f); err != nil {
+		return 0, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	var matched []*entry
+	s.deadMatching(f, nil, func(e *entry) bool { matched = append(matched, e); return true })
+	if len(matched) == 0 {
+		return 0, nil
+	}
+	q := s.queues[contract.QueueName(f.Queue)]
+	for _, e := range matched {
+		s.drop(q, q.tenants[e.item.Tenant], e)
+	}
+	return len(matched), nil
+}

@@ -1,0 +1,238 @@
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// runKey identifies a run (or, in sessionRuns, a tenant's session). A
+// struct key keeps tenant "a:b" with id "x" apart from tenant "a" with id
+// "b:x".
+type runKey struct{ tenant, id string }
+
+func (s *Store) runKey(tenant, id string) runKey {
+	if s.mutations.has(mutJoinedKeys) {
+		return runKey{tenant: tenant + ":" + id}
+	}
+	return runKey{tenant, id}
+}
+
+func validateRunID(tenant, id string) error {
+	if err := contract.ValidateName("tenant", tenant); err != nil {
+		return err
+	}
+	return contract.ValidateName("id", id)
+}
+
+// GetRun returns a copy of the run, or contract.ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
+	if err := validateRunID(tenant, id); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	r, ok := s.runs[s.runKey(tenant, id)]
+	if !ok {
+		return nil, contract.ErrNotFound
+	}
+	return copyRun(r), nil
+}
+
+// PutRun creates the run (Version 0) or replaces its Session, Status and
+// Data when Version matches the stored one.
+func (s *Store) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
+	if err := contract.ValidateRun(run, s.maxBytes); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	k := s.runKey(run.Tenant, run.ID)
+	stored, exists := s.runs[k]
+	var actual int64
+	if exists {
+		actual = stored.Version
+	}
+	if run.Version != actual {
+		return nil, &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version, Actual: actual}
+	}
+	now := s.clock.Now()
+	if !exists {
+		s.runSeq++
+		stored = &contract.Run{
+			Tenant:    run.Tenant,
+			ID:        run.ID,
+			Session:   run.Session,
+			Status:    run.Status,
+			Data:      bytes.Clone(run.Data),
+			Version:   1,
+			Seq:       s.runSeq,
+			CreatedAt: now,
+			UpdatedAt: now,
+		}
+		s.runs[k] = stored
+		s.index(stored)
+		return copyRun(stored), nil
+	}
+	if stored.Session != run.Session {
+		s.unindex(stored)
+		stored.Session = run.Session
+		s.index(stored)
+	}
+	stored.Status = run.Status
+	stored.Data = bytes.Clone(run.Data)
+	s.touch(stored, now)
+	return copyRun(stored), nil
+}
+
+// PatchRun adds the patch's counters to the run and sets its status when
+// the patch has one.
+func (s *Store) PatchRun(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
+	if err := validateRunID(tenant, id); err != nil {
+		return nil, err
+	}
+	if err := contract.ValidatePatch(patch); err != nil {
+		return nil, err
+	}
+	if s.mutations.has(mutLostPatch) {
+		return s.patchUnlocked(ctx, tenant, id, patch)
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	stored, ok := s.runs[s.runKey(tenant, id)]
+	if !ok {
+		return nil, contract.ErrNotFound
+	}
+	stored.Counters = stored.Counters.Add(patch.Counters)
+	if patch.Status != "" {
+		stored.Status = patch.Status
+	}
+	s.touch(stored, s.clock.Now())
+	return copyRun(stored), nil
+}
+
+// touch records a write: a new version and update time. Seq stays.
+func (s *Store) touch(r *contract.Run, now time.Time) {
+	r.Version++
+	r.UpdatedAt = now
+	if s.mutations.has(mutReseqOnWrite) {
+		s.unindex(r)
+		s.runSeq++
+		r.Seq = s.runSeq
+		s.index(r)
+	}
+}
+
+// ListRuns pages through the tenant's runs in Seq order.
+func (s *Store) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
+	if err := contract.ValidateName("tenant", tenant); err != nil {
+		return contract.RunPage{}, err
+	}
+	return s.listRuns(ctx, page, func() *tree[int64, *contract.Run] { return s.tenantRuns[tenant] })
+}
+
+// ListSessionRuns pages through the runs of one session of the tenant in
+// Seq order.
+func (s *Store) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
+	if err := contract.ValidateName("tenant", tenant); err != nil {
+		return contract.RunPage{}, err
+	}
+	if err := contract.ValidateName("session", session); err != nil {
+		return contract.RunPage{}, err
+	}
+	return s.listRuns(ctx, page, func() *tree[int64, *contract.Run] { return s.sessionRuns[runKey{tenant, session}] })
+}
+
+func (s *Store) listRuns(ctx context.Context, page contract.PageRequest, index func() *tree[int64, *contract.Run]) (contract.RunPage, error) {
+	limit, err := contract.ValidatePage(page)
+	if err != nil {
+		return contract.RunPage{}, err
+	}
+	after, err := parseSeqCursor(page.Cursor)
+	if err != nil {
+		return contract.RunPage{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return contract.RunPage{}, err
+	}
+	defer s.mu.Unlock()
+	out := contract.RunPage{Runs: []contract.Run{}}
+	t := index()
+	if t == nil {
+		return out, nil
+	}
+	t.Ascend(after, func(seq int64, r *contract.Run) bool {
+		if len(out.Runs) == limit {
+			out.Next = seqCursor(out.Runs[limit-1].Seq)
+			return false
+		}
+		out.Runs = append(out.Runs, *copyRun(r))
+		return true
+	})
+	return out, nil
+}
+
+// DeleteRun removes the run, or returns contract.ErrNotFound.
+func (s *Store) DeleteRun(ctx context.Context, tenant, id string) error {
+	if err := validateRunID(tenant, id); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	k := s.runKey(tenant, id)
+	r, ok := s.runs[k]
+	if !ok {
+		return contract.ErrNotFound
+	}
+	delete(s.runs, k)
+	s.unindex(r)
+	return nil
+}
+
+func (s *Store) index(r *contract.Run) {
+	t := s.tenantRuns[r.Tenant]
+	if t == nil {
+		t = newTree[int64, *contract.Run](cmpInt64)
+		s.tenantRuns[r.Tenant] = t
+	}
+	t.Put(r.Seq, r)
+	if r.Session == "" {
+		return
+	}
+	sk := runKey{r.Tenant, r.Session}
+	st := s.sessionRuns[sk]
+	if st == nil {
+		st = newTree[int64, *contract.Run](cmpInt64)
+		s.sessionRuns[sk] = st
+	}
+	st.Put(r.Seq, r)
+}
+
+func (s *Store) unindex(r *contract.Run) {
+	if t := s.tenantRuns[r.Tenant]; t != nil {
+		t.Delete(r.Seq)
+		if t.Len() == 0 {
+			delete(s.tenantRuns, r.Tenant)
+		}
+	}
+	if r.Session == "" {
+		return
+	}
+	sk := runKey{r.Tenant, r.Session}
+	if st := s.sessionRuns[sk]; st != nil {
+		st.Delete(r.Seq)
+		if st.Len() == 0 {
+			delete(s.sessionRuns, sk)
+		}
+	}
+}

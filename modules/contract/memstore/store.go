@@ -1,0 +1,166 @@
+package memstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// Store is an in-process StateStore, WorkQueue, Inspector, Waker and
+// StatsSource. All its methods are safe for concurrent use. Everything it
+// holds is lost when the process exits.
+type Store struct {
+	clock       contract.Clock
+	policy      policy.Policy
+	maxBytes    int
+	recentTurns int
+	mutations   mutation // deliberate faults, set only by this package's tests
+
+	mu sync.Mutex
+
+	runs        map[runKey]*contract.Run
+	runSeq      int64
+	tenantRuns  map[string]*tree[int64, *contract.Run]
+	sessionRuns map[runKey]*tree[int64, *contract.Run] // keyed by tenant and session
+
+	items  map[contract.ItemKey]*entry
+	queues map[string]*queue
+	tokens int64 // the last fencing token issued, store-wide so none repeats
+	seq    int64 // orders ready items that fall due together, and dead letters
+
+	subs     map[string]map[*subscription]struct{}
+	wakes    int64
+	lastWake time.Time
+}
+
+// Interfaces a *Store satisfies.
+var (
+	_ contract.StateStore  = (*Store)(nil)
+	_ contract.WorkQueue   = (*Store)(nil)
+	_ contract.Inspector   = (*Store)(nil)
+	_ contract.Waker       = (*Store)(nil)
+	_ contract.StatsSource = (*Store)(nil)
+)
+
+// DefaultRecentTurns is how many turns a queue remembers for
+// [Store.Rotation] unless [WithRecentTurns] says otherwise.
+const DefaultRecentTurns = 1000
+
+// Option configures a Store built by [New].
+type Option func(*Store)
+
+// WithPolicy sets the retry policy that Fail and Reap consult. Without it
+// the store uses policy.Default().
+func WithPolicy(p policy.Policy) Option {
+	return func(s *Store) { s.policy = p }
+}
+
+// WithMaxValueBytes caps a run's Data and an item's Payload at n bytes.
+// Zero or less keeps contract.DefaultMaxValueBytes.
+func WithMaxValueBytes(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.maxBytes = n
+		}
+	}
+}
+
+// WithRecentTurns sets how many of the latest turns each queue keeps for
+// [Store.Rotation]. Zero or less keeps DefaultRecentTurns.
+func WithRecentTurns(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.recentTurns = n
+		}
+	}
+}
+
+// New returns an empty store that reads time from clock (the wall clock
+// when nil).
+func New(clock contract.Clock, opts ...Option) *Store {
+	if clock == nil {
+		clock = contract.SystemClock{}
+	}
+	s := &Store{
+		clock:       clock,
+		policy:      policy.Default(),
+		maxBytes:    contract.DefaultMaxValueBytes,
+		recentTurns: DefaultRecentTurns,
+		runs:        make(map[runKey]*contract.Run),
+		tenantRuns:  make(map[string]*tree[int64, *contract.Run]),
+		sessionRuns: make(map[runKey]*tree[int64, *contract.Run]),
+		items:       make(map[contract.ItemKey]*entry),
+		queues:      make(map[string]*queue),
+		subs:        make(map[string]map[*subscription]struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// MaxValueBytes returns the size cap for run data and item payloads.
+func (s *Store) MaxValueBytes() int { return s.maxBytes }
+
+// Policy returns the retry policy the store applies.
+func (s *Store) Policy() policy.Policy { return s.policy }
+
+// lock takes the store's mutex unless ctx is already done: a cancelled
+// call changes nothing.
+func (s *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	return nil
+}
+
+// Copies in and out, so callers never alias the bytes and maps held here.
+
+func copyRun(r *contract.Run) *contract.Run {
+	c := *r
+	c.Data = bytes.Clone(r.Data)
+	return &c
+}
+
+func copyItem(it contract.Item) contract.Item {
+	it.Payload = bytes.Clone(it.Payload)
+	it.Metadata = maps.Clone(it.Metadata)
+	return it
+}
+
+// Cursors are opaque to callers; inside they are the position of the last
+// row returned, so a listing resumes after it whatever changed meanwhile.
+
+func seqCursor(seq int64) string { return strconv.FormatInt(seq, 10) }
+
+func parseSeqCursor(c string) (*int64, error) {
+	if c == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(c, 10, 64)
+	if err != nil || n < 0 {
+		return nil, badCursor()
+	}
+	return &n, nil
+}
+
+func badCursor() error {
+	return &contract.ValidationError{Field: "PageRequest.Cursor", Problem: "is not a cursor this listing returned; pass \"\" or the Next of the previous page"}
+}
+
+func cmpInt64(a, b int64) int { return cmp.Compare(a, b) }
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
