@@ -1,0 +1,42 @@
+// Package memstore is the in-process backing of the contract: one [Store]
+// is a [contract.StateStore], a [contract.WorkQueue], a
+// [contract.Inspector], a [contract.Waker] and a [contract.StatsSource].
+//
+// It is the reference semantics the durable backings are measured against,
+// and the default of tests, development and the demo. It is not durable:
+// everything it holds lives in the process and is gone when the process
+// exits. Use modules redisstore or pgstore where runs must outlive a pod.
+//
+// # Use
+//
+//	store := memstore.New(nil) // the wall clock, policy.Default(), 256 KiB values
+//	run, err := store.PutRun(ctx, contract.Run{Tenant: "acme", ID: "run-1"})
+//	err = store.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "run-1"})
+//	leases, err := store.Claim(ctx, contract.ClaimRequest{Worker: "w1", LeaseFor: 30 * time.Second, Max: 10})
+//
+// Tests pass a contracttest.FakeClock to move time by hand; [WithPolicy],
+// [WithMaxValueBytes] and [WithRecentTurns] change the defaults.
+//
+// # Semantics
+//
+// A run gets its Seq from a store-wide counter when it is created, and
+// listings page by it, so a run that changes while a listing is read is
+// neither skipped nor repeated. Every value crossing the API is copied:
+// a caller never shares a byte slice or a map with the store.
+//
+// Each queue keeps, per tenant, its queued items ordered by due time and
+// then enqueue order, and a rotation of the tenants that have queued work.
+// A claim serves the tenant at the head of the rotation one item and sends
+// it to the back, round after round until the batch is full or no tenant
+// has a due item. A tenant whose items are all delayed keeps its place; a
+// tenant that newly gets work joins at the back. Leases carry fencing
+// tokens from a store-wide counter, so no token is ever issued twice; a
+// heartbeat issues a new one. Expired leases wait for [Store.Reap], which
+// hands them to the policy like a failure with contract.ErrLeaseExpired.
+//
+// One mutex guards the store. Every operation is O(log n) in the items,
+// runs and tenants involved (balanced trees index the ready items, the
+// rotation, the leases by expiry and the dead letters), apart from the
+// Inspector's per-tenant counts and the dead-letter filters, which scan
+// what they report on.
+package memstore
