@@ -1,0 +1,63 @@
+package adkotel
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/messagingconv"
+)
+
+// Attribute keys of our own, for what the semantic conventions have no
+// name for. Everything else uses the semconv constants.
+const (
+	// TenantKey is the tenant of an item or run.
+	TenantKey = attribute.Key("adk.tenant")
+	// AttemptKey is the attempt an item is on, counted from 1: the claims
+	// that ended in a failure or an expired lease, plus one.
+	AttemptKey = attribute.Key("adk.attempt")
+	// DecisionKey is the policy's reason after a failed attempt: "retry",
+	// "max_attempts" or "permanent" (policy.Reason*).
+	DecisionKey = attribute.Key("adk.decision")
+	// LostKey counts the leases of a settle that were lost (their token no
+	// longer matched).
+	LostKey = attribute.Key("adk.lost")
+	// ClaimEmptyKey is true on claim latency measurements of claims that
+	// found nothing, so they can be told from those that did.
+	ClaimEmptyKey = attribute.Key("adk.claim.empty")
+	// RunIDKey is the id of a run in state store spans.
+	RunIDKey = attribute.Key("adk.run.id")
+	// RunVersionKey is the version of a run as stored after a write.
+	RunVersionKey = attribute.Key("adk.run.version")
+)
+
+// Operation names: messaging.operation.name values and the first word of
+// span names.
+const (
+	opSend        = "send"
+	opReceive     = "receive"
+	opProcess     = "process"
+	opComplete    = "complete"
+	opFail        = "fail"
+	opDead        = "dead"
+	opHeartbeat   = "heartbeat"
+	opReap        = "reap"
+	opDeadLetters = "dead_letters"
+	opRequeue     = "requeue"
+	opPurge       = "purge"
+)
+
+func systemAttr(system string) attribute.KeyValue {
+	return semconv.MessagingSystemKey.String(system)
+}
+
+// spanName follows the messaging conventions: "{operation} {destination}",
+// or the operation alone when the call spans several destinations.
+func spanName(op, queue string) string {
+	if queue == "" {
+		return op
+	}
+	return op + " " + queue
+}
+
+func messagingSystem(system string) messagingconv.SystemAttr {
+	return messagingconv.SystemAttr(system)
+}
