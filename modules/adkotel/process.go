@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/runner"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -15,8 +16,27 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// handlerFunc has the shape of runner.Handler.
-type handlerFunc = func(ctx context.Context, lease contract.Lease) error
+// ProcessMiddleware returns a runner middleware that runs each handler
+// call inside a "process <queue>" CONSUMER span, so a worker's handler
+// needs no tracing code of its own:
+//
+//	runner.New(q, handle, runner.Config{Middleware: []runner.Middleware{adkotel.ProcessMiddleware()}})
+//
+// The span links to the context the producer wrote into the item's
+// Metadata; with [WithParentFromMessage] the first attempt is a child of
+// it instead. Its parent is otherwise whatever span the handler's context
+// carries (usually none, making it the root of a trace of its own). It
+// carries messaging.system (from [WithSystem], else [SystemADK]),
+// messaging.destination.name, messaging.message.id, the body size,
+// adk.tenant and adk.attempt. A returned error is recorded with an error
+// status and error.type; a panic is recorded and re-panicked for the
+// runner to turn into a failure. Durations go to messaging.process.duration.
+func ProcessMiddleware(opts ...Option) runner.Middleware {
+	p := newProcessor(opts)
+	return func(queue string, next runner.Handler) runner.Handler {
+		return p.wrap(queue, next)
+	}
+}
 
 // processor opens the process span around a handler.
 type processor struct {
@@ -47,7 +67,7 @@ func newProcessor(opts []Option) *processor {
 }
 
 // wrap returns next inside a "process <queue>" CONSUMER span.
-func (p *processor) wrap(queue string, next handlerFunc) handlerFunc {
+func (p *processor) wrap(queue string, next runner.Handler) runner.Handler {
 	return func(ctx context.Context, lease contract.Lease) (err error) {
 		it := lease.Item
 		qn := contract.QueueName(it.Queue)
