@@ -9,15 +9,20 @@ import (
 
 // mutationNames names the deliberate faults of mutation.go for the tests.
 var mutationNames = map[string]mutation{
-	"no-fencing":             mutNoFencing,
-	"no-rotation":            mutNoRotation,
-	"lost-patch":             mutLostPatch,
-	"reseq-on-write":         mutReseqOnWrite,
-	"reap-ignores-heartbeat": mutReapIgnoresHeartbeat,
-	"joined-keys":            mutJoinedKeys,
-	"ignore-not-before":      mutIgnoreNotBefore,
-	"enqueue-replaces":       mutEnqueueReplaces,
-	"attempt-token":          mutAttemptToken,
+	"no-fencing":              mutNoFencing,
+	"no-rotation":             mutNoRotation,
+	"lost-patch":              mutLostPatch,
+	"reseq-on-write":          mutReseqOnWrite,
+	"reap-ignores-heartbeat":  mutReapIgnoresHeartbeat,
+	"joined-keys":             mutJoinedKeys,
+	"ignore-not-before":       mutIgnoreNotBefore,
+	"enqueue-replaces":        mutEnqueueReplaces,
+	"attempt-token":           mutAttemptToken,
+	"racy-claim":              mutRacyClaim,
+	"all-or-nothing-complete": mutAllOrNothingComplete,
+	"requeue-ignores-error":   mutRequeueIgnoresError,
+	"dead-paging-repeats":     mutDeadPagingRepeats,
+	"ignore-context":          mutIgnoreContext,
 }
 
 // NewMutant returns a store carrying the deliberate faults named in

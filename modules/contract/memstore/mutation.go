@@ -22,6 +22,11 @@ const (
 	mutIgnoreNotBefore                           // delayed items are due at once
 	mutEnqueueReplaces                           // enqueue of a live ID replaces the item
 	mutAttemptToken                              // the token is the attempt number, reused after a re-enqueue
+	mutRacyClaim                                 // a claim picks its item, lets go of the lock, then leases it: two workers get one item
+	mutAllOrNothingComplete                      // one lost lease in a batch fails the whole Complete
+	mutRequeueIgnoresError                       // Requeue drops the ErrorContains part of its filter
+	mutDeadPagingRepeats                         // a dead-letter page's cursor points one before its last item
+	mutIgnoreContext                             // calls go ahead with a cancelled context
 )
 
 func (m mutation) has(f mutation) bool { return m&f != 0 }
@@ -49,4 +54,46 @@ func (s *Store) patchUnlocked(ctx context.Context, tenant, id string, patch cont
 	}
 	s.touch(stored, s.clock.Now())
 	return copyRun(stored), nil
+}
+
+// claimRacy is Claim done wrong on purpose (mutRacyClaim): it picks the
+// item in one critical section and leases it in another without checking
+// that it is still queued, so concurrent claimers can lease one item twice.
+func (s *Store) claimRacy(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	q := s.queues[contract.QueueName(req.Queue)]
+	var tq *tenantQueue
+	if q != nil {
+		tq = q.next(s.clock.Now())
+	}
+	if tq == nil {
+		s.mu.Unlock()
+		return nil, contract.ErrEmpty
+	}
+	_, e, _ := tq.ready.Min()
+	s.mu.Unlock()
+	runtime.Gosched()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	if e.item.State == contract.StateQueued {
+		q.unplace(tq)
+		tq.ready.Delete(e.ready)
+		q.turn++
+		tq.stamp = q.turn
+		q.place(tq, now)
+		tq.served++
+		tq.leased++
+	} else {
+		q.leases.Delete(e.leaseKey())
+	}
+	e.item.State = contract.StateLeased
+	e.token = s.newToken(e)
+	e.worker = req.Worker
+	e.expires = now.Add(req.LeaseFor)
+	e.claimExpires = e.expires
+	q.leases.Put(e.leaseKey(), e)
+	return []contract.Lease{e.lease()}, nil
 }

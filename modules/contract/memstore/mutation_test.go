@@ -19,43 +19,39 @@ import (
 var mutants = []struct {
 	mutation string
 	caughtBy string // the suite point, as TestX/Group/Point
-	why      string
+	why      string // what the mutant gets wrong, and so what the point pins
 }{
-	{
-		mutation: "no-fencing",
-		caughtBy: "TestWorkQueue/Basic/BatchCompletePartialLoss",
-		why:      "settles ignore the token, so a stale lease completes the item",
-	},
-	{
-		mutation: "no-rotation",
-		caughtBy: "TestWorkQueue/Fairness/SmallTenantsServedEarly",
-		why:      "a claim serves the head tenant until it runs dry, so a backlog starves its neighbours",
-	},
-	{
-		mutation: "lost-patch",
-		caughtBy: "TestStateStore/Concurrency/ConcurrentPatchesAllLand",
-		why:      "PatchRun reads and writes in two critical sections, so concurrent deltas overwrite each other",
-	},
-	{
-		mutation: "reseq-on-write",
-		caughtBy: "TestStateStore/Paging/StableWhileUpdating",
-		why:      "every write moves the run to a new Seq, so a listing repeats the runs updated while it pages",
-	},
-	{
-		mutation: "joined-keys",
-		caughtBy: "TestStateStore/Isolation/HostileNamesNeverCollide",
-		why:      `runs are keyed by tenant+":"+id, so tenant "a" run "b:x" is tenant "a:b" run "x"`,
-	},
-	{
-		mutation: "ignore-not-before",
-		caughtBy: "TestWorkQueue/Basic/DelayedNotClaimedEarly",
-		why:      "delayed items are claimable at once",
-	},
-	{
-		mutation: "enqueue-replaces",
-		caughtBy: "TestWorkQueue/Basic/IdempotentEnqueueQueued",
-		why:      "enqueueing a live ID replaces the queued item",
-	},
+	// The four points the issue asks to see fail.
+	{"no-fencing", "TestWorkQueue/Lease/CompletedOrForgedTokenLost",
+		"settles ignore the token, so a forged or spent lease completes the item (also caught by Lease/StaleTokenAfterReclaim, Lease/HeartbeatKeepsLease, Basic/BatchCompletePartialLoss)"},
+	{"no-rotation", "TestWorkQueue/Fairness/SmallTenantsServedEarly",
+		"a claim serves the head tenant until it runs dry, so a backlog starves its neighbours (also caught by the other Fairness points but DelayedTenantDoesNotBlock)"},
+	{"lost-patch", "TestStateStore/Concurrency/ConcurrentPatchesAllLand",
+		"PatchRun reads and writes in two critical sections, so concurrent deltas overwrite each other (also caught by Concurrency/PatchesDuringPuts)"},
+	{"reseq-on-write", "TestStateStore/Paging/StableWhileUpdating",
+		"every write gives the run a new Seq, so a listing repeats the runs updated while it pages (also caught by CRUD/PutIgnoresCountersAndSeq)"},
+
+	// Further points, one mutant each.
+	{"reap-ignores-heartbeat", "TestWorkQueue/Lease/ReaperLosesToHeartbeat",
+		"Reap judges a lease by the expiry its claim set, so it takes a lease a heartbeat extended (also caught by Lease/HeartbeatKeepsLease)"},
+	{"attempt-token", "TestWorkQueue/Lease/TokensNeverReused",
+		"the token is the attempt number, so a completed item's old lease fences its re-enqueued successor"},
+	{"racy-claim", "TestWorkQueue/Concurrency/ConcurrentClaimsMax1",
+		"a claim picks its item, lets go of the lock, then leases it, so two concurrent claimers get the same item"},
+	{"all-or-nothing-complete", "TestWorkQueue/Basic/BatchCompletePartialLoss",
+		"one lost lease fails the whole batch, so the live leases beside it are not completed"},
+	{"joined-keys", "TestStateStore/Isolation/HostileNamesNeverCollide",
+		`runs are keyed by tenant+":"+id, so tenant "a" run "b:x" is tenant "a:b" run "x" (also caught by Isolation/WritesStayInTenant)`},
+	{"ignore-not-before", "TestWorkQueue/Basic/DelayedNotClaimedEarly",
+		"delayed items are claimable at once (also caught by Retry/BackoffSchedule, Fairness/DelayedTenantDoesNotBlock)"},
+	{"enqueue-replaces", "TestWorkQueue/Basic/IdempotentEnqueueQueued",
+		"enqueueing a live ID replaces the item (also caught by IdempotentEnqueueLeased and IdempotentEnqueueDead)"},
+	{"requeue-ignores-error", "TestWorkQueue/DeadLetter/BulkActionsStayInFilter",
+		"Requeue drops the ErrorContains part of its filter and revives dead letters it should leave"},
+	{"dead-paging-repeats", "TestWorkQueue/DeadLetter/Paging",
+		"a dead-letter page's cursor points one before its last item, so the next page repeats it"},
+	{"ignore-context", "TestStateStore/Context/CancelledContextChangesNothing",
+		"calls go ahead with a cancelled context"},
 }
 
 func TestMutantsAreCaught(t *testing.T) {

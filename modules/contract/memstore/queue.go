@@ -63,6 +63,9 @@ func (s *Store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 	if err := contract.ValidateClaim(req); err != nil {
 		return nil, err
 	}
+	if s.mutations.has(mutRacyClaim) {
+		return s.claimRacy(ctx, req)
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -170,6 +173,16 @@ func (s *Store) Complete(ctx context.Context, leases ...contract.Lease) error {
 	}
 	defer s.mu.Unlock()
 	var lost []contract.ItemKey
+	if s.mutations.has(mutAllOrNothingComplete) {
+		for _, l := range leases {
+			if s.leased(l) == nil {
+				lost = append(lost, l.Key())
+			}
+		}
+		if lost != nil {
+			return &contract.LeaseLostError{Items: lost}
+		}
+	}
 	for _, l := range leases {
 		e := s.leased(l)
 		if e == nil {
@@ -346,7 +359,9 @@ func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (c
 			return false
 		}
 		out.Items = append(out.Items, copyItem(e.item))
-		last = e.deadSeq
+		if !s.mutations.has(mutDeadPagingRepeats) || len(out.Items) < limit {
+			last = e.deadSeq
+		}
 		return true
 	})
 	return out, nil
@@ -362,6 +377,9 @@ func (s *Store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, 
 		return 0, err
 	}
 	defer s.mu.Unlock()
+	if s.mutations.has(mutRequeueIgnoresError) {
+		f.ErrorContains = ""
+	}
 	var matched []*entry
 	s.deadMatching(f, nil, func(e *entry) bool { matched = append(matched, e); return true })
 	if len(matched) == 0 {

@@ -115,7 +115,7 @@ func (s *Store) Policy() policy.Policy { return s.policy }
 // lock takes the store's mutex unless ctx is already done: a cancelled
 // call changes nothing.
 func (s *Store) lock(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && !s.mutations.has(mutIgnoreContext) {
 		return err
 	}
 	s.mu.Lock()
