@@ -1,0 +1,98 @@
+package dashboard
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// Defaults for the zero fields of a Config.
+const (
+	DefaultSampleEvery = 5 * time.Second
+	DefaultSampleKeep  = 360 // 30 minutes at the default interval
+	DefaultRefresh     = 3 * time.Second
+	DefaultSessionTTL  = 12 * time.Hour
+)
+
+// Config is what a Server shows and how it guards its actions. Queue and
+// Inspector are required; every other field has a working zero value.
+type Config struct {
+	// Queue is acted on by requeue and purge.
+	Queue contract.WorkQueue
+	// Inspector supplies every read-only view.
+	Inspector contract.Inspector
+	// State, when set, lets the item page show the run of the same tenant
+	// and id (agent loops usually name the work item after its run).
+	State contract.StateStore
+
+	// Backing is the name shown in the footer ("memory", "redis",
+	// "postgresql"); when empty the Inspector's Health names it.
+	Backing string
+	// DSN is never shown. It is given only so that an error message that
+	// happens to quote it (or its password) is scrubbed before display.
+	DSN contract.Secret
+	// Token enables actions (requeue, purge): a person signs in with it,
+	// or a script sends it as "Authorization: Bearer <token>". Empty
+	// means the dashboard is read-only.
+	Token contract.Secret
+
+	// DefaultQueue is shown when a request names none; when empty, the
+	// first queue the Inspector lists, else contract.DefaultQueue.
+	DefaultQueue string
+	// Clock tells the time for lease arithmetic and sessions; nil means
+	// the wall clock.
+	Clock contract.Clock
+	// SampleEvery is how often the sampler snapshots the Inspector for the
+	// charts and the metrics; SampleKeep how many snapshots it keeps.
+	SampleEvery time.Duration
+	SampleKeep  int
+	// Refresh is the live-refresh period of the pages; negative disables it.
+	Refresh time.Duration
+	// SessionTTL bounds a sign-in.
+	SessionTTL time.Duration
+	// AllowedHosts, when set, refuses requests whose Host header names any
+	// other host (ports ignored): a dashboard on 127.0.0.1 then cannot be
+	// read by a web page through DNS rebinding.
+	AllowedHosts []string
+	// TracerProvider traces every request; nil means the global provider.
+	TracerProvider trace.TracerProvider
+	// Logger receives sampler and action logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Queue == nil {
+		return c, errors.New("dashboard: Config.Queue is required")
+	}
+	if c.Inspector == nil {
+		return c, errors.New("dashboard: Config.Inspector is required")
+	}
+	if c.Clock == nil {
+		c.Clock = contract.SystemClock{}
+	}
+	if c.SampleEvery <= 0 {
+		c.SampleEvery = DefaultSampleEvery
+	}
+	if c.SampleKeep <= 1 {
+		c.SampleKeep = DefaultSampleKeep
+	}
+	if c.Refresh == 0 {
+		c.Refresh = DefaultRefresh
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.DefaultQueue != "" {
+		if err := contract.ValidateName("Config.DefaultQueue", c.DefaultQueue); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}

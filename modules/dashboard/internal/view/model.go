@@ -1,0 +1,279 @@
+// Package view holds the dashboard's templ components and the page models
+// they render. The same models are marshalled as the /api/ JSON twins, so a
+// page and its twin never disagree; fields only a browser needs are tagged
+// json:"-".
+package view
+
+import (
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// Nav keys, one per page.
+const (
+	NavOverview = "overview"
+	NavTenants  = "tenants"
+	NavLeases   = "leases"
+	NavDead     = "dead"
+	NavItem     = "item"
+	NavHealth   = "health"
+	NavLogin    = "login"
+)
+
+// Chrome is what every page shows around its content: navigation, the
+// queue selector, the sign-in state and the CSRF token for forms.
+type Chrome struct {
+	Title  string
+	Active string
+	Queue  string
+	Queues []string
+	// Backing names the store ("memory", "redis", "postgresql"); never a DSN.
+	Backing string
+	// Writable is true when a token is configured; Authed when this
+	// request may mutate (session or bearer).
+	Writable bool
+	Authed   bool
+	// ReadOnlyReason says why the action buttons are disabled.
+	ReadOnlyReason string
+	CSRF           string
+	// Refresh is the live-refresh period in seconds; 0 turns it off.
+	Refresh int
+	Now     time.Time
+	Flash   string
+	Error   string
+}
+
+// CanAct reports whether mutating buttons are enabled.
+func (c Chrome) CanAct() bool { return c.Writable && c.Authed }
+
+// Totals are one queue's counts summed over its tenants.
+type Totals struct {
+	Queue   string `json:"queue"`
+	Tenants int    `json:"tenants"`
+	Ready   int64  `json:"ready"`
+	Later   int64  `json:"later"`
+	Leased  int64  `json:"leased"`
+	Dead    int64  `json:"dead"`
+	Served  int64  `json:"served"`
+	// LatencySeconds is the age of the oldest ready item over all tenants.
+	LatencySeconds float64 `json:"latency_seconds"`
+}
+
+// Overview is the landing page.
+type Overview struct {
+	Chrome       `json:"-"`
+	Backing      string   `json:"backing"`
+	Queues       []Totals `json:"queues"`
+	Health       string   `json:"health"`
+	HealthIssues int      `json:"health_issues"`
+	// Rates over the sampler's last two snapshots of the selected queue.
+	ClaimsPerSecond float64 `json:"claims_per_second"`
+	DeadRatio       float64 `json:"dead_ratio"`
+	Samples         int     `json:"samples"`
+	Charts          []Chart `json:"-"`
+}
+
+// Chart is a small inline SVG line chart.
+type Chart struct {
+	TestID string
+	Title  string
+	// Caption explains the units; YMax labels the top of the axis.
+	Caption string
+	YMax    string
+	Width   int
+	Height  int
+	Series  []Series
+	Empty   bool
+}
+
+// Series is one polyline of a chart.
+type Series struct {
+	Name   string
+	Color  string
+	Points string // "x,y x,y ..." in chart coordinates
+	Last   string // the latest value, formatted
+}
+
+// TenantRow is one tenant on the tenants page.
+type TenantRow struct {
+	Tenant         string  `json:"tenant"`
+	Color          string  `json:"-"`
+	Ready          int64   `json:"ready"`
+	Later          int64   `json:"later"`
+	Leased         int64   `json:"leased"`
+	Dead           int64   `json:"dead"`
+	Served         int64   `json:"served"`
+	LatencySeconds float64 `json:"latency_seconds"`
+	Latency        string  `json:"-"`
+	// TurnsInWindow counts this tenant's turns among the recent turns shown.
+	TurnsInWindow int `json:"turns_in_window"`
+	// Waiting: the tenant has ready work but got no turn in the window.
+	Waiting bool `json:"waiting"`
+	// Position in the rotation order (1 = next), 0 if not in it.
+	Position int `json:"position"`
+}
+
+// TurnCell is one recent turn in the rotation strip.
+type TurnCell struct {
+	Tenant string    `json:"tenant"`
+	ID     string    `json:"id"`
+	Worker string    `json:"worker"`
+	At     time.Time `json:"at"`
+	Color  string    `json:"-"`
+}
+
+// Lane is one tenant's row in the turn matrix: the columns where it was
+// served. A lane with ready work and no marks is a starving tenant.
+type Lane struct {
+	Tenant  string
+	Color   string
+	Ready   int64
+	Columns []int
+}
+
+// Tenants is the tenants and rotation page.
+type Tenants struct {
+	Chrome `json:"-"`
+	Queue  string      `json:"queue"`
+	Order  []string    `json:"order"`
+	Turns  []TurnCell  `json:"recent_turns"`
+	Rows   []TenantRow `json:"tenants"`
+	Lanes  []Lane      `json:"-"`
+	Window int         `json:"window"`
+}
+
+// LeaseRow is one live lease.
+type LeaseRow struct {
+	Tenant   string    `json:"tenant"`
+	Queue    string    `json:"queue"`
+	ID       string    `json:"id"`
+	Worker   string    `json:"worker"`
+	Attempts int       `json:"attempts"`
+	Expires  time.Time `json:"expires_at"`
+	// TimeLeftSeconds is negative once the lease has expired.
+	TimeLeftSeconds float64 `json:"time_left_seconds"`
+	TimeLeft        string  `json:"-"`
+	// Expired: past expiry but not reaped yet.
+	Expired bool  `json:"expired"`
+	Token   int64 `json:"token"`
+}
+
+// Leases is the leases page.
+type Leases struct {
+	Chrome  `json:"-"`
+	Queue   string     `json:"queue"`
+	Leased  int64      `json:"leased_total"`
+	Expired int        `json:"expired_on_page"`
+	Rows    []LeaseRow `json:"leases"`
+	Cursor  string     `json:"cursor"`
+	Next    string     `json:"next"`
+	Limit   int        `json:"limit"`
+	// Offset is the index of the first row, for display.
+	Offset int `json:"offset"`
+}
+
+// Filter is a dead-letter filter as the forms and the API carry it.
+type Filter struct {
+	Queue         string `json:"queue"`
+	Tenant        string `json:"tenant,omitempty"`
+	ID            string `json:"id,omitempty"`
+	ErrorContains string `json:"error_contains,omitempty"`
+}
+
+// Narrowed reports whether any field beyond the queue is set.
+func (f Filter) Narrowed() bool { return f.Tenant != "" || f.ID != "" || f.ErrorContains != "" }
+
+// DeadRow is one dead letter.
+type DeadRow struct {
+	Tenant    string    `json:"tenant"`
+	Queue     string    `json:"queue"`
+	ID        string    `json:"id"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error"`
+	DeadAt    time.Time `json:"dead_at"`
+	Enqueued  time.Time `json:"enqueued_at"`
+	// Payload is a preview: text as text, binary as hex, cut short.
+	Payload      string `json:"payload_preview"`
+	PayloadBytes int    `json:"payload_bytes"`
+}
+
+// Dead is the dead-letters page.
+type Dead struct {
+	Chrome `json:"-"`
+	Filter Filter    `json:"filter"`
+	Total  int64     `json:"dead_total"` // dead letters of the queue (of the tenant when filtered by tenant)
+	Rows   []DeadRow `json:"dead_letters"`
+	Cursor string    `json:"cursor"`
+	Next   string    `json:"next"`
+	Limit  int       `json:"limit"`
+	Offset int       `json:"offset"`
+}
+
+// KV is a display pair.
+type KV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// ItemView is the lookup page.
+type ItemView struct {
+	Chrome `json:"-"`
+	Tenant string `json:"tenant"`
+	Queue  string `json:"queue"`
+	ID     string `json:"id"`
+	Asked  bool   `json:"-"`
+	Found  bool   `json:"found"`
+	// Fields of the item when found.
+	State        string    `json:"state,omitempty"`
+	Attempts     int       `json:"attempts"`
+	LastError    string    `json:"last_error,omitempty"`
+	EnqueuedAt   time.Time `json:"enqueued_at,omitzero"`
+	NotBefore    time.Time `json:"not_before,omitzero"`
+	DeadAt       time.Time `json:"dead_at,omitzero"`
+	Payload      string    `json:"payload_preview,omitempty"`
+	PayloadBytes int       `json:"payload_bytes"`
+	Metadata     []KV      `json:"metadata,omitempty"`
+	Lease        *LeaseRow `json:"lease,omitempty"`
+	Run          *RunInfo  `json:"run,omitempty"`
+}
+
+// Check is one health check.
+type Check struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Status string `json:"status"` // ok, warn, fail
+	Fix    string `json:"fix,omitempty"`
+	Source string `json:"source"` // the backing, or "dashboard"
+}
+
+// Health is the health page.
+type Health struct {
+	Chrome  `json:"-"`
+	Backing string  `json:"backing"`
+	Status  string  `json:"status"`
+	Checks  []Check `json:"checks"`
+	Details []KV    `json:"details"`
+}
+
+// Login is the sign-in page.
+type Login struct {
+	Chrome
+	Failed bool
+}
+
+// ErrorPage is shown for failures a page cannot recover from.
+type ErrorPage struct {
+	Chrome
+	Code    int
+	Message string
+}
+
+// RunInfo is the run of the same tenant and id, when a StateStore is given.
+type RunInfo struct {
+	Status    string            `json:"status"`
+	Version   int64             `json:"version"`
+	Counters  contract.Counters `json:"counters"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	DataBytes int               `json:"data_bytes"`
+}

@@ -1,0 +1,485 @@
+package dashboard
+
+import (
+	"cmp"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/dashboard/internal/view"
+)
+
+const (
+	defaultTurns    = 120
+	defaultDeadPage = 50
+	maxLanes        = 40
+	previewBytes    = 160
+)
+
+// chrome fills what every page shows around its content.
+func (s *Server) chrome(c echo.Context, title, nav, queue string) view.Chrome {
+	ch := view.Chrome{
+		Title:    title,
+		Active:   nav,
+		Queue:    queue,
+		Backing:  s.cfg.Backing,
+		Writable: s.auth.enabled(),
+		Authed:   s.auth.mayAct(c),
+		Now:      s.cfg.Clock.Now(),
+	}
+	if ch.Queue == "" {
+		ch.Queue = cmp.Or(s.cfg.DefaultQueue, contract.DefaultQueue)
+	}
+	if ch.Backing == "" {
+		ch.Backing = "unnamed"
+	}
+	if sess := sessionOf(c); sess.ID != "" {
+		ch.CSRF = s.auth.csrf(sess)
+	}
+	switch {
+	case !ch.Writable:
+		ch.ReadOnlyReason = readOnlyReason
+	case !ch.Authed:
+		ch.ReadOnlyReason = "sign in with the dashboard token to requeue or purge"
+	}
+	if qs, err := s.cfg.Inspector.Queues(c.Request().Context()); err == nil {
+		slices.Sort(qs)
+		ch.Queues = qs
+	}
+	if s.cfg.Refresh > 0 {
+		ch.Refresh = max(1, int(s.cfg.Refresh/time.Second))
+	}
+	return ch
+}
+
+// queueParam resolves the queue a request is about.
+func (s *Server) queueParam(c echo.Context) (string, error) {
+	q := c.QueryParam("queue")
+	if q == "" {
+		if s.cfg.DefaultQueue != "" {
+			return s.cfg.DefaultQueue, nil
+		}
+		if qs, err := s.cfg.Inspector.Queues(c.Request().Context()); err == nil && len(qs) > 0 {
+			slices.Sort(qs)
+			if slices.Contains(qs, contract.DefaultQueue) {
+				return contract.DefaultQueue, nil
+			}
+			return qs[0], nil
+		}
+		return contract.DefaultQueue, nil
+	}
+	return q, contract.ValidateName("queue", q)
+}
+
+func intParam(c echo.Context, name string, def, lo, hi int) (int, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, &contract.ValidationError{Field: name, Problem: fmt.Sprintf("is %q; give a whole number from %d to %d", v, lo, hi)}
+	}
+	return n, nil
+}
+
+func (s *Server) overview(c echo.Context) (view.Overview, int, error) {
+	ctx := c.Request().Context()
+	queue, err := s.queueParam(c)
+	if err != nil {
+		return view.Overview{}, 0, err
+	}
+	p := view.Overview{Chrome: s.chrome(c, "Overview", view.NavOverview, queue), Backing: s.cfg.Backing}
+	p.Chrome.Refresh = refreshOr(p.Chrome.Refresh, 5)
+	now := p.Now
+	for _, q := range p.Chrome.Queues {
+		stats, err := s.cfg.Inspector.Tenants(ctx, q)
+		if err != nil {
+			return p, 0, err
+		}
+		t := view.Totals{Queue: q, Tenants: len(stats)}
+		for _, st := range stats {
+			t.Ready += st.Ready
+			t.Later += st.Later
+			t.Leased += st.Leased
+			t.Dead += st.Dead
+			t.Served += st.Served
+			if !st.OldestReady.IsZero() {
+				t.LatencySeconds = max(t.LatencySeconds, now.Sub(st.OldestReady).Seconds())
+			}
+		}
+		p.Queues = append(p.Queues, t)
+	}
+	h, err := s.cfg.Inspector.Health(ctx)
+	if err != nil {
+		p.Health, p.HealthIssues = contract.HealthFail, 1
+	} else {
+		p.Health = h.Status()
+		for _, ck := range h.Checks {
+			if ck.Status != contract.HealthOK {
+				p.HealthIssues++
+			}
+		}
+		if p.Backing == "" {
+			p.Backing = h.Backing
+		}
+	}
+	hist := s.sampler.history()
+	p.Samples = len(hist)
+	p.ClaimsPerSecond, p.DeadRatio = rates(hist, queue)
+	p.Charts = charts(hist, queue)
+	return p, http.StatusOK, nil
+}
+
+func refreshOr(r, def int) int {
+	if r == 0 {
+		return 0
+	}
+	return max(r, def)
+}
+
+func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
+	ctx := c.Request().Context()
+	queue, err := s.queueParam(c)
+	if err != nil {
+		return view.Tenants{}, 0, err
+	}
+	n, err := intParam(c, "turns", defaultTurns, 1, 1000)
+	if err != nil {
+		return view.Tenants{}, 0, err
+	}
+	p := view.Tenants{Chrome: s.chrome(c, "Tenants & rotation", view.NavTenants, queue), Queue: queue, Window: n}
+	stats, err := s.cfg.Inspector.Tenants(ctx, queue)
+	if err != nil {
+		return p, 0, err
+	}
+	rot, err := s.cfg.Inspector.Rotation(ctx, queue, n)
+	if err != nil {
+		return p, 0, err
+	}
+	names := make([]string, len(stats))
+	for i, st := range stats {
+		names[i] = st.Tenant
+	}
+	slices.Sort(names)
+	colors := newTenantColors(names)
+
+	p.Order = rot.Order
+	if p.Order == nil {
+		p.Order = []string{}
+	}
+	pos := make(map[string]int, len(rot.Order))
+	for i, t := range rot.Order {
+		pos[t] = i + 1
+	}
+	turns := make(map[string][]int)
+	p.Turns = make([]view.TurnCell, 0, len(rot.Recent))
+	for i, t := range rot.Recent {
+		p.Turns = append(p.Turns, view.TurnCell{Tenant: t.Tenant, ID: t.ID, Worker: t.Worker, At: t.At, Color: colors.of(t.Tenant)})
+		turns[t.Tenant] = append(turns[t.Tenant], i)
+	}
+	p.Window = max(len(p.Turns), 1)
+	now := p.Now
+	p.Rows = make([]view.TenantRow, 0, len(stats))
+	for _, st := range stats {
+		r := view.TenantRow{
+			Tenant: st.Tenant, Color: colors.of(st.Tenant),
+			Ready: st.Ready, Later: st.Later, Leased: st.Leased, Dead: st.Dead, Served: st.Served,
+			TurnsInWindow: len(turns[st.Tenant]), Position: pos[st.Tenant], Latency: "—",
+		}
+		if !st.OldestReady.IsZero() {
+			age := now.Sub(st.OldestReady)
+			r.LatencySeconds = age.Seconds()
+			r.Latency = view.Dur(age)
+		}
+		// Only a full window of turns can show that a tenant was passed
+		// over; with fewer turns nobody has been starved yet.
+		r.Waiting = st.Ready > 0 && r.TurnsInWindow == 0 && len(rot.Recent) >= n && n >= len(stats)
+		p.Rows = append(p.Rows, r)
+	}
+	// Busiest first: the tenants a person came to look at.
+	slices.SortFunc(p.Rows, func(a, b view.TenantRow) int {
+		return cmp.Or(cmp.Compare(b.Ready+b.Later+b.Leased, a.Ready+a.Later+a.Leased), cmp.Compare(a.Tenant, b.Tenant))
+	})
+	for _, r := range p.Rows {
+		if len(p.Lanes) == maxLanes {
+			break
+		}
+		if r.Ready > 0 || r.TurnsInWindow > 0 {
+			p.Lanes = append(p.Lanes, view.Lane{Tenant: r.Tenant, Color: r.Color, Ready: r.Ready, Columns: turns[r.Tenant]})
+		}
+	}
+	return p, http.StatusOK, nil
+}
+
+func (s *Server) leases(c echo.Context) (view.Leases, int, error) {
+	ctx := c.Request().Context()
+	queue, err := s.queueParam(c)
+	if err != nil {
+		return view.Leases{}, 0, err
+	}
+	limit, err := intParam(c, "limit", contract.DefaultPageSize, 1, contract.MaxPageSize)
+	if err != nil {
+		return view.Leases{}, 0, err
+	}
+	offset, err := intParam(c, "offset", 0, 0, 1<<40)
+	if err != nil {
+		return view.Leases{}, 0, err
+	}
+	p := view.Leases{Chrome: s.chrome(c, "Leases", view.NavLeases, queue), Queue: queue, Limit: limit, Offset: offset, Cursor: c.QueryParam("cursor")}
+	page, err := s.cfg.Inspector.Leases(ctx, queue, contract.PageRequest{Cursor: p.Cursor, Limit: limit})
+	if err != nil {
+		return p, 0, err
+	}
+	stats, err := s.cfg.Inspector.Tenants(ctx, queue)
+	if err != nil {
+		return p, 0, err
+	}
+	for _, st := range stats {
+		p.Leased += st.Leased
+	}
+	p.Next = page.Next
+	p.Rows = make([]view.LeaseRow, 0, len(page.Leases))
+	for _, l := range page.Leases {
+		r := leaseRow(l, p.Now)
+		if r.Expired {
+			p.Expired++
+		}
+		p.Rows = append(p.Rows, r)
+	}
+	return p, http.StatusOK, nil
+}
+
+func leaseRow(l contract.Lease, now time.Time) view.LeaseRow {
+	left := l.ExpiresAt.Sub(now)
+	r := view.LeaseRow{
+		Tenant: l.Item.Tenant, Queue: contract.QueueName(l.Item.Queue), ID: l.Item.ID, Worker: l.Worker,
+		Attempts: l.Item.Attempts, Expires: l.ExpiresAt, TimeLeftSeconds: left.Seconds(), Token: l.Token,
+		Expired: left <= 0,
+	}
+	if r.Expired {
+		r.TimeLeft = "expired " + view.Dur(left) + " ago, awaiting reap"
+	} else {
+		r.TimeLeft = view.Dur(left) + " left"
+	}
+	return r
+}
+
+func (s *Server) deadFilter(c echo.Context, get func(string) string) (view.Filter, error) {
+	queue := get("queue")
+	if queue == "" {
+		var err error
+		if queue, err = s.queueParam(c); err != nil {
+			return view.Filter{}, err
+		}
+	}
+	f := view.Filter{Queue: queue, Tenant: get("tenant"), ID: get("id"), ErrorContains: get("error")}
+	return f, contract.ValidateFilter(toContract(f))
+}
+
+func toContract(f view.Filter) contract.DeadLetterFilter {
+	return contract.DeadLetterFilter{Queue: f.Queue, Tenant: f.Tenant, ID: f.ID, ErrorContains: f.ErrorContains}
+}
+
+func (s *Server) dead(c echo.Context) (view.Dead, int, error) {
+	ctx := c.Request().Context()
+	f, err := s.deadFilter(c, c.QueryParam)
+	if err != nil {
+		return view.Dead{}, 0, err
+	}
+	limit, err := intParam(c, "limit", defaultDeadPage, 1, contract.MaxPageSize)
+	if err != nil {
+		return view.Dead{}, 0, err
+	}
+	offset, err := intParam(c, "offset", 0, 0, 1<<40)
+	if err != nil {
+		return view.Dead{}, 0, err
+	}
+	p := view.Dead{Chrome: s.chrome(c, "Dead letters", view.NavDead, f.Queue), Filter: f, Limit: limit, Offset: offset, Cursor: c.QueryParam("cursor")}
+	p.Chrome.Refresh = 0 // people act on this page; rows must not move under the pointer
+	p.Flash = doneMessage(c.QueryParam("done"), c.QueryParam("count"))
+	page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Page: contract.PageRequest{Cursor: p.Cursor, Limit: limit}})
+	if err != nil {
+		return p, 0, err
+	}
+	stats, err := s.cfg.Inspector.Tenants(ctx, f.Queue)
+	if err != nil {
+		return p, 0, err
+	}
+	for _, st := range stats {
+		if f.Tenant == "" || st.Tenant == f.Tenant {
+			p.Total += st.Dead
+		}
+	}
+	p.Next = page.Next
+	p.Rows = make([]view.DeadRow, 0, len(page.Items))
+	for _, it := range page.Items {
+		p.Rows = append(p.Rows, view.DeadRow{
+			Tenant: it.Tenant, Queue: contract.QueueName(it.Queue), ID: it.ID, Attempts: it.Attempts,
+			LastError: scrub(it.LastError, s.cfg.DSN), DeadAt: it.DeadAt, Enqueued: it.EnqueuedAt,
+			Payload: preview(it.Payload), PayloadBytes: len(it.Payload),
+		})
+	}
+	return p, http.StatusOK, nil
+}
+
+// doneMessage builds the flash after an action from the action's name and
+// count only, so no request text is ever reflected into the page.
+func doneMessage(done, count string) string {
+	n, err := strconv.Atoi(count)
+	if err != nil || n < 0 {
+		return ""
+	}
+	switch done {
+	case string(actRequeue):
+		return fmt.Sprintf("Requeued %s dead letter(s).", view.Num(n))
+	case string(actPurge):
+		return fmt.Sprintf("Purged %s dead letter(s).", view.Num(n))
+	}
+	return ""
+}
+
+// preview shows text payloads as text and anything else as hex, cut short.
+// It is escaped by templ like every other string.
+func preview(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	cut := b
+	more := ""
+	if len(cut) > previewBytes {
+		cut, more = cut[:previewBytes], "…"
+	}
+	text := true
+	for len(cut) > 0 {
+		r, size := utf8.DecodeRune(cut)
+		if r == utf8.RuneError && size <= 1 {
+			// a rune cut at the preview boundary is fine; anything else is binary
+			if len(cut) < utf8.UTFMax && more != "" {
+				cut = nil
+				break
+			}
+			text = false
+			break
+		}
+		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
+			text = false
+			break
+		}
+		cut = cut[size:]
+	}
+	if text {
+		return strings.ToValidUTF8(string(b[:min(len(b), previewBytes)]), "") + more
+	}
+	return "0x" + hex.EncodeToString(b[:min(len(b), previewBytes/4)]) + "…"
+}
+
+func (s *Server) item(c echo.Context) (view.ItemView, int, error) {
+	ctx := c.Request().Context()
+	queue := c.QueryParam("queue")
+	if queue == "" {
+		queue = contract.DefaultQueue
+	}
+	p := view.ItemView{Tenant: c.QueryParam("tenant"), ID: c.QueryParam("id"), Queue: queue}
+	p.Chrome = s.chrome(c, "Find an item", view.NavItem, queue)
+	p.Chrome.Refresh = 0
+	if p.Tenant == "" && p.ID == "" {
+		return p, http.StatusOK, nil
+	}
+	key := contract.ItemKey{Tenant: p.Tenant, Queue: queue, ID: p.ID}
+	for _, v := range []struct{ f, s string }{{"tenant", key.Tenant}, {"queue", key.Queue}, {"id", key.ID}} {
+		if err := contract.ValidateName(v.f, v.s); err != nil {
+			return p, 0, err
+		}
+	}
+	p.Asked = true
+	info, err := s.cfg.Inspector.Item(ctx, key)
+	if errors.Is(err, contract.ErrNotFound) {
+		return p, http.StatusNotFound, nil
+	}
+	if err != nil {
+		return p, 0, err
+	}
+	it := info.Item
+	p.Found = true
+	p.State, p.Attempts, p.LastError = string(it.State), it.Attempts, scrub(it.LastError, s.cfg.DSN)
+	p.EnqueuedAt, p.NotBefore, p.DeadAt = it.EnqueuedAt, it.NotBefore, it.DeadAt
+	p.Payload, p.PayloadBytes = preview(it.Payload), len(it.Payload)
+	for k, v := range it.Metadata {
+		p.Metadata = append(p.Metadata, view.KV{Key: k, Value: v})
+	}
+	slices.SortFunc(p.Metadata, func(a, b view.KV) int { return cmp.Compare(a.Key, b.Key) })
+	if info.Lease != nil {
+		r := leaseRow(*info.Lease, p.Now)
+		p.Lease = &r
+	}
+	if s.cfg.State != nil {
+		if run, err := s.cfg.State.GetRun(ctx, p.Tenant, p.ID); err == nil {
+			p.Run = &view.RunInfo{Status: run.Status, Version: run.Version, Counters: run.Counters, UpdatedAt: run.UpdatedAt, DataBytes: len(run.Data)}
+		}
+	}
+	return p, http.StatusOK, nil
+}
+
+func (s *Server) health(c echo.Context) (view.Health, int, error) {
+	ctx := c.Request().Context()
+	queue, err := s.queueParam(c)
+	if err != nil {
+		return view.Health{}, 0, err
+	}
+	p := view.Health{Chrome: s.chrome(c, "Health", view.NavHealth, queue), Backing: s.cfg.Backing}
+	p.Chrome.Refresh = refreshOr(p.Chrome.Refresh, 10)
+	h, err := s.cfg.Inspector.Health(ctx)
+	if err != nil {
+		p.Checks = append(p.Checks, view.Check{Name: "backing reachable", Value: scrub(err.Error(), s.cfg.DSN), Status: contract.HealthFail,
+			Fix: "check that the server is up and that the dashboard can reach it", Source: "dashboard"})
+	} else {
+		if p.Backing == "" {
+			p.Backing = h.Backing
+		}
+		for _, ck := range h.Checks {
+			p.Checks = append(p.Checks, view.Check{Name: ck.Name, Value: scrub(ck.Value, s.cfg.DSN), Status: ck.Status, Fix: ck.Fix, Source: h.Backing})
+		}
+		for k, v := range h.Details {
+			p.Details = append(p.Details, view.KV{Key: k, Value: scrub(v, s.cfg.DSN)})
+		}
+		slices.SortFunc(p.Details, func(a, b view.KV) int { return cmp.Compare(a.Key, b.Key) })
+	}
+	p.Checks = append(p.Checks, s.samplerCheck())
+	worst := contract.Health{}
+	for _, ck := range p.Checks {
+		worst.Checks = append(worst.Checks, contract.HealthCheck{Status: ck.Status})
+	}
+	p.Status = worst.Status()
+	mode := "read-only (no token configured)"
+	if s.auth.enabled() {
+		mode = "actions enabled for token holders"
+	}
+	p.Details = append(p.Details, view.KV{Key: "dashboard mode", Value: mode})
+	return p, http.StatusOK, nil
+}
+
+func (s *Server) samplerCheck() view.Check {
+	at, err := s.sampler.status()
+	ck := view.Check{Name: "dashboard sampler", Source: "dashboard", Status: contract.HealthOK}
+	switch {
+	case err != nil:
+		ck.Status, ck.Value = contract.HealthWarn, scrub(err.Error(), s.cfg.DSN)
+		ck.Fix = "the charts and /metrics are stale until the Inspector answers again; see the backing checks"
+	case at.IsZero():
+		ck.Value = "no sample yet"
+	default:
+		ck.Value = "last sample " + view.Ago(at, s.cfg.Clock.Now())
+	}
+	return ck
+}
