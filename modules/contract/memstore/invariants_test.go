@@ -1,0 +1,252 @@
+package memstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// checkInvariants verifies that the indexes agree with the items map: every
+// item sits in exactly the index its state names, counts match, and every
+// tenant with queued work is placed in the rotation by its earliest item.
+func checkInvariants(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	perQueue := map[string]int{}
+	for k, e := range s.items {
+		if k != e.item.Key() {
+			t.Fatalf("item under key %v says it is %v", k, e.item.Key())
+		}
+		q := s.queues[k.Queue]
+		tq := q.tenants[k.Tenant]
+		perQueue[k.Queue]++
+		switch e.item.State {
+		case contract.StateQueued:
+			if got, ok := tq.ready.Get(e.ready); !ok || got != e {
+				t.Fatalf("queued item %v missing from its ready index", k)
+			}
+		case contract.StateLeased:
+			if got, ok := q.leases.Get(e.leaseKey()); !ok || got != e {
+				t.Fatalf("leased item %v missing from the lease index", k)
+			}
+		case contract.StateDead:
+			if got, ok := q.dead.Get(e.deadSeq); !ok || got != e {
+				t.Fatalf("dead item %v missing from the dead letters", k)
+			}
+		default:
+			t.Fatalf("item %v in state %q", k, e.item.State)
+		}
+	}
+	for name, q := range s.queues {
+		if q.items != perQueue[name] {
+			t.Fatalf("queue %s counts %d items, holds %d", name, q.items, perQueue[name])
+		}
+		leased, dead, placed := 0, 0, 0
+		for _, tq := range q.tenants {
+			leased += tq.leased
+			dead += tq.dead
+			tq.ready.Ascend(nil, func(_ readyKey, e *entry) bool {
+				if e.item.State != contract.StateQueued || e.item.Tenant != tq.name {
+					t.Fatalf("ready index of %s holds %v in state %s", tq.name, e.item.Key(), e.item.State)
+				}
+				return true
+			})
+			k, _, ok := tq.ready.Min()
+			switch {
+			case !ok && tq.place != unplaced:
+				t.Fatalf("tenant %s has no queued item but is placed (%d)", tq.name, tq.place)
+			case ok && tq.place == unplaced:
+				t.Fatalf("tenant %s has queued items but is not in the rotation", tq.name)
+			case tq.place == inDue:
+				placed++
+				if got, ok := q.due.Get(tq.stamp); !ok || got != tq {
+					t.Fatalf("tenant %s not in due under its stamp", tq.name)
+				}
+			case tq.place == inWaiting:
+				placed++
+				if !tq.waitAt.Equal(k.due) {
+					t.Fatalf("tenant %s waits for %v, its first item is due %v", tq.name, tq.waitAt, k.due)
+				}
+				if got, ok := q.waiting.Get(waitKey{tq.waitAt, tq.stamp}); !ok || got != tq {
+					t.Fatalf("tenant %s not in waiting under its key", tq.name)
+				}
+			}
+		}
+		if leased != q.leases.Len() || dead != q.dead.Len() || placed != q.due.Len()+q.waiting.Len() {
+			t.Fatalf("queue %s: leased %d/%d, dead %d/%d, placed %d/%d", name, leased, q.leases.Len(), dead, q.dead.Len(), placed, q.due.Len()+q.waiting.Len())
+		}
+	}
+}
+
+// TestRandomOperationsKeepInvariants runs a long random mix of every
+// queue operation and checks the invariants after each.
+func TestRandomOperationsKeepInvariants(t *testing.T) {
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	s := New(clock, WithPolicy(policy.Policy{MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: 4 * time.Second, Jitter: policy.Fixed(0.5)}))
+	ctx := t.Context()
+	r := rand.New(rand.NewPCG(7, 7))
+	var held []contract.Lease
+	queues := []string{"", "q2"}
+	for step := range 2500 {
+		qn := queues[r.IntN(2)]
+		switch op := r.IntN(10); op {
+		case 0, 1:
+			it := contract.Item{Tenant: fmt.Sprintf("t%d", r.IntN(6)), ID: fmt.Sprint(r.IntN(40)), Queue: qn}
+			if r.IntN(3) == 0 {
+				it.NotBefore = clock.Now().Add(time.Duration(r.IntN(5000)) * time.Millisecond)
+			}
+			if err := s.Enqueue(ctx, it); err != nil {
+				t.Fatal(err)
+			}
+		case 2, 3:
+			ls, err := s.Claim(ctx, contract.ClaimRequest{Queue: qn, LeaseFor: time.Duration(1+r.IntN(3)) * time.Second, Max: 1 + r.IntN(4)})
+			if err != nil && !errors.Is(err, contract.ErrEmpty) {
+				t.Fatal(err)
+			}
+			held = append(held, ls...)
+		case 4:
+			if len(held) > 0 {
+				i := r.IntN(len(held))
+				_ = s.Complete(ctx, held[i])
+				held = append(held[:i], held[i+1:]...)
+			}
+		case 5:
+			if len(held) > 0 {
+				i := r.IntN(len(held))
+				_, _ = s.Fail(ctx, held[i], errors.New("nope"))
+				held = append(held[:i], held[i+1:]...)
+			}
+		case 6:
+			if len(held) > 0 {
+				i := r.IntN(len(held))
+				if l, err := s.Heartbeat(ctx, held[i], time.Second); err == nil {
+					held[i] = l
+				}
+			}
+		case 7:
+			if _, err := s.Reap(ctx, qn); err != nil {
+				t.Fatal(err)
+			}
+		case 8:
+			f := contract.DeadLetterFilter{Queue: qn}
+			if r.IntN(2) == 0 {
+				f.Tenant = fmt.Sprintf("t%d", r.IntN(6))
+			}
+			if r.IntN(2) == 0 {
+				_, _ = s.Requeue(ctx, f)
+			} else {
+				_, _ = s.Purge(ctx, f)
+			}
+		case 9:
+			clock.Advance(time.Duration(r.IntN(1500)) * time.Millisecond)
+		}
+		if step%4 == 0 {
+			checkInvariants(t, s)
+			if t.Failed() {
+				t.Fatalf("after step %d", step)
+			}
+		}
+	}
+}
+
+// TestConcurrentOperationsKeepInvariants runs workers, a reaper and an
+// inspector at once (for the race detector), then checks the invariants
+// and that no item was lost or duplicated.
+func TestConcurrentOperationsKeepInvariants(t *testing.T) {
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	s := New(clock, WithPolicy(policy.Policy{MaxAttempts: 100, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Jitter: policy.Fixed(0)}))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	const items = 400
+	var batch []contract.Item
+	for i := range items {
+		batch = append(batch, contract.Item{Tenant: fmt.Sprintf("t%d", i%7), ID: fmt.Sprint(i)})
+	}
+	if err := s.Enqueue(ctx, batch...); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		done = map[contract.ItemKey]int{}
+	)
+	for w := range 6 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for ctx.Err() == nil {
+				ls, err := s.Claim(ctx, contract.ClaimRequest{Worker: fmt.Sprint("w", w), LeaseFor: time.Second, Max: 1 + r.IntN(5)})
+				if errors.Is(err, contract.ErrEmpty) {
+					mu.Lock()
+					finished := len(done) == items
+					mu.Unlock()
+					if finished {
+						return
+					}
+					clock.Advance(time.Millisecond)
+					continue
+				}
+				if err != nil {
+					return
+				}
+				for _, l := range ls {
+					switch r.IntN(4) {
+					case 0:
+						_, _ = s.Fail(ctx, l, errors.New("flaky"))
+					case 1:
+						if l2, err := s.Heartbeat(ctx, l, time.Second); err == nil {
+							l = l2
+						}
+						fallthrough
+					default:
+						if err := s.Complete(ctx, l); err == nil {
+							mu.Lock()
+							done[l.Key()]++
+							mu.Unlock()
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			_, _ = s.Reap(ctx, "")
+			_, _ = s.Tenants(ctx, "")
+			_, _ = s.Leases(ctx, "", contract.PageRequest{})
+			mu.Lock()
+			finished := len(done) == items
+			mu.Unlock()
+			if finished {
+				return
+			}
+			clock.Advance(100 * time.Millisecond)
+		}
+	})
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-finished
+		t.Fatalf("workers did not finish: %d of %d items completed", len(done), items)
+	}
+	for k, n := range done {
+		if n != 1 {
+			t.Errorf("item %v completed %d times", k, n)
+		}
+	}
+	checkInvariants(t, s)
+	if len(s.items) != 0 {
+		t.Errorf("%d items left after all completed", len(s.items))
+	}
+}
