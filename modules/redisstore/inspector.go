@@ -1,0 +1,388 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/redis/go-redis/v9"
+)
+
+// Inspector methods only read. They use plain commands and pipelines
+// rather than scripts; a snapshot may mix moments a few milliseconds apart,
+// which a dashboard does not mind.
+
+// read runs fn under the retry budget.
+func (q *RedisWorkQueue) read(ctx context.Context, fn func(context.Context) error) error {
+	return q.retry.do(ctx, func(ctx context.Context) error {
+		err := fn(ctx)
+		if err == redis.Nil {
+			return nil
+		}
+		return err
+	})
+}
+
+// Queues lists the names of the queues that hold any item, sorted.
+func (q *RedisWorkQueue) Queues(ctx context.Context) ([]string, error) {
+	out := []string{}
+	err := q.read(ctx, func(ctx context.Context) error {
+		out = out[:0]
+		names, err := q.client.SMembers(ctx, q.keys.queues()).Result()
+		if err != nil {
+			return err
+		}
+		pipe := q.client.Pipeline()
+		cards := make([][]*redis.IntCmd, len(names))
+		for i, name := range names {
+			p := q.keys.queue(name)
+			for _, k := range []string{"rot", "wait", "leases", "dead"} {
+				cards[i] = append(cards[i], pipe.ZCard(ctx, p+k))
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil && len(names) > 0 {
+			return err
+		}
+		for i, name := range names {
+			var n int64
+			for _, c := range cards[i] {
+				n += c.Val()
+			}
+			if n > 0 {
+				out = append(out, name)
+			}
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out, err
+}
+
+// Tenants returns the counts of every tenant that holds items in the queue
+// or has been served by it, by tenant name.
+func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.TenantStats, error) {
+	name := contract.QueueName(queue)
+	if err := contract.ValidateName("queue", name); err != nil {
+		return nil, err
+	}
+	p := q.keys.queue(name)
+	now := q.clock.Now()
+	nowUS := nowMicros(now)
+	out := []contract.TenantStats{}
+	err := q.read(ctx, func(ctx context.Context) error {
+		out = out[:0]
+		tenants, err := q.client.SMembers(ctx, p+"tenants").Result()
+		if err != nil || len(tenants) == 0 {
+			return err
+		}
+		leased := map[string]int64{}
+		refs, err := q.client.ZRange(ctx, p+"leases", 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		for _, ref := range refs {
+			if t, _, ok := parseRef(ref); ok {
+				leased[t]++
+			}
+		}
+		type cmds struct {
+			ready, queued, dead *redis.IntCmd
+			served              *redis.StringCmd
+			due                 *redis.StringSliceCmd
+		}
+		pipe := q.client.Pipeline()
+		cs := make([]cmds, len(tenants))
+		for i, t := range tenants {
+			rk := p + "ready:" + lp(t)
+			cs[i] = cmds{
+				ready:  pipe.ZCount(ctx, rk, "-inf", nowUS),
+				queued: pipe.ZCard(ctx, rk),
+				dead:   pipe.ZCard(ctx, p+"dead:"+lp(t)),
+				served: pipe.HGet(ctx, p+"served", t),
+				// Due items are ordered by due time, not enqueue time;
+				// the oldest is looked for among the first hundred.
+				due: pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: rk, Start: "-inf", Stop: nowUS, ByScore: true, Count: 100}),
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+			return err
+		}
+		pipe = q.client.Pipeline()
+		eas := make([][]*redis.StringCmd, len(tenants))
+		for i, t := range tenants {
+			for _, m := range cs[i].due.Val() {
+				if len(m) > 16 {
+					eas[i] = append(eas[i], pipe.HGet(ctx, p+"item:"+itemRef(t, m[16:]), "ea"))
+				}
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+			return err
+		}
+		for i, t := range tenants {
+			served, _ := strconv.ParseInt(cs[i].served.Val(), 10, 64)
+			st := contract.TenantStats{
+				Tenant: t,
+				Ready:  cs[i].ready.Val(),
+				Later:  cs[i].queued.Val() - cs[i].ready.Val(),
+				Leased: leased[t],
+				Dead:   cs[i].dead.Val(),
+				Served: served,
+			}
+			if st.Ready+st.Later+st.Leased+st.Dead == 0 && served == 0 {
+				continue
+			}
+			for _, c := range eas[i] {
+				if ea := nsTime(c.Val()); !ea.IsZero() && (st.OldestReady.IsZero() || ea.Before(st.OldestReady)) {
+					st.OldestReady = ea
+				}
+			}
+			out = append(out, st)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b contract.TenantStats) int { return strings.Compare(a.Tenant, b.Tenant) })
+	return out, err
+}
+
+// Rotation returns the queue's tenants in turn order (tenants whose items
+// are all delayed at the place they keep) and its last n turns, most
+// recent last.
+func (q *RedisWorkQueue) Rotation(ctx context.Context, queue string, n int) (contract.Rotation, error) {
+	name := contract.QueueName(queue)
+	if err := contract.ValidateName("queue", name); err != nil {
+		return contract.Rotation{}, err
+	}
+	if n < 0 || n > 1000 {
+		return contract.Rotation{}, &contract.ValidationError{Field: "n", Problem: fmt.Sprintf("is %d; ask for 0 to 1000 recent turns", n)}
+	}
+	p := q.keys.queue(name)
+	out := contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
+	err := q.read(ctx, func(ctx context.Context) error {
+		out = contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
+		pipe := q.client.Pipeline()
+		rot := pipe.ZRangeWithScores(ctx, p+"rot", 0, -1)
+		wait := pipe.ZRange(ctx, p+"wait", 0, -1)
+		var logCmd *redis.StringSliceCmd
+		if n > 0 {
+			logCmd = pipe.LRange(ctx, p+"log", 0, int64(n-1))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+		type placed struct {
+			tenant string
+			stamp  float64
+		}
+		var all []placed
+		for _, z := range rot.Val() {
+			t, _ := z.Member.(string)
+			all = append(all, placed{t, z.Score})
+		}
+		if w := wait.Val(); len(w) > 0 {
+			stamps, err := q.client.HMGet(ctx, p+"turns", w...).Result()
+			if err != nil {
+				return err
+			}
+			for i, t := range w {
+				s, _ := stamps[i].(string)
+				f, _ := strconv.ParseFloat(s, 64)
+				all = append(all, placed{t, f})
+			}
+		}
+		slices.SortStableFunc(all, func(a, b placed) int {
+			if a.stamp != b.stamp {
+				if a.stamp < b.stamp {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.tenant, b.tenant)
+		})
+		for _, pl := range all {
+			out.Order = append(out.Order, pl.tenant)
+		}
+		if logCmd != nil {
+			entries := logCmd.Val()
+			for i := len(entries) - 1; i >= 0; i-- {
+				if t, ok := parseTurn(entries[i]); ok {
+					out.Recent = append(out.Recent, t)
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// parseTurn reads a log entry: lp(tenant) lp(id) lp(worker) then unix ns.
+func parseTurn(s string) (contract.Turn, bool) {
+	t, rest, ok1 := cutLP(s)
+	id, rest, ok2 := cutLP(rest)
+	w, rest, ok3 := cutLP(rest)
+	if !ok1 || !ok2 || !ok3 {
+		return contract.Turn{}, false
+	}
+	return contract.Turn{Tenant: t, ID: id, Worker: w, At: nsTime(rest)}, true
+}
+
+// Leases pages through the queue's live leases, soonest expiry first.
+func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract.PageRequest) (contract.LeasePage, error) {
+	name := contract.QueueName(queue)
+	if err := contract.ValidateName("queue", name); err != nil {
+		return contract.LeasePage{}, err
+	}
+	limit, err := contract.ValidatePage(page)
+	if err != nil {
+		return contract.LeasePage{}, err
+	}
+	afterScore, afterRef := "-inf", ""
+	if page.Cursor != "" {
+		s, r, ok := strings.Cut(page.Cursor, "/")
+		if _, err := strconv.ParseInt(s, 10, 64); !ok || err != nil {
+			return contract.LeasePage{}, &contract.ValidationError{Field: "PageRequest.Cursor", Problem: "is not a cursor this store returned; pass the Next of the previous page"}
+		}
+		afterScore, afterRef = s, r
+	}
+	p := q.keys.queue(name)
+	out := contract.LeasePage{Leases: []contract.Lease{}}
+	err = q.read(ctx, func(ctx context.Context) error {
+		out = contract.LeasePage{Leases: []contract.Lease{}}
+		var refs []redis.Z
+		for offset := int64(0); len(refs) <= limit; {
+			batch, err := q.client.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: p + "leases", Start: afterScore, Stop: "+inf",
+				ByScore: true, Offset: offset, Count: int64(limit + 1)}).Result()
+			if err != nil {
+				return err
+			}
+			for _, z := range batch {
+				ref, _ := z.Member.(string)
+				if afterRef != "" && strconv.FormatInt(int64(z.Score), 10) == afterScore && ref <= afterRef {
+					continue
+				}
+				refs = append(refs, z)
+			}
+			if len(batch) < limit+1 {
+				break
+			}
+			offset += int64(len(batch))
+		}
+		pipe := q.client.Pipeline()
+		recs := make([]*redis.MapStringStringCmd, len(refs))
+		for i, z := range refs {
+			ref, _ := z.Member.(string)
+			recs[i] = pipe.HGetAll(ctx, p+"item:"+ref)
+		}
+		if len(refs) > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+		}
+		for i := range refs {
+			if len(out.Leases) == limit {
+				last := refs[i-1]
+				ref, _ := last.Member.(string)
+				out.Next = strconv.FormatInt(int64(last.Score), 10) + "/" + ref
+				break
+			}
+			if l, ok := leaseFromRecord(name, recs[i].Val()); ok {
+				out.Leases = append(out.Leases, l)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func leaseFromRecord(queue string, rec map[string]string) (contract.Lease, bool) {
+	if rec["s"] != "l" {
+		return contract.Lease{}, false
+	}
+	fields := make([]any, 0, 2*len(rec))
+	for k, v := range rec {
+		fields = append(fields, k, v)
+	}
+	it, _ := decodeItem(queue, fields)
+	return contract.Lease{Item: it, Worker: rec["w"], ExpiresAt: nsTime(rec["xn"]), Token: atoi64(rec["tok"])}, true
+}
+
+// Item finds one item by key, with its lease when leased.
+func (q *RedisWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
+	key.Queue = contract.QueueName(key.Queue)
+	for _, f := range []struct{ field, v string }{{"ItemKey.Tenant", key.Tenant}, {"ItemKey.Queue", key.Queue}, {"ItemKey.ID", key.ID}} {
+		if err := contract.ValidateName(f.field, f.v); err != nil {
+			return contract.ItemInfo{}, err
+		}
+	}
+	var rec map[string]string
+	err := q.read(ctx, func(ctx context.Context) error {
+		v, err := q.client.HGetAll(ctx, q.keys.queue(key.Queue)+"item:"+itemRef(key.Tenant, key.ID)).Result()
+		rec = v
+		return err
+	})
+	if err != nil {
+		return contract.ItemInfo{}, err
+	}
+	if len(rec) == 0 {
+		return contract.ItemInfo{}, contract.ErrNotFound
+	}
+	fields := make([]any, 0, 2*len(rec))
+	for k, v := range rec {
+		fields = append(fields, k, v)
+	}
+	it, _ := decodeItem(key.Queue, fields)
+	info := contract.ItemInfo{Item: it}
+	if l, ok := leaseFromRecord(key.Queue, rec); ok {
+		info.Lease = &l
+	}
+	return info, nil
+}
+
+// Health reports the server's eviction policy, persistence, memory and
+// evicted keys, judged as Preflight judges them, plus the preflight
+// verdict. A refusing server is reported, not an error.
+func (q *RedisWorkQueue) Health(ctx context.Context) (contract.Health, error) {
+	return health(ctx, q.client, q.settings, q.retry)
+}
+
+// Health reports on the server as [RedisWorkQueue.Health] does.
+func (s *RedisStateStore) Health(ctx context.Context) (contract.Health, error) {
+	return health(ctx, s.client, s.settings, s.retry)
+}
+
+func health(ctx context.Context, c redis.UniversalClient, s Settings, r retrier) (contract.Health, error) {
+	var rep PreflightReport
+	var verdict error
+	err := r.do(ctx, func(ctx context.Context) error {
+		var err error
+		rep, err = Preflight(ctx, c, s)
+		if err != nil {
+			if _, ok := err.(*contract.PreflightError); ok {
+				verdict = err
+				return nil
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return contract.Health{}, err
+	}
+	h := contract.Health{Backing: "redis", Checks: rep.Checks, Details: map[string]string{}}
+	for k, v := range rep.Details {
+		h.Details[k] = v
+	}
+	h.Details["namespace"] = s.Namespace
+	h.Details["max value bytes"] = strconv.Itoa(s.MaxValueBytes)
+	h.Details["durable required"] = strconv.FormatBool(s.Durable)
+	h.Details["checked at"] = time.Now().UTC().Format(time.RFC3339)
+	if verdict != nil {
+		h.Details["preflight"] = "refused: " + verdict.Error()
+	} else {
+		h.Details["preflight"] = "passed"
+	}
+	return h, nil
+}

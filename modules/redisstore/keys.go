@@ -1,0 +1,74 @@
+package redisstore
+
+import (
+	"strconv"
+	"strings"
+)
+
+// lp length-prefixes one key segment. Prefixing instead of escaping means
+// no choice of tenant or id can make two different (tenant, id) pairs build
+// the same key: "a:b" + "x" and "a" + "b:x" encode as "3:a:b1:x" and
+// "1:a3:b:x".
+func lp(s string) string {
+	return strconv.Itoa(len(s)) + ":" + s
+}
+
+// stateKeys builds the keys of one tenant's runs. The length-prefixed
+// tenant is the cluster hash tag, so a run, its counters and its indexes
+// share a slot and one script can touch them all.
+type stateKeys struct {
+	prefix string // "<ns>:state:{<lp tenant>}:"
+}
+
+func newStateKeys(ns, tenant string) stateKeys {
+	return stateKeys{prefix: ns + ":state:{" + lp(tenant) + "}:"}
+}
+
+func (k stateKeys) run(id string) string    { return k.prefix + "run:" + lp(id) }
+func (k stateKeys) meta(id string) string   { return k.prefix + "meta:" + lp(id) }
+func (k stateKeys) index() string           { return k.prefix + "runs" }
+func (k stateKeys) seq() string             { return k.prefix + "seq" }
+func (k stateKeys) session(s string) string { return k.prefix + "session:" + lp(s) }
+
+// queueKeys builds the keys of one namespace's queues. The whole namespace
+// is one hash tag because a claim reads several tenants' ready sets in one
+// script; a deployment shards by running several namespaces.
+type queueKeys struct {
+	ns string // "{<ns>:queue}:"
+}
+
+func newQueueKeys(ns string) queueKeys { return queueKeys{ns: "{" + ns + ":queue}:"} }
+
+// queue is the prefix of every key of one queue; the scripts append the
+// per-tenant suffixes themselves (see scripts/*.lua).
+func (k queueKeys) queue(name string) string { return k.ns + "q:" + lp(name) + ":" }
+func (k queueKeys) queues() string           { return k.ns + "queues" }
+
+// itemRef names an item within its queue: the member of the lease and
+// dead-letter sets, and the suffix of its record key.
+func itemRef(tenant, id string) string { return lp(tenant) + lp(id) }
+
+// parseRef splits an itemRef back into tenant and id.
+func parseRef(ref string) (tenant, id string, ok bool) {
+	tenant, rest, ok := cutLP(ref)
+	if !ok {
+		return "", "", false
+	}
+	id, rest, ok = cutLP(rest)
+	return tenant, id, ok && rest == ""
+}
+
+func cutLP(s string) (seg, rest string, ok bool) {
+	i := strings.IndexByte(s, ':')
+	if i <= 0 {
+		return "", "", false
+	}
+	n, err := strconv.Atoi(s[:i])
+	if err != nil || n < 0 || len(s)-i-1 < n {
+		return "", "", false
+	}
+	return s[i+1 : i+1+n], s[i+1+n:], true
+}
+
+// wakeChannel is the pub/sub channel enqueues publish on.
+func wakeChannel(ns, queue string) string { return ns + ":wake:" + lp(queue) }

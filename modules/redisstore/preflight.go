@@ -1,0 +1,183 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/redis/go-redis/v9"
+)
+
+// PreflightReport is what Preflight read from the server: one check per
+// setting, worst first when refused, and the facts worth displaying.
+type PreflightReport struct {
+	Checks  []contract.HealthCheck
+	Details map[string]string
+}
+
+// Verdict is the worst status among the checks.
+func (r PreflightReport) Verdict() string {
+	return contract.Health{Checks: r.Checks}.Status()
+}
+
+const fixAssumeDurable = "the server does not let this client read CONFIG (managed Redis, or CONFIG renamed away); " +
+	"confirm with the provider that maxmemory-policy is noeviction or volatile-* and that AOF or RDB snapshots are on, " +
+	"then set Settings.AssumeDurable to skip this check"
+
+// Preflight reads the server's configuration (CONFIG GET maxmemory-policy,
+// appendonly, save; INFO) and refuses, with a *contract.PreflightError, a
+// server that would lose a run:
+//
+//   - maxmemory-policy allkeys-* or volatile-ttl: eviction drops keys the
+//     store relies on (volatile-lru/lfu/random are fine: no key this kit
+//     writes carries a TTL);
+//   - appendonly no with an empty save, when settings.Durable is true: a
+//     restart loses everything;
+//   - CONFIG unavailable, unless settings.AssumeDurable.
+//
+// It never changes the server. On Redis Cluster every master is checked.
+func Preflight(ctx context.Context, client redis.UniversalClient, settings Settings) (PreflightReport, error) {
+	s, err := settings.normalized()
+	if err != nil {
+		return PreflightReport{}, err
+	}
+	var (
+		mu      sync.Mutex
+		reports []nodeReport
+	)
+	check := func(ctx context.Context, c redis.Cmdable) error {
+		r, err := inspectNode(ctx, c)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		reports = append(reports, r)
+		mu.Unlock()
+		return nil
+	}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return check(ctx, c) })
+	} else {
+		err = check(ctx, client)
+	}
+	if err != nil {
+		if kind := classify(err); kind == kindPool {
+			return PreflightReport{}, &contract.PoolExhaustedError{Backing: "redis", Err: err}
+		}
+		return PreflightReport{}, fmt.Errorf("redisstore: preflight: %w", err)
+	}
+	return judge(reports, s)
+}
+
+// nodeReport is what one server said.
+type nodeReport struct {
+	configErr error             // CONFIG GET failed (disabled or renamed)
+	config    map[string]string // the values CONFIG GET returned
+	info      map[string]string // INFO fields
+}
+
+func inspectNode(ctx context.Context, c redis.Cmdable) (nodeReport, error) {
+	r := nodeReport{config: map[string]string{}, info: map[string]string{}}
+	for _, p := range []string{"maxmemory-policy", "appendonly", "save"} {
+		vals, err := c.ConfigGet(ctx, p).Result()
+		if err != nil {
+			var re redis.Error
+			if !errors.As(err, &re) {
+				return r, err // the server is away; not a configuration answer
+			}
+			r.configErr = err
+			break
+		}
+		if v, ok := vals[p]; ok {
+			r.config[p] = v
+		}
+	}
+	info, err := c.Info(ctx, "server", "persistence", "memory", "stats").Result()
+	if err != nil {
+		var re redis.Error
+		if !errors.As(err, &re) {
+			return r, err
+		}
+		return r, nil
+	}
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && !strings.HasPrefix(k, "#") {
+			r.info[k] = v
+		}
+	}
+	return r, nil
+}
+
+// judge turns the node reports into checks and the refusal, if any.
+func judge(nodes []nodeReport, s Settings) (PreflightReport, error) {
+	rep := PreflightReport{Details: map[string]string{}}
+	var refusal *contract.PreflightError
+	refuse := func(setting, value, fix string) {
+		rep.Checks = append(rep.Checks, contract.HealthCheck{Name: setting, Value: value, Status: contract.HealthFail, Fix: fix})
+		if refusal == nil {
+			refusal = &contract.PreflightError{Setting: setting, Value: value, Fix: fix}
+		}
+	}
+	ok := func(setting, value string) {
+		rep.Checks = append(rep.Checks, contract.HealthCheck{Name: setting, Value: value, Status: contract.HealthOK})
+	}
+	warn := func(setting, value, fix string) {
+		rep.Checks = append(rep.Checks, contract.HealthCheck{Name: setting, Value: value, Status: contract.HealthWarn, Fix: fix})
+	}
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		for _, k := range []string{"redis_version", "used_memory_human", "maxmemory_human", "evicted_keys", "aof_enabled", "rdb_last_bgsave_status", "aof_last_write_status", "loading"} {
+			if v, ok := n.info[k]; ok && rep.Details[k] == "" {
+				rep.Details[k] = v
+			}
+		}
+		policy, hasPolicy := n.config["maxmemory-policy"]
+		if n.configErr != nil || !hasPolicy {
+			if seen["config"] {
+				continue
+			}
+			seen["config"] = true
+			value := "unavailable"
+			if s.AssumeDurable {
+				warn("CONFIG", value, "Settings.AssumeDurable is set: eviction and persistence were not checked")
+			} else {
+				refuse("CONFIG", value, fixAssumeDurable)
+			}
+			continue
+		}
+		key := policy
+		if !seen["policy:"+key] {
+			seen["policy:"+key] = true
+			if strings.HasPrefix(policy, "allkeys-") || policy == "volatile-ttl" {
+				refuse("maxmemory-policy", policy, "eviction would drop runs and items mid-flight; set maxmemory-policy to noeviction (or volatile-lru: no key here carries a TTL)")
+			} else {
+				ok("maxmemory-policy", policy)
+			}
+		}
+		aof, save := n.config["appendonly"], n.config["save"]
+		value := "appendonly " + aof + ", save \"" + save + "\""
+		if seen["persist:"+value] {
+			continue
+		}
+		seen["persist:"+value] = true
+		switch {
+		case aof == "yes" || strings.TrimSpace(save) != "":
+			ok("persistence", value)
+		case s.Durable:
+			refuse("persistence", value, "a restart would lose every run and item; turn on appendonly yes (or RDB save points), or set Settings.Durable to false for work that can be recreated")
+		default:
+			warn("persistence", value, "Settings.Durable is false: a restart loses everything; fine for dev and recreatable work only")
+		}
+	}
+	if n := rep.Details["evicted_keys"]; n != "" && n != "0" {
+		warn("evicted_keys", n, "the server has evicted keys since it started; check that maxmemory-policy has always been safe")
+	}
+	if refusal != nil {
+		return rep, refusal
+	}
+	return rep, nil
+}

@@ -1,0 +1,421 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/policy"
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisWorkQueue is a contract.WorkQueue kept in Redis. All queues of one
+// namespace share the namespace's hash tag (one cluster slot), because a
+// claim reads several tenants' ready sets in one script to take turns
+// between them; shard by running several namespaces.
+//
+// Every state change is one Lua script. A script whose reply is lost to a
+// dropped connection is retried within the RetryBudget; for Claim that may
+// leave the first attempt's items leased to nobody until their lease
+// expires and Reap returns them (counted as a failed attempt). Nothing is
+// lost or handed to two workers at once.
+type RedisWorkQueue struct {
+	client   redis.UniversalClient
+	clock    contract.Clock
+	settings Settings
+	policy   policy.Policy
+	keys     queueKeys
+	retry    retrier
+
+	wakes    atomic.Int64
+	lastWake atomic.Int64 // unix ns
+
+	subMu sync.Mutex
+	subs  map[string]*wakeHub
+}
+
+var (
+	_ contract.WorkQueue   = (*RedisWorkQueue)(nil)
+	_ contract.Inspector   = (*RedisWorkQueue)(nil)
+	_ contract.Waker       = (*RedisWorkQueue)(nil)
+	_ contract.StatsSource = (*RedisWorkQueue)(nil)
+)
+
+// NewQueue returns a work queue over client without running Preflight.
+// The retry policy is settings.Policy. A nil clock means the system clock.
+func NewQueue(client redis.UniversalClient, clock contract.Clock, settings Settings) (*RedisWorkQueue, error) {
+	s, err := settings.normalized()
+	if err != nil {
+		return nil, err
+	}
+	if client == nil {
+		return nil, &contract.ValidationError{Field: "client", Problem: "is nil; pass a redis.UniversalClient"}
+	}
+	if clock == nil {
+		clock = contract.SystemClock{}
+	}
+	return &RedisWorkQueue{client: client, clock: clock, settings: s, policy: s.Policy,
+		keys:  newQueueKeys(s.Namespace),
+		retry: retrier{budget: s.RetryBudget, unavailable: queueUnavailable},
+		subs:  map[string]*wakeHub{}}, nil
+}
+
+// OpenQueue runs Preflight against the server and returns the queue if
+// the server would not lose an item.
+func OpenQueue(ctx context.Context, client redis.UniversalClient, clock contract.Clock, settings Settings) (*RedisWorkQueue, error) {
+	q, err := NewQueue(client, clock, settings)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Preflight(ctx, client, q.settings); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// Settings returns the effective settings (defaults filled in).
+func (q *RedisWorkQueue) Settings() Settings { return q.settings }
+
+func (q *RedisWorkQueue) run(ctx context.Context, sc *redis.Script, queuePrefix string, args ...any) (any, error) {
+	var res any
+	err := q.retry.do(ctx, func(ctx context.Context) error {
+		v, err := sc.Run(ctx, q.client, []string{queuePrefix + "rot"}, args...).Result()
+		if err == redis.Nil {
+			v, err = nil, nil
+		}
+		res = v
+		return err
+	})
+	return res, err
+}
+
+// micros is t as unix microseconds, rounded up so that an item is never
+// due before its time.
+func micros(t time.Time) string {
+	ns := t.UnixNano()
+	us := ns / 1000
+	if ns%1000 > 0 {
+		us++
+	}
+	return strconv.FormatInt(us, 10)
+}
+
+// nowMicros is t as unix microseconds, rounded down.
+func nowMicros(t time.Time) string { return strconv.FormatInt(t.UnixNano()/1000, 10) }
+
+func nanos(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
+
+// Enqueue adds the items. Items of one queue go in one script call per
+// chunk (500 items or 8 MiB), each chunk atomic; an item whose ID is
+// queued, leased or dead is left as it is, so a retried call is harmless.
+func (q *RedisWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
+	if err := contract.ValidateItems(items, q.settings.MaxValueBytes); err != nil {
+		return err
+	}
+	now := q.clock.Now()
+	byQueue := map[string][]any{}
+	var order []string
+	sizes := map[string]int{}
+	flush := func(name string) error {
+		args := byQueue[name]
+		if len(args) == 0 {
+			return nil
+		}
+		prefix := q.keys.queue(name)
+		head := []any{prefix, q.keys.ns, wakeChannel(q.settings.Namespace, name), nowMicros(now), nanos(now), name}
+		_, err := q.run(ctx, scriptEnqueue, prefix, append(head, args...)...)
+		byQueue[name] = nil
+		sizes[name] = 0
+		return err
+	}
+	for _, it := range items {
+		name := contract.QueueName(it.Queue)
+		if _, ok := byQueue[name]; !ok {
+			order = append(order, name)
+		}
+		md := ""
+		if len(it.Metadata) > 0 {
+			b, err := json.Marshal(it.Metadata)
+			if err != nil {
+				return fmt.Errorf("redisstore: metadata: %w", err)
+			}
+			md = string(b)
+		}
+		due := now
+		nb := ""
+		if !it.NotBefore.IsZero() {
+			nb = nanos(it.NotBefore)
+			if it.NotBefore.After(now) {
+				due = it.NotBefore
+			}
+		}
+		byQueue[name] = append(byQueue[name], it.Tenant, it.ID, it.Payload, md, micros(due), nb)
+		sizes[name] += len(it.Payload) + len(md)
+		if len(byQueue[name]) >= 500*6 || sizes[name] >= 8<<20 {
+			if err := flush(name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range order {
+		if err := flush(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Claim leases up to req.Max due items in tenant rotation, in one script
+// call whatever the number of tenants.
+func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	if err := contract.ValidateClaim(req); err != nil {
+		return nil, err
+	}
+	name := contract.QueueName(req.Queue)
+	prefix := q.keys.queue(name)
+	now := q.clock.Now()
+	exp := now.Add(req.LeaseFor)
+	res, err := q.run(ctx, scriptClaim, prefix, prefix, q.keys.ns, nowMicros(now), nanos(now),
+		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns)
+	if err != nil {
+		return nil, err
+	}
+	rows, _ := res.([]any)
+	if len(rows) == 0 {
+		return nil, contract.ErrEmpty
+	}
+	out := make([]contract.Lease, 0, len(rows))
+	for _, row := range rows {
+		pair, _ := row.([]any)
+		if len(pair) != 2 {
+			return nil, fmt.Errorf("redisstore: malformed claim reply")
+		}
+		tok, _ := pair[0].(int64)
+		fields, _ := pair[1].([]any)
+		it, rec := decodeItem(name, fields)
+		out = append(out, contract.Lease{Item: it, Worker: rec["w"], ExpiresAt: exp, Token: tok})
+	}
+	return out, nil
+}
+
+// Heartbeat extends a live lease to now+extend under a new token. A
+// heartbeat whose reply was lost and is retried reports *LeaseLostError
+// (the first one moved the token); the lease then lapses and is reaped.
+func (q *RedisWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
+	if err := contract.ValidateLease(l); err != nil {
+		return contract.Lease{}, err
+	}
+	if err := contract.ValidateExtend(extend); err != nil {
+		return contract.Lease{}, err
+	}
+	name := contract.QueueName(l.Item.Queue)
+	prefix := q.keys.queue(name)
+	now := q.clock.Now()
+	exp := now.Add(extend)
+	res, err := q.run(ctx, scriptHeartbeat, prefix, prefix, q.keys.ns, itemRef(l.Item.Tenant, l.Item.ID),
+		l.Token, nowMicros(now), nowMicros(exp), nanos(exp))
+	if err != nil {
+		return contract.Lease{}, err
+	}
+	tok, _ := res.(int64)
+	if tok < 0 {
+		return contract.Lease{}, &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
+	}
+	l.Token = tok
+	l.ExpiresAt = exp
+	l.Item.Queue = name
+	return l, nil
+}
+
+// Complete removes the items of the leases whose tokens still match, in
+// one script call per 1000 leases; the others are named in a
+// *contract.LeaseLostError.
+func (q *RedisWorkQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
+	for _, l := range leases {
+		if err := contract.ValidateLease(l); err != nil {
+			return err
+		}
+	}
+	var lost []contract.ItemKey
+	for start := 0; start < len(leases); start += 1000 {
+		chunk := leases[start:min(start+1000, len(leases))]
+		args := make([]any, 0, 1+3*len(chunk))
+		args = append(args, q.keys.ns)
+		for _, l := range chunk {
+			args = append(args, q.keys.queue(contract.QueueName(l.Item.Queue)), itemRef(l.Item.Tenant, l.Item.ID), l.Token)
+		}
+		var res any
+		err := q.retry.do(ctx, func(ctx context.Context) error {
+			v, err := scriptComplete.Run(ctx, q.client, []string{q.keys.ns + "queues"}, args...).Result()
+			res = v
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		idx, _ := res.([]any)
+		for _, v := range idx {
+			if n, ok := v.(int64); ok && n >= 1 && int(n) <= len(chunk) {
+				lost = append(lost, chunk[n-1].Key())
+			}
+		}
+	}
+	if lost != nil {
+		return &contract.LeaseLostError{Items: lost}
+	}
+	return nil
+}
+
+// Fail records cause against the lease and retries or dead-letters the
+// item as the policy decides. The decision is made here (the policy's
+// jitter source is the caller's) and written by a script fenced on the
+// token.
+func (q *RedisWorkQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
+	if err := contract.ValidateLease(l); err != nil {
+		return policy.Decision{}, err
+	}
+	name := contract.QueueName(l.Item.Queue)
+	prefix := q.keys.queue(name)
+	ref := itemRef(l.Item.Tenant, l.Item.ID)
+	attempts := l.Item.Attempts
+	for range 4 {
+		now := q.clock.Now()
+		d := q.policy.Decide(attempts+1, cause, now)
+		res, err := q.run(ctx, scriptSettle, prefix, q.settleArgs(prefix, name, now,
+			settleEntry{ref: ref, token: l.Token, maxScore: "+inf", attempts: attempts, decision: d, cause: cause})...)
+		if err != nil {
+			return policy.Decision{}, err
+		}
+		r, _ := res.([]any)
+		if len(r) != 1 {
+			return policy.Decision{}, fmt.Errorf("redisstore: malformed settle reply")
+		}
+		switch n, _ := r[0].(int64); {
+		case n == 1:
+			return d, nil
+		case n == 0:
+			return policy.Decision{}, &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
+		default:
+			attempts = int(-n - 1) // the lease carried a stale count: decide on the stored one
+		}
+	}
+	return policy.Decision{}, fmt.Errorf("redisstore: attempts of %q kept changing during Fail", l.Item.ID)
+}
+
+type settleEntry struct {
+	ref      string
+	token    int64
+	maxScore string
+	attempts int
+	decision policy.Decision
+	cause    error
+}
+
+func (q *RedisWorkQueue) settleArgs(prefix, name string, now time.Time, entries ...settleEntry) []any {
+	args := make([]any, 0, 5+8*len(entries))
+	args = append(args, prefix, q.keys.ns, nowMicros(now), nanos(now), wakeChannel(q.settings.Namespace, name))
+	for _, e := range entries {
+		retry, due, nb := "0", "", ""
+		if e.decision.Retry {
+			retry = "1"
+			at := e.decision.At
+			nb = nanos(at)
+			if at.Before(now) {
+				at = now
+			}
+			due = micros(at)
+		}
+		args = append(args, e.ref, e.token, e.maxScore, e.attempts, retry, due, nb, contract.ErrorText(e.cause))
+	}
+	return args
+}
+
+// Reap hands every lease of the queue that expired by now to the policy,
+// as a failure with contract.ErrLeaseExpired. A lease heartbeated between
+// the scan and the write is left alone.
+func (q *RedisWorkQueue) Reap(ctx context.Context, queue string) (int, error) {
+	name := contract.QueueName(queue)
+	if err := contract.ValidateName("queue", name); err != nil {
+		return 0, err
+	}
+	prefix := q.keys.queue(name)
+	now := q.clock.Now()
+	const batch = 500
+	total := 0
+	for round := 0; round < 10000; round++ {
+		res, err := q.run(ctx, scriptReapScan, prefix, prefix, q.keys.ns, nowMicros(now), batch)
+		if err != nil {
+			return total, err
+		}
+		flat, _ := res.([]any)
+		if len(flat) == 0 {
+			return total, nil
+		}
+		entries := make([]settleEntry, 0, len(flat)/4)
+		for i := 0; i+3 < len(flat); i += 4 {
+			ref, _ := flat[i].(string)
+			tok, _ := flat[i+1].(string)
+			a, _ := flat[i+2].(string)
+			score, _ := flat[i+3].(string)
+			attempts, _ := strconv.Atoi(a)
+			token, _ := strconv.ParseInt(tok, 10, 64)
+			entries = append(entries, settleEntry{ref: ref, token: token, maxScore: score, attempts: attempts,
+				decision: q.policy.Decide(attempts+1, contract.ErrLeaseExpired, now), cause: contract.ErrLeaseExpired})
+		}
+		res, err = q.run(ctx, scriptSettle, prefix, q.settleArgs(prefix, name, now, entries...)...)
+		if err != nil {
+			return total, err
+		}
+		applied, _ := res.([]any)
+		for _, v := range applied {
+			if n, _ := v.(int64); n == 1 {
+				total++
+			}
+		}
+		if len(flat)/4 < batch {
+			return total, nil
+		}
+	}
+	return total, nil
+}
+
+// decodeItem turns a record's HGETALL reply into an Item (and the raw
+// fields, for the lease parts).
+func decodeItem(queue string, fields []any) (contract.Item, map[string]string) {
+	rec := make(map[string]string, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		v, _ := fields[i+1].(string)
+		rec[k] = v
+	}
+	it := contract.Item{
+		Tenant:     rec["t"],
+		ID:         rec["i"],
+		Queue:      queue,
+		Attempts:   int(atoi64(rec["a"])),
+		LastError:  rec["e"],
+		EnqueuedAt: nsTime(rec["ea"]),
+		NotBefore:  nsTime(rec["nb"]),
+		DeadAt:     nsTime(rec["da"]),
+	}
+	if p := rec["p"]; p != "" {
+		it.Payload = []byte(p)
+	}
+	if md := rec["md"]; md != "" {
+		_ = json.Unmarshal([]byte(md), &it.Metadata) // written by Enqueue from a map; cannot fail
+	}
+	switch rec["s"] {
+	case "q":
+		it.State = contract.StateQueued
+	case "l":
+		it.State = contract.StateLeased
+	case "d":
+		it.State = contract.StateDead
+	}
+	return it, rec
+}

@@ -1,0 +1,97 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/redis/go-redis/v9"
+)
+
+// errKind sorts a failed call by what the caller should do about it.
+type errKind int
+
+const (
+	kindFatal     errKind = iota // a reply or bug: report as is
+	kindTransient                // the server is away: retry within the budget
+	kindPool                     // the pool is exhausted: report at once
+)
+
+// classify decides whether err is worth waiting out. Replies that mean the
+// server is coming back (LOADING, READONLY after a failover, CLUSTERDOWN)
+// are transient like a refused or dropped connection; any other reply is a
+// real answer.
+func classify(err error) errKind {
+	switch {
+	case errors.Is(err, redis.ErrPoolTimeout):
+		return kindPool
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrClosed):
+		return kindFatal
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "ERR max number of clients"} {
+			if strings.HasPrefix(msg, p) {
+				return kindTransient
+			}
+		}
+		return kindFatal
+	}
+	return kindTransient
+}
+
+// retrier runs calls under a RetryBudget.
+type retrier struct {
+	budget RetryBudget
+	// unavailable wraps the last transient error once the budget is spent.
+	unavailable func(error) error
+}
+
+// do runs fn until it succeeds, fails for good, or the budget is spent.
+// Only pass calls that are safe to repeat after a lost reply; see the
+// notes on each operation.
+func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
+	delay := r.budget.BaseDelay
+	var last error
+	for attempt := 1; ; attempt++ {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		switch classify(err) {
+		case kindPool:
+			return &contract.PoolExhaustedError{Backing: "redis", Err: err}
+		case kindFatal:
+			if ctxErr := ctx.Err(); ctxErr != nil && last != nil {
+				return r.unavailable(last)
+			}
+			return err
+		}
+		last = err
+		if attempt >= r.budget.Attempts {
+			return r.unavailable(err)
+		}
+		// Full jitter: sleep a random fraction of the doubled delay.
+		sleep := time.Duration(rand.Int64N(int64(delay)) + 1)
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r.unavailable(last)
+		case <-t.C:
+		}
+		delay = min(delay*2, r.budget.MaxDelay)
+	}
+}
+
+func stateUnavailable(err error) error {
+	return &contract.StatePersistenceError{Reason: contract.ReasonUnavailable, Transient: true, Err: err}
+}
+
+func queueUnavailable(err error) error {
+	return &contract.QueueUnavailableError{Err: err}
+}

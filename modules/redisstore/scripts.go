@@ -1,0 +1,54 @@
+package redisstore
+
+import (
+	"embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+func loadScript(name string) *redis.Script {
+	src, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic("redisstore: missing embedded script " + name) // a build error, not a runtime one
+	}
+	return redis.NewScript(string(src))
+}
+
+// The scripts run by SHA (EVALSHA, falling back to EVAL once per server
+// that has not cached them). They are package values because they are
+// constants: the source is fixed at build time.
+var (
+	scriptStatePut    = loadScript("state_put")
+	scriptStatePatch  = loadScript("state_patch")
+	scriptStateGet    = loadScript("state_get")
+	scriptStateDelete = loadScript("state_delete")
+	scriptStateList   = loadScript("state_list")
+)
+
+// Queue scripts share a prelude (key names and the rotation helpers), kept
+// in scripts/queue_lib.lua and prepended when the script is built.
+func loadQueueScript(name string) *redis.Script {
+	lib, err := scriptFS.ReadFile("scripts/queue_lib.lua")
+	if err != nil {
+		panic("redisstore: missing embedded script queue_lib")
+	}
+	src, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic("redisstore: missing embedded script " + name)
+	}
+	return redis.NewScript(string(lib) + "\n" + string(src))
+}
+
+var (
+	scriptEnqueue   = loadQueueScript("enqueue")
+	scriptClaim     = loadQueueScript("claim")
+	scriptHeartbeat = loadQueueScript("heartbeat")
+	scriptSettle    = loadQueueScript("settle")
+	scriptReapScan  = loadQueueScript("reap_scan")
+	scriptDeadPage  = loadQueueScript("dead_page")
+	scriptDeadMove  = loadQueueScript("dead_move")
+	scriptComplete  = loadScript("complete")
+)

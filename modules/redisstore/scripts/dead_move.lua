@@ -1,0 +1,31 @@
+-- Requeues or purges dead letters, re-checking each against the filter
+-- here, so a bulk action never touches an item outside it even if the
+-- item changed since the caller listed it.
+--
+-- ARGV[3] 'requeue' or 'purge'   ARGV[4] now (us)   ARGV[5] now (ns)   ARGV[6] wake channel
+-- ARGV[7] tenant ('' any)   ARGV[8] id ('' any)   ARGV[9] error substring ('' any)
+-- then refs. Returns how many moved.
+local now = tonumber(ARGV[4])
+local n = 0
+for i = 10, #ARGV do
+  local ref = ARGV[i]
+  local ik = kitem(ref)
+  local st = redis.call('HMGET', ik, 's', 't', 'i', 'e')
+  if st[1] == 'd' and (ARGV[7] == '' or st[2] == ARGV[7]) and (ARGV[8] == '' or st[3] == ARGV[8])
+      and (ARGV[9] == '' or string.find(st[4] or '', ARGV[9], 1, true)) then
+    local t = st[2]
+    redis.call('ZREM', DEAD, ref)
+    redis.call('ZREM', kdead(t), ref)
+    if ARGV[3] == 'requeue' then
+      redis.call('HSET', ik, 'a', 0, 'da', '', 'ds', '', 'nb', '', 'ea', ARGV[5])
+      push(t, st[3], ik, ARGV[4], now)
+    else
+      redis.call('DEL', ik)
+    end
+    n = n + 1
+  end
+end
+if n > 0 and ARGV[3] == 'requeue' then
+  redis.call('PUBLISH', ARGV[6], '1')
+end
+return n

@@ -1,0 +1,46 @@
+-- Applies the policy's decisions to failed or expired leases. Each is
+-- fenced on the token and on the lease score the caller saw: a lease that
+-- was heartbeated since (new token, later expiry) is left alone, so a
+-- reaper that lost the race to a heartbeat writes nothing.
+--
+-- ARGV[3] now (us)   ARGV[4] now (ns)   ARGV[5] wake channel
+-- then per lease: ref, token, highest lease score accepted ('+inf' for
+-- Fail), attempts the decision assumed, retry ('1' or '0'), due (us),
+-- not-before (ns), error text
+-- Returns per lease: 1 applied, 0 lost, or -(stored attempts) when the
+-- decision assumed a different attempt count (nothing written; decide
+-- again).
+local now = tonumber(ARGV[3])
+local res = {}
+local wake = false
+for i = 6, #ARGV, 8 do
+  local ref, tok, maxs = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local ik = kitem(ref)
+  local st = redis.call('HMGET', ik, 's', 'tok', 't', 'i', 'a')
+  local score = redis.call('ZSCORE', LEASES, ref)
+  if st[1] ~= 'l' or st[2] ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
+    res[#res + 1] = 0
+  elseif st[5] ~= ARGV[i + 3] then
+    res[#res + 1] = -tonumber(st[5]) - 1
+  else
+    local t = st[3]
+    redis.call('ZREM', LEASES, ref)
+    redis.call('HINCRBY', ik, 'a', 1)
+    redis.call('HSET', ik, 'e', ARGV[i + 7], 'tok', 0, 'w', '', 'x', '', 'xn', '')
+    if ARGV[i + 4] == '1' then
+      redis.call('HSET', ik, 'nb', ARGV[i + 6])
+      push(t, st[4], ik, ARGV[i + 5], now)
+      wake = true
+    else
+      local seq = redis.call('INCR', Q .. 'seq')
+      redis.call('HSET', ik, 's', 'd', 'da', ARGV[4], 'ds', seq)
+      redis.call('ZADD', DEAD, seq, ref)
+      redis.call('ZADD', kdead(t), seq, ref)
+    end
+    res[#res + 1] = 1
+  end
+end
+if wake then
+  redis.call('PUBLISH', ARGV[5], '1')
+end
+return res

@@ -1,0 +1,120 @@
+package redisstore
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// DefaultNamespace prefixes every key when Settings.Namespace is empty.
+const DefaultNamespace = "adk"
+
+// DefaultRecentTurns is how many recent turns a queue remembers for the
+// Inspector when Settings.RecentTurns is zero.
+const DefaultRecentTurns = 1000
+
+// RetryBudget bounds how long an operation waits out a failover: at most
+// Attempts tries, sleeping a random fraction of a delay that starts at
+// BaseDelay and doubles up to MaxDelay between them. The jitter spreads
+// workers that failed together so they do not all reconnect at once.
+type RetryBudget struct {
+	Attempts  int           // total tries, including the first; 0 means 8
+	BaseDelay time.Duration // 0 means 50ms
+	MaxDelay  time.Duration // 0 means 2s
+}
+
+// Default retry budget values.
+const (
+	DefaultRetryAttempts  = 8
+	DefaultRetryBaseDelay = 50 * time.Millisecond
+	DefaultRetryMaxDelay  = 2 * time.Second
+)
+
+func (b RetryBudget) normalized() RetryBudget {
+	if b.Attempts <= 0 {
+		b.Attempts = DefaultRetryAttempts
+	}
+	if b.BaseDelay <= 0 {
+		b.BaseDelay = DefaultRetryBaseDelay
+	}
+	if b.MaxDelay <= 0 {
+		b.MaxDelay = DefaultRetryMaxDelay
+	}
+	if b.BaseDelay > b.MaxDelay {
+		b.BaseDelay = b.MaxDelay
+	}
+	return b
+}
+
+// Settings configure a RedisStateStore or RedisWorkQueue. The zero value is
+// usable: every zero field takes its default.
+type Settings struct {
+	// DSN is the server address the deployment connects with. The store
+	// does not dial it (it is handed a client); it is kept so tools can
+	// show which server a store uses without printing the password.
+	DSN contract.Secret
+	// Namespace prefixes every key (default "adk"). Queues of one
+	// namespace share one cluster slot; run several namespaces to shard.
+	// Letters, digits and "_-.:" only.
+	Namespace string
+	// MaxValueBytes caps a run's Data and an item's Payload (default
+	// contract.DefaultMaxValueBytes). Larger values are refused before
+	// anything is sent.
+	MaxValueBytes int
+	// Durable, when false, lets Preflight accept a server without
+	// persistence (dev, or a queue whose work can be recreated). Open
+	// treats the zero value as false, so production sets Durable: true.
+	Durable bool
+	// AssumeDurable skips the checks Preflight cannot make because the
+	// server hides CONFIG (managed Redis). Set it only after confirming
+	// eviction and persistence with the provider.
+	AssumeDurable bool
+	// RetryBudget bounds the wait for a failover.
+	RetryBudget RetryBudget
+	// Policy decides retries and dead letters (queue only).
+	Policy policy.Policy
+	// RecentTurns is how many turns the claim script logs for the
+	// Inspector (default 1000, at most 100000).
+	RecentTurns int
+}
+
+// RedisStoreSettings is the name the specification uses for Settings.
+type RedisStoreSettings = Settings
+
+func (s Settings) normalized() (Settings, error) {
+	if s.Namespace == "" {
+		s.Namespace = DefaultNamespace
+	}
+	if err := validateNamespace(s.Namespace); err != nil {
+		return s, err
+	}
+	switch {
+	case s.MaxValueBytes == 0:
+		s.MaxValueBytes = contract.DefaultMaxValueBytes
+	case s.MaxValueBytes < 0 || s.MaxValueBytes > 512<<20:
+		return s, &contract.ValidationError{Field: "Settings.MaxValueBytes", Problem: fmt.Sprintf("is %d; give 1 to %d bytes, or 0 for the default", s.MaxValueBytes, 512<<20)}
+	}
+	switch {
+	case s.RecentTurns == 0:
+		s.RecentTurns = DefaultRecentTurns
+	case s.RecentTurns < 0 || s.RecentTurns > 100000:
+		return s, &contract.ValidationError{Field: "Settings.RecentTurns", Problem: fmt.Sprintf("is %d; give 1 to 100000, or 0 for the default", s.RecentTurns)}
+	}
+	s.RetryBudget = s.RetryBudget.normalized()
+	return s, nil
+}
+
+func validateNamespace(ns string) error {
+	if len(ns) > 64 {
+		return &contract.ValidationError{Field: "Settings.Namespace", Problem: "is longer than 64 bytes; use a short name such as \"adk\""}
+	}
+	for _, r := range ns {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.:", r)) {
+			return &contract.ValidationError{Field: "Settings.Namespace", Problem: fmt.Sprintf("contains %q; use letters, digits and \"_-.:\" only (braces would move the cluster hash tag)", r)}
+		}
+	}
+	return nil
+}
