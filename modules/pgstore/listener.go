@@ -1,0 +1,455 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// Defaults applied to the zero fields of [ListenerSettings].
+const (
+	DefaultListenerBuffer = 16
+	DefaultMinBackoff     = 50 * time.Millisecond
+	DefaultMaxBackoff     = 2 * time.Second
+	DefaultConnectTimeout = 5 * time.Second
+)
+
+// ListenerSettings tune a [Listener]. The zero value is usable.
+type ListenerSettings struct {
+	// Buffer is each subscriber's channel capacity; a notification for a
+	// full subscriber is dropped, never waited for. Zero means
+	// DefaultListenerBuffer.
+	Buffer int
+	// MinBackoff and MaxBackoff bound the delay between failed connection
+	// attempts; the first attempt after a lost connection is immediate.
+	// Zero means DefaultMinBackoff and DefaultMaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	// ConnectTimeout bounds one connection attempt. Zero means
+	// DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+}
+
+// Notification is a NOTIFY the listener received, or a synthetic wake.
+type Notification struct {
+	Channel string
+	Payload string
+	// Synthetic marks the wake sent to every subscriber after the
+	// listener reconnected: notifications sent while it was away are
+	// lost, so whoever waits on them must look for work now.
+	Synthetic bool
+}
+
+// ListenerStats are the listener's counters.
+type ListenerStats struct {
+	Connected  bool
+	BackendPID uint32 // the server process of the current connection; 0 when down
+	Reconnects int64  // connections re-established after the first
+	Received   int64  // notifications received from the server
+	Dropped    int64  // deliveries dropped because a subscriber's buffer was full
+	Synthetic  int64  // synthetic wakes sent (one per reconnect)
+	LastWake   time.Time
+}
+
+// Listener receives PostgreSQL notifications on a dedicated connection
+// outside any pool (a pooled connection cannot hold a LISTEN: it goes back
+// to the pool and its notifications with it), so budget the pool size
+// plus one connection per listening process.
+//
+// One goroutine owns the connection: it issues every LISTEN itself and
+// waits for notifications in between, so no query can wait behind a
+// receive loop that is not running, and the connection lives exactly as
+// long as the loop. Notifications fan out to subscribers without ever
+// blocking: a subscriber whose buffer is full misses the wake. When the
+// connection breaks the loop reconnects at once, then with backoff from
+// 50 ms doubling to 2 s, LISTENs every channel again and sends each
+// subscriber a synthetic wake.
+type Listener struct {
+	config   *pgx.ConnConfig
+	settings ListenerSettings
+
+	mu        sync.Mutex
+	want      map[string]bool // channels to LISTEN
+	have      map[string]bool // channels LISTENed on the current connection
+	changed   chan struct{}   // closed and replaced whenever have changes
+	interrupt context.CancelFunc
+	subs      map[*subscriber]struct{}
+	started   bool
+	cancel    context.CancelFunc
+	done      chan struct{}
+
+	connected  atomic.Bool
+	pid        atomic.Uint32
+	reconnects atomic.Int64
+	received   atomic.Int64
+	dropped    atomic.Int64
+	synthetic  atomic.Int64
+	lastWake   atomic.Int64 // unix nanoseconds
+}
+
+type subscriber struct {
+	channel string
+	deliver func(Notification) bool // must not block; false means dropped
+}
+
+// NewListener returns a listener that will connect with config (a copy is
+// taken). It connects when Start is called.
+func NewListener(config *pgx.ConnConfig, s ListenerSettings) (*Listener, error) {
+	if config == nil {
+		return nil, &contract.ValidationError{Field: "config", Problem: "is nil; parse one with pgx.ParseConfig"}
+	}
+	cfg := config.Copy()
+	// Interrupting a wait to LISTEN another channel must leave the
+	// connection usable: move the read deadline instead of sending a
+	// cancel request, which could land on the LISTEN that follows.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
+	if s.Buffer <= 0 {
+		s.Buffer = DefaultListenerBuffer
+	}
+	if s.MinBackoff <= 0 {
+		s.MinBackoff = DefaultMinBackoff
+	}
+	if s.MaxBackoff <= 0 {
+		s.MaxBackoff = DefaultMaxBackoff
+	}
+	if s.MaxBackoff < s.MinBackoff {
+		s.MaxBackoff = s.MinBackoff
+	}
+	if s.ConnectTimeout <= 0 {
+		s.ConnectTimeout = DefaultConnectTimeout
+	}
+	return &Listener{
+		config: cfg, settings: s,
+		want: map[string]bool{}, have: map[string]bool{}, changed: make(chan struct{}),
+		subs: map[*subscriber]struct{}{},
+	}, nil
+}
+
+// Listen connects to dsn and starts a listener on the channels. The DSN
+// never appears in an error.
+func Listen(ctx context.Context, dsn contract.Secret, s ListenerSettings, channels ...string) (*Listener, error) {
+	cfg, err := pgx.ParseConfig(dsn.Reveal())
+	if err != nil {
+		return nil, &contract.ValidationError{Field: "DSN", Problem: "cannot be parsed as a PostgreSQL connection string"}
+	}
+	l, err := NewListener(cfg, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range channels {
+		if err := validateChannel(c); err != nil {
+			return nil, err
+		}
+		l.want[c] = true
+	}
+	if err := l.Start(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Start connects, LISTENs the channels asked for so far and starts the
+// receive loop; it returns once the loop is waiting. If the first
+// connection fails, Start returns its error and nothing keeps running.
+// Later failures are reconnected in the background until Close.
+func (l *Listener) Start(ctx context.Context) error {
+	l.mu.Lock()
+	if l.started {
+		l.mu.Unlock()
+		return errors.New("pgstore: listener already started")
+	}
+	l.started = true
+	runCtx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	l.done = make(chan struct{})
+	l.mu.Unlock()
+
+	first := make(chan error, 1)
+	go l.loop(runCtx, first)
+	select {
+	case err := <-first:
+		if err != nil {
+			cancel()
+			<-l.done
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+		cancel()
+		<-l.done
+		return ctx.Err()
+	}
+}
+
+// Close stops the loop and closes its connection. It is safe to call more
+// than once.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	cancel, done := l.cancel, l.done
+	l.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	<-done
+	return nil
+}
+
+// Listen LISTENs the channels (if not already) and waits until the
+// current connection listens on all of them, or ctx ends.
+func (l *Listener) Listen(ctx context.Context, channels ...string) error {
+	for _, c := range channels {
+		if err := validateChannel(c); err != nil {
+			return err
+		}
+	}
+	for {
+		l.mu.Lock()
+		missing := false
+		for _, c := range channels {
+			if !l.want[c] {
+				l.want[c] = true
+				if l.interrupt != nil {
+					l.interrupt()
+				}
+			}
+			if !l.have[c] {
+				missing = true
+			}
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if !missing {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Subscribe returns a channel that receives the notifications of channel
+// (LISTENed in the background if it is new) and the synthetic wakes, and
+// a func that ends the subscription. The channel is buffered; what
+// arrives while it is full is dropped. It is never closed.
+func (l *Listener) Subscribe(channel string) (<-chan Notification, func()) {
+	ch := make(chan Notification, l.settings.Buffer)
+	cancel := l.subscribe(channel, func(n Notification) bool {
+		select {
+		case ch <- n:
+			return true
+		default:
+			return false
+		}
+	})
+	return ch, cancel
+}
+
+func (l *Listener) subscribe(channel string, deliver func(Notification) bool) func() {
+	sub := &subscriber{channel: channel, deliver: deliver}
+	l.mu.Lock()
+	l.subs[sub] = struct{}{}
+	if !l.want[channel] && validateChannel(channel) == nil {
+		l.want[channel] = true
+		if l.interrupt != nil {
+			l.interrupt()
+		}
+	}
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			delete(l.subs, sub)
+			l.mu.Unlock()
+		})
+	}
+}
+
+// Stats returns the listener's counters.
+func (l *Listener) Stats() ListenerStats {
+	st := ListenerStats{
+		Connected:  l.connected.Load(),
+		BackendPID: l.pid.Load(),
+		Reconnects: l.reconnects.Load(),
+		Received:   l.received.Load(),
+		Dropped:    l.dropped.Load(),
+		Synthetic:  l.synthetic.Load(),
+	}
+	if ns := l.lastWake.Load(); ns != 0 {
+		st.LastWake = time.Unix(0, ns).UTC()
+	}
+	return st
+}
+
+func (l *Listener) loop(ctx context.Context, first chan<- error) {
+	defer close(l.done)
+	failures := 0
+	for {
+		conn, err := l.connect(ctx)
+		if err != nil {
+			if first != nil {
+				first <- err
+				return
+			}
+			if !sleep(ctx, l.backoff(failures)) {
+				return
+			}
+			failures++
+			continue
+		}
+		failures = 0
+		err = l.receive(ctx, conn, first)
+		first = nil
+		l.connected.Store(false)
+		l.pid.Store(0)
+		l.mu.Lock()
+		l.have = map[string]bool{}
+		close(l.changed)
+		l.changed = make(chan struct{})
+		l.mu.Unlock()
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = conn.Close(closeCtx)
+		cancel()
+		if ctx.Err() != nil || err == nil {
+			return
+		}
+		// The connection broke: reconnect at once; the backoff applies
+		// only to attempts that fail.
+	}
+}
+
+func (l *Listener) backoff(failures int) time.Duration {
+	d := l.settings.MinBackoff
+	for i := 0; i < failures && d < l.settings.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, l.settings.MaxBackoff)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, l.settings.ConnectTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, l.config)
+	if err != nil {
+		return nil, &contract.QueueUnavailableError{Err: err}
+	}
+	return conn, nil
+}
+
+// receive LISTENs what is wanted and dispatches notifications until the
+// connection breaks (an error) or ctx ends (nil).
+func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- error) error {
+	reconnected := first == nil
+	for {
+		l.mu.Lock()
+		var missing []string
+		for c := range l.want {
+			if !l.have[c] {
+				missing = append(missing, c)
+			}
+		}
+		var wctx context.Context
+		var cancel context.CancelFunc
+		if len(missing) == 0 {
+			wctx, cancel = context.WithCancel(ctx)
+			l.interrupt = cancel
+		}
+		l.mu.Unlock()
+
+		if len(missing) > 0 {
+			for _, c := range missing {
+				if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{c}.Sanitize()); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+			}
+			l.mu.Lock()
+			for _, c := range missing {
+				l.have[c] = true
+			}
+			close(l.changed)
+			l.changed = make(chan struct{})
+			l.mu.Unlock()
+			continue
+		}
+
+		// Every channel is listened: the loop is ready.
+		if !l.connected.Load() {
+			l.connected.Store(true)
+			l.pid.Store(conn.PgConn().PID())
+			if first != nil {
+				first <- nil
+				first = nil
+			}
+			if reconnected {
+				l.reconnects.Add(1)
+				l.wakeAll()
+			}
+		}
+
+		n, err := conn.WaitForNotification(wctx)
+		l.mu.Lock()
+		l.interrupt = nil
+		l.mu.Unlock()
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && wctx.Err() != nil && !conn.IsClosed():
+			continue // interrupted to LISTEN a new channel
+		case err != nil:
+			return err
+		}
+		l.received.Add(1)
+		l.dispatch(Notification{Channel: n.Channel, Payload: n.Payload})
+	}
+}
+
+func (l *Listener) dispatch(n Notification) {
+	l.lastWake.Store(time.Now().UnixNano())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.subs {
+		if s.channel == n.Channel && !s.deliver(n) {
+			l.dropped.Add(1)
+		}
+	}
+}
+
+// wakeAll sends every subscriber a synthetic wake.
+func (l *Listener) wakeAll() {
+	l.synthetic.Add(1)
+	l.lastWake.Store(time.Now().UnixNano())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.subs {
+		if !s.deliver(Notification{Channel: s.channel, Synthetic: true}) {
+			l.dropped.Add(1)
+		}
+	}
+}

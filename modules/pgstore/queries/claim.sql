@@ -1,0 +1,88 @@
+-- Claim a batch: $1 queue, $2 now, $3 max items, $4 worker, $5 lease expiry.
+--
+-- pick walks the rotation round by round: round 1 offers every tenant, in
+-- turn order, its first due item; each later round offers each tenant
+-- that was served in the round before its next one. The walk is lazy, so
+-- LIMIT $3 stops it as soon as the batch is full, and a single busy tenant
+-- fills the whole batch through its own rounds.
+--
+-- Every item is locked where it is found, FOR UPDATE SKIP LOCKED, by a
+-- query on the locked relation that states every predicate itself: when a
+-- concurrent claim commits underneath, READ COMMITTED re-checks the
+-- predicates on the new row version and the row is skipped, never taken
+-- twice. Locks are taken on items only; nothing here waits for a lock, so
+-- concurrent claims cannot deadlock.
+WITH RECURSIVE
+rotation AS (
+    SELECT t.tenant, row_number() OVER (ORDER BY t.turn_batch, t.turn_pos, t.tenant) AS pos
+    FROM {turns} t
+    WHERE t.queue = $1
+),
+pick (round, pos, tenant, id, due_at, seq) AS (
+    SELECT 1, r.pos, r.tenant, w.id, w.due_at, w.seq
+    FROM (SELECT * FROM rotation ORDER BY pos) r
+    CROSS JOIN LATERAL (
+        SELECT w.id, w.due_at, w.seq
+        FROM {work} w
+        WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'queued' AND w.due_at <= $2
+        ORDER BY w.due_at, w.seq
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) w
+    UNION ALL
+    SELECT p.round + 1, p.pos, p.tenant, w.id, w.due_at, w.seq
+    FROM pick p
+    CROSS JOIN LATERAL (
+        SELECT w.id, w.due_at, w.seq
+        FROM {work} w
+        WHERE w.queue = $1 AND w.tenant = p.tenant AND w.state = 'queued' AND w.due_at <= $2
+          AND (w.due_at, w.seq) > (p.due_at, p.seq)
+        ORDER BY w.due_at, w.seq
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) w
+),
+picked AS (
+    SELECT round, pos, tenant, id FROM pick LIMIT $3
+),
+leased AS (
+    UPDATE {work} w
+    SET state = 'leased', worker = $4, lease_expires_at = $5, token = nextval('{work}_token_seq')
+    FROM picked p
+    WHERE w.queue = $1 AND w.tenant = p.tenant AND w.id = p.id AND w.state = 'queued'
+    RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
+              p.round, p.pos
+),
+-- Each served tenant goes to the back, in the order of its last turn in
+-- this batch.
+served AS (
+    SELECT tenant, count(*) AS n,
+           (array_agg(id ORDER BY round DESC))[1] AS last_id,
+           row_number() OVER (ORDER BY max(round), min(pos)) AS turn_pos
+    FROM leased
+    GROUP BY tenant
+),
+-- Turn rows are locked in one order and a row another claimer is bumping
+-- is skipped (its bump sends the tenant to the back anyway): a claim never
+-- waits for a turn row.
+bump_lock AS (
+    SELECT t.tenant
+    FROM {turns} t
+    WHERE t.queue = $1 AND t.tenant IN (SELECT tenant FROM served)
+    ORDER BY t.tenant
+    FOR UPDATE SKIP LOCKED
+),
+batch AS MATERIALIZED (
+    SELECT nextval('{turns}_seq') AS n
+),
+bump AS (
+    UPDATE {turns} t
+    SET turn_batch = b.n, turn_pos = s.turn_pos, served = t.served + s.n,
+        last_id = s.last_id, last_worker = $4, last_at = $2
+    FROM served s, bump_lock l, batch b
+    WHERE t.queue = $1 AND t.tenant = s.tenant AND l.tenant = s.tenant
+)
+SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at,
+       dead_at, worker, lease_expires_at, token
+FROM leased
+ORDER BY round, pos

@@ -1,0 +1,28 @@
+-- Settle failed leases as the policy decided, fenced on their tokens:
+-- $1 queue, $2..$7 parallel arrays (tenant, id, token, retry, due_at,
+-- last_error), $8 now, $9 the notification channel. A retried item goes
+-- back to the queue at its due time with one more attempt; the others go
+-- to the dead letter. Returns one row per settled item.
+WITH settled AS (
+    UPDATE {work} w
+    SET state            = CASE WHEN f.retry THEN 'queued' ELSE 'dead' END,
+        due_at           = CASE WHEN f.retry THEN f.due_at ELSE w.due_at END,
+        not_before       = CASE WHEN f.retry THEN f.due_at ELSE w.not_before END,
+        dead_at          = CASE WHEN f.retry THEN NULL ELSE $8 END,
+        attempts         = w.attempts + 1,
+        last_error       = f.last_error,
+        seq              = nextval('{work}_seq'),
+        worker           = NULL,
+        lease_expires_at = NULL,
+        token            = NULL
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::boolean[], $6::timestamptz[], $7::text[])
+         AS f(tenant, id, token, retry, due_at, last_error)
+    WHERE w.queue = $1 AND w.tenant = f.tenant AND w.id = f.id AND w.state = 'leased' AND w.token = f.token
+    RETURNING w.tenant, w.id, f.retry
+),
+-- One wake for the queue when anything went back to it.
+notified AS (
+    SELECT pg_notify($9, $1) FROM settled WHERE retry LIMIT 1
+)
+SELECT s.tenant, s.id, s.retry, (SELECT count(*) FROM notified) AS woke
+FROM settled s

@@ -1,0 +1,497 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// PostgresWorkQueue is a contract.WorkQueue on PostgreSQL tables. A claim
+// batch is one statement that locks its items with FOR UPDATE SKIP LOCKED
+// while it walks the tenant rotation; every settle is fenced on the lease
+// token, which comes from a sequence. It is safe for concurrent use.
+type PostgresWorkQueue struct {
+	db       *db
+	clock    contract.Clock
+	settings Settings
+	q        queries
+	channel  string
+}
+
+var (
+	_ contract.WorkQueue   = (*PostgresWorkQueue)(nil)
+	_ contract.Waker       = (*PostgresWorkQueue)(nil)
+	_ contract.Inspector   = (*PostgresWorkQueue)(nil)
+	_ contract.StatsSource = (*PostgresWorkQueue)(nil)
+)
+
+// OpenWorkQueue returns a queue on exec after Verify has accepted the
+// database.
+func OpenWorkQueue(ctx context.Context, exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQueue, error) {
+	q, err := NewWorkQueue(exec, clock, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := Verify(ctx, exec, q.settings.Tables); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// NewWorkQueue returns a queue on exec without verifying the database. It
+// refuses table names that are not plain identifiers. A nil clock means
+// the system clock.
+func NewWorkQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQueue, error) {
+	if exec == nil {
+		return nil, &contract.ValidationError{Field: "exec", Problem: "is nil; pass a *pgxpool.Pool, *pgx.Conn or pgx.Tx"}
+	}
+	s, err := s.normalized()
+	if err != nil {
+		return nil, err
+	}
+	if clock == nil {
+		clock = contract.SystemClock{}
+	}
+	return &PostgresWorkQueue{
+		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,
+		q: loadQueries(s.Tables), channel: NotifyChannel(s.Tables),
+	}, nil
+}
+
+// NotifyChannel is the channel the queue's NOTIFY goes to: the work
+// table's name. The payload is the queue name.
+func NotifyChannel(t StateTables) string {
+	if t.Work == "" {
+		return DefaultTables().Work
+	}
+	return t.Work
+}
+
+// Bound returns a queue that runs every call inside tx, the caller's
+// transaction: an enqueue commits with the run that asked for it, and
+// its NOTIFY is delivered only then. It retries nothing.
+func (q *PostgresWorkQueue) Bound(tx pgx.Tx) *PostgresWorkQueue {
+	b := *q
+	b.db = q.db.boundTo(tx)
+	return &b
+}
+
+// Enqueue adds the items in one statement, all or none. An ID already
+// queued, leased or dead in its queue is left as it is, as is a repeat
+// within the batch.
+func (q *PostgresWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
+	if err := contract.ValidateItems(items, q.settings.MaxValueBytes); err != nil {
+		return err
+	}
+	now := q.clock.Now()
+	n := len(items)
+	var (
+		queues, tenants, ids = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		payloads             = make([][]byte, 0, n)
+		metas                = make([]*string, 0, n)
+		notBefore, due       = make([]*time.Time, 0, n), make([]time.Time, 0, n)
+		seen                 = make(map[contract.ItemKey]bool, n)
+	)
+	for _, it := range items {
+		k := it.Key()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		queues, tenants, ids = append(queues, k.Queue), append(tenants, k.Tenant), append(ids, k.ID)
+		payloads = append(payloads, it.Payload)
+		var meta *string
+		if len(it.Metadata) > 0 {
+			b, err := json.Marshal(it.Metadata)
+			if err != nil {
+				return &contract.ValidationError{Field: "Item.Metadata", Problem: err.Error()}
+			}
+			s := string(b)
+			meta = &s
+		}
+		metas = append(metas, meta)
+		if it.NotBefore.IsZero() {
+			notBefore = append(notBefore, nil)
+		} else {
+			nb := it.NotBefore
+			notBefore = append(notBefore, &nb)
+		}
+		due = append(due, later(it.NotBefore, now))
+	}
+	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		_, err := e.Exec(ctx, q.q.get("enqueue"), queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel)
+		return err
+	}))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Claim leases up to req.Max due items in one statement, one per tenant
+// per turn in rotation order, round after round.
+func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	if err := contract.ValidateClaim(req); err != nil {
+		return nil, err
+	}
+	now := q.clock.Now()
+	var leases []contract.Lease
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		leases = leases[:0]
+		rows, err := e.Query(ctx, q.q.get("claim"), contract.QueueName(req.Queue), now, req.Max, req.Worker, now.Add(req.LeaseFor))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			l, err := scanLease(rows)
+			if err != nil {
+				return err
+			}
+			leases = append(leases, l)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, queueErr(err)
+	}
+	if len(leases) == 0 {
+		return nil, contract.ErrEmpty
+	}
+	return leases, nil
+}
+
+// Heartbeat extends a live lease to now+extend under a new token.
+func (q *PostgresWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
+	if err := contract.ValidateLease(l); err != nil {
+		return contract.Lease{}, err
+	}
+	if err := contract.ValidateExtend(extend); err != nil {
+		return contract.Lease{}, err
+	}
+	now := q.clock.Now()
+	k := l.Key()
+	var out contract.Lease
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		rows, err := e.Query(ctx, q.q.get("heartbeat"), k.Queue, k.Tenant, k.ID, l.Token, now.Add(extend), now)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		}
+		out, err = scanLease(rows)
+		return err
+	})
+	return out, queueErr(err)
+}
+
+// Complete removes the items of the leases in one statement, each fenced
+// by its own token; the leases that no longer hold are named in the
+// returned *contract.LeaseLostError and left untouched.
+func (q *PostgresWorkQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
+	for _, l := range leases {
+		if err := contract.ValidateLease(l); err != nil {
+			return err
+		}
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	// Key order, so two batches that overlap lock their rows in one order.
+	sorted := slices.Clone(leases)
+	slices.SortFunc(sorted, func(a, b contract.Lease) int { return compareKeys(a.Key(), b.Key()) })
+	n := len(sorted)
+	queues, tenants, ids, tokens := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, l := range sorted {
+		k := l.Key()
+		queues[i], tenants[i], ids[i], tokens[i] = k.Queue, k.Tenant, k.ID, l.Token
+	}
+	done := make(map[contract.ItemKey]bool, n)
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		clear(done)
+		rows, err := e.Query(ctx, q.q.get("complete"), queues, tenants, ids, tokens)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k contract.ItemKey
+			if err := rows.Scan(&k.Queue, &k.Tenant, &k.ID); err != nil {
+				return err
+			}
+			done[k] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return queueErr(err)
+	}
+	var lost []contract.ItemKey
+	for _, l := range leases {
+		if !done[l.Key()] {
+			lost = append(lost, l.Key())
+		}
+	}
+	if lost != nil {
+		return &contract.LeaseLostError{Items: lost}
+	}
+	return nil
+}
+
+func compareKeys(a, b contract.ItemKey) int {
+	return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.ID, b.ID))
+}
+
+// failed is one lease to settle as failed.
+type failed struct {
+	tenant, id string
+	token      int64
+	decision   policy.Decision
+	lastError  string
+}
+
+// Fail records cause against the lease and retries or dead-letters the
+// item as the policy decides. The lease is locked and checked first, so
+// the decision counts the attempts the database holds.
+func (q *PostgresWorkQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
+	if err := contract.ValidateLease(l); err != nil {
+		return policy.Decision{}, err
+	}
+	k := l.Key()
+	var d policy.Decision
+	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
+		var attempts int
+		err := e.QueryRow(ctx, q.q.get("lease_lock"), k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		}
+		if err != nil {
+			return err
+		}
+		now := q.clock.Now()
+		d = q.settings.Policy.Decide(attempts+1, cause, now)
+		settled, err := q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, token: l.Token, decision: d, lastError: contract.ErrorText(cause)}})
+		if err == nil && settled == 0 {
+			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		}
+		return err
+	})
+	if err != nil {
+		return policy.Decision{}, queueErr(err)
+	}
+	return d, nil
+}
+
+// settle writes the decisions in one statement and returns how many
+// leases still held their tokens.
+func (q *PostgresWorkQueue) settle(ctx context.Context, e Executor, queue string, now time.Time, fs []failed) (int, error) {
+	n := len(fs)
+	tenants, ids, tokens := make([]string, n), make([]string, n), make([]int64, n)
+	retry, due, errs := make([]bool, n), make([]time.Time, n), make([]string, n)
+	for i, f := range fs {
+		tenants[i], ids[i], tokens[i] = f.tenant, f.id, f.token
+		retry[i], errs[i] = f.decision.Retry, f.lastError
+		due[i] = now
+		if f.decision.Retry {
+			due[i] = f.decision.At
+		}
+	}
+	rows, err := e.Query(ctx, q.q.get("settle_failed"), queue, tenants, ids, tokens, retry, due, errs, now, q.channel)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	settled := 0
+	for rows.Next() {
+		settled++
+	}
+	return settled, rows.Err()
+}
+
+// reapChunk bounds the leases one reap transaction locks.
+const reapChunk = 500
+
+// Reap hands every lease of the queue that expired by now to the policy,
+// as a failure with contract.ErrLeaseExpired, in chunks of one
+// transaction each. A lease heartbeated meanwhile is kept.
+func (q *PostgresWorkQueue) Reap(ctx context.Context, queue string) (int, error) {
+	name := contract.QueueName(queue)
+	if err := contract.ValidateName("queue", name); err != nil {
+		return 0, err
+	}
+	total := 0
+	for {
+		n, locked := 0, 0
+		err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
+			now := q.clock.Now()
+			rows, err := e.Query(ctx, q.q.get("reap_lock"), name, now, reapChunk)
+			if err != nil {
+				return err
+			}
+			var fs []failed
+			for rows.Next() {
+				var f failed
+				var attempts int
+				if err := rows.Scan(&f.tenant, &f.id, &f.token, &attempts); err != nil {
+					rows.Close()
+					return err
+				}
+				f.decision = q.settings.Policy.Decide(attempts+1, contract.ErrLeaseExpired, now)
+				f.lastError = contract.ErrorText(contract.ErrLeaseExpired)
+				fs = append(fs, f)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			locked = len(fs)
+			if locked == 0 {
+				return nil
+			}
+			n, err = q.settle(ctx, e, name, now, fs)
+			return err
+		})
+		if err != nil {
+			return total, queueErr(err)
+		}
+		total += n
+		if locked < reapChunk || q.db.bound {
+			return total, nil
+		}
+	}
+}
+
+// DeadLetters pages through the dead letters matching the filter, oldest
+// first.
+func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
+	if err := contract.ValidateFilter(dq.DeadLetterFilter); err != nil {
+		return contract.ItemPage{}, err
+	}
+	limit, err := contract.ValidatePage(dq.Page)
+	if err != nil {
+		return contract.ItemPage{}, err
+	}
+	after, err := parseSeqCursor(dq.Page.Cursor)
+	if err != nil {
+		return contract.ItemPage{}, err
+	}
+	f := dq.DeadLetterFilter
+	out := contract.ItemPage{Items: []contract.Item{}}
+	var lastSeq int64
+	err = q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		out.Items = out.Items[:0]
+		rows, err := e.Query(ctx, q.q.get("dead_list"), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, after, limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			l, err := scanLease(rows, &seq)
+			if err != nil {
+				return err
+			}
+			if len(out.Items) < limit {
+				out.Items = append(out.Items, l.Item)
+				lastSeq = seq
+			} else {
+				out.Next = seqCursor(lastSeq)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return contract.ItemPage{}, queueErr(err)
+	}
+	return out, nil
+}
+
+// Requeue moves the matching dead letters back to their queue, due now,
+// attempts reset, in one statement.
+func (q *PostgresWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
+	if err := contract.ValidateFilter(f); err != nil {
+		return 0, err
+	}
+	var moved int
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		var woke int
+		return e.QueryRow(ctx, q.q.get("requeue"), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, q.clock.Now(), q.channel).Scan(&moved, &woke)
+	})
+	return moved, queueErr(err)
+}
+
+// Purge deletes the matching dead letters in one statement.
+func (q *PostgresWorkQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
+	if err := contract.ValidateFilter(f); err != nil {
+		return 0, err
+	}
+	var n int
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		tag, err := e.Exec(ctx, q.q.get("purge"), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, queueErr(err)
+}
+
+// scanLease reads the item columns (queue, tenant, id, state, payload,
+// metadata, not_before, attempts, last_error, enqueued_at, dead_at,
+// worker, lease_expires_at, token), then any extra destinations.
+func scanLease(rows pgx.Rows, extra ...any) (contract.Lease, error) {
+	var (
+		l                            contract.Lease
+		it                           = &l.Item
+		state                        string
+		meta                         []byte
+		notBefore, deadAt, expiresAt *time.Time
+		worker                       *string
+		token                        *int64
+	)
+	dest := append([]any{&it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts,
+		&it.LastError, &it.EnqueuedAt, &deadAt, &worker, &expiresAt, &token}, extra...)
+	if err := rows.Scan(dest...); err != nil {
+		return l, err
+	}
+	it.State = contract.ItemState(state)
+	if len(meta) > 0 && string(meta) != "null" {
+		if err := json.Unmarshal(meta, &it.Metadata); err != nil {
+			return l, err
+		}
+	}
+	if len(it.Payload) == 0 {
+		it.Payload = nil
+	}
+	it.EnqueuedAt = utc(it.EnqueuedAt)
+	if notBefore != nil {
+		it.NotBefore = utc(*notBefore)
+	}
+	if deadAt != nil {
+		it.DeadAt = utc(*deadAt)
+	}
+	if worker != nil {
+		l.Worker = *worker
+	}
+	if expiresAt != nil {
+		l.ExpiresAt = utc(*expiresAt)
+	}
+	if token != nil {
+		l.Token = *token
+	}
+	return l, nil
+}

@@ -1,0 +1,116 @@
+-- The schema the pgstore adapters read, version 1.
+--
+-- The deployment owns this schema: apply it with the migration tool you
+-- already run (or `adkctl schema apply` in development). The library
+-- reads it and never alters it. The names in braces are the table names
+-- of StateTables; ExpectedSchema renders them with the defaults.
+
+-- One row, the schema version this database was migrated to. Verify
+-- refuses a version the library was not written for.
+CREATE TABLE IF NOT EXISTS adk_schema (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    version   integer NOT NULL
+);
+INSERT INTO adk_schema (version) VALUES (1) ON CONFLICT (singleton) DO NOTHING;
+
+-- Runs. The counters are columns, so a patch is
+-- "SET input_tokens = input_tokens + $n" and concurrent patches all land.
+-- seq is given once at creation and never rewritten: listings page by it.
+CREATE TABLE IF NOT EXISTS {runs} (
+    tenant        text        NOT NULL,
+    id            text        NOT NULL,
+    seq           bigserial   NOT NULL,
+    session       text        NOT NULL DEFAULT '',
+    status        text        NOT NULL DEFAULT '',
+    -- The blob exactly as written (bytea keeps the caller's bytes; jsonb
+    -- would reorder keys).
+    data          bytea,
+    version       bigint      NOT NULL,
+    input_tokens  bigint      NOT NULL DEFAULT 0,
+    output_tokens bigint      NOT NULL DEFAULT 0,
+    cost_micros   bigint      NOT NULL DEFAULT 0,
+    iterations    bigint      NOT NULL DEFAULT 0,
+    cursor        bigint      NOT NULL DEFAULT 0,
+    created_at    timestamptz NOT NULL,
+    updated_at    timestamptz NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS {runs}_tenant_seq ON {runs} (tenant, seq);
+CREATE INDEX IF NOT EXISTS {runs}_session_seq ON {runs} (tenant, session, seq) WHERE session <> '';
+
+-- Work items. A row is queued, leased or in the dead letter (state
+-- 'dead'); a completed item is deleted.
+--
+-- Every claim, heartbeat and settle rewrites a row here, so the table
+-- collects dead tuples faster than any other: autovacuum runs it at 1%
+-- dead rows with no cost delay, and the fillfactor leaves room on each
+-- page for HOT updates. Keep these settings if you rewrite the migration.
+CREATE SEQUENCE IF NOT EXISTS {work}_seq;
+-- Lease tokens come from a sequence: nextval is never rolled back, so a
+-- token is never issued twice, not even after an aborted claim.
+CREATE SEQUENCE IF NOT EXISTS {work}_token_seq;
+CREATE TABLE IF NOT EXISTS {work} (
+    queue            text        NOT NULL,
+    tenant           text        NOT NULL,
+    id               text        NOT NULL,
+    state            text        NOT NULL CHECK (state IN ('queued', 'leased', 'dead')),
+    -- seq orders a tenant's items first in, first out among equal due
+    -- times, and dead letters in the order they died; it is renewed on
+    -- each of those transitions.
+    seq              bigint      NOT NULL DEFAULT nextval('{work}_seq'),
+    -- due_at is when the item may be claimed: its NotBefore, or now when
+    -- that is zero or past, or the retry time the policy chose.
+    due_at           timestamptz NOT NULL,
+    not_before       timestamptz,
+    payload          bytea,
+    metadata         jsonb,
+    attempts         integer     NOT NULL DEFAULT 0,
+    last_error       text        NOT NULL DEFAULT '',
+    enqueued_at      timestamptz NOT NULL,
+    dead_at          timestamptz,
+    worker           text,
+    lease_expires_at timestamptz,
+    token            bigint,
+    PRIMARY KEY (queue, tenant, id)
+) WITH (
+    fillfactor = 75,
+    autovacuum_vacuum_scale_factor = 0.01,
+    autovacuum_vacuum_cost_delay = 0
+);
+-- The claim index: one tenant's due items in order. Partial on the queued
+-- state, so leased and dead rows do not bloat it.
+CREATE INDEX IF NOT EXISTS {work}_ready ON {work} (queue, tenant, due_at, seq) WHERE state = 'queued';
+-- Leased rows by queue, for Reap and the lease listing. The lease columns
+-- (lease_expires_at, token, worker) are deliberately in no index: a
+-- heartbeat changes only those, so it stays a HOT update that writes no
+-- index entry. Reap filters the few leased rows of a queue on expiry.
+CREATE INDEX IF NOT EXISTS {work}_leased ON {work} (queue) WHERE state = 'leased';
+-- Dead letters, oldest first, for paging.
+CREATE INDEX IF NOT EXISTS {work}_dead ON {work} (queue, seq) WHERE state = 'dead';
+
+-- Tenant rotation: one row per tenant per queue, ordered by the turn last
+-- given (turn_batch, turn_pos). A claim serves tenants from the front and
+-- sends them to the back. Claims lock work items, not these rows; the bump
+-- skips a row another claimer is bumping at that instant.
+CREATE SEQUENCE IF NOT EXISTS {turns}_seq;
+CREATE TABLE IF NOT EXISTS {turns} (
+    queue       text        NOT NULL,
+    tenant      text        NOT NULL,
+    turn_batch  bigint      NOT NULL DEFAULT 0,
+    turn_pos    integer     NOT NULL DEFAULT 0,
+    served      bigint      NOT NULL DEFAULT 0,
+    last_id     text,
+    last_worker text,
+    last_at     timestamptz,
+    PRIMARY KEY (queue, tenant)
+) WITH (fillfactor = 75, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0);
+CREATE INDEX IF NOT EXISTS {turns}_order ON {turns} (queue, turn_batch, turn_pos, tenant);
+
+-- Claim-check blobs: payloads too large to travel inline.
+CREATE TABLE IF NOT EXISTS {blobs} (
+    tenant     text        NOT NULL,
+    ref        text        NOT NULL,
+    data       bytea       NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant, ref)
+);

@@ -1,0 +1,256 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// PostgresStateStore is a contract.StateStore on PostgreSQL tables. The
+// counters are columns, so PatchRun adds in SQL and concurrent patches all
+// land; PutRun is optimistic on the version column; runs page by a seq the
+// database gives once. It is safe for concurrent use.
+type PostgresStateStore struct {
+	db       *db
+	clock    contract.Clock
+	settings Settings
+	q        queries
+}
+
+var _ contract.StateStore = (*PostgresStateStore)(nil)
+
+// OpenStateStore returns a state store on exec after Verify has accepted
+// the database: the schema version and a non-zero statement_timeout.
+func OpenStateStore(ctx context.Context, exec Executor, clock contract.Clock, s Settings) (*PostgresStateStore, error) {
+	st, err := NewStateStore(exec, clock, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := Verify(ctx, exec, st.settings.Tables); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// NewStateStore returns a state store on exec without verifying the
+// database (tests do this). It refuses table names that are not plain
+// identifiers. A nil clock means the system clock.
+func NewStateStore(exec Executor, clock contract.Clock, s Settings) (*PostgresStateStore, error) {
+	if exec == nil {
+		return nil, &contract.ValidationError{Field: "exec", Problem: "is nil; pass a *pgxpool.Pool, *pgx.Conn or pgx.Tx"}
+	}
+	s, err := s.normalized()
+	if err != nil {
+		return nil, err
+	}
+	if clock == nil {
+		clock = contract.SystemClock{}
+	}
+	return &PostgresStateStore{db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s, q: loadQueries(s.Tables)}, nil
+}
+
+// Bound returns a store that runs every call inside tx, the caller's
+// transaction: what it writes commits or rolls back with tx. It retries
+// nothing, because a failed statement has already aborted tx.
+func (s *PostgresStateStore) Bound(tx pgx.Tx) *PostgresStateStore {
+	b := *s
+	b.db = s.db.boundTo(tx)
+	return &b
+}
+
+func validateRunKey(tenant, id string) error {
+	if err := contract.ValidateName("tenant", tenant); err != nil {
+		return err
+	}
+	return contract.ValidateName("id", id)
+}
+
+// GetRun returns the run, or contract.ErrNotFound.
+func (s *PostgresStateStore) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
+	if err := validateRunKey(tenant, id); err != nil {
+		return nil, err
+	}
+	var run *contract.Run
+	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
+		r, err := scanRun(e.QueryRow(ctx, s.q.get("run_get"), tenant, id))
+		run = r
+		return err
+	})
+	return run, stateErr(err)
+}
+
+// PutRun creates the run (Version 0) or replaces its Session, Status and
+// Data when Version equals the stored one; otherwise it returns a
+// *contract.StateConflictError with both versions and writes nothing.
+func (s *PostgresStateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
+	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
+		return nil, err
+	}
+	var data []byte
+	if len(run.Data) > 0 {
+		data = run.Data
+	}
+	now := s.clock.Now()
+	var out *contract.Run
+	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
+		var row pgx.Row
+		if run.Version == 0 {
+			row = e.QueryRow(ctx, s.q.get("run_insert"), run.Tenant, run.ID, run.Session, run.Status, data, now)
+		} else {
+			row = e.QueryRow(ctx, s.q.get("run_update"), run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version)
+		}
+		r, err := scanRun(row)
+		if !errors.Is(err, contract.ErrNotFound) {
+			out = r
+			return err
+		}
+		var actual int64
+		err = e.QueryRow(ctx, s.q.get("run_version"), run.Tenant, run.ID).Scan(&actual)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version, Actual: actual}
+	})
+	return out, stateErr(err)
+}
+
+// PatchRun adds the patch's counters and sets its status when given.
+func (s *PostgresStateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
+	if err := validateRunKey(tenant, id); err != nil {
+		return nil, err
+	}
+	if err := contract.ValidatePatch(p); err != nil {
+		return nil, err
+	}
+	c := p.Counters
+	var out *contract.Run
+	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
+		r, err := scanRun(e.QueryRow(ctx, s.q.get("run_patch"), tenant, id,
+			c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, s.clock.Now()))
+		out = r
+		return err
+	})
+	return out, stateErr(err)
+}
+
+// ListRuns pages through the tenant's runs by Seq.
+func (s *PostgresStateStore) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
+	if err := contract.ValidateName("tenant", tenant); err != nil {
+		return contract.RunPage{}, err
+	}
+	return s.list(ctx, page, func(after int64, n int) (string, []any) {
+		return s.q.get("run_list"), []any{tenant, after, n}
+	})
+}
+
+// ListSessionRuns pages through one session's runs by Seq.
+func (s *PostgresStateStore) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
+	if err := contract.ValidateName("tenant", tenant); err != nil {
+		return contract.RunPage{}, err
+	}
+	if err := contract.ValidateName("session", session); err != nil {
+		return contract.RunPage{}, err
+	}
+	return s.list(ctx, page, func(after int64, n int) (string, []any) {
+		return s.q.get("run_list_session"), []any{tenant, session, after, n}
+	})
+}
+
+func (s *PostgresStateStore) list(ctx context.Context, page contract.PageRequest, query func(after int64, n int) (string, []any)) (contract.RunPage, error) {
+	limit, err := contract.ValidatePage(page)
+	if err != nil {
+		return contract.RunPage{}, err
+	}
+	after, err := parseSeqCursor(page.Cursor)
+	if err != nil {
+		return contract.RunPage{}, err
+	}
+	out := contract.RunPage{Runs: []contract.Run{}}
+	err = s.db.run(ctx, func(ctx context.Context, e Executor) error {
+		out.Runs = out.Runs[:0]
+		sql, args := query(after, limit+1)
+		rows, err := e.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				return err
+			}
+			out.Runs = append(out.Runs, *r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return contract.RunPage{}, stateErr(err)
+	}
+	if len(out.Runs) > limit {
+		out.Runs = out.Runs[:limit]
+		out.Next = seqCursor(out.Runs[limit-1].Seq)
+	}
+	return out, nil
+}
+
+// DeleteRun removes the run, or returns contract.ErrNotFound.
+func (s *PostgresStateStore) DeleteRun(ctx context.Context, tenant, id string) error {
+	if err := validateRunKey(tenant, id); err != nil {
+		return err
+	}
+	return stateErr(s.db.run(ctx, func(ctx context.Context, e Executor) error {
+		tag, err := e.Exec(ctx, s.q.get("run_delete"), tenant, id)
+		if err == nil && tag.RowsAffected() == 0 {
+			return contract.ErrNotFound
+		}
+		return err
+	}))
+}
+
+// scanRun reads one row of run columns; no row is contract.ErrNotFound.
+func scanRun(row pgx.Row) (*contract.Run, error) {
+	var r contract.Run
+	var data []byte
+	c := &r.Counters
+	err := row.Scan(&r.Tenant, &r.ID, &r.Seq, &r.Session, &r.Status, &data, &r.Version,
+		&c.InputTokens, &c.OutputTokens, &c.CostMicros, &c.Iterations, &c.Cursor, &r.CreatedAt, &r.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, contract.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		r.Data = data
+	}
+	r.CreatedAt = utc(r.CreatedAt)
+	r.UpdatedAt = utc(r.UpdatedAt)
+	return &r, nil
+}
+
+// utc drops the local zone pgx gives timestamps, so values compare the
+// way the caller's clock wrote them.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func seqCursor(seq int64) string { return strconv.FormatInt(seq, 10) }
+
+func parseSeqCursor(c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(c, 10, 64)
+	if err != nil || n < 0 {
+		return 0, &contract.ValidationError{Field: "PageRequest.Cursor", Problem: "is not a cursor this listing returned; pass \"\" or the Next of the previous page"}
+	}
+	return n, nil
+}
