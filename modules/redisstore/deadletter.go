@@ -167,4 +167,3 @@ func (q *RedisWorkQueue) moveDead(ctx context.Context, f contract.DeadLetterFilt
 		}
 	}
 }
-
