@@ -1,0 +1,82 @@
+//go:build integration
+
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/policy"
+	"github.com/adkit/adk/modules/redisstore/internal/redistest"
+)
+
+// tenantRecorder remembers every tenant a suite touched, so the test can
+// check that they did not all land in one slot.
+type tenantRecorder struct {
+	contract.StateStore
+	mu      *sync.Mutex
+	tenants map[string]bool
+}
+
+func (r tenantRecorder) note(t string) {
+	r.mu.Lock()
+	r.tenants[t] = true
+	r.mu.Unlock()
+}
+
+func (r tenantRecorder) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
+	r.note(run.Tenant)
+	return r.StateStore.PutRun(ctx, run)
+}
+
+func (r tenantRecorder) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
+	r.note(tenant)
+	return r.StateStore.PatchRun(ctx, tenant, id, p)
+}
+
+// TestCluster runs both suites unchanged against a three-master Redis
+// Cluster this test starts, and checks that the suite's tenants hashed to
+// several slots on several masters.
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	client := cl.Client(t)
+	ctx := context.Background()
+
+	var mu sync.Mutex
+	tenants := map[string]bool{}
+	inner := stateFactory(client)
+	t.Run("StateStore", func(t *testing.T) {
+		contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
+			return tenantRecorder{StateStore: inner(t, clock), mu: &mu, tenants: tenants}
+		})
+	})
+	namespaces := map[string]bool{}
+	innerQ := queueFactory(client)
+	t.Run("WorkQueue", func(t *testing.T) {
+		contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
+			q := innerQ(t, clock, p)
+			mu.Lock()
+			namespaces[t.Name()] = true
+			mu.Unlock()
+			return q
+		})
+	})
+
+	slots := map[int64]bool{}
+	for tenant := range tenants {
+		// The tenant's hash tag is its length-prefixed name.
+		slot, err := client.ClusterKeySlot(ctx, "adk:state:{"+strconv.Itoa(len(tenant))+":"+tenant+"}:run:1:x").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots[slot] = true
+	}
+	if len(tenants) < 2 || len(slots) < 2 {
+		t.Errorf("the state suite's %d tenants hashed to %d slot(s); want at least 2", len(tenants), len(slots))
+	}
+	t.Logf("state suite: %d tenants over %d slots; queue suite: %d queues", len(tenants), len(slots), len(namespaces))
+}
