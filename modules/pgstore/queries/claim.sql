@@ -53,13 +53,18 @@ leased AS (
     RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
               p.round, p.pos
 ),
+ordered AS (
+    SELECT tenant, id, round, pos, row_number() OVER (ORDER BY round, pos) AS ord
+    FROM leased
+),
 -- Each served tenant goes to the back, in the order of its last turn in
--- this batch.
+-- this batch, and keeps its latest turns for the Inspector.
 served AS (
     SELECT tenant, count(*) AS n,
-           (array_agg(id ORDER BY round DESC))[1] AS last_id,
+           array_agg(id ORDER BY ord) AS ids,
+           array_agg(ord ORDER BY ord) AS ords,
            row_number() OVER (ORDER BY max(round), min(pos)) AS turn_pos
-    FROM leased
+    FROM ordered
     GROUP BY tenant
 ),
 -- Turn rows are locked in one order and a row another claimer is bumping
@@ -78,7 +83,10 @@ batch AS MATERIALIZED (
 bump AS (
     UPDATE {turns} t
     SET turn_batch = b.n, turn_pos = s.turn_pos, served = t.served + s.n,
-        last_id = s.last_id, last_worker = $4, last_at = $2
+        recent_ids     = (t.recent_ids || s.ids)[greatest(1, cardinality(t.recent_ids) + cardinality(s.ids) - 31):],
+        recent_keys    = (t.recent_keys || array(SELECT b.n * 1024 + o FROM unnest(s.ords) o))[greatest(1, cardinality(t.recent_keys) + cardinality(s.ids) - 31):],
+        recent_workers = (t.recent_workers || array_fill($4::text, ARRAY[cardinality(s.ids)]))[greatest(1, cardinality(t.recent_workers) + cardinality(s.ids) - 31):],
+        recent_at      = (t.recent_at || array_fill($2::timestamptz, ARRAY[cardinality(s.ids)]))[greatest(1, cardinality(t.recent_at) + cardinality(s.ids) - 31):]
     FROM served s, bump_lock l, batch b
     WHERE t.queue = $1 AND t.tenant = s.tenant AND l.tenant = s.tenant
 )

@@ -8,7 +8,7 @@ WITH settled AS (
     SET state            = CASE WHEN f.retry THEN 'queued' ELSE 'dead' END,
         due_at           = CASE WHEN f.retry THEN f.due_at ELSE w.due_at END,
         not_before       = CASE WHEN f.retry THEN f.due_at ELSE w.not_before END,
-        dead_at          = CASE WHEN f.retry THEN NULL ELSE $8 END,
+        dead_at          = CASE WHEN f.retry THEN NULL ELSE $8::timestamptz END,
         attempts         = w.attempts + 1,
         last_error       = f.last_error,
         seq              = nextval('{work}_seq'),

@@ -99,9 +99,12 @@ CREATE TABLE IF NOT EXISTS {turns} (
     turn_batch  bigint      NOT NULL DEFAULT 0,
     turn_pos    integer     NOT NULL DEFAULT 0,
     served      bigint      NOT NULL DEFAULT 0,
-    last_id     text,
-    last_worker text,
-    last_at     timestamptz,
+    -- The tenant's latest 32 turns (item, worker, time, and an order key:
+    -- turn_batch * 1024 + place in the batch), for the Inspector.
+    recent_ids     text[]        NOT NULL DEFAULT '{}',
+    recent_workers text[]        NOT NULL DEFAULT '{}',
+    recent_at      timestamptz[] NOT NULL DEFAULT '{}',
+    recent_keys    bigint[]      NOT NULL DEFAULT '{}',
     PRIMARY KEY (queue, tenant)
 ) WITH (fillfactor = 75, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0);
 CREATE INDEX IF NOT EXISTS {turns}_order ON {turns} (queue, turn_batch, turn_pos, tenant);
