@@ -1,0 +1,7 @@
+//go:build integration
+
+package adkotel_test
+
+func e2eBackings() []backing {
+	return []backing{memoryBacking()}
+}

@@ -1,0 +1,120 @@
+package adkotel_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/adkit/adk/modules/adkotel"
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/memstore"
+	"github.com/adkit/adk/modules/contract/runner"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// An item's journey: the producer's send span, the worker's receive span
+// linking to it, the process span around the handler (a trace of its own,
+// linked to the producer) and the complete span.
+func Example() {
+	ctx := context.Background()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	opts := []adkotel.Option{
+		adkotel.WithTracerProvider(tp),
+		adkotel.WithMeterProvider(noop.NewMeterProvider()),
+		adkotel.WithPropagators(propagation.TraceContext{}),
+		adkotel.WithSystem(adkotel.SystemMemory),
+	}
+	q := adkotel.WrapQueue(memstore.New(nil), opts...)
+
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "run-1", Queue: "runs"}); err != nil {
+		log.Fatal(err)
+	}
+	leases, err := q.Claim(ctx, contract.ClaimRequest{Queue: "runs", Worker: "w1", LeaseFor: time.Minute, Max: 10})
+	if err != nil {
+		log.Fatal(err)
+	}
+	handle := adkotel.ProcessMiddleware(opts...)("runs", func(ctx context.Context, l contract.Lease) error {
+		return nil // the agent step runs here, under the process span
+	})
+	for _, l := range leases {
+		if err := handle(ctx, l); err != nil {
+			log.Fatal(err)
+		}
+		if err := q.Complete(ctx, l); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	ended := spans.Ended()
+	send := ended[0].SpanContext()
+	for _, s := range ended {
+		linked := len(s.Links()) == 1 && s.Links()[0].SpanContext.SpanID() == send.SpanID()
+		fmt.Printf("%-14s %-8s linked to send: %v\n", s.Name(), s.SpanKind(), linked)
+	}
+	// Output:
+	// send runs      producer linked to send: false
+	// receive runs   client   linked to send: true
+	// process runs   consumer linked to send: true
+	// complete runs  client   linked to send: true
+}
+
+// A worker: the runner settles what the handler returns, and the
+// middleware puts each handler call in a process span.
+func ExampleProcessMiddleware() {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	opts := []adkotel.Option{
+		adkotel.WithTracerProvider(tp),
+		adkotel.WithMeterProvider(noop.NewMeterProvider()),
+		adkotel.WithPropagators(propagation.TraceContext{}),
+	}
+	q := adkotel.WrapQueue(memstore.New(nil), opts...)
+	if err := q.Enqueue(context.Background(), contract.Item{Tenant: "acme", ID: "run-1"}); err != nil {
+		log.Fatal(err)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
+		defer stop() // one item is enough for the example
+		return nil
+	}, runner.Config{
+		Worker:     "w1",
+		Middleware: []runner.Middleware{adkotel.ProcessMiddleware(opts...)},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := r.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range spans.Ended() {
+		if s.Name() == "process default" {
+			fmt.Println(s.Name(), s.SpanKind(), len(s.Links()), "link")
+		}
+	}
+	// Output:
+	// process default consumer 1 link
+}
+
+// What a main puts first: providers from the OTEL_* variables, installed
+// as the globals that WrapQueue, WrapState and ProcessMiddleware default to.
+func ExampleSetup() {
+	ctx := context.Background()
+	shutdown, err := adkotel.Setup(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		if err := shutdown(context.Background()); err != nil {
+			log.Print(err)
+		}
+	}()
+	var backing contract.WorkQueue = memstore.New(nil) // or redisstore / pgstore
+	q := adkotel.WrapQueue(backing)
+	_ = q
+}
