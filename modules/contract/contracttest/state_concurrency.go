@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
@@ -95,6 +96,9 @@ func casIncrement(t *testing.T, s contract.StateStore, tenant, id string) (int, 
 		}
 		doc.N++
 		r.Data, _ = json.Marshal(doc)
+		// A network round trip sits here in a real backing; yield so that
+		// an in-process one sees writers interleave too.
+		runtime.Gosched()
 		_, err = s.PutRun(t.Context(), *r)
 		var ce *contract.StateConflictError
 		if errors.As(err, &ce) {

@@ -1,0 +1,131 @@
+// Package contracttest holds the conformance suites every backing of package
+// contract passes unchanged, and the [FakeClock] they move time with.
+//
+// # Running the suites
+//
+// A backing calls [StateStore] and [WorkQueue] from its own tests, with a
+// factory that returns a fresh, empty instance on every call. Each subtest
+// calls the factory itself, with a new [FakeClock] (and, for queues, the
+// [policy.Policy] the subtest pins), so subtests share nothing and may run
+// in any order. The factory registers its own clean-up with t.Cleanup:
+//
+//	func TestStateStore(t *testing.T) {
+//		contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
+//			return mystore.NewState(clock, mystore.Namespace(t.Name()))
+//		})
+//	}
+//
+//	func TestWorkQueue(t *testing.T) {
+//		contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
+//			q := mystore.NewQueue(clock, p, mystore.Namespace(t.Name()))
+//			t.Cleanup(func() { q.Drop(context.Background()) })
+//			return q
+//		})
+//	}
+//
+// A server-backed factory gives each call its own key prefix, schema or
+// database, because the suites count everything they see. The suites use
+// plain testing (no assertion library), take every time from the clock
+// they pass (so a backing must read lease and retry times from its injected
+// Clock, never from the server), and only wait in real time where a real
+// goroutine must be awaited (a Waker's wake: at most 5s). Subtests are
+// named Group/Point, so one point runs alone with
+// `go test -run 'TestWorkQueue/Lease/TokensNeverReused'`; the names are
+// stable, and a backing's mutation tests may refer to them.
+//
+// # What StateStore pins
+//
+//   - CRUD: create, get, put and patch round trips; Version 1 at creation
+//     and one more per write; Seq assigned at creation and never rewritten;
+//     CreatedAt and UpdatedAt read from the clock; PutRun ignores Counters
+//     and Seq; creating an existing run, and a put holding a stale (or
+//     future, or missing run's) version, are *StateConflictError with
+//     Expected and Actual right and nothing written; a patch moves the
+//     version so a put holding the old one is refused; GetRun, PatchRun and
+//     DeleteRun of a missing run are ErrNotFound; a deleted run recreated
+//     starts afresh.
+//   - Concurrency: 16 goroutines × 25 patches land exactly (sums, final
+//     version, each patch returning its own version); optimistic
+//     read-modify-write loops lose nothing; racing creates have one winner;
+//     puts never overwrite counters patched meanwhile.
+//   - Paging: 250 runs paged 7 at a time while runs are rewritten (between
+//     pages, and concurrently) are each listed once, in ascending Seq;
+//     pages short of the limit are last; listed runs equal GetRun's;
+//     ListSessionRuns lists one session, follows a run moved between
+//     sessions; Limit 0 means DefaultPageSize, above MaxPageSize or
+//     negative is ErrInvalid.
+//   - Isolation: tenants and ids built to collide under naive encodings
+//     ("a:b"/"x" against "a"/"b:x", hash tags, glob and LIKE wildcards,
+//     Unicode in two normal forms, spaces, newlines) keep distinct runs,
+//     listings and sessions; writes and deletes stay in their tenant; two
+//     stores from the factory share nothing.
+//   - Limits: Data of DefaultMaxValueBytes+1 is a non-retryable
+//     *StatePersistenceError with Reason too_large and nothing is stored;
+//     exactly DefaultMaxValueBytes, and names of MaxNameBytes, are accepted.
+//   - Input: empty, NUL-bearing, invalid UTF-8 or over-long names in every
+//     method, malformed JSON, negative versions and bad statuses are
+//     *ValidationError (errors.Is ErrInvalid) and change nothing.
+//   - Context: a cancelled or expired context is returned as such
+//     (errors.Is context.Canceled / DeadlineExceeded) and changes nothing.
+//
+// # What WorkQueue pins
+//
+//   - Basic: enqueue, claim, complete; a lease carries the item intact
+//     (Payload, Metadata), State leased, the Worker, ExpiresAt = now +
+//     LeaseFor and a non-zero Token; delayed items are due exactly at
+//     NotBefore; enqueueing a queued, leased or dead ID is a no-op, and
+//     after Complete the ID may be used again; batch Enqueue and batch
+//     Complete, where a lost lease in a batch is named alone and the rest
+//     complete; "" and DefaultQueue are one queue.
+//   - Concurrency: 10 workers claiming 200 items (Max 1, Max 5, with and
+//     without completing) never share an item and claim every one;
+//     producers and consumers running at once complete each item once.
+//   - Lease: a heartbeat extends a lease with a new token and ExpiresAt;
+//     silence loses it to Reap, which counts what it reaped and hands it
+//     to the policy (back to the queue with Attempts 1 and an expiry
+//     error, or dead at MaxAttempts 1); settles and heartbeats holding a
+//     stale, forged or spent token are *LeaseLostError naming the item and
+//     change nothing; a Reap that lost to a heartbeat writes nothing; a
+//     token is never issued twice for an item, across fail-and-reclaim in
+//     the same instant, heartbeats, reaps and complete-and-re-enqueue.
+//   - Retry: with BaseDelay 1s and jitter pinned, failed items are due
+//     after 1s then 2s and not a millisecond sooner; Fail returns the
+//     policy's Decision; Attempts and LastError are kept; the last attempt
+//     or a policy.Permanent cause dead-letters the item with DeadAt;
+//     Metadata survives claim, retry, heartbeat, reap, dead letter and
+//     requeue.
+//   - Fairness: with A holding 1,000 items and B, C 5 each, B's and C's
+//     are all claimed within the first 15 claims (one at a time and in
+//     batches of 10); with 4 busy tenants every 4 consecutive claims serve
+//     4 tenants (one at a time and in batches of 7); a tenant whose items
+//     are all delayed blocks nobody; one busy tenant fills a whole batch; a
+//     tenant joining behind a backlog is served within one rotation.
+//   - DeadLetter: dead letters show the item (State dead, DeadAt,
+//     Attempts, LastError, Payload, Metadata); they page oldest first with
+//     no repeats; filters by tenant, id and error text select exactly what
+//     they say; Requeue (one, or all matching) makes items due with
+//     Attempts 0; Purge removes them; bulk actions never touch rows outside
+//     the filter, other queues, or live items.
+//   - Isolation: hostile tenant names never collide in the queue, in
+//     dead-letter filters or in bulk actions; the same ID in two tenants is
+//     two items; queues are separate for Claim and Reap; two queues from
+//     the factory share nothing.
+//   - Limits: a payload of DefaultMaxValueBytes+1, alone or in a batch, is
+//     a non-retryable too_large error and nothing is enqueued; exactly
+//     DefaultMaxValueBytes, and names of MaxNameBytes, are accepted.
+//   - Input: bad names, metadata, empty batches, ClaimRequest Max outside
+//     1..MaxClaimBatch, LeaseFor ≤ 0, heartbeat extensions ≤ 0, bad
+//     leases and bad filters are *ValidationError and change nothing.
+//   - Context: an empty queue answers ErrEmpty at once; a cancelled or
+//     expired context is honoured by every method and changes nothing.
+//   - Inspector (every backing implements it; the suite fails otherwise):
+//     per-tenant ready, later, leased, dead and served counts and
+//     OldestReady; Rotation.Order names the next tenant served and moves
+//     the served one to the back; Recent lists the last turns, most recent
+//     last; Leases pages live leases soonest expiry first; Item finds
+//     queued, leased and dead items and answers ErrNotFound otherwise;
+//     Queues and Health answer; reading changes nothing.
+//   - Waker (optional; skipped when not implemented): an enqueue wakes a
+//     subscriber within 5s; ending one subscription leaves the others
+//     working and never blocks an enqueue.
+package contracttest

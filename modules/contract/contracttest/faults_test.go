@@ -1,0 +1,320 @@
+package contracttest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/memstore"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// faulty is the reference store with one deliberate fault, injected from
+// outside through the public API: each fault breaks one promise the way a
+// careless backing would, so the suite point meant to pin that promise
+// can be shown to fail. With no fault it is memstore unchanged.
+type faulty struct {
+	*memstore.Store
+	fault string
+
+	mu        sync.Mutex
+	lastLease *contract.Lease
+	claims    int
+}
+
+// shared is the store the "factory-shares" faults hand out on every call.
+var shared struct {
+	sync.Mutex
+	store *memstore.Store
+}
+
+func newFaulty(clock contract.Clock, fault string, opts ...memstore.Option) *faulty {
+	if fault == "factory-shares" {
+		shared.Lock()
+		defer shared.Unlock()
+		if shared.store == nil {
+			shared.store = memstore.New(clock, opts...)
+		}
+		return &faulty{Store: shared.store, fault: fault}
+	}
+	return &faulty{Store: memstore.New(clock, opts...), fault: fault}
+}
+
+// blind hides every optional interface of the queue.
+type blind struct{ contract.WorkQueue }
+
+// mute is a Waker whose channels never fire.
+type mute struct{ *faulty }
+
+func (mute) Subscribe(string) (<-chan struct{}, func()) { return make(chan struct{}, 1), func() {} }
+
+// ---- StateStore faults ----
+
+func (f *faulty) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
+	r, err := f.Store.GetRun(ctx, tenant, id)
+	if f.fault == "invalid-as-not-found" && errors.Is(err, contract.ErrInvalid) {
+		return nil, contract.ErrNotFound
+	}
+	return f.stamp(r), err
+}
+
+func (f *faulty) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
+	switch f.fault {
+	case "put-skips-version-check":
+		if cur, err := f.Store.GetRun(ctx, run.Tenant, run.ID); err == nil && run.Version != 0 {
+			run.Version = cur.Version
+		}
+	case "put-writes-counters":
+		if cur, err := f.Store.GetRun(ctx, run.Tenant, run.ID); err == nil && run.Version == cur.Version {
+			delta := contract.Counters{
+				InputTokens: run.Counters.InputTokens - cur.Counters.InputTokens, OutputTokens: run.Counters.OutputTokens - cur.Counters.OutputTokens,
+				CostMicros: run.Counters.CostMicros - cur.Counters.CostMicros, Iterations: run.Counters.Iterations - cur.Counters.Iterations,
+				Cursor: run.Counters.Cursor - cur.Counters.Cursor,
+			}
+			if p, err := f.Store.PatchRun(ctx, run.Tenant, run.ID, contract.Patch{Counters: delta}); err == nil {
+				run.Version = p.Version
+			}
+		}
+	case "malformed-json-accepted":
+		if len(run.Data) > 0 && !jsonValid(run.Data) {
+			run.Data = nil
+		}
+	case "deadline-ignored":
+		ctx = context.WithoutCancel(ctx)
+	}
+	r, err := f.Store.PutRun(ctx, run)
+	var ce *contract.StateConflictError
+	if f.fault == "conflict-numbers-swapped" && errors.As(err, &ce) {
+		ce.Expected, ce.Actual = ce.Actual, ce.Expected
+	}
+	var pe *contract.StatePersistenceError
+	if f.fault == "too-large-retryable" && errors.As(err, &pe) {
+		pe.Transient = true
+	}
+	return f.stamp(r), err
+}
+
+func (f *faulty) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
+	switch f.fault {
+	case "patch-drops-status":
+		p.Status = ""
+	case "patch-creates-missing":
+		if _, err := f.Store.GetRun(ctx, tenant, id); errors.Is(err, contract.ErrNotFound) {
+			_, _ = f.Store.PutRun(ctx, contract.Run{Tenant: tenant, ID: id})
+		}
+	case "deadline-ignored":
+		ctx = context.WithoutCancel(ctx)
+	}
+	r, err := f.Store.PatchRun(ctx, tenant, id, p)
+	return f.stamp(r), err
+}
+
+// stamp replaces the clock's timestamps with the wall clock's.
+func (f *faulty) stamp(r *contract.Run) *contract.Run {
+	if r != nil && f.fault == "wall-clock-timestamps" {
+		r.UpdatedAt = time.Now()
+	}
+	return r
+}
+
+func (f *faulty) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
+	switch f.fault {
+	case "page-limit-clamped":
+		page.Limit = min(page.Limit, contract.MaxPageSize)
+	case "page-default-50":
+		if page.Limit == 0 {
+			page.Limit = 50
+		}
+	}
+	p, err := f.Store.ListRuns(ctx, tenant, page)
+	if f.fault == "page-skips-last" && p.Next != "" && len(p.Runs) > 1 {
+		p.Runs = p.Runs[:len(p.Runs)-1]
+	}
+	return p, err
+}
+
+func (f *faulty) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
+	if f.fault == "session-ignored" {
+		return f.Store.ListRuns(ctx, tenant, page)
+	}
+	return f.Store.ListSessionRuns(ctx, tenant, session, page)
+}
+
+// ---- WorkQueue faults ----
+
+func (f *faulty) Enqueue(ctx context.Context, items ...contract.Item) error {
+	if f.fault == "enqueue-cancel-ignored" {
+		ctx = context.WithoutCancel(ctx)
+	}
+	err := f.Store.Enqueue(ctx, items...)
+	var pe *contract.StatePersistenceError
+	if f.fault == "payload-too-large-retryable" && errors.As(err, &pe) {
+		pe.Transient = true
+	}
+	return err
+}
+
+func (f *faulty) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	switch f.fault {
+	case "claim-caps-batch":
+		req.Max = min(req.Max, 1)
+	case "claim-clamps-max":
+		req.Max = min(req.Max, contract.MaxClaimBatch)
+	}
+	ls, err := f.Store.Claim(ctx, req)
+	switch f.fault {
+	case "claim-nil-on-empty":
+		if errors.Is(err, contract.ErrEmpty) {
+			return nil, nil
+		}
+	case "expiry-from-wall-clock":
+		for i := range ls {
+			ls[i].ExpiresAt = time.Now().Add(req.LeaseFor)
+		}
+	case "claim-strips-metadata":
+		for i := range ls {
+			ls[i].Item.Metadata = nil
+		}
+	case "claim-sorts-batch":
+		sort.SliceStable(ls, func(i, j int) bool { return ls[i].Item.Tenant < ls[j].Item.Tenant })
+	case "claim-repeats-lease":
+		// Every fifth claim hands out the previous claim's lease again:
+		// the item it really took is lost, the other is held twice.
+		f.mu.Lock()
+		f.claims++
+		if len(ls) > 0 {
+			if f.claims%5 == 0 && f.lastLease != nil {
+				ls[0] = *f.lastLease
+			}
+			last := ls[0]
+			f.lastLease = &last
+		}
+		f.mu.Unlock()
+	}
+	return ls, err
+}
+
+func (f *faulty) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
+	if f.fault == "heartbeat-doubles-extend" {
+		extend *= 2
+	}
+	nl, err := f.Store.Heartbeat(ctx, l, extend)
+	if f.fault == "heartbeat-keeps-token" && err == nil {
+		nl.Token = l.Token
+	}
+	return nl, f.loseLeaseLost(err)
+}
+
+func (f *faulty) Complete(ctx context.Context, leases ...contract.Lease) error {
+	err := f.Store.Complete(ctx, leases...)
+	var ll *contract.LeaseLostError
+	if f.fault == "lease-lost-names-all" && errors.As(err, &ll) {
+		ll.Items = nil
+		for _, l := range leases {
+			ll.Items = append(ll.Items, l.Key())
+		}
+	}
+	return f.loseLeaseLost(err)
+}
+
+// loseLeaseLost turns a *LeaseLostError into an untyped error.
+func (f *faulty) loseLeaseLost(err error) error {
+	var ll *contract.LeaseLostError
+	if f.fault == "lease-lost-untyped" && errors.As(err, &ll) {
+		return errors.New(ll.Error())
+	}
+	return err
+}
+
+func (f *faulty) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
+	if f.fault == "permanent-unwrapped" && policy.IsPermanent(cause) {
+		cause = errors.Unwrap(cause)
+	}
+	d, err := f.Store.Fail(ctx, l, cause)
+	if f.fault == "fail-hides-decision" {
+		d = policy.Decision{}
+	}
+	return d, f.loseLeaseLost(err)
+}
+
+func (f *faulty) Reap(ctx context.Context, queue string) (int, error) {
+	n, err := f.Store.Reap(ctx, queue)
+	if f.fault == "reap-reports-zero" {
+		n = 0
+	}
+	return n, err
+}
+
+func (f *faulty) DeadLetters(ctx context.Context, q contract.DeadLetterQuery) (contract.ItemPage, error) {
+	p, err := f.Store.DeadLetters(ctx, q)
+	switch f.fault {
+	case "dead-letters-newest-first":
+		slices.Reverse(p.Items)
+	case "dead-letters-strip-metadata":
+		for i := range p.Items {
+			p.Items[i].Metadata = nil
+		}
+	}
+	return p, err
+}
+
+func (f *faulty) Requeue(ctx context.Context, fl contract.DeadLetterFilter) (int, error) {
+	if f.fault == "requeue-ignores-tenant" {
+		fl.Tenant = ""
+	}
+	return f.Store.Requeue(ctx, fl)
+}
+
+func (f *faulty) Purge(ctx context.Context, fl contract.DeadLetterFilter) (int, error) {
+	if f.fault == "purge-ignores-id" {
+		fl.ID = ""
+	}
+	return f.Store.Purge(ctx, fl)
+}
+
+// ---- Inspector faults ----
+
+func (f *faulty) Tenants(ctx context.Context, queue string) ([]contract.TenantStats, error) {
+	st, err := f.Store.Tenants(ctx, queue)
+	if f.fault == "later-counted-ready" {
+		for i := range st {
+			st[i].Ready += st[i].Later
+			st[i].Later = 0
+		}
+	}
+	return st, err
+}
+
+func (f *faulty) Rotation(ctx context.Context, queue string, n int) (contract.Rotation, error) {
+	r, err := f.Store.Rotation(ctx, queue, n)
+	switch f.fault {
+	case "rotation-order-reversed":
+		slices.Reverse(r.Order)
+	case "recent-newest-first":
+		slices.Reverse(r.Recent)
+	}
+	return r, err
+}
+
+func (f *faulty) Leases(ctx context.Context, queue string, page contract.PageRequest) (contract.LeasePage, error) {
+	p, err := f.Store.Leases(ctx, queue, page)
+	if f.fault == "leases-latest-first" {
+		slices.Reverse(p.Leases)
+	}
+	return p, err
+}
+
+func (f *faulty) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
+	info, err := f.Store.Item(ctx, key)
+	if f.fault == "item-hides-lease" {
+		info.Lease = nil
+	}
+	return info, err
+}
+
+func jsonValid(b []byte) bool { return json.Valid(b) }
