@@ -30,16 +30,16 @@ import (
 type backing struct {
 	name   string
 	system string
-	// fresh prepares empty data (a namespace, a schema) and returns the
-	// func that opens a queue on it.
-	fresh func(t *testing.T, p policy.Policy) func(t *testing.T) contract.WorkQueue
+	// fresh prepares empty data and returns the func that opens a queue
+	// on it, its database client traced with tp where the backing has one.
+	fresh func(t *testing.T, p policy.Policy) func(t *testing.T, tp trace.TracerProvider) contract.WorkQueue
 }
 
 func memoryBacking() backing {
 	return backing{name: "memory", system: adkotel.SystemMemory,
-		fresh: func(t *testing.T, p policy.Policy) func(*testing.T) contract.WorkQueue {
+		fresh: func(t *testing.T, p policy.Policy) func(*testing.T, trace.TracerProvider) contract.WorkQueue {
 			s := memstore.New(nil, memstore.WithPolicy(p))
-			return func(*testing.T) contract.WorkQueue { return s }
+			return func(*testing.T, trace.TracerProvider) contract.WorkQueue { return s }
 		}}
 }
 
@@ -91,7 +91,7 @@ func runE2E(t *testing.T, b backing, parentFromMessage bool) {
 
 	// Producer.
 	producerTP := otlpProvider(t, recv, "producer")
-	pq := adkotel.WrapQueue(open(t), adkotel.WithTracerProvider(producerTP), adkotel.WithPropagators(prop), adkotel.WithMeterProvider(noMetrics))
+	pq := adkotel.WrapQueue(open(t, producerTP), adkotel.WithTracerProvider(producerTP), adkotel.WithPropagators(prop), adkotel.WithMeterProvider(noMetrics))
 	reqCtx, req := producerTP.Tracer("app").Start(ctx, "POST /runs", trace.WithSpanKind(trace.SpanKindServer))
 	items := []contract.Item{
 		{Tenant: "acme", ID: "ok", Queue: "agent", Payload: []byte(`{"step":1}`)},
@@ -106,7 +106,7 @@ func runE2E(t *testing.T, b backing, parentFromMessage bool) {
 	// Consumer, with its own provider and its own queue.
 	consumerTP := otlpProvider(t, recv, "consumer")
 	copts := []adkotel.Option{adkotel.WithTracerProvider(consumerTP), adkotel.WithPropagators(prop), adkotel.WithMeterProvider(noMetrics)}
-	cq := adkotel.WrapQueue(open(t), copts...)
+	cq := adkotel.WrapQueue(open(t, consumerTP), copts...)
 	mwOpts := append(copts, adkotel.WithSystem(b.system))
 	if parentFromMessage {
 		mwOpts = append(mwOpts, adkotel.WithParentFromMessage())
@@ -217,9 +217,9 @@ func checkE2E(t *testing.T, b backing, spans []gotSpan, parentFromMessage bool) 
 		return false
 	}
 
-	// Every consumer-side span of ours names the backing.
+	// Every span of ours names the backing.
 	for _, s := range spans {
-		if s.Service == "consumer" && attr(s, sysKey) != b.system {
+		if s.Scope == adkotel.ScopeName && attr(s, sysKey) != b.system {
 			t.Errorf("consumer span %q: messaging.system %q, want %q", s.Name, attr(s, sysKey), b.system)
 		}
 	}
@@ -297,5 +297,31 @@ func checkE2E(t *testing.T, b backing, spans []gotSpan, parentFromMessage bool) 
 	}
 	if completed != 2 {
 		t.Errorf("complete spans link %d items, want 2", completed)
+	}
+
+	// The database client's spans (redisotel, otelpgx) nest under ours.
+	if b.system == adkotel.SystemMemory {
+		return
+	}
+	ours := map[string]string{} // span id -> name
+	for _, s := range spans {
+		if s.Scope == adkotel.ScopeName {
+			ours[hexID(s.SpanId)] = s.Name
+		}
+	}
+	nested := map[string]int{} // our span name -> database children
+	for _, s := range spans {
+		if s.Scope == adkotel.ScopeName || s.Scope == "app" {
+			continue
+		}
+		if name, ok := ours[hexID(s.ParentSpanId)]; ok {
+			nested[name]++
+		}
+	}
+	t.Logf("database spans under ours: %v", nested)
+	for _, name := range []string{"send agent", "receive agent", "complete agent", "fail agent", "dead agent"} {
+		if nested[name] == 0 {
+			t.Errorf("no database span under %q: %v", name, nested)
+		}
 	}
 }

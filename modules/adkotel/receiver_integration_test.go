@@ -43,6 +43,7 @@ type receiver struct {
 // gotSpan is one received span with the service that sent it.
 type gotSpan struct {
 	Service string
+	Scope   string // instrumentation scope name
 	*tracepb.Span
 }
 
@@ -148,7 +149,7 @@ func (r *receiver) addTraces(transport string, rss []*tracepb.ResourceSpans) {
 		svc := attrString(rs.GetResource().GetAttributes(), "service.name")
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
-				r.spans = append(r.spans, gotSpan{Service: svc, Span: s})
+				r.spans = append(r.spans, gotSpan{Service: svc, Scope: ss.GetScope().GetName(), Span: s})
 			}
 		}
 	}
