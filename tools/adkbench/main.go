@@ -1,0 +1,163 @@
+// Command adkbench runs one workload against adk's queue backings and
+// against River and Asynq on the same servers, and prints the figures side
+// by side with their ratios. It is a benchmark only; see README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the parsed command line.
+type config struct {
+	items         int
+	conc          []int
+	scenarios     []string
+	backings      []string
+	quick         bool
+	json          bool
+	depth         int
+	wakeItems     int
+	wakeRate      int
+	claimers      int
+	batch         int
+	timeout       time.Duration
+	cpuProfile    string
+	riverCooldown time.Duration
+	redisURL      string
+	pgDSN         string
+}
+
+var allScenarios = []string{"throughput", "idle", "busy50", "fairness", "wake", "depth", "physical"}
+var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq"}
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "adkbench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("adkbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.items, "items", 100_000, "items per throughput run; also the big tenant's items in fairness")
+	concs := fs.String("concurrency", "10,100", "worker counts for the throughput scenario (the first one serves the other scenarios)")
+	scen := fs.String("scenarios", "all", "comma-separated: "+strings.Join(allScenarios, ","))
+	back := fs.String("backings", "all", "comma-separated: "+strings.Join(allBackings, ","))
+	fs.BoolVar(&c.quick, "quick", false, "tiny counts for a smoke run (overrides -items, -depth, -wake-items)")
+	fs.BoolVar(&c.json, "json", false, "print the results as JSON instead of a text table")
+	fs.IntVar(&c.depth, "depth", 1_000_000, "queued items for the deep half of the depth scenario")
+	fs.IntVar(&c.wakeItems, "wake-items", 400, "items of the wake-latency scenario")
+	fs.IntVar(&c.wakeRate, "wake-rate", 100, "items per second in the wake-latency scenario")
+	fs.IntVar(&c.claimers, "claimers", 2, "claim loops per worker pool of our backings")
+	fs.IntVar(&c.batch, "batch", 100, "most items one claim of our backings asks for")
+	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "limit for one measurement")
+	fs.DurationVar(&c.riverCooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown (River's default is 100ms, its floor 1ms)")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	for _, s := range strings.Split(*concs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("-concurrency: %q is not a positive number", s)
+		}
+		c.conc = append(c.conc, n)
+	}
+	var err error
+	if c.scenarios, err = pick("-scenarios", *scen, allScenarios); err != nil {
+		return c, err
+	}
+	if c.backings, err = pick("-backings", *back, allBackings); err != nil {
+		return c, err
+	}
+	if c.quick {
+		c.items, c.depth, c.wakeItems = 2000, 5000, 50
+		c.wakeRate = max(c.wakeRate, 100)
+	}
+	if c.items < 1 || c.depth < 1 || c.wakeItems < 1 || c.wakeRate < 1 || c.claimers < 1 || c.batch < 1 {
+		return c, fmt.Errorf("counts must be positive")
+	}
+	c.batch = min(c.batch, 1000)
+	return c, nil
+}
+
+func pick(flagName, list string, known []string) ([]string, error) {
+	if list == "all" {
+		return known, nil
+	}
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		found := false
+		for _, k := range known {
+			if k == s {
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%s: unknown %q (known: %s)", flagName, s, strings.Join(known, ","))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	needRedis := has(cfg.backings, "redis") || has(cfg.backings, "asynq")
+	needPG := has(cfg.backings, "pg-listen") || has(cfg.backings, "pg-poll") || has(cfg.backings, "river")
+	cfg.redisURL = os.Getenv("ADK_TEST_REDIS_URL")
+	cfg.pgDSN = os.Getenv("ADK_TEST_POSTGRES_DSN")
+	if needRedis && cfg.redisURL == "" {
+		return fmt.Errorf("set ADK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) or leave redis and asynq out of -backings")
+	}
+	if needPG && cfg.pgDSN == "" {
+		return fmt.Errorf("set ADK_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) or leave pg-listen, pg-poll and river out of -backings")
+	}
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	h := &harness{cfg: cfg, log: stderr}
+	res, err := h.runAll(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.json {
+		return res.writeJSON(stdout)
+	}
+	res.writeText(stdout)
+	return nil
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// benchQueue is the queue our backings use; tenants share it and take turns.
+const benchQueue = "bench"
+
+// instance is one freshly opened backing of ours for one measurement.
+type instance struct {
+	q     contract.WorkQueue
+	waker contract.Waker // nil when the backing offers no wake-up
+	close func(ctx context.Context) error
+}
+
+// ourBacking drives a contract.WorkQueue with the harness's worker pool.
+type ourBacking struct {
+	label string
+	open  func(ctx context.Context, conc int) (*instance, error)
+	// poll is the re-poll interval after an empty claim: the safety net
+	// when a waker exists, the only way to see new work otherwise.
+	poll     time.Duration
+	claimers int
+	maxBatch int
+	chunk    int
+	loaders  int
+
+	inst *instance
+	w    workload
+	pool *workerPool
+}
+
+func (b *ourBacking) name() string      { return b.label }
+func (b *ourBacking) peer() bool        { return false }
+func (b *ourBacking) enqueueChunk() int { return b.chunk }
+func (b *ourBacking) enqueuers() int    { return b.loaders }
+
+func (b *ourBacking) errs() (int64, error) {
+	if b.pool == nil {
+		return 0, nil
+	}
+	return b.pool.nerr.Load(), b.pool.firstErr()
+}
+
+func (b *ourBacking) prepare(ctx context.Context, w workload) error {
+	inst, err := b.open(ctx, w.conc)
+	if err != nil {
+		return err
+	}
+	b.inst, b.w, b.pool = inst, w, nil
+	return nil
+}
+
+func (b *ourBacking) enqueue(ctx context.Context, jobs []job) error {
+	items := make([]contract.Item, len(jobs))
+	now := time.Now()
+	for i, j := range jobs {
+		items[i] = contract.Item{Tenant: tenantName(j.tenant), ID: strconv.FormatInt(j.seq, 10), Queue: benchQueue}
+		if j.delay > 0 {
+			items[i].NotBefore = now.Add(j.delay)
+		}
+	}
+	return b.inst.q.Enqueue(ctx, items...)
+}
+
+func (b *ourBacking) start(ctx context.Context) error {
+	b.pool = &workerPool{
+		q: b.inst.q, waker: b.inst.waker, rec: b.w.rec,
+		conc: b.w.conc, claimers: b.claimers, maxBatch: b.maxBatch, poll: b.poll,
+	}
+	b.pool.run()
+	return nil
+}
+
+func (b *ourBacking) stop(ctx context.Context) error {
+	if b.pool != nil {
+		b.pool.halt()
+	}
+	return nil
+}
+
+func (b *ourBacking) cleanup(ctx context.Context) error {
+	if b.inst == nil {
+		return nil
+	}
+	err := b.inst.close(ctx)
+	b.inst = nil
+	return err
+}
+
+// workerPool is the consumer loop the harness runs on our backings, built
+// like River's producer: claimers take as many items as there are free
+// worker slots (conc in all, at most maxBatch per claim), run the handler,
+// and hand the leases to completers that settle everything pending in one
+// Complete call; a slot frees when its item is completed.
+type workerPool struct {
+	q        contract.WorkQueue
+	waker    contract.Waker
+	rec      *recorder
+	conc     int
+	claimers int
+	maxBatch int
+	poll     time.Duration
+
+	slots    chan struct{}
+	settle   chan []contract.Lease
+	cancel   context.CancelFunc
+	claimWG  sync.WaitGroup
+	settleWG sync.WaitGroup
+	nerr     atomic.Int64
+	errMu    sync.Mutex
+	err      error
+}
+
+func (p *workerPool) fail(err error) {
+	p.nerr.Add(1)
+	p.errMu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.errMu.Unlock()
+}
+
+func (p *workerPool) firstErr() error {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err
+}
+
+func (p *workerPool) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.slots = make(chan struct{}, p.conc)
+	for range p.conc {
+		p.slots <- struct{}{}
+	}
+	p.settle = make(chan []contract.Lease, p.conc)
+	claimers := max(1, min(p.claimers, p.conc))
+	for i := range claimers {
+		p.claimWG.Add(1)
+		go p.claimLoop(ctx, fmt.Sprintf("adkbench-%d", i))
+	}
+	for range 2 {
+		p.settleWG.Add(1)
+		go p.completeLoop()
+	}
+}
+
+// halt stops claiming, then lets the completers settle what was handled.
+func (p *workerPool) halt() {
+	p.cancel()
+	p.claimWG.Wait()
+	close(p.settle)
+	p.settleWG.Wait()
+}
+
+func (p *workerPool) release(n int) {
+	for range n {
+		p.slots <- struct{}{}
+	}
+}
+
+func (p *workerPool) claimLoop(ctx context.Context, worker string) {
+	defer p.claimWG.Done()
+	var wake <-chan struct{}
+	if p.waker != nil {
+		ch, unsubscribe := p.waker.Subscribe(benchQueue)
+		defer unsubscribe()
+		wake = ch
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-p.slots:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	fill:
+		for n < p.maxBatch {
+			select {
+			case <-p.slots:
+				n++
+			default:
+				break fill
+			}
+		}
+		leases, err := p.q.Claim(ctx, contract.ClaimRequest{Queue: benchQueue, Worker: worker, LeaseFor: 5 * time.Minute, Max: n})
+		p.release(n - len(leases))
+		if len(leases) == 0 {
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil && !errors.Is(err, contract.ErrEmpty) {
+				p.fail(err)
+			}
+			timer.Reset(p.poll)
+			select {
+			case <-wake:
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		for _, l := range leases {
+			seq, err := strconv.ParseInt(l.Item.ID, 10, 64)
+			if err != nil {
+				seq = -1
+			}
+			p.rec.handle(seq)
+		}
+		p.settle <- leases
+	}
+}
+
+func (p *workerPool) completeLoop() {
+	defer p.settleWG.Done()
+	for first := range p.settle {
+		batch := first
+	more:
+		for len(batch) < contract.MaxClaimBatch {
+			select {
+			case next, ok := <-p.settle:
+				if !ok {
+					break more
+				}
+				batch = append(batch, next...)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := p.q.Complete(ctx, batch...); err != nil {
+			p.fail(fmt.Errorf("complete: %w", err))
+		}
+		cancel()
+		p.release(len(batch))
+	}
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// row is one figure of the table.
+type row struct {
+	Scenario    string  `json:"scenario"`
+	Backing     string  `json:"backing"`
+	Concurrency int     `json:"concurrency"`
+	Items       int     `json:"items"`
+	Metric      string  `json:"metric"`
+	Value       float64 `json:"value"`
+	Unit        string  `json:"unit"`
+	EnqueueRate float64 `json:"enqueue_per_s,omitempty"`
+	// VsRiver and VsAsynq divide this value by the peer's figure for the
+	// same scenario, metric and concurrency, measured in the same run.
+	VsRiver float64 `json:"vs_river,omitempty"`
+	VsAsynq float64 `json:"vs_asynq,omitempty"`
+	// Ratio is a scenario's own ratio, named by RatioOf (e.g. the idle
+	// throughput over the one-tenant throughput at the same concurrency).
+	Ratio      float64 `json:"ratio,omitempty"`
+	RatioOf    string  `json:"ratio_of,omitempty"`
+	Target     string  `json:"target,omitempty"`
+	Met        *bool   `json:"met,omitempty"`
+	Processed  int64   `json:"processed"`
+	Expected   int64   `json:"expected"`
+	Duplicates int64   `json:"duplicates"`
+	Errors     int64   `json:"errors"`
+	Seconds    float64 `json:"seconds"`
+	Note       string  `json:"note,omitempty"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// result is the whole run.
+type result struct {
+	Started    time.Time `json:"started"`
+	Seconds    float64   `json:"seconds"`
+	Args       string    `json:"args"`
+	LoadBefore string    `json:"loadavg_before"`
+	LoadAfter  string    `json:"loadavg_after"`
+	Rows       []row     `json:"rows"`
+}
+
+func (res *result) find(scenario, backing, metric string, conc int) *row {
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		if r.Scenario == scenario && r.Backing == backing && r.Metric == metric && (conc == 0 || r.Concurrency == conc) && r.Error == "" {
+			return r
+		}
+	}
+	return nil
+}
+
+// compare fills the ratios and the §9 targets.
+func (res *result) compare() {
+	evalRef := res.find("physical", "redis-benchmark", "EVAL (unpipelined)", 0)
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		if r.Error != "" || r.Backing == "river" || r.Backing == "asynq" || r.Scenario == "physical" || r.Value == 0 {
+			continue
+		}
+		if p := res.find(r.Scenario, "river", r.Metric, r.Concurrency); p != nil && p.Value > 0 {
+			r.VsRiver = r.Value / p.Value
+		}
+		if p := res.find(r.Scenario, "asynq", r.Metric, r.Concurrency); p != nil && p.Value > 0 {
+			r.VsAsynq = r.Value / p.Value
+		}
+		if r.Unit != "items/s" {
+			continue
+		}
+		isPG := r.Backing == "pg-listen" || r.Backing == "pg-poll"
+		switch r.Scenario {
+		case "throughput":
+			if isPG && r.VsRiver > 0 {
+				r.Target, r.Met = "≥ 1.5× river", ptr(r.VsRiver >= 1.5)
+			}
+			if r.Backing == "redis" {
+				var notes []string
+				met := true
+				if r.VsAsynq > 0 {
+					notes = append(notes, "≥ 5× asynq")
+					met = met && r.VsAsynq >= 5
+				}
+				if evalRef != nil && evalRef.Value > 0 {
+					r.Ratio, r.RatioOf = r.Value/evalRef.Value, "vs EVAL ops/s"
+					notes = append(notes, "≥ 1× EVAL")
+					met = met && r.Ratio >= 1
+				}
+				if len(notes) > 0 {
+					r.Target, r.Met = strings.Join(notes, ", "), ptr(met)
+				}
+			}
+		case "idle":
+			if one := res.find("throughput", r.Backing, r.Metric, r.Concurrency); one != nil && one.Value > 0 {
+				r.Ratio, r.RatioOf = r.Value/one.Value, "vs 1 tenant"
+				r.Target, r.Met = "≥ 0.9× 1 tenant", ptr(r.Ratio >= 0.9)
+			}
+		case "busy50":
+			if isPG && r.VsRiver > 0 {
+				r.Target, r.Met = "≥ 1.0× river", ptr(r.VsRiver >= 1.0)
+			}
+		}
+	}
+	// The peers' idle ratio too: it is the figure the spec contrasts with.
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		if r.Scenario == "idle" && (r.Backing == "river" || r.Backing == "asynq") && r.Error == "" {
+			if one := res.find("throughput", r.Backing, r.Metric, r.Concurrency); one != nil && one.Value > 0 {
+				r.Ratio, r.RatioOf = r.Value/one.Value, "vs 1 tenant"
+			}
+		}
+	}
+}
+
+func (res *result) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+func fnum(v float64) string {
+	switch {
+	case v == 0:
+		return "-"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+func fratio(v float64) string {
+	switch {
+	case v == 0:
+		return "-"
+	case v < 0.01:
+		return fmt.Sprintf("%.4f×", v)
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+func (res *result) writeText(w io.Writer) {
+	fmt.Fprintf(w, "adkbench %s  (started %s, %.0f s)\n", res.Args, res.Started.Format(time.RFC3339), res.Seconds)
+	fmt.Fprintf(w, "load average before: %s   after: %s\n\n", res.LoadBefore, res.LoadAfter)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tbacking\tconc\titems\tmetric\tvalue\tunit\tvs river\tvs asynq\tratio\ttarget\tmet\tprocessed\tnote")
+	for _, r := range res.Rows {
+		met := ""
+		if r.Met != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*r.Met]
+		}
+		ratio := fratio(r.Ratio)
+		if r.RatioOf != "" {
+			ratio += " " + r.RatioOf
+		}
+		note := r.Note
+		if r.EnqueueRate > 0 {
+			note = strings.TrimSpace(note + fmt.Sprintf(" enqueue %.0f/s", r.EnqueueRate))
+		}
+		if r.Duplicates > 0 || r.Errors > 0 {
+			note = strings.TrimSpace(note + fmt.Sprintf(" dups=%d errors=%d", r.Duplicates, r.Errors))
+		}
+		value := fnum(r.Value)
+		if r.Error != "" {
+			value, note = "ERROR", r.Error
+		}
+		processed := "-"
+		if r.Expected > 0 {
+			processed = fmt.Sprintf("%d/%d", r.Processed, r.Expected)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Scenario, r.Backing, r.Concurrency, r.Items, r.Metric, value, r.Unit,
+			fratio(r.VsRiver), fratio(r.VsAsynq), ratio, r.Target, met, processed, note)
+	}
+	tw.Flush()
+}
