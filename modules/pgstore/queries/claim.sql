@@ -18,11 +18,11 @@ rotation AS (
     FROM {turns} t
     WHERE t.queue = $1
 ),
-pick (round, pos, tenant, id, due_at, seq) AS (
-    SELECT 1, r.pos, r.tenant, w.id, w.due_at, w.seq
+pick (round, pos, tenant, id, due_at, seq, row_id) AS (
+    SELECT 1, r.pos, r.tenant, w.id, w.due_at, w.seq, w.ctid
     FROM (SELECT * FROM rotation ORDER BY pos) r
     CROSS JOIN LATERAL (
-        SELECT w.id, w.due_at, w.seq
+        SELECT w.id, w.due_at, w.seq, w.ctid
         FROM {work} w
         WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'queued' AND w.due_at <= $2
         ORDER BY w.due_at, w.seq
@@ -30,10 +30,10 @@ pick (round, pos, tenant, id, due_at, seq) AS (
         FOR UPDATE SKIP LOCKED
     ) w
     UNION ALL
-    SELECT p.round + 1, p.pos, p.tenant, w.id, w.due_at, w.seq
+    SELECT p.round + 1, p.pos, p.tenant, w.id, w.due_at, w.seq, w.ctid
     FROM pick p
     CROSS JOIN LATERAL (
-        SELECT w.id, w.due_at, w.seq
+        SELECT w.id, w.due_at, w.seq, w.ctid
         FROM {work} w
         WHERE w.queue = $1 AND w.tenant = p.tenant AND w.state = 'queued' AND w.due_at <= $2
           AND (w.due_at, w.seq) > (p.due_at, p.seq)
@@ -43,13 +43,13 @@ pick (round, pos, tenant, id, due_at, seq) AS (
     ) w
 ),
 picked AS (
-    SELECT round, pos, tenant, id FROM pick LIMIT $3
+    SELECT round, pos, tenant, id, row_id FROM pick LIMIT $3
 ),
 leased AS (
     UPDATE {work} w
     SET state = 'leased', worker = $4, lease_expires_at = $5, token = nextval('{work}_token_seq')
     FROM picked p
-    WHERE w.queue = $1 AND w.tenant = p.tenant AND w.id = p.id AND w.state = 'queued'
+    WHERE w.ctid = p.row_id AND w.queue = $1 AND w.tenant = p.tenant AND w.id = p.id AND w.state = 'queued'
     RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
               p.round, p.pos
 ),

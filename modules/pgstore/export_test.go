@@ -1,0 +1,7 @@
+package pgstore
+
+// ClaimSQL is the claim statement rendered for t, for plan tests.
+func ClaimSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).get("claim") }
+
+// CompleteSQL is the batch complete statement rendered for t.
+func CompleteSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).get("complete") }
