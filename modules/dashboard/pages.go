@@ -202,9 +202,11 @@ func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 			r.LatencySeconds = age.Seconds()
 			r.Latency = view.Dur(age)
 		}
-		// Only a full window of turns can show that a tenant was passed
-		// over; with fewer turns nobody has been starved yet.
-		r.Waiting = st.Ready > 0 && r.TurnsInWindow == 0 && len(rot.Recent) >= n && n >= len(stats)
+		// Waiting means starved: ready work older than the whole window
+		// of turns, and not one of those turns. Work that arrived during
+		// the window has simply not come up yet.
+		r.Waiting = st.Ready > 0 && r.TurnsInWindow == 0 && len(rot.Recent) > 0 &&
+			!st.OldestReady.IsZero() && st.OldestReady.Before(rot.Recent[0].At)
 		p.Rows = append(p.Rows, r)
 	}
 	// Busiest first: the tenants a person came to look at.

@@ -1,9 +1,19 @@
 package dashboard
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/contract/memstore"
 
 	"github.com/adkit/adk/modules/dashboard/internal/view"
 )
@@ -192,5 +202,43 @@ func TestHealthzMetricsStatic(t *testing.T) {
 		if resp, _ := f.do(nil, http.MethodGet, p, nil, nil); resp.StatusCode != 200 {
 			t.Errorf("%s: %d", p, resp.StatusCode)
 		}
+	}
+}
+
+// unfairInspector reports a rotation that served only the noisy tenant, as
+// a broken backing would, so the page must flag the starved tenants.
+type unfairInspector struct {
+	*memstore.Store
+	clock *contracttest.FakeClock
+}
+
+func (u unfairInspector) Rotation(ctx context.Context, queue string, n int) (contract.Rotation, error) {
+	now := u.clock.Now()
+	var r contract.Rotation
+	for i := range n {
+		r.Recent = append(r.Recent, contract.Turn{Tenant: "noisy", ID: fmt.Sprint(i), Worker: "w", At: now.Add(-time.Duration(n-i) * time.Millisecond)})
+	}
+	return r, nil
+}
+
+func TestTenantsPageShowsStarvation(t *testing.T) {
+	f := newFixture(t, "")
+	srv, err := New(Config{Queue: f.store, Inspector: unfairInspector{f.store, f.clock}, Clock: f.clock, SampleEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/tenants?turns=50", nil))
+	doc, err := goquery.NewDocumentFromReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starving := doc.Find(`tr.starving[data-testid="tenant-row"]`)
+	if starving.Length() != 2 {
+		t.Fatalf("%d starving tenant rows, want 2 (acme, globex)", starving.Length())
+	}
+	if doc.Find(`tr.starving[data-testid="lane"]`).Length() != 2 {
+		t.Error("starving lanes not highlighted")
 	}
 }

@@ -1,0 +1,194 @@
+// Command adk-dashboard serves the adk operations dashboard over one
+// backing: the embedded in-memory store (the default), Redis or
+// PostgreSQL. With --demo it also runs a synthetic multi-tenant workload
+// on that backing, which is what `make demo` starts.
+//
+//	adk-dashboard [--addr 127.0.0.1:8080] [--demo] [--redis DSN | --postgres DSN [--apply-schema]]
+//
+// The DSNs may come from ADK_REDIS_DSN / ADK_POSTGRES_DSN instead (better:
+// a flag shows in the process list). Requeue and purge are enabled only
+// when ADK_DASHBOARD_TOKEN is set.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/dashboard"
+	"github.com/adkit/adk/modules/dashboard/demo"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "adk-dashboard:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the parsed command line.
+type options struct {
+	addr        string
+	redisDSN    contract.Secret
+	postgresDSN contract.Secret
+	namespace   string
+	queue       string
+	demo        bool
+	applySchema bool
+	token       contract.Secret
+	verbose     bool
+}
+
+func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	var o options
+	var redisDSN, pgDSN string
+	fs := flag.NewFlagSet("adk-dashboard", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on; keep it on loopback unless a proxy in front adds TLS")
+	fs.StringVar(&redisDSN, "redis", "", "Redis URL (default $ADK_REDIS_DSN); selects the Redis backing")
+	fs.StringVar(&pgDSN, "postgres", "", "PostgreSQL DSN (default $ADK_POSTGRES_DSN); selects the PostgreSQL backing")
+	fs.StringVar(&o.namespace, "redis-namespace", "", "Redis key namespace (default \"adk\")")
+	fs.StringVar(&o.queue, "queue", "", "queue shown first (default: \"default\", else the first queue found)")
+	fs.BoolVar(&o.demo, "demo", false, "run a synthetic 20-tenant workload on the backing")
+	fs.BoolVar(&o.applySchema, "apply-schema", false, "PostgreSQL only: apply the expected schema first (development databases only)")
+	fs.BoolVar(&o.verbose, "v", false, "log sampler, action and workload events")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: adk-dashboard [flags]\n\nRequeue and purge are enabled when ADK_DASHBOARD_TOKEN is set.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	o.redisDSN = contract.Secret(cmpOr(redisDSN, getenv("ADK_REDIS_DSN")))
+	o.postgresDSN = contract.Secret(cmpOr(pgDSN, getenv("ADK_POSTGRES_DSN")))
+	o.token = contract.Secret(getenv("ADK_DASHBOARD_TOKEN"))
+	if o.redisDSN.IsSet() && o.postgresDSN.IsSet() {
+		return o, errors.New("both a Redis and a PostgreSQL DSN are set; pick one backing (unset ADK_REDIS_DSN or ADK_POSTGRES_DSN)")
+	}
+	if o.applySchema && !o.postgresDSN.IsSet() {
+		return o, errors.New("--apply-schema needs a PostgreSQL DSN (--postgres or ADK_POSTGRES_DSN)")
+	}
+	return o, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// run is main without the process: testable, and every resource it opens
+// is closed before it returns.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parse(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+
+	b, err := openBacking(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	loopback := isLoopback(ln.Addr())
+	cfg := dashboard.Config{
+		Queue: b.queue, Inspector: b.inspector, State: b.state,
+		Backing: b.name, DSN: b.dsn, Token: o.token, DefaultQueue: o.queue, Logger: logger,
+	}
+	if loopback {
+		cfg.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	srv, err := dashboard.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer srv.Close()
+
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+
+	workCtx, stopWork := context.WithCancel(ctx)
+	workDone := make(chan error, 1)
+	if o.demo {
+		go func() {
+			workDone <- demo.Run(workCtx, demo.Config{Queue: b.queue, Logger: logger})
+		}()
+	} else {
+		workDone <- nil
+	}
+
+	announce(stdout, ln.Addr(), b.name, o, loopback)
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	stopWork()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdownCtx)
+	if werr := <-workDone; werr != nil && err == nil {
+		err = werr
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+func announce(w io.Writer, addr net.Addr, backing string, o options, loopback bool) {
+	host := addr.String()
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		host = net.JoinHostPort("127.0.0.1", fmt.Sprint(ta.Port))
+	}
+	fmt.Fprintf(w, "adk dashboard: http://%s/\n", host)
+	what := "backing: " + backing
+	if o.demo {
+		what += ", demo workload running (20 tenants, one noisy)"
+	}
+	fmt.Fprintln(w, "  "+what)
+	if o.token.IsSet() {
+		fmt.Fprintln(w, "  actions: enabled; sign in with the value of ADK_DASHBOARD_TOKEN")
+	} else {
+		fmt.Fprintln(w, "  actions: read-only (set ADK_DASHBOARD_TOKEN to enable requeue and purge)")
+	}
+	if !loopback {
+		fmt.Fprintln(w, "  warning: listening beyond loopback; put TLS in front and set a strong token")
+	}
+	fmt.Fprintln(w, "  stop with Ctrl-C")
+}

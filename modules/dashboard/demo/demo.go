@@ -1,0 +1,326 @@
+// Package demo runs a synthetic multi-tenant workload against any
+// contract.WorkQueue, so the dashboard has something worth watching: many
+// small tenants and one noisy tenant with a large backlog, workers with
+// random latency, a few failures (some permanent, so dead letters pile
+// up), and now and then a worker that dies holding a lease, which the
+// reaper returns.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/runner"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// HostilePayload is enqueued once and dead-lettered with itself as the
+// error, to show that the dashboard renders such text inert.
+const HostilePayload = `<img src=x onerror=alert(1)>`
+
+// HostileTenant and HostileID name that item.
+const (
+	HostileTenant = "acme"
+	HostileID     = "hostile-payload"
+)
+
+// NoisyTenant is the tenant with the large backlog.
+const NoisyTenant = "bigcorp-noisy"
+
+var smallTenants = []string{
+	"acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "wonka", "tyrell", "cyberdyne",
+	"aperture", "oscorp", "soylent", "vandelay", "dunder", "piedpiper", "massive", "gringotts", "monarch",
+}
+
+// Config shapes the workload. Zero fields take the defaults beside them.
+type Config struct {
+	// Queue is where the work goes; required.
+	Queue contract.WorkQueue
+	// QueueName is the queue's name; "" means contract.DefaultQueue.
+	QueueName string
+	// Tenants is the number of tenants, the noisy one included (default
+	// 20, at most 20).
+	Tenants int
+	// Backlog is the noisy tenant's queue depth; it is topped up when it
+	// falls below half (default 20,000).
+	Backlog int
+	// Arrivals is how many items each small tenant enqueues per second,
+	// on average (default 1.5).
+	Arrivals float64
+	// Workers and Concurrency: how many runners, each running how many
+	// handlers at once (defaults 2 and 8).
+	Workers     int
+	Concurrency int
+	// Latency bounds a handler's random run time (default 20ms–400ms).
+	MinLatency, MaxLatency time.Duration
+	// FailureRate is the share of attempts that fail (default 0.03);
+	// PermanentShare the share of those failures marked permanent, which
+	// go to the dead letter at once (default 0.4).
+	FailureRate    float64
+	PermanentShare float64
+	// CrashEvery is how often a worker claims an item and dies holding
+	// it (default 7s; negative never). Its lease is CrashLease (default 3s).
+	CrashEvery time.Duration
+	CrashLease time.Duration
+	// LeaseFor is the runners' lease; expired leases are reaped at this
+	// interval too (default 5s).
+	LeaseFor time.Duration
+	// Seed makes the random choices repeatable; 0 picks one.
+	Seed uint64
+	// Clock must be the queue's clock; nil means the wall clock.
+	Clock contract.Clock
+	// Logger receives the workload's events; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Queue == nil {
+		return c, errors.New("demo: Config.Queue is required")
+	}
+	c.QueueName = contract.QueueName(c.QueueName)
+	if c.Tenants <= 0 || c.Tenants > len(smallTenants)+1 {
+		c.Tenants = len(smallTenants) + 1
+	}
+	if c.Backlog <= 0 {
+		c.Backlog = 20_000
+	}
+	if c.Arrivals <= 0 {
+		c.Arrivals = 1.5
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 8
+	}
+	if c.MinLatency <= 0 {
+		c.MinLatency = 20 * time.Millisecond
+	}
+	if c.MaxLatency <= c.MinLatency {
+		c.MaxLatency = max(400*time.Millisecond, c.MinLatency+time.Millisecond)
+	}
+	if c.FailureRate == 0 {
+		c.FailureRate = 0.03
+	}
+	if c.PermanentShare == 0 {
+		c.PermanentShare = 0.4
+	}
+	if c.CrashEvery == 0 {
+		c.CrashEvery = 7 * time.Second
+	}
+	if c.CrashLease <= 0 {
+		c.CrashLease = 3 * time.Second
+	}
+	if c.LeaseFor <= 0 {
+		c.LeaseFor = 5 * time.Second
+	}
+	if c.Seed == 0 {
+		c.Seed = rand.Uint64()
+	}
+	if c.Clock == nil {
+		c.Clock = contract.SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// Tenants returns the tenant names a workload of n tenants uses, the noisy
+// one first.
+func Tenants(n int) []string {
+	n = min(max(n, 1), len(smallTenants)+1)
+	return append([]string{NoisyTenant}, smallTenants[:n-1]...)
+}
+
+// Run drives the workload until ctx is cancelled, then stops its workers
+// (they settle what they hold) and returns. Items it leaves queued stay in
+// the queue.
+func Run(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	w := &workload{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), tenants: Tenants(cfg.Tenants)}
+	if err := w.seed(ctx); err != nil {
+		return err
+	}
+	var runners []*runner.Runner
+	for i := range cfg.Workers {
+		r, err := runner.New(cfg.Queue, w.handle, runner.Config{
+			Queue: cfg.QueueName, Worker: fmt.Sprintf("worker-%c", 'a'+i), Concurrency: cfg.Concurrency,
+			LeaseFor: cfg.LeaseFor, Grace: time.Second, Clock: cfg.Clock, Logger: cfg.Logger,
+		})
+		if err != nil {
+			return err
+		}
+		runners = append(runners, r)
+	}
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Go(func() { _ = r.Run(ctx) })
+	}
+	wg.Go(func() { w.produce(ctx) })
+	if cfg.CrashEvery > 0 {
+		wg.Go(func() { w.crash(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+type workload struct {
+	cfg     Config
+	mu      sync.Mutex // guards rng and seq
+	rng     *rand.Rand
+	seq     int
+	tenants []string
+}
+
+func (w *workload) float() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rng.Float64()
+}
+
+func (w *workload) nextID(tenant string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seq++
+	return fmt.Sprintf("%s-%07d", tenant, w.seq)
+}
+
+func (w *workload) item(tenant string) contract.Item {
+	id := w.nextID(tenant)
+	return contract.Item{
+		Tenant: tenant, ID: id, Queue: w.cfg.QueueName,
+		Payload:  fmt.Appendf(nil, `{"run":%q,"step":"plan","model":"demo-1"}`, id),
+		Metadata: map[string]string{"source": "adk-demo"},
+	}
+}
+
+// seed enqueues the noisy tenant's backlog and the hostile item.
+func (w *workload) seed(ctx context.Context) error {
+	if err := w.topUp(ctx); err != nil {
+		return err
+	}
+	return w.cfg.Queue.Enqueue(ctx, contract.Item{Tenant: HostileTenant, ID: HostileID, Queue: w.cfg.QueueName, Payload: []byte(HostilePayload)})
+}
+
+// topUp refills the noisy tenant's backlog when it has fallen below half.
+func (w *workload) topUp(ctx context.Context) error {
+	depth := int64(-1)
+	if insp, ok := w.cfg.Queue.(contract.Inspector); ok {
+		if stats, err := insp.Tenants(ctx, w.cfg.QueueName); err == nil {
+			depth = 0
+			for _, s := range stats {
+				if s.Tenant == NoisyTenant {
+					depth = s.Ready + s.Later
+				}
+			}
+		}
+	}
+	if depth >= int64(w.cfg.Backlog/2) {
+		return nil
+	}
+	missing := w.cfg.Backlog - int(max(depth, 0))
+	if depth < 0 {
+		missing = w.cfg.Backlog / 10 // no Inspector: add a steady slice instead
+	}
+	for missing > 0 {
+		n := min(missing, contract.MaxClaimBatch)
+		batch := make([]contract.Item, n)
+		for i := range batch {
+			batch[i] = w.item(NoisyTenant)
+		}
+		if err := w.cfg.Queue.Enqueue(ctx, batch...); err != nil {
+			return err
+		}
+		missing -= n
+	}
+	return nil
+}
+
+// produce enqueues the small tenants' arrivals and keeps the backlog up.
+func (w *workload) produce(ctx context.Context) {
+	const tick = 200 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	p := w.cfg.Arrivals * tick.Seconds()
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var batch []contract.Item
+		for _, tenant := range w.tenants[1:] {
+			// A Bernoulli draw per tick (plus a second for rates above one
+			// per tick) gives each tenant bursty, uneven arrivals.
+			for k := p; k > 0; k-- {
+				if w.float() < k {
+					batch = append(batch, w.item(tenant))
+				}
+			}
+		}
+		if len(batch) > 0 {
+			if err := w.cfg.Queue.Enqueue(ctx, batch...); err != nil && ctx.Err() == nil {
+				w.cfg.Logger.Warn("demo enqueue failed", "err", err)
+			}
+		}
+		if n%25 == 0 {
+			if err := w.topUp(ctx); err != nil && ctx.Err() == nil {
+				w.cfg.Logger.Warn("demo backlog top-up failed", "err", err)
+			}
+		}
+	}
+}
+
+// Errors the handler fails with.
+var (
+	errTransient = errors.New("model call timed out after 30s (will retry)")
+	errPermanent = errors.New("tool arguments do not match the tool's schema: missing field \"query\"")
+)
+
+func (w *workload) handle(ctx context.Context, l contract.Lease) error {
+	if l.Item.ID == HostileID {
+		return policy.Permanent(errors.New("tool returned " + HostilePayload))
+	}
+	span := w.cfg.MaxLatency - w.cfg.MinLatency
+	d := w.cfg.MinLatency + time.Duration(w.float()*float64(span))
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(d):
+	}
+	if w.float() < w.cfg.FailureRate {
+		if w.float() < w.cfg.PermanentShare {
+			return policy.Permanent(errPermanent)
+		}
+		return errTransient
+	}
+	return nil
+}
+
+// crash claims one item now and then and walks away from it, as a worker
+// that dies mid-lease would; the runners' reaper returns it.
+func (w *workload) crash(ctx context.Context) {
+	t := time.NewTicker(w.cfg.CrashEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		leases, err := w.cfg.Queue.Claim(ctx, contract.ClaimRequest{Queue: w.cfg.QueueName, Worker: "worker-doomed", LeaseFor: w.cfg.CrashLease, Max: 1})
+		if err == nil && len(leases) > 0 {
+			w.cfg.Logger.Info("demo worker died holding a lease", "tenant", leases[0].Item.Tenant, "id", leases[0].Item.ID)
+		}
+	}
+}

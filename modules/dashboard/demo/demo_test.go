@@ -1,0 +1,89 @@
+package demo_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/memstore"
+	"github.com/adkit/adk/modules/dashboard/demo"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The workload really runs (real timers drive the runners), so the test
+// polls with a bounded deadline for what it must produce: completed work,
+// dead letters including the hostile one, and a reaped lease.
+func TestRunProducesTheShowcase(t *testing.T) {
+	store := memstore.New(nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- demo.Run(ctx, demo.Config{
+			Queue: store, Tenants: 5, Backlog: 200, Arrivals: 5, Workers: 2, Concurrency: 4,
+			MinLatency: time.Millisecond, MaxLatency: 3 * time.Millisecond,
+			FailureRate: 0.2, PermanentShare: 0.5,
+			CrashEvery: 50 * time.Millisecond, CrashLease: 100 * time.Millisecond, LeaseFor: 300 * time.Millisecond, Seed: 7,
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	deadline := time.Now().Add(20 * time.Second)
+	var served, dead int64
+	hostileDead, reaped := false, false
+	var doomed *contract.ItemKey
+	for time.Now().Before(deadline) {
+		stats, err := store.Tenants(ctx, contract.DefaultQueue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served, dead = 0, 0
+		for _, s := range stats {
+			served += s.Served
+			dead += s.Dead
+		}
+		info, err := store.Item(ctx, contract.ItemKey{Tenant: demo.HostileTenant, Queue: contract.DefaultQueue, ID: demo.HostileID})
+		hostileDead = err == nil && info.Item.State == contract.StateDead
+		// A doomed worker's item must leave its lease without the worker
+		// ever settling it: only the reaper can do that.
+		if doomed == nil {
+			doomed = doomedLease(ctx, store)
+		} else if !reaped {
+			info, err := store.Item(ctx, *doomed)
+			reaped = err != nil || info.Lease == nil || info.Lease.Worker != "worker-doomed"
+		}
+		if served > 300 && dead > 2 && hostileDead && reaped {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if served <= 300 || dead <= 2 || !hostileDead || !reaped {
+		t.Fatalf("after the deadline: served %d, dead %d, hostile dead %v, reaped %v", served, dead, hostileDead, reaped)
+	}
+	if got := demo.Tenants(20); len(got) != 20 || got[0] != demo.NoisyTenant {
+		t.Errorf("Tenants(20) = %v", got)
+	}
+}
+
+// doomedLease returns the key of an item the doomed worker holds, if any.
+func doomedLease(ctx context.Context, store *memstore.Store) *contract.ItemKey {
+	page, err := store.Leases(ctx, contract.DefaultQueue, contract.PageRequest{Limit: 1000})
+	if err != nil {
+		return nil
+	}
+	for _, l := range page.Leases {
+		if l.Worker == "worker-doomed" {
+			k := l.Key()
+			return &k
+		}
+	}
+	return nil
+}
