@@ -1,8 +1,8 @@
 package dashboard
 
 import (
-	"net/http"
 	"io"
+	"net/http"
 	"net/http/cookiejar"
 	"strings"
 	"testing"

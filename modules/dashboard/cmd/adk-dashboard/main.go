@@ -157,7 +157,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(shutdownCtx)
-	if werr := <-workDone; werr != nil && err == nil {
+	// A workload cut short by the shutdown itself is not a failure.
+	if werr := <-workDone; werr != nil && err == nil && !errors.Is(werr, context.Canceled) {
 		err = werr
 	}
 	if errors.Is(err, http.ErrServerClosed) {

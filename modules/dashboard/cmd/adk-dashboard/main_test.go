@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestParse(t *testing.T) {
+	o, err := parse(nil, env("ADK_REDIS_DSN", "redis://:pw@127.0.0.1:6379/0", "ADK_DASHBOARD_TOKEN", "t"), io.Discard)
+	if err != nil || !o.redisDSN.IsSet() || o.postgresDSN.IsSet() || o.addr != "127.0.0.1:8080" || !o.token.IsSet() {
+		t.Fatalf("parse: %+v %v", o, err)
+	}
+	if _, err := parse(nil, env("ADK_REDIS_DSN", "redis://x", "ADK_POSTGRES_DSN", "postgres://y"), io.Discard); err == nil {
+		t.Error("two backings accepted")
+	}
+	if _, err := parse([]string{"--apply-schema"}, env(), io.Discard); err == nil {
+		t.Error("--apply-schema without PostgreSQL accepted")
+	}
+	if _, err := parse([]string{"extra"}, env(), io.Discard); err == nil {
+		t.Error("stray argument accepted")
+	}
+}
+
+// TestRunDemoOnMemory starts the command as `make demo` does (on a free
+// port), reads the URL it prints, fetches a page, and stops it.
+func TestRunDemoOnMemory(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--demo"}, env(), pw, io.Discard)
+		pw.Close()
+	}()
+	lines := bufio.NewScanner(pr)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "adk dashboard: http://127.0.0.1:") {
+		t.Fatalf("first line %q", lines.Text())
+	}
+	url := strings.TrimPrefix(lines.Text(), "adk dashboard: ")
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	ok := false
+	for time.Now().Before(deadline) && !ok {
+		resp, err := http.Get(url + "api/tenants")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			ok = resp.StatusCode == 200 && strings.Contains(string(b), "bigcorp-noisy")
+		}
+		if !ok {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !ok {
+		t.Error("the demo's tenants never showed up")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+func TestRedisBadDSNNeverPrintsPassword(t *testing.T) {
+	err := run(t.Context(), []string{"--addr", "127.0.0.1:0", "--redis", "redis://user:pa55word@[bad"}, env(), io.Discard, io.Discard)
+	if err == nil || strings.Contains(err.Error(), "pa55word") {
+		t.Fatalf("err = %v", err)
+	}
+	err = run(t.Context(), []string{"--addr", "127.0.0.1:0", "--postgres", "postgres://user:pa55word@host:notaport/db"}, env(), io.Discard, io.Discard)
+	if err == nil || strings.Contains(err.Error(), "pa55word") {
+		t.Fatalf("err = %v", err)
+	}
+}
