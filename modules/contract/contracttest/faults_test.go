@@ -207,6 +207,11 @@ func (f *faulty) Heartbeat(ctx context.Context, l contract.Lease, extend time.Du
 	if f.fault == "heartbeat-keeps-token" && err == nil {
 		nl.Token = l.Token
 	}
+	var ll *contract.LeaseLostError
+	if f.fault == "heartbeat-fakes-success" && errors.As(err, &ll) {
+		l.ExpiresAt = l.ExpiresAt.Add(extend)
+		return l, nil
+	}
 	return nl, f.loseLeaseLost(err)
 }
 

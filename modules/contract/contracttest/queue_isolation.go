@@ -34,6 +34,22 @@ func testQueueHostileNames(t *testing.T, f QueueFactory) {
 		}
 	}
 	enqueue(t, q, all...)
+	if ins, ok := q.(contract.Inspector); ok {
+		st := statsByTenant(t, ins, contract.DefaultQueue)
+		for _, tenant := range hostileTenants {
+			if got := st[tenant].Ready; got != int64(len(hostileIDs)) {
+				t.Errorf("Inspector.Tenants counts %d ready items for tenant %q, want %d", got, tenant, len(hostileIDs))
+			}
+		}
+		if len(st) != len(hostileTenants) {
+			t.Errorf("Inspector.Tenants lists %d tenants, want %d", len(st), len(hostileTenants))
+		}
+		info, err := ins.Item(t.Context(), contract.ItemKey{Tenant: "a", Queue: contract.DefaultQueue, ID: "b:x"})
+		mustNoErr(t, err, "Inspector.Item(a/b:x)")
+		if info.Item.Tenant != "a" || info.Item.ID != "b:x" || !bytes.Equal(info.Item.Payload, want[contract.ItemKey{Tenant: "a", Queue: contract.DefaultQueue, ID: "b:x"}]) {
+			t.Errorf("Inspector.Item(a/b:x) = %q/%q payload %s", info.Item.Tenant, info.Item.ID, info.Item.Payload)
+		}
+	}
 	ls := drain(t, q, "", "w", 50)
 	if len(ls) != len(all) {
 		t.Errorf("enqueued %d items under hostile names, claimed %d (names collided?)", len(all), len(ls))

@@ -3,6 +3,7 @@ package contracttest
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ func queueLeaseCases() []subtest[QueueFactory] {
 		{"StaleTokenAfterReclaim", testStaleAfterReclaim},
 		{"StaleTokenWhileRequeued", testStaleWhileRequeued},
 		{"ReaperLosesToHeartbeat", testReaperLosesToHeartbeat},
+		{"ReaperRacesHeartbeat", testReaperRacesHeartbeat},
 		{"CompletedOrForgedTokenLost", testCompletedOrForged},
 		{"TokensNeverReused", testTokensNeverReused},
 	}
@@ -281,5 +283,51 @@ func testTokensNeverReused(t *testing.T, f QueueFactory) {
 		note(l, fmt.Sprintf("claim before reap %d", i))
 		clock.Advance(lease + time.Millisecond)
 		reap(t, q, 1, "expired lease")
+	}
+}
+
+func testReaperRacesHeartbeat(t *testing.T, f QueueFactory) {
+	// At the instant of expiry a heartbeat and a reap race. A backing may
+	// let either win (or refuse heartbeats of expired leases outright),
+	// but never both: a heartbeat that returned a new lease must find the
+	// item still its own, and a reap that counted the lease must have left
+	// the heartbeat nothing.
+	q, clock := newQueue(t, f, policy.Policy{MaxAttempts: 100, Jitter: policy.Fixed(0)})
+	for round := range 20 {
+		id := fmt.Sprintf("x%02d", round)
+		enqueue(t, q, item("acme", id))
+		l := claimOne(t, q, "w")
+		clock.Advance(lease + time.Millisecond)
+		var (
+			wg      sync.WaitGroup
+			renewed contract.Lease
+			hbErr   error
+			reaped  int
+			reapErr error
+		)
+		wg.Add(2)
+		go func() { defer wg.Done(); renewed, hbErr = q.Heartbeat(t.Context(), l, lease) }()
+		go func() { defer wg.Done(); reaped, reapErr = q.Reap(t.Context(), contract.DefaultQueue) }()
+		wg.Wait()
+		mustNoErr(t, reapErr, "Reap racing a heartbeat")
+		var ll *contract.LeaseLostError
+		if hbErr != nil && !errors.As(hbErr, &ll) {
+			t.Fatalf("round %d: Heartbeat racing a reap failed with %v, want success or *LeaseLostError", round, hbErr)
+		}
+		switch {
+		case hbErr == nil && reaped == 1:
+			t.Fatalf("round %d: both the heartbeat and the reap won the same lease", round)
+		case hbErr != nil && reaped == 0:
+			t.Fatalf("round %d: neither the heartbeat nor the reap took the expired lease", round)
+		case hbErr == nil:
+			mustNoErr(t, q.Complete(t.Context(), renewed), "round %d: Complete after the heartbeat won", round)
+			wantEmpty(t, q, "", "after the heartbeat won and completed")
+		default:
+			again := claimOne(t, q, "w")
+			if again.Item.ID != id || again.Item.Attempts != 1 {
+				t.Fatalf("round %d: after the reap won, claimed %s with %d attempts, want %s with 1", round, again.Item.ID, again.Item.Attempts, id)
+			}
+			mustNoErr(t, q.Complete(t.Context(), again), "round %d: Complete after the reap won", round)
+		}
 	}
 }

@@ -73,6 +73,8 @@ var faults = []struct{ fault, point string }{
 	{"claim-repeats-lease", "TestWorkQueue/Concurrency/ConcurrentClaimCompleteMax5"},
 	{"heartbeat-keeps-token", "TestWorkQueue/Lease/HeartbeatKeepsLease"},
 	{"heartbeat-doubles-extend", "TestWorkQueue/Lease/HeartbeatKeepsLease"},
+	{"heartbeat-fakes-success", "TestWorkQueue/Lease/ReaperRacesHeartbeat"},
+	{"heartbeat-fakes-success", "TestWorkQueue/Lease/StaleTokenWhileRequeued"},
 	{"reap-reports-zero", "TestWorkQueue/Lease/SilenceLosesLease"},
 	{"reap-reports-zero", "TestWorkQueue/Lease/ReapCounts"},
 	{"lease-lost-untyped", "TestWorkQueue/Lease/StaleTokenAfterReclaim"},
