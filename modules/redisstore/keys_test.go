@@ -1,0 +1,89 @@
+package redisstore
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestKeyLayout(t *testing.T) {
+	k := newStateKeys("adk", "acme")
+	if got, want := k.run("run_1"), "adk:state:{4:acme}:run:5:run_1"; got != want {
+		t.Errorf("run key %q, want %q", got, want)
+	}
+	if got, want := k.session("s1"), "adk:state:{4:acme}:session:2:s1"; got != want {
+		t.Errorf("session key %q, want %q", got, want)
+	}
+	if got, want := newQueueKeys("adk").queue("default"), "{adk:queue}:q:7:default:"; got != want {
+		t.Errorf("queue prefix %q, want %q", got, want)
+	}
+	// The colliding pair of the specification.
+	a, b := newStateKeys("adk", "a:b").run("x"), newStateKeys("adk", "a").run("b:x")
+	if a == b {
+		t.Errorf("tenant a:b id x and tenant a id b:x share key %q", a)
+	}
+}
+
+// hashTag returns what Redis Cluster hashes for key: the text between the
+// first '{' and the next '}', when not empty; otherwise the whole key.
+func hashTag(key string) string {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return key
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return key
+	}
+	return key[i+1 : i+1+j]
+}
+
+// FuzzKeyEncoding: distinct (tenant, id) pairs never build the same run
+// key or item ref, refs parse back, and every key of one tenant shares a
+// hash tag whatever braces the names hold.
+func FuzzKeyEncoding(f *testing.F) {
+	f.Add("a:b", "x", "a", "b:x")
+	f.Add("{x}", "1", "{x", "}1")
+	f.Add("acme", "run_1", "acme", "run_1")
+	f.Add("", "", "0:", "")
+	f.Add("ünï", "∂", "1:", "1:")
+	f.Fuzz(func(t *testing.T, t1, id1, t2, id2 string) {
+		k1, k2 := newStateKeys("adk", t1), newStateKeys("adk", t2)
+		same := t1 == t2 && id1 == id2
+		if (k1.run(id1) == k2.run(id2)) != same {
+			t.Errorf("run keys %q and %q: equal=%v for distinct=%v", k1.run(id1), k2.run(id2), k1.run(id1) == k2.run(id2), !same)
+		}
+		if (k1.meta(id1) == k2.meta(id2)) != same {
+			t.Errorf("meta keys collide for (%q,%q) (%q,%q)", t1, id1, t2, id2)
+		}
+		if (k1.session(id1) == k2.session(id2)) != same {
+			t.Errorf("session keys collide for (%q,%q) (%q,%q)", t1, id1, t2, id2)
+		}
+		if (itemRef(t1, id1) == itemRef(t2, id2)) != same {
+			t.Errorf("item refs collide for (%q,%q) (%q,%q)", t1, id1, t2, id2)
+		}
+		gotT, gotID, ok := parseRef(itemRef(t1, id1))
+		if !ok || gotT != t1 || gotID != id1 {
+			t.Errorf("parseRef(itemRef(%q,%q)) = %q,%q,%v", t1, id1, gotT, gotID, ok)
+		}
+		tag := hashTag(k1.run(id1))
+		for _, k := range []string{k1.meta(id1), k1.index(), k1.seq(), k1.session(id2), k1.run(id2)} {
+			if hashTag(k) != tag {
+				t.Errorf("tenant %q: key %q hashes on %q, run key on %q", t1, k, hashTag(k), tag)
+			}
+		}
+		if (t1 != t2) && newQueueKeys("adk").queue(t1) == newQueueKeys("adk").queue(t2) {
+			t.Errorf("queue prefixes collide for %q and %q", t1, t2)
+		}
+		if hashTag(newQueueKeys("adk").queue(t1)) != "adk:queue" {
+			t.Errorf("queue %q escapes the namespace tag", t1)
+		}
+	})
+}
+
+func TestTurnLogRoundTrip(t *testing.T) {
+	entry := lp("a:b") + lp("{id}") + lp("") + "1893456000000000000"
+	turn, ok := parseTurn(entry)
+	if !ok || turn.Tenant != "a:b" || turn.ID != "{id}" || turn.Worker != "" || turn.At.UnixNano() != 1893456000000000000 {
+		t.Errorf("parseTurn = %+v, %v", turn, ok)
+	}
+}

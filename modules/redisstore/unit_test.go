@@ -1,0 +1,168 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/redis/go-redis/v9"
+)
+
+// offlineClient fails the test if anything tries to reach a server: the
+// calls under test must refuse their input before sending.
+func offlineClient(t *testing.T) *redis.Client {
+	c := redis.NewClient(&redis.Options{
+		Addr:       "offline.invalid:6379",
+		MaxRetries: -1,
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			t.Error("a command was sent; input should have been refused first")
+			return nil, errors.New("unit tests have no network")
+		},
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestRefusedBeforeSending(t *testing.T) {
+	ctx := context.Background()
+	c := offlineClient(t)
+	st, err := NewState(c, nil, Settings{MaxValueBytes: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := NewQueue(c, nil, Settings{MaxValueBytes: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.PutRun(ctx, contract.Run{Tenant: "a", ID: "r", Data: []byte(`{"k":"0123456789abcdef"}`)})
+	var spe *contract.StatePersistenceError
+	if !errors.As(err, &spe) || spe.Reason != contract.ReasonTooLarge || contract.Retryable(err) {
+		t.Errorf("oversized run: %v", err)
+	}
+	err = q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "i", Payload: make([]byte, 17)})
+	if !errors.As(err, &spe) || spe.Reason != contract.ReasonTooLarge || !strings.Contains(err.Error(), "claim check") {
+		t.Errorf("oversized item: %v", err)
+	}
+	if _, err := st.PutRun(ctx, contract.Run{Tenant: "a", ID: "r", Data: []byte("\"\xff\"")}); !errors.Is(err, contract.ErrInvalid) {
+		t.Errorf("invalid UTF-8 data: %v", err)
+	}
+	for name, err := range map[string]error{
+		"empty tenant":  q.Enqueue(ctx, contract.Item{ID: "i"}),
+		"NUL id":        q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "i\x00"}),
+		"claim max 0":   func() error { _, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: 1}); return err }(),
+		"get no tenant": func() error { _, err := st.GetRun(ctx, "", "r"); return err }(),
+		"bad cursor":    func() error { _, err := st.ListRuns(ctx, "a", contract.PageRequest{Cursor: "!"}); return err }(),
+		"bad lease cur": func() error { _, err := q.Leases(ctx, "", contract.PageRequest{Cursor: "x"}); return err }(),
+		"rotation n":    func() error { _, err := q.Rotation(ctx, "", 1001); return err }(),
+	} {
+		if !errors.Is(err, contract.ErrInvalid) {
+			t.Errorf("%s: got %v, want a ValidationError", name, err)
+		}
+	}
+}
+
+func TestSettings(t *testing.T) {
+	s, err := Settings{}.normalized()
+	if err != nil || s.Namespace != "adk" || s.MaxValueBytes != contract.DefaultMaxValueBytes || s.RecentTurns != DefaultRecentTurns ||
+		s.RetryBudget.Attempts != DefaultRetryAttempts {
+		t.Errorf("defaults: %+v, %v", s, err)
+	}
+	for _, bad := range []Settings{{Namespace: "a{b}"}, {Namespace: "a b"}, {Namespace: strings.Repeat("a", 65)}, {MaxValueBytes: -1}, {RecentTurns: -1}} {
+		if _, err := bad.normalized(); !errors.Is(err, contract.ErrInvalid) {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	s = Settings{DSN: "redis://:hunter2@h:6379"}
+	if strings.Contains(fmt.Sprintf("%v %+v %#v", s, s, s), "hunter2") {
+		t.Error("the DSN's password is printed")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err  error
+		want errKind
+	}{
+		{redis.ErrPoolTimeout, kindPool},
+		{fmt.Errorf("wrapped: %w", redis.ErrPoolTimeout), kindPool},
+		{io.EOF, kindTransient},
+		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, kindTransient},
+		{context.Canceled, kindFatal},
+		{context.DeadlineExceeded, kindFatal},
+		{redis.ErrClosed, kindFatal},
+		{proto("LOADING Redis is loading the dataset in memory"), kindTransient},
+		{proto("READONLY You can't write against a read only replica."), kindTransient},
+		{proto("CLUSTERDOWN The cluster is down"), kindTransient},
+		{proto("ERR user_script:1: oops"), kindFatal},
+		{proto("OOM command not allowed"), kindFatal},
+	}
+	for _, c := range cases {
+		if got := classify(c.err); got != c.want {
+			t.Errorf("classify(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+type proto string
+
+func (p proto) Error() string { return string(p) }
+func (p proto) RedisError()   {}
+
+func TestRetrierGivesUp(t *testing.T) {
+	calls := 0
+	r := retrier{budget: RetryBudget{Attempts: 3, BaseDelay: 1, MaxDelay: 2}, unavailable: queueUnavailable}
+	err := r.do(context.Background(), func(context.Context) error { calls++; return io.EOF })
+	var qe *contract.QueueUnavailableError
+	if calls != 3 || !errors.As(err, &qe) || !errors.Is(err, io.EOF) {
+		t.Errorf("%d calls, %v", calls, err)
+	}
+	calls = 0
+	err = r.do(context.Background(), func(context.Context) error { calls++; return redis.ErrPoolTimeout })
+	var pe *contract.PoolExhaustedError
+	if calls != 1 || !errors.As(err, &pe) {
+		t.Errorf("pool timeout: %d calls, %v", calls, err)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	node := func(policy, aof, save string) nodeReport {
+		return nodeReport{config: map[string]string{"maxmemory-policy": policy, "appendonly": aof, "save": save}, info: map[string]string{"evicted_keys": "0"}}
+	}
+	hidden := nodeReport{configErr: proto("ERR unknown command 'CONFIG'"), config: map[string]string{}, info: map[string]string{}}
+	cases := []struct {
+		name    string
+		nodes   []nodeReport
+		s       Settings
+		setting string // "" accepted
+	}{
+		{"noeviction aof", []nodeReport{node("noeviction", "yes", "")}, Settings{Durable: true}, ""},
+		{"volatile-lfu rdb", []nodeReport{node("volatile-lfu", "no", "3600 1")}, Settings{Durable: true}, ""},
+		{"allkeys-random", []nodeReport{node("allkeys-random", "yes", "")}, Settings{Durable: true}, "maxmemory-policy"},
+		{"volatile-ttl", []nodeReport{node("volatile-ttl", "yes", "")}, Settings{}, "maxmemory-policy"},
+		{"no persistence durable", []nodeReport{node("noeviction", "no", "")}, Settings{Durable: true}, "persistence"},
+		{"no persistence volatile ok", []nodeReport{node("noeviction", "no", "")}, Settings{}, ""},
+		{"one bad master", []nodeReport{node("noeviction", "yes", ""), node("allkeys-lru", "yes", "")}, Settings{Durable: true}, "maxmemory-policy"},
+		{"config hidden", []nodeReport{hidden}, Settings{Durable: true}, "CONFIG"},
+		{"config hidden assumed", []nodeReport{hidden}, Settings{Durable: true, AssumeDurable: true}, ""},
+	}
+	for _, c := range cases {
+		rep, err := judge(c.nodes, c.s)
+		var pe *contract.PreflightError
+		switch {
+		case c.setting == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.setting != "" && (!errors.As(err, &pe) || pe.Setting != c.setting):
+			t.Errorf("%s: got %v, want a refusal of %s", c.name, err, c.setting)
+		case c.setting != "" && rep.Verdict() != contract.HealthFail:
+			t.Errorf("%s: verdict %s", c.name, rep.Verdict())
+		}
+		if c.setting == "CONFIG" && !strings.Contains(err.Error(), "AssumeDurable") {
+			t.Errorf("%s: %v does not name AssumeDurable", c.name, err)
+		}
+	}
+}
