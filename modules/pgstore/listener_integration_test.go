@@ -1,0 +1,181 @@
+//go:build integration
+
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adkit/adk/modules/pgstore"
+)
+
+func backendAlive(t *testing.T, d *testDB, pid uint32) bool {
+	t.Helper()
+	var n int
+	if err := d.pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int32(pid)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// The receive loop is running before anything else uses the connection:
+// a notification sent the moment Start returns is delivered, and a
+// channel LISTENed after the start (which interrupts the wait) works too.
+func TestListenerLoopRunsBeforeFirstQuery(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	l, err := pgstore.NewListener(d.connConfig(t), pgstore.ListenerSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, stopEarly := l.Subscribe("adk_early")
+	defer stopEarly()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := pgstore.Notify(ctx, d.pool, "adk_early", "one"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-early:
+		if n.Payload != "one" || n.Synthetic {
+			t.Fatalf("got %+v", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a notification sent right after Start was not delivered")
+	}
+	// Channels added while the loop waits: each Listen interrupts the wait,
+	// LISTENs, and returns once the server has it.
+	for i := range 5 {
+		ch := fmt.Sprintf("adk_late_%d", i)
+		sub, stop := l.Subscribe(ch)
+		if err := l.Listen(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		if err := pgstore.Notify(ctx, d.pool, ch, "late"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-sub:
+			if n.Channel != ch || n.Payload != "late" {
+				t.Fatalf("got %+v on %s", n, ch)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no notification on %s, LISTENed after the start", ch)
+		}
+		stop()
+	}
+}
+
+// The connection lives exactly as long as its loop: it stays open with
+// nothing but the loop referring to it (through garbage collections), and
+// Close ends both.
+func TestListenerConnLivesWithLoop(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	l := d.listener(t, pgstore.ListenerSettings{})
+	pid := l.Stats().BackendPID
+	sub, stop := l.Subscribe(pgstore.NotifyChannel(pgstore.StateTables{}))
+	defer stop()
+	for range 3 {
+		runtime.GC()
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !backendAlive(t, d, pid) {
+		t.Fatal("the listener's backend went away while its loop runs")
+	}
+	if err := pgstore.Notify(ctx, d.pool, pgstore.NotifyChannel(pgstore.StateTables{}), "still-here"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sub:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listener stopped delivering after garbage collections")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for backendAlive(t, d, pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener's backend outlived Close")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := l.Stats(); st.Connected || st.BackendPID != 0 {
+		t.Errorf("stats after Close: %+v", st)
+	}
+}
+
+// A slow subscriber loses wakes; it never holds up the loop or the other
+// subscribers.
+func TestListenerSlowSubscriberDrops(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	l := d.listener(t, pgstore.ListenerSettings{Buffer: 2})
+	const ch = "adk_fanout"
+	slow, stopSlow := l.Subscribe(ch) // never read
+	defer stopSlow()
+	fast, stopFast := l.Subscribe(ch)
+	defer stopFast()
+	if err := l.Listen(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	const sent = 20
+	got := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for got < sent {
+			select {
+			case <-fast:
+				got++
+			case <-time.After(5 * time.Second):
+				return
+			}
+		}
+	}()
+	for i := range sent {
+		if err := pgstore.Notify(ctx, d.pool, ch, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	if got != sent {
+		t.Fatalf("the reading subscriber got %d of %d while another did not read", got, sent)
+	}
+	if len(slow) != 2 {
+		t.Errorf("the slow subscriber holds %d, want its buffer of 2", len(slow))
+	}
+	if d := l.Stats().Dropped; d != sent-2 {
+		t.Errorf("Stats().Dropped = %d, want %d", d, sent-2)
+	}
+}
+
+// Start fails cleanly when the server cannot be reached, leaving nothing
+// running, and the error does not show the password.
+func TestListenerStartFails(t *testing.T) {
+	cfg, err := pgx.ParseConfig("postgres://adk:s3cret-pw@127.0.0.1:1/x?sslmode=disable&connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := pgstore.NewListener(cfg, pgstore.ListenerSettings{ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Start(ctxT(t, 10*time.Second))
+	if err == nil {
+		t.Fatal("Start against a closed port succeeded")
+	}
+	if s := err.Error(); strings.Contains(s, "s3cret-pw") {
+		t.Errorf("error shows the password: %s", s)
+	}
+	_ = l.Close()
+}
