@@ -1,0 +1,236 @@
+//go:build integration
+
+package dashboard
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/memstore"
+	"github.com/adkit/adk/modules/dashboard/demo"
+)
+
+// chromiumPath finds the browser, or fails the test with the one line that
+// says how to install it: the integration lane never skips.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("ADK_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("headless Chromium not found: install it with `apt-get install -y chromium` (or set ADK_CHROMIUM to its path)")
+	return ""
+}
+
+func css(testid string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + testid + `"]`) }
+
+// TestBrowser opens every page of a dashboard watching the demo workload
+// in headless Chromium, signs in, requeues a dead letter by clicking, and
+// checks that a hostile payload is text. With ADK_SCREENSHOTS=1 it saves
+// full-page screenshots to testdata/screenshots.
+func TestBrowser(t *testing.T) {
+	browser := chromiumPath(t)
+	store := memstore.New(nil)
+	srv, err := New(Config{Queue: store, Inspector: store, State: store, Backing: "memory",
+		Token: testToken, SampleEvery: 250 * time.Millisecond, Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	workCtx, stopWork := context.WithCancel(t.Context())
+	workDone := make(chan error, 1)
+	go func() {
+		workDone <- demo.Run(workCtx, demo.Config{Queue: store, Backlog: 3000, Workers: 2, Concurrency: 6,
+			MinLatency: 5 * time.Millisecond, MaxLatency: 60 * time.Millisecond, FailureRate: 0.05,
+			CrashEvery: 300 * time.Millisecond, CrashLease: time.Second, LeaseFor: 2 * time.Second, Seed: 42})
+	}()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopWork()
+			if err := <-workDone; err != nil && !strings.Contains(err.Error(), "context canceled") {
+				t.Errorf("demo: %v", err)
+			}
+		}
+	}
+	defer stop()
+	waitFor(t, "dead letters and samples", func() bool {
+		stats, err := store.Tenants(t.Context(), contract.DefaultQueue)
+		if err != nil {
+			return false
+		}
+		var dead int64
+		for _, s := range stats {
+			dead += s.Dead
+		}
+		return dead >= 3 && len(srv.sampler.history()) >= 8
+	})
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(t.Context(),
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelTimeout()
+
+	var dialogs atomic.Int32
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatal(err)
+	}
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialogs.Add(1)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	shots := os.Getenv("ADK_SCREENSHOTS") == "1"
+	open := func(name, path string, wait ...chromedp.CSS) {
+		t.Helper()
+		steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(ts.URL + path)}
+		for _, w := range wait {
+			steps = append(steps, chromedp.WaitVisible(w))
+		}
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if shots {
+			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatalf("screenshot %s: %v", name, err)
+			}
+			if err := os.WriteFile(filepath.Join("testdata", "screenshots", name+".png"), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func(sel string) int {
+		t.Helper()
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(` + jsString(sel) + `).length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	open("overview", "/", css("queue-table"), css("chart-depth"))
+	if count(`[data-testid="chart-depth"] polyline`) == 0 {
+		t.Error("overview: the depth chart drew no line")
+	}
+	open("tenants", "/tenants", css("rotation-strip"), css("tenant-table"))
+	if n := count(`[data-testid="turn-cell"]`); n < 20 {
+		t.Errorf("tenants: the rotation strip shows %d turns", n)
+	}
+	if n := count(`[data-testid="tenant-row"]`); n != 20 {
+		t.Errorf("tenants: %d tenant rows, want 20", n)
+	}
+	open("leases", "/leases", css("lease-table"))
+	if n := count(`[data-testid^="lease-row"]`); n == 0 {
+		t.Error("leases: no lease rows while the workers run")
+	}
+	open("dead-letters", "/dead", css("dead-table"), css("dead-row"))
+	open("health", "/health", css("health-table"))
+	open("item", "/item?tenant="+demo.HostileTenant+"&id="+demo.HostileID, css("item-result"))
+
+	// The hostile payload is text wherever it shows.
+	open("dead-letters-hostile", "/dead?tenant="+demo.HostileTenant+"&id="+demo.HostileID, css("dead-row"))
+	if n := count(`[data-testid="dead-table"] img`); n != 0 {
+		t.Errorf("the hostile payload became %d <img> element(s)", n)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(css("dead-payload")))
+	if err != nil || text != demo.HostilePayload {
+		t.Errorf("payload cell text %q (%v)", text, err)
+	}
+
+	// A phone-sized view of the busiest page, then back to a laptop's.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	open("tenants-phone", "/tenants", css("rotation-strip"))
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Stop the workers so the requeued letter stays where it lands.
+	stop()
+
+	open("login", "/login", css("login-form"))
+	if err := chromedp.Do(ctx, chromedp.SendKeys(css("login-token"), testToken)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(css("login-submit"))); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	open("dead-letters-signed-in", "/dead?tenant="+demo.HostileTenant+"&id="+demo.HostileID, css("requeue-one"))
+	if n := count(`[data-testid="requeue-one"]:disabled`); n != 0 {
+		t.Fatal("requeue is still disabled after sign-in")
+	}
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(css("requeue-one"))); err != nil {
+		t.Fatalf("requeue click: %v", err)
+	}
+	flash, err := chromedp.Run(ctx, chromedp.Text(css("flash")))
+	if err != nil || !strings.Contains(flash, "Requeued 1") {
+		t.Errorf("flash after requeue: %q (%v)", flash, err)
+	}
+	info, err := store.Item(t.Context(), contract.ItemKey{Tenant: demo.HostileTenant, Queue: contract.DefaultQueue, ID: demo.HostileID})
+	if err != nil || info.Item.State != contract.StateQueued || info.Item.Attempts != 0 {
+		t.Fatalf("after the click the item is %+v (%v); want queued with attempts reset", info.Item, err)
+	}
+	stats, err := store.Tenants(t.Context(), contract.DefaultQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stats {
+		if s.Tenant == demo.HostileTenant && s.Ready == 0 {
+			t.Errorf("%s has no ready item after the requeue", s.Tenant)
+		}
+	}
+	open("item-requeued", "/item?tenant="+demo.HostileTenant+"&id="+demo.HostileID, css("item-state"))
+	if st, _ := chromedp.Run(ctx, chromedp.Text(css("item-state"))); st != "queued" {
+		t.Errorf("item page shows state %q", st)
+	}
+
+	if n := dialogs.Load(); n != 0 {
+		t.Errorf("%d JavaScript dialog(s) opened: markup ran as script", n)
+	}
+}
+
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// waitFor polls cond with a bounded deadline: the demo runs on real timers.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
