@@ -66,10 +66,11 @@ func testEnqueueWakes(t *testing.T, f QueueFactory) {
 func testUnsubscribe(t *testing.T, f QueueFactory) {
 	q, _ := newQueue(t, f, testPolicy())
 	w := wakerOf(t, q)
-	_, stop1 := w.Subscribe(contract.DefaultQueue)
+	ch1, stop1 := w.Subscribe(contract.DefaultQueue)
 	ch2, stop2 := w.Subscribe(contract.DefaultQueue)
 	defer stop2()
 	stop1()
+	drainWakes(ch1)
 	drainWakes(ch2)
 	// An ended subscription must not block the enqueue that would wake it.
 	done := make(chan error, 1)
@@ -84,6 +85,16 @@ func testUnsubscribe(t *testing.T, f QueueFactory) {
 	case <-ch2:
 	case <-time.After(wakeWait):
 		t.Fatalf("the remaining subscriber got no wake within %v", wakeWait)
+	}
+	// The wake reached the live subscriber; give a straggler a moment,
+	// then the ended subscription must have received nothing.
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case _, ok := <-ch1:
+		if ok {
+			t.Error("an ended subscription still received a wake")
+		}
+	default:
 	}
 	for range 50 {
 		if err := q.Enqueue(t.Context(), item("acme", "x")); err != nil {

@@ -114,6 +114,7 @@ func TestEachPointCanFail(t *testing.T) {
 	for _, c := range faults {
 		points = append(points, c.point)
 		t.Run(c.fault+"@"+strings.ReplaceAll(c.point, "/", "."), func(t *testing.T) {
+			t.Parallel()
 			out, err := runPoints(t, c.fault, c.point)
 			if !bytes.Contains(out, []byte("=== RUN   "+c.point+"\n")) {
 				t.Fatalf("point %s did not run (renamed?); output:\n%s", c.point, out)
@@ -125,6 +126,7 @@ func TestEachPointCanFail(t *testing.T) {
 		})
 	}
 	t.Run("control", func(t *testing.T) {
+		t.Parallel()
 		out, err := runPoints(t, "", points...)
 		if err != nil {
 			t.Fatalf("the intact store fails points of the fault table: %v\n%s", err, out)
