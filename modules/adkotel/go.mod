@@ -15,12 +15,16 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
+	// Linked through the OTLP exporters; the tests' receiver imports them.
+	go.opentelemetry.io/proto/otlp v1.11.1
+	google.golang.org/grpc v1.84.0
+	google.golang.org/protobuf v1.36.12
 )
 
 // Imported by tests only (go.mod has no test section): the backings and
-// their instrumented clients for the end-to-end test, the OTLP protobuf
-// types and gRPC for its receiver, and goleak. The library package never
-// imports them, so a program that imports adkotel does not link them.
+// their instrumented clients for the end-to-end test, and goleak. The
+// library package never imports them, so a program that imports adkotel
+// does not link them.
 require (
 	github.com/adkit/adk/modules/pgstore v0.1.0
 	github.com/adkit/adk/modules/redisstore v0.1.0
@@ -28,10 +32,7 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/go-redis/extra/redisotel/v9 v9.23.0
 	github.com/redis/go-redis/v9 v9.23.0
-	go.opentelemetry.io/proto/otlp v1.11.1
 	go.uber.org/goleak v1.3.0
-	google.golang.org/grpc v1.84.0
-	google.golang.org/protobuf v1.36.12
 )
 
 require (
