@@ -4,11 +4,14 @@ go 1.26.0
 
 require (
 	github.com/adkit/adk/modules/contract v0.1.0
+	github.com/adkit/adk/modules/pgstore v0.1.0
+	github.com/adkit/adk/modules/redisstore v0.1.0
 	github.com/hibiken/asynq v0.26.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
+	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -1,0 +1,65 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestSmoke runs every scenario with tiny counts on every backing, so the
+// harness cannot rot: the table must have rows, and every row must have
+// handled all of its items exactly once without an error.
+func TestSmoke(t *testing.T) {
+	for _, v := range []string{"ADK_TEST_REDIS_URL", "ADK_TEST_POSTGRES_DSN"} {
+		if os.Getenv(v) == "" {
+			t.Fatalf("set %s (see the README's test servers) to run the integration lane", v)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	if err := run(ctx, []string{"-quick", "-json", "-timeout", "90s"}, &out, io.Discard); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var res result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("decode the JSON table: %v\n%s", err, out.String())
+	}
+	if len(res.Rows) == 0 {
+		t.Fatal("the table has no rows")
+	}
+	seen := map[string]bool{}
+	for _, r := range res.Rows {
+		seen[r.Backing] = true
+		if r.Error != "" {
+			t.Errorf("%s/%s/%s: %s", r.Scenario, r.Backing, r.Metric, r.Error)
+			continue
+		}
+		if r.Expected > 0 && r.Processed != r.Expected {
+			t.Errorf("%s/%s c=%d: processed %d of %d items", r.Scenario, r.Backing, r.Concurrency, r.Processed, r.Expected)
+		}
+		if r.Duplicates != 0 || r.Errors != 0 {
+			t.Errorf("%s/%s c=%d: %d duplicates, %d worker errors", r.Scenario, r.Backing, r.Concurrency, r.Duplicates, r.Errors)
+		}
+		if r.Scenario != "physical" && r.Value <= 0 && r.Unit == "items/s" {
+			t.Errorf("%s/%s c=%d: no throughput figure", r.Scenario, r.Backing, r.Concurrency)
+		}
+	}
+	for _, b := range allBackings {
+		if !seen[b] {
+			t.Errorf("no row for backing %s", b)
+		}
+	}
+}
