@@ -222,7 +222,7 @@ func testPatchAddsCounters(t *testing.T, f StateFactory) {
 	d1 := contract.Counters{InputTokens: 100, OutputTokens: 50, CostMicros: 1234, Iterations: 1, Cursor: 7}
 	t1 := clock.Advance(time.Second)
 	p1 := patchOK(t, s, "acme", "r", contract.Patch{Counters: d1, Status: "running"})
-	d2 := contract.Counters{InputTokens: 1, OutputTokens: -2, CostMicros: 3, Iterations: 1, Cursor: 1}
+	d2 := contract.Counters{InputTokens: 1, OutputTokens: 2, CostMicros: 3, Iterations: 1, Cursor: 1}
 	t2 := clock.Advance(time.Second)
 	p2 := patchOK(t, s, "acme", "r", contract.Patch{Counters: d2})
 	want := contract.Run{Tenant: "acme", ID: "r", Session: "s", Status: "running", Data: json.RawMessage(`{"keep":true}`),
