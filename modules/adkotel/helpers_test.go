@@ -2,12 +2,12 @@ package adkotel_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/adkit/adk/modules/adkotel"
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/policy"
 	"go.opentelemetry.io/otel/attribute"
@@ -21,7 +21,7 @@ import (
 
 // rig is one wrapped memstore with in-memory exporters.
 type rig struct {
-	clock  *fakeClock
+	clock  *contracttest.FakeClock
 	store  *memstore.Store
 	queue  contract.WorkQueue
 	spans  *tracetest.SpanRecorder
@@ -32,7 +32,7 @@ type rig struct {
 
 func newRig(t *testing.T, p policy.Policy, extra ...adkotel.Option) *rig {
 	t.Helper()
-	r := &rig{clock: newFakeClock()}
+	r := &rig{clock: contracttest.NewFakeClock(time.Time{})}
 	r.spans = tracetest.NewSpanRecorder()
 	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
 	r.reader = sdkmetric.NewManualReader()
@@ -103,8 +103,8 @@ func wantAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want ...attribute.KeyValue
 			t.Errorf("span %q: no attribute %s (have %v)", s.Name(), kv.Key, s.Attributes())
 			continue
 		}
-		if got.Emit() != kv.Value.Emit() {
-			t.Errorf("span %q: %s = %s, want %s", s.Name(), kv.Key, got.Emit(), kv.Value.Emit())
+		if got.String() != kv.Value.String() {
+			t.Errorf("span %q: %s = %s, want %s", s.Name(), kv.Key, got.String(), kv.Value.String())
 		}
 	}
 }
@@ -181,7 +181,7 @@ func histCount(t *testing.T, rm metricdata.ResourceMetrics, name string, match .
 func hasAll(set attribute.Set, match []attribute.KeyValue) bool {
 	for _, kv := range match {
 		v, ok := set.Value(kv.Key)
-		if !ok || v.Emit() != kv.Value.Emit() {
+		if !ok || v.String() != kv.Value.String() {
 			return false
 		}
 	}
@@ -200,15 +200,3 @@ func claimOne(t *testing.T, q contract.WorkQueue, queue string) contract.Lease {
 	return leases[0]
 }
 
-// fakeClock stands in for contracttest.FakeClock while that package is
-// being finished. TODO: switch back.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
