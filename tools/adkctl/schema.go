@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/pgstore"
+)
+
+const schemaUsage = `usage: adkctl schema <print|apply|verify> [flags]
+
+  print    write the expected schema (SQL) to standard output
+  apply    apply it to the database (the explicit way; the library never does)
+  verify   check the database as OpenStateStore does; exit 1 with the reason
+
+flags:
+`
+
+func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, schemaUsage)
+		return 2
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("adkctl schema "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, schemaUsage)
+		fs.PrintDefaults()
+	}
+	dsnFlag := fs.String("dsn", "", "PostgreSQL connection string (default $ADK_POSTGRES_DSN); never printed")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var tables pgstore.StateTables
+	fs.StringVar(&tables.Runs, "runs-table", "", "runs table name (default adk_runs)")
+	fs.StringVar(&tables.Work, "work-table", "", "work table name (default adk_work)")
+	fs.StringVar(&tables.Turns, "turns-table", "", "tenant rotation table name (default adk_queue_turns)")
+	fs.StringVar(&tables.Blobs, "blobs-table", "", "claim-check blob table name (default adk_blobs)")
+	if sub == "-h" || sub == "--help" || sub == "help" {
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, schemaUsage)
+		fs.PrintDefaults()
+		return 0
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "adkctl schema %s: unexpected argument %q\n", sub, fs.Arg(0))
+		return 2
+	}
+	sql, err := pgstore.Schema(tables)
+	if err != nil {
+		fmt.Fprintln(stderr, "adkctl:", err)
+		return 2
+	}
+	switch sub {
+	case "print":
+		fmt.Fprint(stdout, sql)
+		return 0
+	case "apply", "verify":
+	default:
+		fmt.Fprintf(stderr, "adkctl schema: unknown command %q\n", sub)
+		fs.Usage()
+		return 2
+	}
+
+	dsn := contract.Secret(*dsnFlag)
+	if !dsn.IsSet() {
+		dsn = contract.Secret(getenv("ADK_POSTGRES_DSN"))
+	}
+	if !dsn.IsSet() {
+		fmt.Fprintln(stderr, "adkctl: no database: pass --dsn or set ADK_POSTGRES_DSN")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	conn, err := connect(ctx, dsn)
+	if err != nil {
+		fmt.Fprintln(stderr, "adkctl:", err)
+		return 1
+	}
+	defer conn.Close(context.Background())
+
+	if sub == "apply" {
+		// One simple-protocol round trip: PostgreSQL runs the statements
+		// as one transaction, so a failure applies none of them.
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			fmt.Fprintln(stderr, "adkctl: apply the schema:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "schema version %d applied\n", pgstore.SchemaVersion)
+		return 0
+	}
+	if err := pgstore.Verify(ctx, conn, tables); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "ok: schema version %d, tables present, statement_timeout set\n", pgstore.SchemaVersion)
+	return 0
+}
+
+// connect opens one connection. Parse and connect errors are reported
+// without the DSN, which may hold a password.
+func connect(ctx context.Context, dsn contract.Secret) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn.Reveal())
+	if err != nil {
+		return nil, errors.New("the DSN cannot be parsed as a PostgreSQL connection string")
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s:%d as %s: %w", cfg.Host, cfg.Port, cfg.User, scrub(err, cfg.Password))
+	}
+	return conn, nil
+}
+
+// scrubbed is an error whose text has the password removed.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+func scrub(err error, password string) error {
+	if password == "" {
+		return err
+	}
+	return &scrubbed{msg: strings.ReplaceAll(err.Error(), password, "[redacted]"), err: err}
+}
