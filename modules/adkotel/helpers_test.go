@@ -199,4 +199,3 @@ func claimOne(t *testing.T, q contract.WorkQueue, queue string) contract.Lease {
 	}
 	return leases[0]
 }
-
