@@ -129,9 +129,6 @@ func BenchmarkPages(b *testing.B) {
 // against the 50 ms target in the ordinary test run (with a wide margin
 // for the race detector and a busy machine).
 func TestPagesRenderFastAtScale(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 110,000 items")
-	}
 	b := &testing.B{}
 	loadBench(b)
 	srv, err := New(Config{Queue: benchStore, Inspector: benchStore, Clock: benchClock, SampleEvery: time.Hour})

@@ -1,0 +1,67 @@
+// Package dashboard is the operations web UI for adk queues: an
+// http.Handler that shows tenant rotation, leases, dead letters and backing
+// health for any backing that implements [contract.WorkQueue] and
+// [contract.Inspector] — the in-memory store, Redis or PostgreSQL — and
+// lets a token holder requeue or purge dead letters.
+//
+// # Pages
+//
+// Every page has a JSON twin under /api/ built from the same model, so a
+// script sees exactly what a person sees:
+//
+//   - / and /api/overview: every queue's totals, the health verdict, and
+//     small SVG charts of depth per tenant, claims per second and dead
+//     ratio over the last minutes.
+//   - /tenants: the rotation order now, the last N turns as a coloured
+//     strip and as one lane per tenant (a lane with ready work and no
+//     marks is a starving tenant, highlighted), and per tenant the
+//     ready, later, leased, dead and served counts and the queue latency
+//     (the age of its oldest ready item).
+//   - /leases: live leases soonest expiry first, with time left; leases
+//     past expiry that no reaper has returned yet are highlighted.
+//   - /dead: dead letters paged with the backing's cursor (100,000 stay
+//     browsable), filtered by tenant, item id and error text; requeue or
+//     purge one letter, or every letter the filter matches. A bulk action
+//     takes the same filter object as the listing, so it never touches a
+//     letter the listing would not show.
+//   - /item: one item by tenant, queue and id, with its lease and, when a
+//     [contract.StateStore] is configured, the run of the same id.
+//   - /health: each check of [contract.Inspector.Health] green, amber or
+//     red, with the fix for each that is not green.
+//   - /healthz for probes and /metrics for Prometheus.
+//
+// Pages are rendered on the server with templ; a small embedded script
+// refreshes the live region of a page every few seconds (a noscript meta
+// refresh does the same without script). There is no JavaScript build.
+//
+// # Sampler
+//
+// A [Server] snapshots the Inspector every [Config.SampleEvery] into a
+// fixed-size ring ([Config.SampleKeep] snapshots, eight tenant series per
+// queue), which feeds the charts and the /metrics gauges; a scrape never
+// queries the backing. [Server.Close] stops the sampler's goroutine.
+//
+// # Security
+//
+// Without [Config.Token] the dashboard is read-only and every action
+// button is disabled and says why. With a token, a person signs in at
+// /login (the session cookie is HttpOnly, SameSite=Strict and
+// HMAC-signed with a per-process key) and every POST must carry the
+// session's CSRF token; a script instead sends "Authorization: Bearer
+// <token>", which needs no CSRF token because a browser never adds that
+// header by itself. Pages are escaped by templ and served under a
+// Content-Security-Policy that allows only the dashboard's own script and
+// stylesheet. A [Config.DSN] is never rendered, and error text that quotes
+// it, or its password, is scrubbed before display. [Config.AllowedHosts]
+// refuses foreign Host headers, so a dashboard on 127.0.0.1 cannot be read
+// through DNS rebinding; the adk-dashboard command sets it when it listens
+// on loopback, which it does by default.
+//
+// # Observability
+//
+// Every request is a span (otelecho, with [Config.TracerProvider] or the
+// global provider). Metrics come from the dashboard's own OpenTelemetry
+// meter provider, exported through a private Prometheus registry at
+// /metrics: request durations by route, actions, and the sampled queue
+// depths by state.
+package dashboard
