@@ -1,0 +1,74 @@
+// Package pgstore keeps adk runs and work items in PostgreSQL, through
+// pgx v5.
+//
+// [PostgresStateStore] is a [contract.StateStore] and [PostgresWorkQueue]
+// a [contract.WorkQueue] (with [contract.Inspector], [contract.Waker] and
+// [contract.StatsSource]); both pass the conformance suites of package
+// contracttest unchanged. Pick PostgreSQL when the state change of a run
+// and the work it queues must commit in one transaction: [PostgresStateStore.Bound]
+// and [PostgresWorkQueue.Bound] run inside a pgx.Tx the caller opened, so
+// both commit or neither does. A bound adapter retries nothing, because a
+// failed statement has already aborted the caller's transaction.
+//
+// # Executors and settings
+//
+// The backings run on an [Executor]: *pgxpool.Pool, *pgx.Conn and pgx.Tx
+// all qualify. On a pool, each call acquires a connection within
+// [Settings].AcquireTimeout; one that cannot be had in time is a
+// *contract.PoolExhaustedError at once, never retried into. Size the pool
+// to the worker count.
+//
+// # The schema is the deployment's
+//
+// [ExpectedSchema] is the SQL of the tables the backings read, published
+// for the migration tool the deployment already runs; `adkctl schema
+// apply` applies it in development. The library never creates or alters
+// a table. [OpenStateStore] and [OpenWorkQueue] run [Verify] first: it
+// reads adk_schema and refuses a version this release was not written
+// for ([SchemaVersion]), refuses missing tables, and refuses a connection
+// whose statement_timeout is 0. The New* constructors skip it. Table
+// names come from [StateTables] and must be plain identifiers, because
+// they are written into the SQL: a placeholder cannot name a relation.
+//
+// # Claims
+//
+// A claim batch is one statement. It walks the tenant rotation (one row
+// per tenant per queue in the turns table, ordered by the turn last
+// given): one item per tenant per round, in turn order, round after round
+// until the batch is full, so a single busy tenant still fills a batch and
+// a tenant with a backlog cannot starve its neighbours. Each item is
+// locked where it is found with FOR UPDATE SKIP LOCKED by a query that
+// restates every predicate on the locked relation, which is what keeps
+// two claimers from taking one row under READ COMMITTED. Claims lock
+// items, never tenants, and never wait for a lock, so concurrent batch
+// claims neither serialise behind a busy tenant nor deadlock. Lease
+// tokens come from a sequence, so no token is issued twice, not even
+// after a rolled-back claim; every settle compares it. [PostgresWorkQueue.Complete]
+// settles a whole batch in one statement and names the leases it lost.
+//
+// # Wake-ups
+//
+// Enqueue, Requeue and retries send pg_notify in the same statement, so a
+// bound enqueue wakes claimers only when the caller commits. A [Listener]
+// receives the notifications on a dedicated connection outside the pool
+// (budget pool size + 1), fans them out without ever blocking, reconnects
+// at once and then with backoff from 50 ms to 2 s, LISTENs every channel
+// again and sends a synthetic wake after each reconnect, because what was
+// sent while it was away is lost. Without a listener, Subscribe falls
+// back to polling. Payloads over [MaxNotifyPayload] are refused by
+// [Notify] before the round trip with a *[PayloadTooLargeError].
+//
+// # Vacuum
+//
+// The work table is rewritten on every claim, heartbeat and settle. The
+// schema sets autovacuum_vacuum_scale_factor = 0.01 and
+// autovacuum_vacuum_cost_delay = 0 on it and leaves room on each page for
+// HOT updates; heartbeats touch no indexed column. [PostgresWorkQueue.Health]
+// reports dead and live tuples, the last autovacuum, whether those
+// settings are still in place, and index sizes.
+//
+// # Claim checks
+//
+// [BlobStore] is a [contract.ClaimCheck] on the schema's bytea table, for
+// payloads too large to travel inline; it works beside any queue.
+package pgstore
