@@ -323,3 +323,10 @@ func (f *faulty) Item(ctx context.Context, key contract.ItemKey) (contract.ItemI
 }
 
 func jsonValid(b []byte) bool { return json.Valid(b) }
+
+func (f *faulty) Health(ctx context.Context) (contract.Health, error) {
+	if f.fault == "health-ignores-context" {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return f.Store.Health(ctx)
+}

@@ -1,6 +1,7 @@
 package contracttest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -26,6 +27,7 @@ func queueInspectorCases() []subtest[QueueFactory] {
 		{"Leases", testInspectorLeases},
 		{"Item", testInspectorItem},
 		{"QueuesAndHealth", testInspectorQueuesHealth},
+		{"CancelledContext", testInspectorCancelled},
 	}
 }
 
@@ -284,4 +286,23 @@ func testInspectorQueuesHealth(t *testing.T, f QueueFactory) {
 	if ls := drain(t, q, "reports", "w", 10); len(ls) != 1 {
 		t.Errorf("after inspecting, queue reports serves %v, want acme/y", leaseIDs(ls))
 	}
+}
+
+func testInspectorCancelled(t *testing.T, f QueueFactory) {
+	q, _ := newQueue(t, f, testPolicy())
+	ins := inspectorOf(t, q)
+	enqueue(t, q, item("acme", "x"))
+	ctx := cancelled(t)
+	_, err := ins.Queues(ctx)
+	wantIs(t, err, context.Canceled, "Inspector.Queues with a cancelled context")
+	_, err = ins.Tenants(ctx, contract.DefaultQueue)
+	wantIs(t, err, context.Canceled, "Inspector.Tenants with a cancelled context")
+	_, err = ins.Rotation(ctx, contract.DefaultQueue, 10)
+	wantIs(t, err, context.Canceled, "Inspector.Rotation with a cancelled context")
+	_, err = ins.Leases(ctx, contract.DefaultQueue, contract.PageRequest{})
+	wantIs(t, err, context.Canceled, "Inspector.Leases with a cancelled context")
+	_, err = ins.Item(ctx, contract.ItemKey{Tenant: "acme", Queue: contract.DefaultQueue, ID: "x"})
+	wantIs(t, err, context.Canceled, "Inspector.Item with a cancelled context")
+	_, err = ins.Health(ctx)
+	wantIs(t, err, context.Canceled, "Inspector.Health with a cancelled context")
 }

@@ -100,6 +100,7 @@ var faults = []struct{ fault, point string }{
 	{"recent-newest-first", "TestWorkQueue/Inspector/RecentTurns"},
 	{"leases-latest-first", "TestWorkQueue/Inspector/Leases"},
 	{"item-hides-lease", "TestWorkQueue/Inspector/Item"},
+	{"health-ignores-context", "TestWorkQueue/Inspector/CancelledContext"},
 	{"no-wake", "TestWorkQueue/Waker/EnqueueWakes"},
 }
 
