@@ -5,64 +5,126 @@
 -- this one script, so there is no window in which an item is leased but
 -- still says it is queued.
 --
+-- The rounds are worked out in memory first: the first max tenants of
+-- the rotation are the only ones a batch of max can reach (each has a due
+-- item, or it would not be there), and each tenant's due items are read
+-- in one range. The writes then go per tenant, not per turn.
+--
 -- ARGV[3] now (us)   ARGV[4] now (ns)   ARGV[5] expiry (us)   ARGV[6] expiry (ns)
 -- ARGV[7] worker   ARGV[8] max   ARGV[9] how many turns the log keeps
 -- Returns a list of {token, record fields...}.
 local now = tonumber(ARGV[3])
+local max = tonumber(ARGV[8])
 
 -- Tenants whose delayed items fell due rejoin the rotation at their stamp.
 local woke = redis.call('ZRANGE', WAIT, '-inf', ARGV[3], 'BYSCORE')
-for _, t in ipairs(woke) do
-  redis.call('ZREM', WAIT, t)
-  place(t, now)
+if #woke > 0 then
+  redis.call('ZREMRANGEBYSCORE', WAIT, '-inf', ARGV[3])
+  for _, t in ipairs(woke) do
+    place(t, now)
+  end
 end
 
-local max = tonumber(ARGV[8])
-local taken = {}
-local served = {}
-while #taken < max do
-  local head = redis.call('ZRANGE', ROT, 0, 0)
-  if #head == 0 then
-    break
-  end
-  local t = head[1]
-  local rk = kready(t)
-  redis.call('ZREM', ROT, t)
-  local due = redis.call('ZRANGE', rk, '-inf', ARGV[3], 'BYSCORE', 'LIMIT', 0, 1)
-  if #due > 0 then
-    local m = due[1]
-    redis.call('ZREM', rk, m)
-    local id = string.sub(m, 17)
-    local ref = lp(t) .. lp(id)
-    local turn = redis.call('INCR', Q .. 'turn')
-    redis.call('HSET', TURNS, t, turn)
-    if redis.call('EXISTS', kitem(ref)) == 1 then
-      taken[#taken + 1] = {t, id, ref}
-      served[t] = (served[t] or 0) + 1
+local L = redis.call('ZRANGE', ROT, 0, max - 1)
+if #L == 0 then
+  return {}
+end
+
+-- Plan the rounds.
+local due, pos, fetched, more = {}, {}, {}, {}
+local chunk = math.ceil(max / #L)
+for i, t in ipairs(L) do
+  local ms = redis.call('ZRANGE', kready(t), '-inf', ARGV[3], 'BYSCORE', 'LIMIT', 0, chunk)
+  due[i], pos[i], fetched[i], more[i] = ms, 1, #ms, #ms == chunk
+end
+local turn = tonumber(redis.call('GET', Q .. 'turn') or '0')
+local plan = {}       -- {tenant index, member}
+local served = {}     -- tenant index -> members taken
+local stamp = {}      -- tenant index -> its last turn
+local touched = {}    -- tenant index -> true when served or found empty
+local active = #L
+while #plan < max and active > 0 do
+  active = 0
+  for i = 1, #L do
+    if #plan >= max then
+      break
+    end
+    if pos[i] > #due[i] and more[i] then
+      local want = max - #plan
+      local ms = redis.call('ZRANGE', kready(L[i]), '-inf', ARGV[3], 'BYSCORE', 'LIMIT', fetched[i], want)
+      due[i], pos[i], fetched[i], more[i] = ms, 1, fetched[i] + #ms, #ms == want
+    end
+    if pos[i] <= #due[i] then
+      local m = due[i][pos[i]]
+      pos[i] = pos[i] + 1
+      plan[#plan + 1] = {i, m}
+      turn = turn + 1
+      stamp[i] = turn
+      local s = served[i]
+      if not s then
+        s = {}
+        served[i] = s
+      end
+      s[#s + 1] = m
+      touched[i] = true
+      active = active + 1
+    elseif fetched[i] == 0 then
+      touched[i] = true -- in the rotation without a due item (the clock went back)
     end
   end
-  -- Served or not (the clock may have gone back), the tenant goes where
-  -- its next item says.
-  place(t, now)
 end
 
+-- Take the items out of the ready sets and give each touched tenant its
+-- new place: the back of the rotation if it still has a due item.
+for i = 1, #L do
+  if touched[i] then
+    local t = L[i]
+    local rk = kready(t)
+    if served[i] then
+      redis.call('ZREM', rk, unpack(served[i]))
+      redis.call('HSET', TURNS, t, stamp[i])
+      redis.call('HINCRBY', Q .. 'served', t, #served[i])
+    end
+    local first = redis.call('ZRANGE', rk, 0, 0, 'WITHSCORES')
+    if #first == 0 then
+      redis.call('ZREM', ROT, t)
+    elseif tonumber(first[2]) <= now then
+      if stamp[i] then
+        redis.call('ZADD', ROT, stamp[i], t)
+      end
+    else
+      redis.call('ZREM', ROT, t)
+      redis.call('ZADD', WAIT, first[2], t)
+    end
+  end
+end
+redis.call('SET', Q .. 'turn', turn)
+
+-- Lease the items.
+local taken = {}
+for _, p in ipairs(plan) do
+  local t, id = L[p[1]], string.sub(p[2], 17)
+  local ref = lp(t) .. lp(id)
+  if redis.call('EXISTS', kitem(ref)) == 1 then
+    taken[#taken + 1] = {t, id, ref}
+  end
+end
 local n = #taken
 if n == 0 then
   return {}
 end
 local last = redis.call('INCRBY', NS .. 'token', n)
-local out, log = {}, {}
+local out, log, lz = {}, {}, {}
 for k, it in ipairs(taken) do
   local tok = last - n + k
   local ik = kitem(it[3])
   redis.call('HSET', ik, 's', 'l', 'tok', tok, 'w', ARGV[7], 'x', ARGV[5], 'xn', ARGV[6])
-  redis.call('ZADD', LEASES, ARGV[5], it[3])
   out[k] = {tok, redis.call('HGETALL', ik)}
   log[k] = lp(it[1]) .. lp(it[2]) .. lp(ARGV[7]) .. ARGV[4]
+  lz[2 * k - 1] = ARGV[5]
+  lz[2 * k] = it[3]
 end
-for t, c in pairs(served) do
-  redis.call('HINCRBY', Q .. 'served', t, c)
-end
+redis.call('ZADD', LEASES, unpack(lz))
 redis.call('LPUSH', Q .. 'log', unpack(log))
 redis.call('LTRIM', Q .. 'log', 0, tonumber(ARGV[9]) - 1)
 return out
