@@ -45,7 +45,10 @@ func TestFailoverWithinBudget(t *testing.T) {
 	var patchErr, claimErr error
 	var leases []contract.Lease
 	wg.Add(2)
-	go func() { defer wg.Done(); _, patchErr = st.PatchRun(ctx, "acme", "r1", contract.Patch{Counters: contract.Counters{Iterations: 1}}) }()
+	go func() {
+		defer wg.Done()
+		_, patchErr = st.PatchRun(ctx, "acme", "r1", contract.Patch{Counters: contract.Counters{Iterations: 1}})
+	}()
 	go func() {
 		defer wg.Done()
 		leases, claimErr = q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 5})

@@ -60,19 +60,27 @@ func Namespace(t testing.TB, c redis.UniversalClient) string {
 	return ns
 }
 
-// DeleteNamespace removes the keys of namespace ns (state and queue keys),
-// scanning every master of a cluster.
+// DeleteNamespace removes the keys of namespace ns, failing the test on
+// error.
 func DeleteNamespace(t testing.TB, c redis.UniversalClient, ns string) {
 	t.Helper()
-	ctx := context.Background()
+	if err := Purge(context.Background(), c, ns); err != nil {
+		t.Errorf("cleaning namespace %s: %v", ns, err)
+	}
+}
+
+// Purge removes the keys of namespace ns (state and queue keys), scanning
+// every master of a cluster.
+func Purge(ctx context.Context, c redis.UniversalClient, ns string) error {
 	for _, pattern := range []string{ns + ":state:*", "{" + ns + ":queue}:*"} {
 		err := forEachNode(ctx, c, func(ctx context.Context, node redis.Cmdable) error {
 			return deletePattern(ctx, node, pattern)
 		})
 		if err != nil {
-			t.Errorf("cleaning namespace %s: %v", ns, err)
+			return err
 		}
 	}
+	return nil
 }
 
 // Keys returns every key under namespace ns.
@@ -103,7 +111,8 @@ func forEachNode(ctx context.Context, c redis.UniversalClient, fn func(context.C
 	return fn(ctx, c)
 }
 
-// escapeGlob quotes the glob metacharacters that may appear in a key prefix.
+// deletePattern deletes the keys matching pattern, quoting the glob
+// characters a key prefix may hold.
 func deletePattern(ctx context.Context, c redis.Cmdable, pattern string) error {
 	pattern = strings.NewReplacer("[", `\[`, "]", `\]`, "?", `\?`).Replace(pattern)
 	it := c.Scan(ctx, 0, pattern, 1000).Iterator()

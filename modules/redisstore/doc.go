@@ -1,0 +1,67 @@
+// Package redisstore keeps agent runs and their work queue in Redis: a
+// [RedisStateStore] and a [RedisWorkQueue] that pass the conformance suites
+// of package contracttest unchanged, over any redis.UniversalClient
+// (standalone, Sentinel or Redis Cluster).
+//
+// # Opening
+//
+// [OpenState] and [OpenQueue] run [Preflight] first: it reads CONFIG GET
+// maxmemory-policy, appendonly and save, and INFO, and refuses a server
+// that would lose a run (an allkeys-* or volatile-ttl eviction policy; no
+// AOF and no RDB save points while [Settings].Durable is set; CONFIG hidden,
+// unless [Settings].AssumeDurable). It never changes the server.
+// [NewState] and [NewQueue] skip the check, for tests and for callers that
+// checked the server themselves.
+//
+// # Layout
+//
+// A run is a JSON string key plus a small hash (version, the five counters,
+// seq, status, session, timestamps). Keys are length-prefixed per segment,
+// with the tenant as the cluster hash tag:
+//
+//	adk:state:{4:acme}:run:5:run_1
+//	adk:state:{4:acme}:session:2:s1
+//
+// so a tenant named "a:b" and a tenant named "a" holding id "b:x" can never
+// share a key, and a run, its counters and its indexes share one slot.
+// PutRun and PatchRun are Lua scripts (scripts/*.lua, run by SHA): the
+// version check and the write are one step, and counters are HINCRBY, so
+// concurrent patches all land.
+//
+// A queue namespace is one hash tag ({adk:queue}) because one claim script
+// reads several tenants' ready sets to take turns between them; a
+// deployment that outgrows one slot runs several namespaces. Per tenant
+// there is a ready sorted set (score: due time); tenants with a due item sit
+// in a rotation sorted by the turn they were last given, tenants whose
+// items are all delayed wait aside and keep their place, and idle tenants
+// are nowhere, so they cost nothing per claim. One script claims a whole
+// batch across tenants, issues each lease a fencing token from a counter it
+// bumps (never reused), and writes the item's record in the same step.
+// Every settle is fenced on the token; a reaper's write is also fenced on
+// the lease score it saw, so a reaper that lost the race to a heartbeat
+// writes nothing.
+//
+// # Failures
+//
+// Lease arithmetic uses the injected [contract.Clock], never the server's
+// time. A failover is waited out under [Settings].RetryBudget (bounded
+// attempts, doubling delays with full jitter); past it a call returns a
+// retryable *contract.StatePersistenceError (reason unavailable) or
+// *contract.QueueUnavailableError. A pool timeout is a
+// *contract.PoolExhaustedError at once. Values over [Settings].MaxValueBytes
+// are refused before anything is sent. No key this package writes carries a
+// TTL.
+//
+// Retrying a script whose reply was lost is safe for every operation but
+// one: a retried Claim may leave the first attempt's items leased to
+// nobody. They come back when their lease expires and [RedisWorkQueue.Reap]
+// runs, with the attempt counted. Nothing is lost and no item is held by
+// two workers at once.
+//
+// # Not provided
+//
+// A transactional outbox: writing a run and enqueueing its next step are two
+// round trips with no shared transaction. Enqueue after the state write and
+// make the consumer idempotent (see the README), or use pgstore, where both
+// commit together.
+package redisstore
