@@ -19,11 +19,14 @@ func queueWakerCases() []subtest[QueueFactory] {
 	}
 }
 
+// wakerOf returns q's Waker, or nil when q does not offer the optional
+// interface; the Waker points then have nothing to pin and say so in the log.
 func wakerOf(t *testing.T, q contract.WorkQueue) contract.Waker {
 	t.Helper()
 	w, ok := q.(contract.Waker)
 	if !ok {
-		t.Skipf("%T does not implement the optional contract.Waker", q)
+		t.Logf("%T does not implement the optional contract.Waker: its claimers poll", q)
+		return nil
 	}
 	return w
 }
@@ -45,6 +48,9 @@ func drainWakes(ch <-chan struct{}) {
 func testEnqueueWakes(t *testing.T, f QueueFactory) {
 	q, _ := newQueue(t, f, testPolicy())
 	w := wakerOf(t, q)
+	if w == nil {
+		return
+	}
 	ch, stop := w.Subscribe(contract.DefaultQueue)
 	defer stop()
 	if ch == nil {
@@ -66,6 +72,9 @@ func testEnqueueWakes(t *testing.T, f QueueFactory) {
 func testUnsubscribe(t *testing.T, f QueueFactory) {
 	q, _ := newQueue(t, f, testPolicy())
 	w := wakerOf(t, q)
+	if w == nil {
+		return
+	}
 	ch1, stop1 := w.Subscribe(contract.DefaultQueue)
 	ch2, stop2 := w.Subscribe(contract.DefaultQueue)
 	defer stop2()
