@@ -18,6 +18,10 @@
 //	dead <queue>        CLIENT    Fail that the policy dead-letters; linked to send
 //	heartbeat, reap, dead_letters, requeue, purge <queue>   CLIENT
 //
+// Heartbeat and Reap are background upkeep: on a context without a span
+// (the runner's) they are traced only when they fail or reap something,
+// so a long lease does not leave a root trace per heartbeat.
+//
 // Every queue span carries messaging.system ("memory", "redis",
 // "postgresql"), messaging.operation.name and messaging.destination.name;
 // spans about one item add messaging.message.id, [TenantKey] (adk.tenant)

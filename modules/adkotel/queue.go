@@ -187,15 +187,55 @@ func (w *queue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 	return leases, err
 }
 
-// Heartbeat implements [contract.WorkQueue].
+// Heartbeat implements [contract.WorkQueue]. Heartbeats and reaps are
+// background upkeep: called on a context without a span (as the runner
+// does), they are traced only when they fail or, for Reap, reclaim
+// something, so a long lease does not leave a root trace per heartbeat.
+// Called inside a trace they always get a span.
 func (w *queue) Heartbeat(ctx context.Context, lease contract.Lease, extend time.Duration) (contract.Lease, error) {
-	ctx, span := w.startItemSpan(ctx, opHeartbeat, lease, nil)
-	defer span.End()
+	qn := contract.QueueName(lease.Item.Queue)
+	attrs := append(w.attrs(opHeartbeat, qn, lease.Item.Tenant),
+		semconv.MessagingMessageID(lease.Item.ID), AttemptKey.Int(lease.Item.Attempts+1))
+	ctx, span := w.startUpkeep(ctx, spanName(opHeartbeat, qn), attrs)
 	out, err := w.inner.Heartbeat(ctx, lease, extend)
-	if err != nil {
-		recordError(span, err)
-	}
+	span.end(ctx, err != nil, func(s trace.Span) {
+		if err != nil {
+			recordError(s, err)
+		}
+	})
 	return out, err
+}
+
+// upkeep is the span of a background call: real when the caller's context
+// is traced, otherwise started after the call only if it is worth one.
+type upkeep struct {
+	w     *queue
+	name  string
+	attrs []attribute.KeyValue
+	start time.Time
+	span  trace.Span // nil until known to be wanted
+}
+
+func (w *queue) startUpkeep(ctx context.Context, name string, attrs []attribute.KeyValue) (context.Context, *upkeep) {
+	u := &upkeep{w: w, name: name, attrs: attrs, start: time.Now()}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		ctx, u.span = w.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	}
+	return ctx, u
+}
+
+// end finishes the span, creating it first when the call was untraced but
+// notable; annotate adds the outcome.
+func (u *upkeep) end(ctx context.Context, notable bool, annotate func(trace.Span)) {
+	if u.span == nil {
+		if !notable {
+			return
+		}
+		_, u.span = u.w.tracer.Start(ctx, u.name, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(u.attrs...), trace.WithTimestamp(u.start))
+	}
+	annotate(u.span)
+	u.span.End()
 }
 
 // Complete implements [contract.WorkQueue]. Leases named by a
@@ -266,17 +306,18 @@ func (w *queue) Fail(ctx context.Context, lease contract.Lease, cause error) (po
 
 // Reap implements [contract.WorkQueue]. The backing does not say which
 // leases it reaped nor where they went, so they appear only in the
-// adk.reaped counter, not in adk.failed or adk.dead.
+// adk.reaped counter, not in adk.failed or adk.dead. Like Heartbeat, an
+// untraced Reap that reaps nothing leaves no span.
 func (w *queue) Reap(ctx context.Context, q string) (int, error) {
 	qn := contract.QueueName(q)
-	ctx, span := w.tracer.Start(ctx, spanName(opReap, qn), trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(w.attrs(opReap, qn, "")...))
-	defer span.End()
+	ctx, span := w.startUpkeep(ctx, spanName(opReap, qn), w.attrs(opReap, qn, ""))
 	n, err := w.inner.Reap(ctx, q)
-	span.SetAttributes(semconv.MessagingBatchMessageCount(n))
-	if err != nil {
-		recordError(span, err)
-	}
+	span.end(ctx, err != nil || n > 0, func(s trace.Span) {
+		s.SetAttributes(semconv.MessagingBatchMessageCount(n))
+		if err != nil {
+			recordError(s, err)
+		}
+	})
 	if n > 0 {
 		w.metrics.reaped.Add(ctx, int64(n), metric.WithAttributes(w.sys, semconv.MessagingDestinationName(qn)))
 	}

@@ -317,24 +317,48 @@ func TestHeartbeatReapPurgeSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := claimOne(t, r.queue, "")
+
+	// Background upkeep that goes well leaves no root span...
 	l, err := r.queue.Heartbeat(ctx, l, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n, err := r.queue.Reap(ctx, ""); err != nil || n != 0 {
+		t.Fatalf("reap: %d %v", n, err)
+	}
+	if got := len(r.ended("heartbeat default")) + len(r.ended("reap default")); got != 0 {
+		t.Errorf("untraced, uneventful upkeep made %d spans", got)
+	}
+	// ...but inside a trace it gets one.
+	tctx, parent := r.tp.Tracer("test").Start(ctx, "job")
+	l, err = r.queue.Heartbeat(tctx, l, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
 	hb := r.one(t, "heartbeat default")
 	wantKind(t, hb, trace.SpanKindClient)
-	wantAttrs(t, hb, semconv.MessagingMessageID("1"), adkotel.TenantKey.String("a"))
+	wantAttrs(t, hb, semconv.MessagingMessageID("1"), adkotel.TenantKey.String("a"), adkotel.AttemptKey.Int(1))
+	if hb.Parent().SpanID() != parent.SpanContext().SpanID() {
+		t.Errorf("heartbeat span not under the caller's span")
+	}
 
+	// A reap that reclaims, and a heartbeat that finds its lease lost, are
+	// worth a span even untraced.
 	r.clock.Advance(2 * time.Minute)
 	n, err := r.queue.Reap(ctx, "")
 	if err != nil || n != 1 {
 		t.Fatalf("reap: %d %v", n, err)
 	}
-	wantAttrs(t, r.one(t, "reap default"), semconv.MessagingBatchMessageCount(1))
+	reap := r.one(t, "reap default")
+	wantAttrs(t, reap, semconv.MessagingBatchMessageCount(1))
+	if !reap.StartTime().Before(reap.EndTime()) && !reap.StartTime().Equal(reap.EndTime()) {
+		t.Errorf("reap span ends before it starts")
+	}
 	if _, err := r.queue.Heartbeat(ctx, l, time.Minute); err == nil {
 		t.Fatal("heartbeat of a reaped lease worked")
 	}
-	if r.ended("heartbeat default")[1].Status().Code != codes.Error {
+	if hbs := r.ended("heartbeat default"); len(hbs) != 2 || hbs[1].Status().Code != codes.Error {
 		t.Errorf("lost heartbeat is not an error span")
 	}
 	n, err = r.queue.Purge(ctx, contract.DeadLetterFilter{Tenant: "a"})
