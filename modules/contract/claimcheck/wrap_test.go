@@ -11,6 +11,7 @@ import (
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/claimcheck"
+	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/policy"
 )
@@ -19,7 +20,7 @@ const threshold = 64
 
 type fixture struct {
 	ctx   context.Context
-	clock *fakeClock
+	clock *contracttest.FakeClock
 	store *memstore.Store
 	cc    *claimcheck.Memory
 	q     contract.WorkQueue
@@ -27,7 +28,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts ...memstore.Option) *fixture {
 	t.Helper()
-	clock := newFakeClock()
+	clock := contracttest.NewFakeClock(time.Time{})
 	opts = append([]memstore.Option{memstore.WithPolicy(policy.Policy{MaxAttempts: 2, BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: policy.Fixed(1)})}, opts...)
 	store := memstore.New(clock, opts...)
 	cc := claimcheck.NewMemory()

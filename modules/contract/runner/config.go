@@ -1,0 +1,162 @@
+package runner
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// Defaults for the zero fields of a Config.
+const (
+	DefaultConcurrency   = 10
+	DefaultLeaseFor      = 30 * time.Second
+	DefaultPollInterval  = time.Second
+	DefaultGrace         = 10 * time.Second
+	DefaultCompleteDelay = 5 * time.Millisecond
+	DefaultSettleTimeout = 10 * time.Second
+)
+
+// Config says what a Runner works on and how. Zero fields take the
+// defaults documented beside them.
+//
+// Two kinds of time are involved. Lease arithmetic (when a lease expires)
+// reads Clock, the same clock the queue was given, so tests can move it.
+// The intervals below (PollInterval, HeartbeatEvery, ReapInterval,
+// CompleteDelay, Grace, SettleTimeout) are real time, measured by the
+// runtime's timers: they pace a live process and cannot wait on a clock
+// that only moves when a test says so.
+type Config struct {
+	// Queue is the queue to work on; "" means contract.DefaultQueue.
+	Queue string
+	// Worker names this runner's leases (the dashboard shows it); ""
+	// means "<hostname>-<pid>".
+	Worker string
+	// Concurrency is how many handlers run at once; 0 means
+	// DefaultConcurrency.
+	Concurrency int
+	// LeaseFor is the lease each claim and heartbeat asks for; 0 means
+	// DefaultLeaseFor.
+	LeaseFor time.Duration
+	// BatchSize caps one claim; 0 means Concurrency. A claim never asks
+	// for more items than there are free handler slots.
+	BatchSize int
+	// PollInterval is the safety net: how often the runner claims when
+	// nothing woke it. 0 means DefaultPollInterval. With a queue that is
+	// a contract.Waker the runner claims as soon as it is woken, so this
+	// only bounds how long a lost wake can delay an item.
+	PollInterval time.Duration
+	// HeartbeatEvery is how often a running handler's lease is extended
+	// (by LeaseFor); 0 means a third of LeaseFor. It must be shorter than
+	// LeaseFor.
+	HeartbeatEvery time.Duration
+	// Grace is how long handlers may keep running after Run's context is
+	// cancelled; 0 means DefaultGrace and a negative value none at all.
+	// When it runs out their contexts are cancelled (cause
+	// ErrGraceExpired).
+	Grace time.Duration
+	// ReapInterval is how often the runner reaps the queue's expired
+	// leases, so the items of crashed workers come back; 0 means
+	// LeaseFor, a negative value never (when another process reaps).
+	ReapInterval time.Duration
+	// CompleteDelay is how long a finished item waits for others to share
+	// its Complete call; 0 means DefaultCompleteDelay. A batch that fills
+	// up is completed at once.
+	CompleteDelay time.Duration
+	// SettleTimeout bounds each Complete, Fail and Heartbeat call. Settles
+	// made during shutdown run on a context that is not cancelled with
+	// Run's, so they get this long too. 0 means DefaultSettleTimeout.
+	SettleTimeout time.Duration
+	// Clock reads the time for lease arithmetic; nil means the wall clock.
+	Clock contract.Clock
+	// Middleware wraps the handler, the first entry outermost. Package
+	// adkotel provides one that runs each handler in a process span.
+	Middleware []Middleware
+	// Logger receives the runner's own events (claim and settle errors,
+	// lost leases, panics); nil discards them.
+	Logger *slog.Logger
+	// OnError, when set, is called with every error the runner cannot
+	// return (failed claims, settles, heartbeats and reaps), possibly from
+	// several goroutines at once. Handler errors are not reported here:
+	// they go to the queue through Fail.
+	OnError func(error)
+}
+
+// withDefaults returns cfg with its zero fields filled in and checks the
+// result.
+func (cfg Config) withDefaults() (Config, error) {
+	cfg.Queue = contract.QueueName(cfg.Queue)
+	if err := contract.ValidateName("Config.Queue", cfg.Queue); err != nil {
+		return cfg, err
+	}
+	if cfg.Worker == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "worker"
+		}
+		cfg.Worker = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if err := contract.ValidateName("Config.Worker", cfg.Worker); err != nil {
+		return cfg, err
+	}
+	negative := func(field string, d time.Duration) error {
+		return &contract.ValidationError{Field: "Config." + field, Problem: fmt.Sprintf("is %v; give a positive duration or 0 for the default", d)}
+	}
+	switch {
+	case cfg.Concurrency < 0:
+		return cfg, &contract.ValidationError{Field: "Config.Concurrency", Problem: fmt.Sprintf("is %d; give a positive number or 0 for %d", cfg.Concurrency, DefaultConcurrency)}
+	case cfg.BatchSize < 0 || cfg.BatchSize > contract.MaxClaimBatch:
+		return cfg, &contract.ValidationError{Field: "Config.BatchSize", Problem: fmt.Sprintf("is %d; give 1 to %d, or 0 for Concurrency", cfg.BatchSize, contract.MaxClaimBatch)}
+	case cfg.LeaseFor < 0:
+		return cfg, negative("LeaseFor", cfg.LeaseFor)
+	case cfg.PollInterval < 0:
+		return cfg, negative("PollInterval", cfg.PollInterval)
+	case cfg.HeartbeatEvery < 0:
+		return cfg, negative("HeartbeatEvery", cfg.HeartbeatEvery)
+	case cfg.CompleteDelay < 0:
+		return cfg, negative("CompleteDelay", cfg.CompleteDelay)
+	case cfg.SettleTimeout < 0:
+		return cfg, negative("SettleTimeout", cfg.SettleTimeout)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = min(cfg.Concurrency, contract.MaxClaimBatch)
+	}
+	if cfg.LeaseFor == 0 {
+		cfg.LeaseFor = DefaultLeaseFor
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.HeartbeatEvery == 0 {
+		cfg.HeartbeatEvery = cfg.LeaseFor / 3
+	}
+	if cfg.HeartbeatEvery <= 0 || cfg.HeartbeatEvery >= cfg.LeaseFor {
+		return cfg, &contract.ValidationError{Field: "Config.HeartbeatEvery", Problem: fmt.Sprintf("is %v with LeaseFor %v; heartbeat well within the lease, e.g. a third of it", cfg.HeartbeatEvery, cfg.LeaseFor)}
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.ReapInterval == 0 {
+		cfg.ReapInterval = cfg.LeaseFor
+	}
+	if cfg.CompleteDelay == 0 {
+		cfg.CompleteDelay = DefaultCompleteDelay
+	}
+	if cfg.SettleTimeout == 0 {
+		cfg.SettleTimeout = DefaultSettleTimeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = contract.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Middleware = append([]Middleware(nil), cfg.Middleware...)
+	return cfg, nil
+}

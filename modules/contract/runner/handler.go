@@ -1,0 +1,48 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// Handler does the work of one claimed item. Returning nil completes the
+// item; returning an error fails it, and the queue's policy decides
+// whether it is retried or dead-lettered (wrap the error with
+// policy.Permanent to dead-letter it at once). A panic counts as an error.
+//
+// The runner owns the lease: it heartbeats it while the handler runs and
+// settles it afterwards, so a handler never calls Complete, Fail or
+// Heartbeat itself. The lease's Token is the one the claim issued; the
+// runner settles with the latest one. ctx is cancelled when the lease is
+// lost (the cause is the *contract.LeaseLostError) or when a shutdown's
+// grace period runs out (the cause is ErrGraceExpired); a handler should
+// return promptly then.
+type Handler func(ctx context.Context, lease contract.Lease) error
+
+// Middleware wraps a handler, for example in a tracing span or with a
+// timeout. queue is the queue the runner works on.
+type Middleware func(queue string, next Handler) Handler
+
+// ErrGraceExpired is the cause of a handler context cancelled because the
+// runner was stopped and the grace period ran out.
+var ErrGraceExpired = errors.New("runner: stopped, and the grace period ended before the handler returned")
+
+// PanicError is what a handler's panic becomes: the item is failed with it,
+// so the panic value reaches the item's LastError.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack []byte // the panicking goroutine's stack, for logs
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("runner: handler panicked: %v", e.Value)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

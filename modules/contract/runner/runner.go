@@ -1,0 +1,397 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// Runner claims items from one queue and runs a Handler on each. Build it
+// with New; a Runner runs once at a time (Run may be called again after it
+// returned).
+type Runner struct {
+	q       contract.WorkQueue
+	handler Handler
+	cfg     Config
+	running atomic.Bool
+}
+
+// New returns a runner for q. It checks cfg and returns a
+// *contract.ValidationError for a value it cannot use.
+func New(q contract.WorkQueue, h Handler, cfg Config) (*Runner, error) {
+	if q == nil {
+		return nil, &contract.ValidationError{Field: "q", Problem: "is nil; pass the WorkQueue to work on"}
+	}
+	if h == nil {
+		return nil, &contract.ValidationError{Field: "h", Problem: "is nil; pass the Handler that does the work"}
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
+		if cfg.Middleware[i] == nil {
+			return nil, &contract.ValidationError{Field: fmt.Sprintf("Config.Middleware[%d]", i), Problem: "is nil"}
+		}
+		h = cfg.Middleware[i](cfg.Queue, h)
+	}
+	return &Runner{q: q, handler: h, cfg: cfg}, nil
+}
+
+// Config returns the runner's configuration with the defaults filled in.
+func (r *Runner) Config() Config { return r.cfg }
+
+// Run works until ctx is cancelled, then shuts down gracefully and returns
+// nil. It returns an error at once only if the runner is already running.
+//
+// While running it keeps up to Concurrency handlers busy: it claims as
+// many items as there are free slots (at most BatchSize per claim), as
+// soon as the queue wakes it (when the queue is a contract.Waker) and every
+// PollInterval regardless. Each running item's lease is heartbeated every
+// HeartbeatEvery. Handlers that return nil are completed in batches;
+// handlers that return an error or panic are failed with it.
+//
+// When ctx is cancelled Run stops claiming and gives running handlers
+// Grace to finish; then it cancels their contexts and waits for them to
+// return. Whatever a handler returns is settled as usual, so an item whose
+// handler gave up on the cancelled context is failed back to the queue,
+// never dropped. Pending completes are flushed before Run returns. These
+// settles use a context detached from ctx, bounded by SettleTimeout.
+func (r *Runner) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("runner: Run called while the runner is already running")
+	}
+	defer r.running.Store(false)
+
+	cfg := r.cfg
+	detached := context.WithoutCancel(ctx)
+	handlerCtx, stopHandlers := context.WithCancelCause(detached)
+	defer stopHandlers(nil)
+	l := &loop{
+		r:         r,
+		cfg:       cfg,
+		log:       cfg.Logger.With("queue", cfg.Queue, "worker", cfg.Worker),
+		detached:  detached,
+		finished:  make(chan struct{}, cfg.Concurrency),
+		completes: make(chan contract.Lease, completeBatch(cfg)),
+	}
+
+	var wake <-chan struct{}
+	if w, ok := r.q.(contract.Waker); ok {
+		ch, unsubscribe := w.Subscribe(cfg.Queue)
+		defer unsubscribe()
+		wake = ch
+	}
+
+	var background sync.WaitGroup
+	background.Go(l.completeLoop)
+	reapCtx, stopReaping := context.WithCancel(ctx)
+	defer stopReaping()
+	if cfg.ReapInterval > 0 {
+		background.Go(func() { l.reapLoop(reapCtx) })
+	}
+
+	l.claimLoop(ctx, handlerCtx, wake)
+
+	stopReaping()
+	l.drain(stopHandlers)
+	close(l.completes)
+	background.Wait()
+	return nil
+}
+
+// loop is the state of one Run.
+type loop struct {
+	r        *Runner
+	cfg      Config
+	log      *slog.Logger
+	detached context.Context // Run's context without its cancellation, for settles
+
+	inflight  int           // handlers running; touched by the claim goroutine only
+	finished  chan struct{} // one value per handler that returned
+	completes chan contract.Lease
+}
+
+// completeBatch is the most leases one Complete call carries.
+func completeBatch(cfg Config) int {
+	return min(max(cfg.Concurrency, cfg.BatchSize), contract.MaxClaimBatch)
+}
+
+func (l *loop) report(err error, msg string, args ...any) {
+	l.log.Error(msg, append(args, "err", err)...)
+	if l.cfg.OnError != nil {
+		l.cfg.OnError(err)
+	}
+}
+
+// claimLoop claims and starts handlers until ctx is cancelled.
+func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) {
+	poll := time.NewTicker(l.cfg.PollInterval)
+	defer poll.Stop()
+	more := true // work may be waiting
+	for ctx.Err() == nil {
+		if more && l.inflight < l.cfg.Concurrency {
+			n := min(l.cfg.BatchSize, l.cfg.Concurrency-l.inflight)
+			leases, err := l.r.q.Claim(ctx, contract.ClaimRequest{
+				Queue: l.cfg.Queue, Worker: l.cfg.Worker, LeaseFor: l.cfg.LeaseFor, Max: n,
+			})
+			// Leases that come with an error (a claim-check wrapper
+			// reporting one broken item) are still ours to run.
+			for _, lease := range leases {
+				l.start(handlerCtx, lease)
+			}
+			switch {
+			case err == nil:
+				more = len(leases) == n
+			case errors.Is(err, contract.ErrEmpty), ctx.Err() != nil:
+				more = false
+			default:
+				more = false // retry on the next poll or wake
+				l.report(err, "claim failed", "claimed", len(leases))
+			}
+			if more && l.inflight < l.cfg.Concurrency {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-l.finished:
+			l.inflight--
+		case <-wake:
+			more = true
+		case <-poll.C:
+			more = true
+		}
+	}
+}
+
+// drain waits for the running handlers, cancelling them when the grace
+// period ends.
+func (l *loop) drain(stopHandlers context.CancelCauseFunc) {
+	if l.inflight == 0 {
+		return
+	}
+	var expired <-chan time.Time
+	if l.cfg.Grace > 0 {
+		t := time.NewTimer(l.cfg.Grace)
+		defer t.Stop()
+		expired = t.C
+	} else {
+		stopHandlers(ErrGraceExpired)
+	}
+	l.log.Info("stopping: waiting for running handlers", "running", l.inflight, "grace", l.cfg.Grace)
+	for l.inflight > 0 {
+		select {
+		case <-l.finished:
+			l.inflight--
+		case <-expired:
+			expired = nil
+			l.log.Warn("grace period over: cancelling running handlers", "running", l.inflight)
+			stopHandlers(ErrGraceExpired)
+		}
+	}
+}
+
+func (l *loop) start(parent context.Context, lease contract.Lease) {
+	l.inflight++
+	go func() {
+		defer func() { l.finished <- struct{}{} }()
+		l.process(parent, lease)
+	}()
+}
+
+// held is a running item's current lease, which heartbeats replace.
+type held struct {
+	mu    sync.Mutex
+	lease contract.Lease
+	lost  bool
+}
+
+func (h *held) get() (contract.Lease, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease, h.lost
+}
+
+// process runs the handler on one lease, heartbeating meanwhile, and
+// settles the outcome.
+func (l *loop) process(parent context.Context, lease contract.Lease) {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	h := &held{lease: lease}
+	stop := make(chan struct{})
+	var beating sync.WaitGroup
+	beating.Go(func() { l.heartbeat(h, stop, cancel) })
+
+	err := l.call(ctx, lease)
+
+	// Stop heartbeating before reading the lease, so the settle presents
+	// the last token a heartbeat obtained.
+	close(stop)
+	beating.Wait()
+	current, lost := h.get()
+	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
+	if lost {
+		log.Warn("lease lost while the handler ran; the item is someone else's now", "handler_err", err)
+		return
+	}
+	if err == nil {
+		l.completes <- current
+		return
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		log.Error("handler panicked", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
+	sctx, scancel := context.WithTimeout(l.detached, l.cfg.SettleTimeout)
+	defer scancel()
+	dec, ferr := l.r.q.Fail(sctx, current, err)
+	if ferr != nil {
+		l.report(ferr, "fail failed; the lease will expire and be reaped", "tenant", lease.Item.Tenant, "id", lease.Item.ID)
+		return
+	}
+	log.Info("handler failed", "handler_err", err, "retry", dec.Retry, "at", dec.At, "reason", dec.Reason)
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (l *loop) call(ctx context.Context, lease contract.Lease) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return l.r.handler(ctx, lease)
+}
+
+// heartbeat extends h's lease every HeartbeatEvery until stop is closed.
+// It goes on after the handler's context is cancelled: a handler that is
+// slow to return still holds its item, and letting the lease lapse would
+// hand the item to another worker while this one runs.
+func (l *loop) heartbeat(h *held, stop <-chan struct{}, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(l.cfg.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		cur, _ := h.get()
+		ctx, c := context.WithTimeout(l.detached, l.cfg.SettleTimeout)
+		next, err := l.r.q.Heartbeat(ctx, cur, l.cfg.LeaseFor)
+		c()
+		if err == nil {
+			h.mu.Lock()
+			h.lease = next
+			h.mu.Unlock()
+			continue
+		}
+		if lost, ok := errors.AsType[*contract.LeaseLostError](err); ok {
+			h.mu.Lock()
+			h.lost = true
+			h.mu.Unlock()
+			cancel(lost)
+			return
+		}
+		l.report(err, "heartbeat failed", "tenant", cur.Item.Tenant, "id", cur.Item.ID)
+		// Past its expiry the lease may be reaped and given to another
+		// worker at any moment; stop the handler rather than run twice.
+		if !l.cfg.Clock.Now().Before(cur.ExpiresAt) {
+			cancel(fmt.Errorf("runner: lease expired at %v after heartbeats failed: %w", cur.ExpiresAt, contract.ErrLeaseExpired))
+		}
+	}
+}
+
+// completeLoop completes finished leases in batches until l.completes is
+// closed, then flushes what is left.
+func (l *loop) completeLoop() {
+	size := completeBatch(l.cfg)
+	batch := make([]contract.Lease, 0, size)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var due <-chan time.Time
+	flush := func() {
+		if len(batch) > 0 {
+			l.complete(batch)
+			batch = make([]contract.Lease, 0, size)
+		}
+		timer.Stop()
+		due = nil
+	}
+	for {
+		select {
+		case lease, ok := <-l.completes:
+			if !ok {
+				flush()
+				return
+			}
+			batch = append(batch, lease)
+			if len(batch) >= size {
+				flush()
+			} else if due == nil {
+				timer.Reset(l.cfg.CompleteDelay)
+				due = timer.C
+			}
+		case <-due:
+			due = nil
+			flush()
+		}
+	}
+}
+
+// completeRetries are the waits before retrying a Complete that failed
+// with a retryable error; after them the leases are left to expire, and
+// their items will be run again.
+var completeRetries = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond}
+
+func (l *loop) complete(batch []contract.Lease) {
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(l.detached, l.cfg.SettleTimeout)
+		err := l.r.q.Complete(ctx, batch...)
+		cancel()
+		if err == nil {
+			return
+		}
+		// With a lost lease in the answer the others did complete (the
+		// contract settles each lease on its own): never retry that.
+		if _, lost := errors.AsType[*contract.LeaseLostError](err); lost {
+			l.report(err, "complete: some leases were lost before their items completed; those items will run again", "items", len(batch))
+			return
+		}
+		if !contract.Retryable(err) || try == len(completeRetries) {
+			l.report(err, "complete failed; the leases will expire and their items run again", "items", len(batch))
+			return
+		}
+		time.Sleep(completeRetries[try])
+	}
+}
+
+// reapLoop reaps the queue every ReapInterval until ctx is cancelled.
+func (l *loop) reapLoop(ctx context.Context) {
+	t := time.NewTicker(l.cfg.ReapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := l.r.q.Reap(ctx, l.cfg.Queue)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			l.report(err, "reap failed")
+		case n > 0:
+			l.log.Info("reaped expired leases", "reaped", n)
+		}
+	}
+}
