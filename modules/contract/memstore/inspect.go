@@ -77,8 +77,8 @@ func (s *Store) Tenants(ctx context.Context, queueName string) ([]contract.Tenan
 	return out, nil
 }
 
-// Rotation returns the queue's tenants in turn order and its last n turns.
-// Tenants whose items are all delayed are listed at the place they keep.
+// Rotation returns the queue's tenants with queued work, next to be served
+// first, and its last n turns.
 func (s *Store) Rotation(ctx context.Context, queueName string, n int) (contract.Rotation, error) {
 	name := contract.QueueName(queueName)
 	if err := contract.ValidateName("queue", name); err != nil {
@@ -96,11 +96,22 @@ func (s *Store) Rotation(ctx context.Context, queueName string, n int) (contract
 	if q == nil {
 		return out, nil
 	}
-	var placed []*tenantQueue
-	q.due.Ascend(nil, func(_ int64, tq *tenantQueue) bool { placed = append(placed, tq); return true })
-	q.waiting.Ascend(nil, func(_ waitKey, tq *tenantQueue) bool { placed = append(placed, tq); return true })
-	slices.SortFunc(placed, func(a, b *tenantQueue) int { return cmpInt64(a.stamp, b.stamp) })
-	for _, tq := range placed {
+	// Tenants with a due item come first, in turn order, so Order[0] is
+	// served next; those whose items are all delayed follow in the order
+	// their items fall due.
+	now := s.clock.Now()
+	var due, later []*tenantQueue
+	q.due.Ascend(nil, func(_ int64, tq *tenantQueue) bool { due = append(due, tq); return true })
+	q.waiting.Ascend(nil, func(k waitKey, tq *tenantQueue) bool {
+		if k.at.After(now) {
+			later = append(later, tq)
+		} else {
+			due = append(due, tq)
+		}
+		return true
+	})
+	slices.SortFunc(due, func(a, b *tenantQueue) int { return cmpInt64(a.stamp, b.stamp) })
+	for _, tq := range append(due, later...) {
 		out.Order = append(out.Order, tq.name)
 	}
 	out.Recent = append(out.Recent, q.lastTurns(n)...)

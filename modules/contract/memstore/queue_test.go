@@ -73,6 +73,10 @@ func TestRotationOrder(t *testing.T) {
 	enqueue(t, s, contract.Item{Tenant: "d", ID: "0"})
 	// e has only a delayed item: it takes its place but is skipped.
 	enqueue(t, s, contract.Item{Tenant: "e", ID: "0", NotBefore: clock.Now().Add(time.Minute)})
+	rot, _ = s.Rotation(t.Context(), "", 0)
+	if want := []string{"b", "c", "a", "d", "e"}; !slices.Equal(rot.Order, want) {
+		t.Fatalf("rotation order %v, want %v", rot.Order, want)
+	}
 	got = tenantsOf(claim(t, s, 10))
 	if want := []string{"b", "c", "a", "d", "b", "c"}; !slices.Equal(got, want) {
 		t.Fatalf("second claim served %v, want %v", got, want)
@@ -96,8 +100,14 @@ func TestDelayedTenantKeepsItsPlace(t *testing.T) {
 	if got := tenantsOf(claim(t, s, 2)); !slices.Equal(got, []string{"x", "y"}) {
 		t.Fatalf("served %v", got)
 	}
+	if rot, _ := s.Rotation(t.Context(), "", 0); !slices.Equal(rot.Order, []string{"x", "y", "late"}) {
+		t.Fatalf("rotation order before the delay %v", rot.Order)
+	}
 	clock.Advance(time.Second)
 	// late never got a turn, so it is ahead of x and y, who were served.
+	if rot, _ := s.Rotation(t.Context(), "", 0); !slices.Equal(rot.Order, []string{"late", "x", "y"}) {
+		t.Fatalf("rotation order after the delay %v", rot.Order)
+	}
 	if got := tenantsOf(claim(t, s, 3)); !slices.Equal(got, []string{"late", "x", "y"}) {
 		t.Fatalf("served %v", got)
 	}
