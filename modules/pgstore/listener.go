@@ -295,6 +295,9 @@ func (l *Listener) Stats() ListenerStats {
 
 func (l *Listener) loop(ctx context.Context, first chan<- error) {
 	defer close(l.done)
+	// failures counts consecutive attempts that failed to connect or whose
+	// connection broke soon after: the first reconnect after a connection
+	// that lived is immediate, a flapping server gets the backoff.
 	failures := 0
 	for {
 		conn, err := l.connect(ctx)
@@ -309,9 +312,11 @@ func (l *Listener) loop(ctx context.Context, first chan<- error) {
 			failures++
 			continue
 		}
-		failures = 0
-		err = l.receive(ctx, conn, first)
-		first = nil
+		connectedAt := time.Now()
+		ready, err := l.receive(ctx, conn, first)
+		if ready {
+			first = nil
+		}
 		l.connected.Store(false)
 		l.pid.Store(0)
 		l.mu.Lock()
@@ -325,8 +330,19 @@ func (l *Listener) loop(ctx context.Context, first chan<- error) {
 		if ctx.Err() != nil || err == nil {
 			return
 		}
-		// The connection broke: reconnect at once; the backoff applies
-		// only to attempts that fail.
+		if first != nil {
+			// The first connection broke before it was ready: Start fails.
+			first <- &contract.QueueUnavailableError{Err: err}
+			return
+		}
+		if time.Since(connectedAt) >= l.settings.MaxBackoff {
+			failures = 0
+			continue
+		}
+		if failures > 0 && !sleep(ctx, l.backoff(failures-1)) {
+			return
+		}
+		failures++
 	}
 }
 
@@ -360,8 +376,9 @@ func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
 }
 
 // receive LISTENs what is wanted and dispatches notifications until the
-// connection breaks (an error) or ctx ends (nil).
-func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- error) error {
+// connection breaks (an error) or ctx ends (nil). ready reports whether
+// it got as far as waiting for notifications.
+func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- error) (ready bool, err error) {
 	reconnected := first == nil
 	for {
 		l.mu.Lock()
@@ -383,9 +400,9 @@ func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- err
 			for _, c := range missing {
 				if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{c}.Sanitize()); err != nil {
 					if ctx.Err() != nil {
-						return nil
+						return ready, nil
 					}
-					return err
+					return ready, err
 				}
 			}
 			l.mu.Lock()
@@ -399,7 +416,8 @@ func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- err
 		}
 
 		// Every channel is listened: the loop is ready.
-		if !l.connected.Load() {
+		if !ready {
+			ready = true
 			l.connected.Store(true)
 			l.pid.Store(conn.PgConn().PID())
 			if first != nil {
@@ -419,11 +437,11 @@ func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- err
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return ready, nil
 		case err != nil && wctx.Err() != nil && !conn.IsClosed():
 			continue // interrupted to LISTEN a new channel
 		case err != nil:
-			return err
+			return ready, err
 		}
 		l.received.Add(1)
 		l.dispatch(Notification{Channel: n.Channel, Payload: n.Payload})

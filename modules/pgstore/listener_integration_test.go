@@ -128,28 +128,21 @@ func TestListenerSlowSubscriberDrops(t *testing.T) {
 	if err := l.Listen(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
+	// One at a time: the reading subscriber gets each before the next is
+	// sent, while the other's buffer fills and then overflows.
 	const sent = 20
-	got := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for got < sent {
-			select {
-			case <-fast:
-				got++
-			case <-time.After(5 * time.Second):
-				return
-			}
-		}
-	}()
 	for i := range sent {
 		if err := pgstore.Notify(ctx, d.pool, ch, fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	<-done
-	if got != sent {
-		t.Fatalf("the reading subscriber got %d of %d while another did not read", got, sent)
+		select {
+		case n := <-fast:
+			if n.Payload != fmt.Sprint(i) {
+				t.Fatalf("reading subscriber got %q, want %d", n.Payload, i)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("notification %d did not reach the reading subscriber while another did not read", i)
+		}
 	}
 	if len(slow) != 2 {
 		t.Errorf("the slow subscriber holds %d, want its buffer of 2", len(slow))
