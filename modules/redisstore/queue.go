@@ -203,9 +203,8 @@ func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) (
 	return out, nil
 }
 
-// Heartbeat extends a live lease to now+extend under a new token. A
-// heartbeat whose reply was lost and is retried reports *LeaseLostError
-// (the first one moved the token); the lease then lapses and is reaped.
+// Heartbeat extends a live lease to now+extend under a new token. A retry
+// of a heartbeat whose reply was lost gets the token the first try set.
 func (q *RedisWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
 	if err := contract.ValidateLease(l); err != nil {
 		return contract.Lease{}, err
@@ -218,7 +217,7 @@ func (q *RedisWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend
 	now := q.clock.Now()
 	exp := now.Add(extend)
 	res, err := q.run(ctx, scriptHeartbeat, prefix, prefix, q.keys.ns, itemRef(l.Item.Tenant, l.Item.ID),
-		l.Token, nowMicros(now), nowMicros(exp), nanos(exp))
+		l.Token, nowMicros(now), nowMicros(exp), nanos(exp), nonce())
 	if err != nil {
 		return contract.Lease{}, err
 	}
@@ -283,11 +282,12 @@ func (q *RedisWorkQueue) Fail(ctx context.Context, l contract.Lease, cause error
 	prefix := q.keys.queue(name)
 	ref := itemRef(l.Item.Tenant, l.Item.ID)
 	attempts := l.Item.Attempts
+	id := nonce()
 	for range 4 {
 		now := q.clock.Now()
 		d := q.policy.Decide(attempts+1, cause, now)
 		res, err := q.run(ctx, scriptSettle, prefix, q.settleArgs(prefix, name, now,
-			settleEntry{ref: ref, token: l.Token, maxScore: "+inf", attempts: attempts, decision: d, cause: cause})...)
+			settleEntry{ref: ref, token: l.Token, maxScore: "+inf", attempts: attempts, decision: d, cause: cause, nonce: id})...)
 		if err != nil {
 			return policy.Decision{}, err
 		}
@@ -314,10 +314,11 @@ type settleEntry struct {
 	attempts int
 	decision policy.Decision
 	cause    error
+	nonce    string // "" for none (Reap: a retried scan finds nothing left to settle)
 }
 
 func (q *RedisWorkQueue) settleArgs(prefix, name string, now time.Time, entries ...settleEntry) []any {
-	args := make([]any, 0, 5+8*len(entries))
+	args := make([]any, 0, 5+9*len(entries))
 	args = append(args, prefix, q.keys.ns, nowMicros(now), nanos(now), wakeChannel(q.settings.Namespace, name))
 	for _, e := range entries {
 		retry, due, nb := "0", "", ""
@@ -330,7 +331,7 @@ func (q *RedisWorkQueue) settleArgs(prefix, name string, now time.Time, entries 
 			}
 			due = micros(at)
 		}
-		args = append(args, e.ref, e.token, e.maxScore, e.attempts, retry, due, nb, contract.ErrorText(e.cause))
+		args = append(args, e.ref, e.token, e.maxScore, e.attempts, retry, due, nb, contract.ErrorText(e.cause), e.nonce)
 	}
 	return args
 }

@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"math/rand/v2"
 	"strings"
@@ -86,6 +88,13 @@ func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
 		}
 		delay = min(delay*2, r.budget.MaxDelay)
 	}
+}
+
+// nonce returns 16 hex digits that identify one call across its retries.
+func nonce() string {
+	var b [8]byte
+	_, _ = crand.Read(b[:]) // never fails (crypto/rand panics rather than return short)
+	return hex.EncodeToString(b[:])
 }
 
 func stateUnavailable(err error) error {

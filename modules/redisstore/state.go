@@ -91,9 +91,9 @@ func (s *RedisStateStore) GetRun(ctx context.Context, tenant, id string) (*contr
 	return decodeRun(tenant, id, vals)
 }
 
-// PutRun writes the run's Session, Status and Data, version-checked.
-// A retried put whose first reply was lost may report a
-// *contract.StateConflictError for a write that landed; re-read the run.
+// PutRun writes the run's Session, Status and Data, version-checked. Each
+// call carries a nonce, so a retry of a put whose reply was lost returns
+// the run it wrote rather than a conflict with itself.
 func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contra
 	now := s.clock.Now()
 	res, err := s.run(ctx, scriptStatePut,
 		[]string{k.run(run.ID), k.meta(run.ID), k.index(), k.seq()},
-		k.prefix, run.Version, run.ID, run.Session, run.Status, []byte(run.Data), now.UnixNano())
+		k.prefix, run.Version, run.ID, run.Session, run.Status, []byte(run.Data), now.UnixNano(), nonce())
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,9 @@ func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contra
 	return decodeRun(run.Tenant, run.ID, vals[1:])
 }
 
-// PatchRun adds the patch's counters and sets its status when given.
+// PatchRun adds the patch's counters and sets its status when given. Each
+// call carries a nonce the run remembers (the last 16), so a retry of a
+// patch whose reply was lost is not added twice.
 func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
 	if err := validateTenantID("tenant", "id", tenant, id); err != nil {
 		return nil, err
@@ -133,7 +135,7 @@ func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch
 	k := newStateKeys(s.settings.Namespace, tenant)
 	c := patch.Counters
 	res, err := s.run(ctx, scriptStatePatch, []string{k.run(id), k.meta(id)},
-		c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, patch.Status, s.clock.Now().UnixNano())
+		c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, patch.Status, s.clock.Now().UnixNano(), nonce())
 	if err != nil {
 		return nil, err
 	}

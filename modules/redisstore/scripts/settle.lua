@@ -6,19 +6,22 @@
 -- ARGV[3] now (us)   ARGV[4] now (ns)   ARGV[5] wake channel
 -- then per lease: ref, token, highest lease score accepted ('+inf' for
 -- Fail), attempts the decision assumed, retry ('1' or '0'), due (us),
--- not-before (ns), error text
+-- not-before (ns), error text, nonce of the call ('' for none: a retry of
+-- a settle that landed finds its nonce and reports it applied)
 -- Returns per lease: 1 applied, 0 lost, or -(stored attempts) when the
 -- decision assumed a different attempt count (nothing written; decide
 -- again).
 local now = tonumber(ARGV[3])
 local res = {}
 local wake = false
-for i = 6, #ARGV, 8 do
+for i = 6, #ARGV, 9 do
   local ref, tok, maxs = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local ik = kitem(ref)
-  local st = redis.call('HMGET', ik, 's', 'tok', 't', 'i', 'a')
+  local st = redis.call('HMGET', ik, 's', 'tok', 't', 'i', 'a', 'fn')
   local score = redis.call('ZSCORE', LEASES, ref)
-  if st[1] ~= 'l' or st[2] ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
+  if ARGV[i + 8] ~= '' and st[6] == ARGV[i + 8] then
+    res[#res + 1] = 1
+  elseif st[1] ~= 'l' or st[2] ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
     res[#res + 1] = 0
   elseif st[5] ~= ARGV[i + 3] then
     res[#res + 1] = -tonumber(st[5]) - 1
@@ -26,7 +29,7 @@ for i = 6, #ARGV, 8 do
     local t = st[3]
     redis.call('ZREM', LEASES, ref)
     redis.call('HINCRBY', ik, 'a', 1)
-    redis.call('HSET', ik, 'e', ARGV[i + 7], 'tok', 0, 'w', '', 'x', '', 'xn', '')
+    redis.call('HSET', ik, 'e', ARGV[i + 7], 'tok', 0, 'w', '', 'x', '', 'xn', '', 'fn', ARGV[i + 8])
     if ARGV[i + 4] == '1' then
       redis.call('HSET', ik, 'nb', ARGV[i + 6])
       push(t, st[4], ik, ARGV[i + 5], now)

@@ -1,0 +1,83 @@
+//go:build integration
+
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/redisstore/internal/redistest"
+)
+
+// TestRetriedScriptsApplyOnce sends the same call twice, as a retry after a
+// lost reply does, and checks that the second lands as a replay: counters
+// added once, the put not refused as a conflict with itself, the
+// heartbeat's token handed back, the fail not reported as lost.
+func TestRetriedScriptsApplyOnce(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	ns := redistest.Namespace(t, client)
+	clock := contracttest.NewFakeClock(time.Time{})
+	st, _ := NewState(client, clock, Settings{Namespace: ns})
+	q, _ := NewQueue(client, clock, Settings{Namespace: ns})
+	defer q.Close()
+	k := newStateKeys(ns, "acme")
+	now := clock.Now().UnixNano()
+
+	put := func(version int64, id string) (any, error) {
+		return st.run(ctx, scriptStatePut, []string{k.run("r"), k.meta("r"), k.index(), k.seq()},
+			k.prefix, version, "r", "", "", []byte(`{}`), now, id)
+	}
+	if _, err := put(0, "put-nonce-00001"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := put(0, "put-nonce-00001")
+	if vals, _ := res.([]any); err != nil || len(vals) < 2 || vals[0] != int64(1) {
+		t.Errorf("replayed create: %v, %v; want success", res, err)
+	}
+	for range 2 {
+		if _, err := st.run(ctx, scriptStatePatch, []string{k.run("r"), k.meta("r")}, 5, 0, 0, 1, 0, "", now, "0123456789abcdef"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := st.GetRun(ctx, "acme", "r")
+	if err != nil || r.Counters.InputTokens != 5 || r.Counters.Iterations != 1 || r.Version != 2 {
+		t.Errorf("after a patch and its replay: %+v, %v; want the deltas once, version 2", r, err)
+	}
+
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "i"}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := q.keys.queue("default")
+	hb := func() (any, error) {
+		exp := clock.Now().Add(time.Minute)
+		return q.run(ctx, scriptHeartbeat, prefix, prefix, q.keys.ns, itemRef("acme", "i"), ls[0].Token,
+			nowMicros(clock.Now()), nowMicros(exp), nanos(exp), "hb-nonce")
+	}
+	first, err1 := hb()
+	second, err2 := hb()
+	if err1 != nil || err2 != nil || first != second || first.(int64) <= ls[0].Token {
+		t.Errorf("heartbeat and its replay: %v %v / %v %v; want the same new token", first, err1, second, err2)
+	}
+	l := ls[0]
+	l.Token = first.(int64)
+	entry := settleEntry{ref: itemRef("acme", "i"), token: l.Token, maxScore: "+inf", decision: q.policy.Decide(1, errors.New("x"), clock.Now()), cause: errors.New("x"), nonce: "fail-nonce"}
+	for i := range 2 {
+		res, err := q.run(ctx, scriptSettle, prefix, q.settleArgs(prefix, "default", clock.Now(), entry)...)
+		if r, _ := res.([]any); err != nil || len(r) != 1 || r[0] != int64(1) {
+			t.Errorf("fail try %d: %v, %v; want applied", i+1, res, err)
+		}
+	}
+	info, err := q.Item(ctx, contract.ItemKey{Tenant: "acme", ID: "i"})
+	if err != nil || info.Item.Attempts != 1 {
+		t.Errorf("after a fail and its replay: %+v, %v; want one attempt", info.Item, err)
+	}
+}
