@@ -31,8 +31,11 @@
 // has a due item. A tenant whose items are all delayed keeps its place; a
 // tenant that newly gets work joins at the back. Leases carry fencing
 // tokens from a store-wide counter, so no token is ever issued twice; a
-// heartbeat issues a new one. Expired leases wait for [Store.Reap], which
-// hands them to the policy like a failure with contract.ErrLeaseExpired.
+// heartbeat issues a new one. A lease is live until its ExpiresAt: from
+// that instant a heartbeat is refused and [Store.Reap] hands the lease to
+// the policy like a failure with contract.ErrLeaseExpired, so a heartbeat
+// and a reap at the same instant never both win. Until the reap, Complete
+// and Fail with the lease's token still succeed: nobody else holds it.
 //
 // One mutex guards the store. Every operation is O(log n) in the items,
 // runs and tenants involved (balanced trees index the ready items, the

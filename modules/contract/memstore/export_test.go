@@ -23,6 +23,7 @@ var mutationNames = map[string]mutation{
 	"requeue-ignores-error":   mutRequeueIgnoresError,
 	"dead-paging-repeats":     mutDeadPagingRepeats,
 	"ignore-context":          mutIgnoreContext,
+	"delayed-loses-place":     mutDelayedLosesPlace,
 }
 
 // NewMutant returns a store carrying the deliberate faults named in

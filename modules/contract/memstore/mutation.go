@@ -27,6 +27,7 @@ const (
 	mutRequeueIgnoresError                       // Requeue drops the ErrorContains part of its filter
 	mutDeadPagingRepeats                         // a dead-letter page's cursor points one before its last item
 	mutIgnoreContext                             // calls go ahead with a cancelled context
+	mutDelayedLosesPlace                         // a tenant whose items were all delayed rejoins at the back when one falls due
 )
 
 func (m mutation) has(f mutation) bool { return m&f != 0 }
@@ -66,7 +67,7 @@ func (s *Store) claimRacy(ctx context.Context, req contract.ClaimRequest) ([]con
 	q := s.queues[contract.QueueName(req.Queue)]
 	var tq *tenantQueue
 	if q != nil {
-		tq = q.next(s.clock.Now())
+		tq = q.next(s.clock.Now(), s.mutations)
 	}
 	if tq == nil {
 		s.mu.Unlock()

@@ -77,7 +77,7 @@ func (s *Store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 	now := s.clock.Now()
 	var out []contract.Lease
 	for len(out) < req.Max {
-		tq := q.next(now)
+		tq := q.next(now, s.mutations)
 		if tq == nil {
 			break
 		}

@@ -20,7 +20,7 @@ func newQueue(t *testing.T, opts ...memstore.Option) (*memstore.Store, *contract
 	t.Helper()
 	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
 	opts = append([]memstore.Option{memstore.WithPolicy(policy.Policy{MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: policy.Fixed(1)})}, opts...)
-	return memstore.New(clock, opts...), clock
+	return newStore(t, clock, opts...), clock
 }
 
 func enqueue(t *testing.T, s *memstore.Store, items ...contract.Item) {

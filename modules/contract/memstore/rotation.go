@@ -176,13 +176,17 @@ func (q *queue) place(tq *tenantQueue, now time.Time) {
 }
 
 // next returns the tenant whose turn it is among those with a due item.
-func (q *queue) next(now time.Time) *tenantQueue {
+func (q *queue) next(now time.Time, mutated mutation) *tenantQueue {
 	for {
 		k, tq, ok := q.waiting.Min()
 		if !ok || k.at.After(now) {
 			break
 		}
 		q.unplace(tq)
+		if mutated&mutDelayedLosesPlace != 0 {
+			q.turn++
+			tq.stamp = q.turn
+		}
 		q.place(tq, now)
 	}
 	for {
