@@ -154,7 +154,7 @@ func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) 
 				more = false
 			default:
 				more = false // retry on the next poll or wake
-				l.report(err, "claim failed", "claimed", len(leases))
+				l.report(err, "claim returned an error", "claimed", len(leases))
 			}
 			if more && l.inflight < l.cfg.Concurrency {
 				continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/claimcheck"
 	"github.com/adkit/adk/modules/contract/runner"
 )
 
@@ -578,5 +579,122 @@ func TestRunRefusesSecondConcurrentRun(t *testing.T) {
 	cancel()
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("Run after the first returned: %v", err)
+	}
+}
+
+// When heartbeats keep failing and the clock passes the lease's expiry,
+// the handler is stopped (cause ErrLeaseExpired) rather than left running
+// while a reaper may hand its item to another worker.
+func TestExpiredLeaseStopsHandlerWhenHeartbeatsFail(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	c, q := wrapCounting(store)
+	unavailable := &contract.QueueUnavailableError{Err: errors.New("connection refused")}
+	c.heartbeatFn = func(context.Context, contract.Lease, time.Duration) (contract.Lease, error) {
+		return contract.Lease{}, unavailable
+	}
+	if err := store.Enqueue(context.Background(), item("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{})
+	causes := make(chan error, 1)
+	var reported atomic.Int64
+	cfg := fastConfig(clock)
+	cfg.OnError = func(err error) {
+		if errors.Is(err, unavailable) {
+			reported.Add(1)
+		}
+	}
+	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
+		close(entered)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, r)
+	<-entered
+	waitFor(t, "a failed heartbeat to be reported", func() bool { return reported.Load() > 0 })
+	select {
+	case cause := <-causes:
+		t.Fatalf("handler stopped before its lease expired: %v", cause)
+	default:
+	}
+	clock.Advance(31 * time.Second)
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, contract.ErrLeaseExpired) {
+			t.Fatalf("cause = %v; want ErrLeaseExpired", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler was not stopped after its lease expired")
+	}
+	// The lease was never reaped, so the runner can still fail it back.
+	waitFor(t, "the item to be failed back", func() bool {
+		info, ok := itemInfo(t, store, "a", "1")
+		return ok && info.Item.State == contract.StateQueued && info.Item.Attempts == 1
+	})
+}
+
+// Over a claim-check wrapper the handler sees the restored payloads; an
+// item whose blob is gone goes to the dead letter and the rest run.
+func TestOverClaimCheck(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	blobs := claimcheck.NewMemory()
+	q := claimcheck.Wrap(store, blobs, 16)
+	big := func(s string) []byte { return []byte(strings.Repeat(s, 64)) }
+	ctx := context.Background()
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "lost", Payload: big("l")}); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := itemInfo(t, store, "a", "lost")
+	if err := blobs.Delete(ctx, "a", contract.Ref(info.Item.Metadata[claimcheck.MetadataKey])); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := q.Enqueue(ctx, contract.Item{Tenant: fmt.Sprint("t", i), ID: "ok", Payload: big(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bad atomic.Int64
+	var seen atomic.Int64
+	var missing atomic.Int64
+	cfg := fastConfig(clock)
+	cfg.Concurrency = 10
+	cfg.OnError = func(err error) {
+		if _, ok := errors.AsType[*claimcheck.MissingBlobError](err); ok {
+			missing.Add(1)
+		}
+	}
+	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
+		seen.Add(1)
+		if want := big(strings.TrimPrefix(l.Item.Tenant, "t")); string(l.Item.Payload) != string(want) {
+			bad.Add(1)
+		}
+		return nil
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, r)
+	waitFor(t, "the intact items to complete", func() bool {
+		stats, _ := store.Tenants(ctx, contract.DefaultQueue)
+		var live int64
+		for _, st := range stats {
+			live += st.Ready + st.Later + st.Leased
+		}
+		return live == 0 && blobs.Len() == 0
+	})
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if seen.Load() != 5 || bad.Load() != 0 || missing.Load() != 1 {
+		t.Fatalf("handled %d (%d with a wrong payload), %d missing blobs reported; want 5, 0, 1", seen.Load(), bad.Load(), missing.Load())
+	}
+	if info, _ := itemInfo(t, store, "a", "lost"); info.Item.State != contract.StateDead {
+		t.Fatalf("the item with the missing blob is %s, want dead", info.Item.State)
 	}
 }
