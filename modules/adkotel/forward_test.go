@@ -119,3 +119,19 @@ func TestSystemDetection(t *testing.T) {
 		})
 	}
 }
+
+func TestWrapNilPanics(t *testing.T) {
+	for name, wrap := range map[string]func(){
+		"queue": func() { adkotel.WrapQueue(nil) },
+		"state": func() { adkotel.WrapState(nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if v := recover(); v == nil {
+					t.Errorf("wrapping nil did not panic")
+				}
+			}()
+			wrap()
+		})
+	}
+}

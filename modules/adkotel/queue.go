@@ -51,7 +51,12 @@ type queue struct {
 // messaging.system is the [WithSystem] value; without it, the Health of
 // q's Inspector is read once, here, with a short timeout, and its Backing
 // used ([SystemADK] when q has no Inspector or the call fails).
+//
+// It panics when q is nil: that is a wiring mistake, not a runtime state.
 func WrapQueue(q contract.WorkQueue, opts ...Option) contract.WorkQueue {
+	if q == nil {
+		panic("adkotel: WrapQueue needs a queue, got nil")
+	}
 	cfg := newConfig(opts)
 	system := cfg.system
 	if system == "" {

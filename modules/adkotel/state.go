@@ -37,8 +37,11 @@ type state struct {
 // list_session_runs, delete_run) and timed in the adk.state.duration
 // histogram. Spans carry db.operation.name, adk.tenant and adk.run.id,
 // and adk.run.version after a write. ErrNotFound from GetRun is an answer,
-// not an error; a *contract.StateConflictError is.
+// not an error; a *contract.StateConflictError is. It panics when s is nil.
 func WrapState(s contract.StateStore, opts ...Option) contract.StateStore {
+	if s == nil {
+		panic("adkotel: WrapState needs a store, got nil")
+	}
 	cfg := newConfig(opts)
 	m := cfg.meter()
 	h, err := m.Float64Histogram(MetricStateDuration,
