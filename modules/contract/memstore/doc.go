@@ -39,7 +39,9 @@
 //
 // One mutex guards the store. Every operation is O(log n) in the items,
 // runs and tenants involved (balanced trees index the ready items, the
-// rotation, the leases by expiry and the dead letters), apart from the
-// Inspector's per-tenant counts and the dead-letter filters, which scan
-// what they report on.
+// rotation, the leases by expiry and the dead letters), apart from
+// Tenants' search for each tenant's oldest due item and the tenant and
+// error filters of the dead-letter calls, which scan what they report on.
+// A small record of every queue and tenant seen is kept for the life of
+// the store, so that Served counts survive a tenant running dry.
 package memstore
