@@ -33,20 +33,34 @@ const (
 type fixture struct {
 	t     *testing.T
 	clock *contracttest.FakeClock
-	store *memstore.Store
+	store *memstore.Store // set only on memstore fixtures
+	q     contract.WorkQueue
+	insp  contract.Inspector
 	srv   *Server
 	http  *httptest.Server
 }
 
+// fixturePolicy retries at once (full backoff of 1s, the clock moves 7s)
+// and dead-letters on the third failure.
+var fixturePolicy = policy.Policy{MaxAttempts: 3, Jitter: policy.Fixed(1)}
+
 func newFixture(t *testing.T, token string) *fixture {
 	t.Helper()
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock, memstore.WithPolicy(policy.Policy{MaxAttempts: 3, Jitter: policy.Fixed(1)}))
-	f := &fixture{t: t, clock: clock, store: store}
+	store := memstore.New(clock, memstore.WithPolicy(fixturePolicy))
+	f := newFixtureOn(t, token, clock, "memory", store, store, store)
+	f.store = store
+	return f
+}
+
+// newFixtureOn seeds any backing and serves a dashboard over it.
+func newFixtureOn(t *testing.T, token string, clock *contracttest.FakeClock, name string, q contract.WorkQueue, insp contract.Inspector, state contract.StateStore) *fixture {
+	t.Helper()
+	f := &fixture{t: t, clock: clock, q: q, insp: insp}
 	f.seed()
 	srv, err := New(Config{
-		Queue: store, Inspector: store, State: store,
-		Backing: "memory", DSN: testDSN, Token: contract.Secret(token),
+		Queue: q, Inspector: insp, State: state,
+		Backing: name, DSN: testDSN, Token: contract.Secret(token),
 		Clock: clock, SampleEvery: time.Hour,
 	})
 	if err != nil {
@@ -79,30 +93,30 @@ func (f *fixture) seed() {
 		contract.Item{Tenant: "globex", ID: "poison-1", Payload: []byte("p1")},
 		contract.Item{Tenant: "globex", ID: "poison-2", Payload: []byte{0xff, 0x00, 0x01}},
 	)
-	f.must(f.store.Enqueue(ctx, items...))
+	f.must(f.q.Enqueue(ctx, items...))
 	// Claim everything once, then put most back, so Served counts and
 	// recent turns exist.
-	leases, err := f.store.Claim(ctx, contract.ClaimRequest{Worker: "w1", LeaseFor: time.Minute, Max: 1000})
+	leases, err := f.q.Claim(ctx, contract.ClaimRequest{Worker: "w1", LeaseFor: time.Minute, Max: 1000})
 	f.must(err)
 	var keep []contract.Lease
 	for _, l := range leases {
 		switch l.Item.ID {
 		case "evil":
-			_, err = f.store.Fail(ctx, l, policy.Permanent(errors.New(xss)))
+			_, err = f.q.Fail(ctx, l, policy.Permanent(errors.New(xss)))
 			f.must(err)
 		case "poison-1", "poison-2":
-			_, err = f.store.Fail(ctx, l, policy.Permanent(fmt.Errorf("bad input for %s", l.Item.ID)))
+			_, err = f.q.Fail(ctx, l, policy.Permanent(fmt.Errorf("bad input for %s", l.Item.ID)))
 			f.must(err)
 		case "acme-0", "globex-0", "n-000":
 			keep = append(keep, l) // stay leased
 		default:
-			_, err = f.store.Fail(ctx, l, errors.New("transient"))
+			_, err = f.q.Fail(ctx, l, errors.New("transient"))
 			f.must(err)
 		}
 	}
 	// One lease that expires and is not reaped.
 	f.clock.Advance(2 * time.Second)
-	short, err := f.store.Claim(ctx, contract.ClaimRequest{Worker: "w-short", LeaseFor: time.Second, Max: 1})
+	short, err := f.q.Claim(ctx, contract.ClaimRequest{Worker: "w-short", LeaseFor: time.Second, Max: 1})
 	f.must(err)
 	_ = short
 	f.clock.Advance(5 * time.Second) // retries are due again; the short lease is past expiry

@@ -18,8 +18,9 @@ import (
 	"github.com/adkit/adk/modules/dashboard/internal/view"
 )
 
-func TestOverviewPage(t *testing.T) {
-	f := newFixture(t, "")
+func TestOverviewPage(t *testing.T) { checkOverviewPage(t, newFixture(t, "")) }
+
+func checkOverviewPage(t *testing.T, f *fixture) {
 	f.srv.sampler.sample(t.Context())
 	f.clock.Advance(5e9)
 	f.srv.sampler.sample(t.Context())
@@ -42,8 +43,9 @@ func TestOverviewPage(t *testing.T) {
 	}
 }
 
-func TestTenantsPage(t *testing.T) {
-	f := newFixture(t, "")
+func TestTenantsPage(t *testing.T) { checkTenantsPage(t, newFixture(t, "")) }
+
+func checkTenantsPage(t *testing.T, f *fixture) {
 	doc := f.page(nil, "/tenants", http.StatusOK)
 	if n := testids(doc, "tenant-row").Length(); n != 3 {
 		t.Errorf("tenant rows: %d, want 3", n)
@@ -74,8 +76,9 @@ func TestTenantsPage(t *testing.T) {
 	f.api(nil, "/api/tenants?turns=0", http.StatusBadRequest, nil)
 }
 
-func TestLeasesPage(t *testing.T) {
-	f := newFixture(t, "")
+func TestLeasesPage(t *testing.T) { checkLeasesPage(t, newFixture(t, "")) }
+
+func checkLeasesPage(t *testing.T, f *fixture) {
 	doc := f.page(nil, "/leases", http.StatusOK)
 	if testids(doc, "lease-table").Length() != 1 {
 		t.Fatal("no lease table")
@@ -99,8 +102,9 @@ func TestLeasesPage(t *testing.T) {
 	}
 }
 
-func TestDeadPage(t *testing.T) {
-	f := newFixture(t, "")
+func TestDeadPage(t *testing.T) { checkDeadPage(t, newFixture(t, "")) }
+
+func checkDeadPage(t *testing.T, f *fixture) {
 	doc := f.page(nil, "/dead", http.StatusOK)
 	if n := testids(doc, "dead-row").Length(); n != 3 {
 		t.Fatalf("dead rows: %d, want 3", n)
@@ -139,8 +143,9 @@ func TestDeadPage(t *testing.T) {
 	f.api(nil, "/api/dead?tenant=%00", http.StatusBadRequest, nil)
 }
 
-func TestItemPage(t *testing.T) {
-	f := newFixture(t, "")
+func TestItemPage(t *testing.T) { checkItemPage(t, newFixture(t, "")) }
+
+func checkItemPage(t *testing.T, f *fixture) {
 	doc := f.page(nil, "/item", http.StatusOK)
 	if testids(doc, "item-form").Length() != 1 || testids(doc, "item-result").Length() != 0 {
 		t.Error("empty lookup should show only the form")
@@ -165,8 +170,9 @@ func TestItemPage(t *testing.T) {
 	}
 }
 
-func TestHealthPage(t *testing.T) {
-	f := newFixture(t, "")
+func TestHealthPage(t *testing.T) { checkHealthPage(t, newFixture(t, "")) }
+
+func checkHealthPage(t *testing.T, f *fixture) {
 	doc := f.page(nil, "/health", http.StatusOK)
 	if testids(doc, "health-check").Length() < 2 {
 		t.Error("expected the backing's check and the sampler's")
@@ -181,8 +187,9 @@ func TestHealthPage(t *testing.T) {
 	}
 }
 
-func TestHealthzMetricsStatic(t *testing.T) {
-	f := newFixture(t, "")
+func TestHealthzMetricsStatic(t *testing.T) { checkHealthzMetricsStatic(t, newFixture(t, "")) }
+
+func checkHealthzMetricsStatic(t *testing.T, f *fixture) {
 	f.srv.sampler.sample(t.Context())
 	resp, body := f.do(nil, http.MethodGet, "/healthz", nil, nil)
 	if resp.StatusCode != 200 || strings.TrimSpace(body) != "ok" {
@@ -222,7 +229,10 @@ func (u unfairInspector) Rotation(ctx context.Context, queue string, n int) (con
 }
 
 func TestTenantsPageShowsStarvation(t *testing.T) {
-	f := newFixture(t, "")
+	checkTenantsPageShowsStarvation(t, newFixture(t, ""))
+}
+
+func checkTenantsPageShowsStarvation(t *testing.T, f *fixture) {
 	srv, err := New(Config{Queue: f.store, Inspector: unfairInspector{f.store, f.clock}, Clock: f.clock, SampleEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)

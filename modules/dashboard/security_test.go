@@ -14,14 +14,14 @@ import (
 
 func (f *fixture) deadCount() int {
 	f.t.Helper()
-	page, err := f.store.DeadLetters(context.Background(), contract.DeadLetterQuery{Page: contract.PageRequest{Limit: 1000}})
+	page, err := f.q.DeadLetters(context.Background(), contract.DeadLetterQuery{Page: contract.PageRequest{Limit: 1000}})
 	f.must(err)
 	return len(page.Items)
 }
 
 func (f *fixture) state(tenant, id string) contract.ItemState {
 	f.t.Helper()
-	info, err := f.store.Item(context.Background(), contract.ItemKey{Tenant: tenant, Queue: "default", ID: id})
+	info, err := f.insp.Item(context.Background(), contract.ItemKey{Tenant: tenant, Queue: "default", ID: id})
 	if errors.Is(err, contract.ErrNotFound) {
 		return "gone"
 	}
@@ -31,8 +31,9 @@ func (f *fixture) state(tenant, id string) contract.ItemState {
 
 var oneLetter = url.Values{"queue": {"default"}, "tenant": {"globex"}, "id": {"poison-1"}, "scope": {"one"}}
 
-func TestReadOnlyRefusesActions(t *testing.T) {
-	f := newFixture(t, "")
+func TestReadOnlyRefusesActions(t *testing.T) { checkReadOnlyRefusesActions(t, newFixture(t, "")) }
+
+func checkReadOnlyRefusesActions(t *testing.T, f *fixture) {
 	doc := f.page(nil, "/dead", http.StatusOK)
 	if n := doc.Find(`[data-testid="requeue-one"]:disabled`).Length(); n != 3 {
 		t.Errorf("%d disabled requeue buttons, want 3", n)
@@ -62,7 +63,10 @@ func TestReadOnlyRefusesActions(t *testing.T) {
 }
 
 func TestActionsNeedTokenAndCSRF(t *testing.T) {
-	f := newFixture(t, testToken)
+	checkActionsNeedTokenAndCSRF(t, newFixture(t, testToken))
+}
+
+func checkActionsNeedTokenAndCSRF(t *testing.T, f *fixture) {
 
 	// Not signed in: 401 and nothing changed.
 	anon := f.client()
@@ -160,7 +164,10 @@ func TestActionsNeedTokenAndCSRF(t *testing.T) {
 }
 
 func TestBulkActionStaysInsideFilter(t *testing.T) {
-	f := newFixture(t, testToken)
+	checkBulkActionStaysInsideFilter(t, newFixture(t, testToken))
+}
+
+func checkBulkActionStaysInsideFilter(t *testing.T, f *fixture) {
 	c, csrf := f.signIn()
 	// Without the confirmation box nothing happens.
 	body, hdr := form(url.Values{"csrf": {csrf}, "queue": {"default"}, "tenant": {"globex"}, "scope": {"filter"}})
@@ -196,7 +203,10 @@ func TestBulkActionStaysInsideFilter(t *testing.T) {
 }
 
 func TestSessionCookieAttributes(t *testing.T) {
-	f := newFixture(t, testToken)
+	checkSessionCookieAttributes(t, newFixture(t, testToken))
+}
+
+func checkSessionCookieAttributes(t *testing.T, f *fixture) {
 	resp, _ := f.do(nil, http.MethodGet, "/", nil, nil)
 	var ck *http.Cookie
 	for _, c := range resp.Cookies() {
@@ -214,8 +224,9 @@ func TestSessionCookieAttributes(t *testing.T) {
 	}
 }
 
-func TestLogout(t *testing.T) {
-	f := newFixture(t, testToken)
+func TestLogout(t *testing.T) { checkLogout(t, newFixture(t, testToken)) }
+
+func checkLogout(t *testing.T, f *fixture) {
 	c, csrf := f.signIn()
 	body, hdr := form(url.Values{"csrf": {csrf}})
 	if resp, _ := f.do(c, http.MethodPost, "/logout", body, hdr); resp.StatusCode != http.StatusSeeOther {
@@ -227,8 +238,9 @@ func TestLogout(t *testing.T) {
 	}
 }
 
-func TestXSSRendersAsText(t *testing.T) {
-	f := newFixture(t, testToken)
+func TestXSSRendersAsText(t *testing.T) { checkXSSRendersAsText(t, newFixture(t, testToken)) }
+
+func checkXSSRendersAsText(t *testing.T, f *fixture) {
 	for _, path := range []string{"/dead?tenant=acme", "/item?tenant=acme&id=evil"} {
 		resp, body := f.do(nil, http.MethodGet, path, nil, nil)
 		if resp.StatusCode != 200 {
@@ -270,8 +282,9 @@ func (failingInspector) Item(context.Context, contract.ItemKey) (contract.ItemIn
 	return contract.ItemInfo{}, errors.New("query failed for password hunter2-pw")
 }
 
-func TestDSNNeverRendered(t *testing.T) {
-	f := newFixture(t, testToken)
+func TestDSNNeverRendered(t *testing.T) { checkDSNNeverRendered(t, newFixture(t, testToken)) }
+
+func checkDSNNeverRendered(t *testing.T, f *fixture) {
 	c, _ := f.signIn()
 	paths := []string{"/", "/tenants", "/leases", "/dead", "/item?tenant=acme&id=evil", "/health", "/login",
 		"/api/overview", "/api/tenants", "/api/leases", "/api/dead", "/api/item?tenant=acme&id=evil", "/api/health", "/metrics"}
@@ -291,7 +304,7 @@ func TestDSNNeverRendered(t *testing.T) {
 	check(f.http.URL, c)
 
 	// Errors that quote the DSN are scrubbed before display.
-	srv, err := New(Config{Queue: f.store, Inspector: failingInspector{f.store}, DSN: testDSN, Clock: f.clock, SampleEvery: 3600e9})
+	srv, err := New(Config{Queue: f.q, Inspector: failingInspector{f.insp}, DSN: testDSN, Clock: f.clock, SampleEvery: 3600e9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,9 +318,10 @@ func TestDSNNeverRendered(t *testing.T) {
 	}
 }
 
-func TestAllowedHosts(t *testing.T) {
-	f := newFixture(t, "")
-	srv, err := New(Config{Queue: f.store, Inspector: f.store, Clock: f.clock, SampleEvery: 3600e9, AllowedHosts: []string{"localhost", "127.0.0.1"}})
+func TestAllowedHosts(t *testing.T) { checkAllowedHosts(t, newFixture(t, "")) }
+
+func checkAllowedHosts(t *testing.T, f *fixture) {
+	srv, err := New(Config{Queue: f.q, Inspector: f.insp, Clock: f.clock, SampleEvery: 3600e9, AllowedHosts: []string{"localhost", "127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
