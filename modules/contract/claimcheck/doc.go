@@ -31,6 +31,11 @@
 // deletes the blob. A blob that has gone missing is reported on Claim as a
 // [*MissingBlobError], never handed to a worker as an empty payload.
 //
+// Give every user of the queue the wrapped one — workers, and the
+// dashboard that requeues and purges dead letters — so that every
+// completion and purge passes through the code that deletes blobs; a
+// purge made on the bare queue orphans the blobs of what it removed.
+//
 // The wrapper errs on the side of keeping bytes: whenever it cannot tell
 // whether an item still needs its blob, it leaves the blob in place. A
 // crash at the wrong moment can orphan a blob; it cannot lose a payload
