@@ -698,3 +698,73 @@ func TestOverClaimCheck(t *testing.T) {
 		t.Fatalf("the item with the missing blob is %s, want dead", info.Item.State)
 	}
 }
+
+// flaky fails its first claims, as a queue whose server is restarting.
+type flaky struct {
+	contract.WorkQueue
+	failures atomic.Int64
+}
+
+func (f *flaky) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	if f.failures.Add(-1) >= 0 {
+		return nil, &contract.QueueUnavailableError{Err: errors.New("connection reset")}
+	}
+	return f.WorkQueue.Claim(ctx, req)
+}
+
+// Claim errors are reported and retried on the next poll; the runner
+// keeps going.
+func TestClaimErrorsAreReportedAndRetried(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	q := &flaky{WorkQueue: store}
+	q.failures.Store(3)
+	if err := store.Enqueue(context.Background(), item("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	var reported atomic.Int64
+	cfg := fastConfig(clock)
+	cfg.OnError = func(err error) {
+		if contract.Retryable(err) {
+			reported.Add(1)
+		}
+	}
+	r, err := runner.New(q, func(context.Context, contract.Lease) error { return nil }, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, r)
+	waitFor(t, "the item after the claim errors", func() bool { return queueEmpty(t, store) })
+	if reported.Load() != 3 {
+		t.Fatalf("%d claim errors reported, want 3", reported.Load())
+	}
+}
+
+// A negative Grace cancels running handlers as soon as Run is stopped.
+func TestNoGrace(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	if err := store.Enqueue(context.Background(), item("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{})
+	cfg := fastConfig(clock)
+	cfg.Grace = -1
+	r, err := runner.New(store, func(ctx context.Context, l contract.Lease) error {
+		close(entered)
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, r)
+	<-entered
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	info, ok := itemInfo(t, store, "a", "1")
+	if !ok || info.Item.State != contract.StateQueued || !strings.Contains(info.Item.LastError, "grace period") {
+		t.Fatalf("item = %+v; want it failed back with the grace error", info.Item)
+	}
+}
