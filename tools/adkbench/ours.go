@@ -98,10 +98,12 @@ func (b *ourBacking) cleanup(ctx context.Context) error {
 }
 
 // workerPool is the consumer loop the harness runs on our backings, built
-// like River's producer: claimers take as many items as there are free
-// worker slots (conc in all, at most maxBatch per claim), run the handler,
-// and hand the leases to completers that settle everything pending in one
-// Complete call; a slot frees when its item is completed.
+// like River's producer and batch completer: claimers take as many items
+// as there are free worker slots (conc in all, at most maxBatch per
+// claim), run the handler, free the slots, and hand the leases to
+// completers that settle everything pending in one Complete call. The
+// hand-off holds a few batches at most, so a completer that falls behind
+// stops the claimers.
 type workerPool struct {
 	q        contract.WorkQueue
 	waker    contract.Waker
@@ -111,7 +113,9 @@ type workerPool struct {
 	maxBatch int
 	poll     time.Duration
 
-	slots    chan struct{}
+	slotMu   sync.Mutex
+	slotCond *sync.Cond
+	free     int // worker slots not running a handler
 	settle   chan []contract.Lease
 	cancel   context.CancelFunc
 	claimWG  sync.WaitGroup
@@ -139,11 +143,15 @@ func (p *workerPool) firstErr() error {
 func (p *workerPool) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	p.slots = make(chan struct{}, p.conc)
-	for range p.conc {
-		p.slots <- struct{}{}
-	}
-	p.settle = make(chan []contract.Lease, p.conc)
+	p.free = p.conc
+	p.slotCond = sync.NewCond(&p.slotMu)
+	// A cancelled run must wake claimers that wait for slots.
+	context.AfterFunc(ctx, func() {
+		p.slotMu.Lock()
+		p.slotCond.Broadcast()
+		p.slotMu.Unlock()
+	})
+	p.settle = make(chan []contract.Lease, 4)
 	claimers := max(1, min(p.claimers, p.conc))
 	for i := range claimers {
 		p.claimWG.Add(1)
@@ -163,10 +171,35 @@ func (p *workerPool) halt() {
 	p.settleWG.Wait()
 }
 
+// release frees n slots at once, so a waiting claimer sees them together
+// and asks for one batch, not for several fragments of it.
 func (p *workerPool) release(n int) {
-	for range n {
-		p.slots <- struct{}{}
+	if n <= 0 {
+		return
 	}
+	p.slotMu.Lock()
+	p.free += n
+	p.slotCond.Broadcast()
+	p.slotMu.Unlock()
+}
+
+// acquire waits for at least one free slot and takes up to max of them;
+// 0 means the run was cancelled.
+func (p *workerPool) acquire(ctx context.Context, max int) int {
+	p.slotMu.Lock()
+	defer p.slotMu.Unlock()
+	for p.free == 0 {
+		if ctx.Err() != nil {
+			return 0
+		}
+		p.slotCond.Wait()
+	}
+	if ctx.Err() != nil {
+		return 0
+	}
+	n := min(p.free, max)
+	p.free -= n
+	return n
 }
 
 func (p *workerPool) claimLoop(ctx context.Context, worker string) {
@@ -180,20 +213,9 @@ func (p *workerPool) claimLoop(ctx context.Context, worker string) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		select {
-		case <-p.slots:
-		case <-ctx.Done():
+		n := p.acquire(ctx, p.maxBatch)
+		if n == 0 {
 			return
-		}
-		n := 1
-	fill:
-		for n < p.maxBatch {
-			select {
-			case <-p.slots:
-				n++
-			default:
-				break fill
-			}
 		}
 		leases, err := p.q.Claim(ctx, contract.ClaimRequest{Queue: benchQueue, Worker: worker, LeaseFor: 5 * time.Minute, Max: n})
 		p.release(n - len(leases))
@@ -220,6 +242,7 @@ func (p *workerPool) claimLoop(ctx context.Context, worker string) {
 			}
 			p.rec.handle(seq)
 		}
+		p.release(len(leases))
 		p.settle <- leases
 	}
 }
@@ -245,6 +268,5 @@ func (p *workerPool) completeLoop() {
 			p.fail(fmt.Errorf("complete: %w", err))
 		}
 		cancel()
-		p.release(len(batch))
 	}
 }
