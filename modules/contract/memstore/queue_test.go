@@ -367,3 +367,26 @@ func TestCompleteBatchReportsLost(t *testing.T) {
 		t.Fatalf("the untouched lease no longer completes: %v", err)
 	}
 }
+
+func TestRecentTurnsRing(t *testing.T) {
+	s, _ := newQueue(t, memstore.WithRecentTurns(3))
+	for i := range 5 {
+		enqueue(t, s, contract.Item{Tenant: fmt.Sprint("t", i), ID: "x"})
+	}
+	for range 5 {
+		claim(t, s, 1)
+	}
+	for n, want := range map[int][]string{0: nil, 2: {"t3", "t4"}, 3: {"t2", "t3", "t4"}, 10: {"t2", "t3", "t4"}} {
+		rot, err := s.Rotation(t.Context(), "", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, turn := range rot.Recent {
+			got = append(got, turn.Tenant)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Rotation(n %d).Recent = %v, want %v", n, got, want)
+		}
+	}
+}

@@ -214,9 +214,11 @@ func (q *queue) remember(t contract.Turn, keep int) {
 
 // lastTurns returns up to n of the latest turns, most recent last.
 func (q *queue) lastTurns(n int) []contract.Turn {
-	ordered := append(append([]contract.Turn{}, q.recent[q.recentNext:]...), q.recent[:q.recentNext]...)
-	if n < len(ordered) {
-		ordered = ordered[len(ordered)-n:]
+	n = min(n, len(q.recent))
+	out := make([]contract.Turn, 0, n)
+	// Once the ring is full, recentNext is its oldest slot.
+	for i := len(q.recent) - n; i < len(q.recent); i++ {
+		out = append(out, q.recent[(q.recentNext+i)%len(q.recent)])
 	}
-	return ordered
+	return out
 }
