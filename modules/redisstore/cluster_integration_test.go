@@ -4,6 +4,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/policy"
+	"github.com/adkit/adk/modules/redisstore"
 	"github.com/adkit/adk/modules/redisstore/internal/redistest"
 )
 
@@ -78,5 +80,15 @@ func TestCluster(t *testing.T) {
 	if len(tenants) < 2 || len(slots) < 2 {
 		t.Errorf("the state suite's %d tenants hashed to %d slot(s); want at least 2", len(tenants), len(slots))
 	}
+	// Preflight reads every master: the harness runs them without
+	// persistence, so a durable store is refused and a volatile one is not.
+	if _, err := redisstore.Preflight(ctx, client, redisstore.Settings{}); err != nil {
+		t.Errorf("preflight on the cluster (Durable false): %v", err)
+	}
+	var pe *contract.PreflightError
+	if _, err := redisstore.Preflight(ctx, client, redisstore.Settings{Durable: true}); !errors.As(err, &pe) || pe.Setting != "persistence" {
+		t.Errorf("preflight on the cluster (Durable true): got %v, want a persistence refusal", err)
+	}
+
 	t.Logf("state suite: %d tenants over %d slots; queue suite: %d queues", len(tenants), len(slots), len(namespaces))
 }

@@ -360,11 +360,9 @@ func health(ctx context.Context, c redis.UniversalClient, s Settings, r retrier)
 	err := r.do(ctx, func(ctx context.Context) error {
 		var err error
 		rep, err = Preflight(ctx, c, s)
-		if err != nil {
-			if _, ok := err.(*contract.PreflightError); ok {
-				verdict = err
-				return nil
-			}
+		if _, ok := err.(*contract.PreflightError); ok {
+			verdict = err
+			return nil
 		}
 		return err
 	})

@@ -65,14 +65,19 @@ func NewQueue(client redis.UniversalClient, clock contract.Clock, settings Setti
 		subs:  map[string]*wakeHub{}}, nil
 }
 
-// OpenQueue runs Preflight against the server and returns the queue if
-// the server would not lose an item.
+// OpenQueue runs Preflight against the server (waiting out a failover
+// under the retry budget) and returns the queue if the server would not
+// lose an item.
 func OpenQueue(ctx context.Context, client redis.UniversalClient, clock contract.Clock, settings Settings) (*RedisWorkQueue, error) {
 	q, err := NewQueue(client, clock, settings)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Preflight(ctx, client, q.settings); err != nil {
+	err = q.retry.do(ctx, func(ctx context.Context) error {
+		_, err := Preflight(ctx, client, q.settings)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return q, nil

@@ -33,6 +33,10 @@ func classify(err error) errKind {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrClosed):
 		return kindFatal
 	}
+	var pe *contract.PreflightError
+	if errors.As(err, &pe) || errors.Is(err, contract.ErrInvalid) {
+		return kindFatal // an answer about the configuration or the input, not an outage
+	}
 	var re redis.Error
 	if errors.As(err, &re) {
 		msg := re.Error()

@@ -44,14 +44,19 @@ func NewState(client redis.UniversalClient, clock contract.Clock, settings Setti
 		retry: retrier{budget: s.RetryBudget, unavailable: stateUnavailable}}, nil
 }
 
-// OpenState runs Preflight against the server and returns the store if the
-// server would not lose a run.
+// OpenState runs Preflight against the server (waiting out a failover
+// under the retry budget) and returns the store if the server would not
+// lose a run.
 func OpenState(ctx context.Context, client redis.UniversalClient, clock contract.Clock, settings Settings) (*RedisStateStore, error) {
 	st, err := NewState(client, clock, settings)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Preflight(ctx, client, st.settings); err != nil {
+	err = st.retry.do(ctx, func(ctx context.Context) error {
+		_, err := Preflight(ctx, client, st.settings)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return st, nil

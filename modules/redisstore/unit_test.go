@@ -94,6 +94,8 @@ func TestClassify(t *testing.T) {
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, kindTransient},
 		{context.Canceled, kindFatal},
 		{context.DeadlineExceeded, kindFatal},
+		{&contract.PreflightError{Setting: "maxmemory-policy"}, kindFatal},
+		{&contract.ValidationError{Field: "x"}, kindFatal},
 		{redis.ErrClosed, kindFatal},
 		{proto("LOADING Redis is loading the dataset in memory"), kindTransient},
 		{proto("READONLY You can't write against a read only replica."), kindTransient},
