@@ -111,8 +111,9 @@ func runE2E(t *testing.T, b backing, parentFromMessage bool) {
 	if parentFromMessage {
 		mwOpts = append(mwOpts, adkotel.WithParentFromMessage())
 	}
-	var flakyTries atomic.Int32
+	var flakyTries, handled atomic.Int32
 	run, err := runner.New(cq, func(ctx context.Context, l contract.Lease) error {
+		defer handled.Add(1)
 		switch l.Item.ID {
 		case "flaky":
 			if flakyTries.Add(1) == 1 {
@@ -133,7 +134,7 @@ func runE2E(t *testing.T, b backing, parentFromMessage bool) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- run.Run(runCtx) }()
-	waitSettled(t, cq.(contract.Inspector), "agent", stop, done)
+	waitSettled(t, cq.(contract.Inspector), "agent", func() bool { return handled.Load() == 4 }, stop, done)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -150,12 +151,24 @@ func runE2E(t *testing.T, b backing, parentFromMessage bool) {
 	checkE2E(t, b, spans, parentFromMessage)
 }
 
-// waitSettled polls the Inspector until nothing is queued or leased and
-// the poison item is dead, or fails after a bounded wait.
-func waitSettled(t *testing.T, ins contract.Inspector, queue string, stop func(), done <-chan error) {
+// waitSettled waits until every handler call has happened (first, so no
+// claim can move an item while the Inspector reads: its snapshot is not
+// atomic on every backing), then polls the Inspector until nothing is
+// queued or leased and the poison item is dead; it fails after a bounded
+// wait.
+func waitSettled(t *testing.T, ins contract.Inspector, queue string, handledAll func() bool, stop func(), done <-chan error) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
+		if !handledAll() {
+			if time.Now().After(deadline) {
+				stop()
+				<-done
+				t.Fatal("the handler was not called for every attempt in time")
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
 		stats, err := ins.Tenants(context.Background(), queue)
 		var live, dead int64
 		for _, s := range stats {
