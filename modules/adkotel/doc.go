@@ -31,8 +31,8 @@
 // [contract.ErrNotFound] are answers, not errors.
 //
 // The process span is linked, not parented, to the producer by default,
-// as River's otelriver does: one enqueue may be processed many times, late
-// and by another service, and each run is a trace of its own. Use
+// as the messaging conventions suggest: one enqueue may be processed many
+// times, late and by another service, and each run is a trace of its own. Use
 // [WithParentFromMessage] to make the first attempt a child of the
 // producer instead. The context rides in the item's Metadata, which every
 // backing keeps through claims, retries, the dead letter and requeues, so a
