@@ -118,3 +118,30 @@ func ExampleSetup() {
 	q := adkotel.WrapQueue(backing)
 	_ = q
 }
+
+// Every state store call is a span named after its operation.
+func ExampleWrapState() {
+	ctx := context.Background()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	st := adkotel.WrapState(memstore.New(nil),
+		adkotel.WithTracerProvider(tp), adkotel.WithMeterProvider(noop.NewMeterProvider()))
+
+	run, err := st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "run-1", Data: []byte(`{"step":0}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := st.PatchRun(ctx, "acme", "run-1", contract.Patch{Counters: contract.Counters{InputTokens: 120}}); err != nil {
+		log.Fatal(err)
+	}
+	_, err = st.PutRun(ctx, *run) // stale version: a conflict
+	fmt.Println(err != nil)
+	for _, s := range spans.Ended() {
+		fmt.Println(s.Name(), s.SpanKind(), s.Status().Code)
+	}
+	// Output:
+	// true
+	// put_run client Unset
+	// patch_run client Unset
+	// put_run client Error
+}
