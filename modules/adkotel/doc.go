@@ -49,6 +49,8 @@
 // messaging.destination.name:
 //   - messaging.client.sent.messages: items enqueued (semantic conventions)
 //   - messaging.client.consumed.messages: items claimed (semantic conventions)
+//   - messaging.client.operation.duration (s): send, receive and the
+//     settles (complete, fail, dead), by messaging.operation.name and .type
 //   - adk.claim.duration (s): every claim, with adk.claim.empty
 //   - adk.completed, adk.failed, adk.dead, adk.reaped
 //   - messaging.process.duration (s): handler time, from ProcessMiddleware

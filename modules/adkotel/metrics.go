@@ -48,6 +48,7 @@ type queueMetrics struct {
 	claimDuration metric.Float64Histogram
 	sent          messagingconv.ClientSentMessages
 	consumed      messagingconv.ClientConsumedMessages
+	opDuration    messagingconv.ClientOperationDuration
 	completed     metric.Int64Counter
 	failed        metric.Int64Counter
 	dead          metric.Int64Counter
@@ -68,6 +69,9 @@ func newQueueMetrics(m metric.Meter) queueMetrics {
 		otel.Handle(err)
 	}
 	if qm.consumed, err = messagingconv.NewClientConsumedMessages(m); err != nil {
+		otel.Handle(err)
+	}
+	if qm.opDuration, err = messagingconv.NewClientOperationDuration(m); err != nil {
 		otel.Handle(err)
 	}
 	qm.completed = counter(m, MetricCompleted, "Items completed.")

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/messagingconv"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -113,6 +114,7 @@ func (w *queue) Enqueue(ctx context.Context, items ...contract.Item) error {
 	} else {
 		attrs = append(attrs, semconv.MessagingBatchMessageCount(len(items)))
 	}
+	start := time.Now()
 	ctx, span := w.tracer.Start(ctx, spanName(opSend, qn),
 		trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 	defer span.End()
@@ -131,6 +133,7 @@ func (w *queue) Enqueue(ctx context.Context, items ...contract.Item) error {
 	if err != nil {
 		recordError(span, err)
 	}
+	w.recordOp(ctx, opSend, messagingconv.OperationTypeSend, qn, start, err)
 	for q, n := range countByQueue(items) {
 		mattrs := []attribute.KeyValue{semconv.MessagingDestinationName(q)}
 		if err != nil {
@@ -186,6 +189,11 @@ func (w *queue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 		mattrs = append(mattrs, semconv.ErrorType(err))
 	}
 	w.metrics.claimDuration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(mattrs...))
+	var opErr error
+	if !empty {
+		opErr = err
+	}
+	w.recordOp(ctx, opReceive, messagingconv.OperationTypeReceive, qn, start, opErr)
 	if len(leases) > 0 {
 		w.metrics.consumed.Add(ctx, int64(len(leases)), opReceive, messagingSystem(w.system), semconv.MessagingDestinationName(qn))
 	}
@@ -257,11 +265,13 @@ func (w *queue) Complete(ctx context.Context, leases ...contract.Lease) error {
 	} else {
 		attrs = append(attrs, semconv.MessagingBatchMessageCount(len(leases)))
 	}
+	start := time.Now()
 	ctx, span := w.tracer.Start(ctx, spanName(opComplete, qn), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attrs...), trace.WithLinks(w.links(leases)...))
 	defer span.End()
 
 	err := w.inner.Complete(ctx, leases...)
+	w.recordOp(ctx, opComplete, messagingconv.OperationTypeSettle, qn, start, err)
 	done := countByQueue(items)
 	if err != nil {
 		recordError(span, err)
@@ -292,12 +302,18 @@ func (w *queue) Fail(ctx context.Context, lease contract.Lease, cause error) (po
 	if cause != nil {
 		span.RecordError(cause)
 	}
+	start := time.Now()
 	dec, err := w.inner.Fail(ctx, lease, cause)
+	qn := contract.QueueName(lease.Item.Queue)
+	op := opFail
+	if err == nil && !dec.Retry {
+		op = opDead
+	}
+	w.recordOp(ctx, op, messagingconv.OperationTypeSettle, qn, start, err)
 	if err != nil {
 		recordError(span, err)
 		return dec, err
 	}
-	qn := contract.QueueName(lease.Item.Queue)
 	span.SetAttributes(DecisionKey.String(dec.Reason))
 	opt := metric.WithAttributes(w.sys, semconv.MessagingDestinationName(qn))
 	w.metrics.failed.Add(ctx, 1, opt)
@@ -366,6 +382,20 @@ func (w *queue) bulk(ctx context.Context, op string, f contract.DeadLetterFilter
 		recordError(span, err)
 	}
 	return n, err
+}
+
+// recordOp adds one measurement to messaging.client.operation.duration.
+// qn may be "" for a call spanning several queues.
+func (w *queue) recordOp(ctx context.Context, op string, typ messagingconv.OperationTypeAttr, qn string, start time.Time, err error) {
+	attrs := make([]attribute.KeyValue, 0, 3)
+	attrs = append(attrs, w.metrics.opDuration.AttrOperationType(typ))
+	if qn != "" {
+		attrs = append(attrs, semconv.MessagingDestinationName(qn))
+	}
+	if err != nil {
+		attrs = append(attrs, semconv.ErrorType(err))
+	}
+	w.metrics.opDuration.Record(ctx, time.Since(start).Seconds(), op, messagingSystem(w.system), attrs...)
 }
 
 // attrs are the attributes every span of the queue carries.

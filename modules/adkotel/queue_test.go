@@ -260,6 +260,21 @@ func TestSettleSpans(t *testing.T) {
 	if n := histCount(t, rm, adkotel.MetricClaimDuration, adkotel.ClaimEmptyKey.Bool(false)); n != 3 {
 		t.Errorf("claim duration has %d claims, want 3", n)
 	}
+	for _, c := range []struct {
+		op   string
+		typ  string
+		want uint64
+	}{{"send", "send", 1}, {"receive", "receive", 3}, {"complete", "settle", 2}, {"fail", "settle", 1}, {"dead", "settle", 1}} {
+		n := histCount(t, rm, "messaging.client.operation.duration", semconv.MessagingOperationName(c.op),
+			semconv.MessagingOperationTypeKey.String(c.typ), semconv.MessagingSystemKey.String("memory"))
+		if n != c.want {
+			t.Errorf("operation duration of %s: %d measurements, want %d", c.op, n, c.want)
+		}
+	}
+	if n := histCount(t, rm, "messaging.client.operation.duration", semconv.MessagingOperationName("complete"),
+		semconv.ErrorTypeKey.String("*contract.LeaseLostError")); n != 1 {
+		t.Errorf("the lost complete is not measured with its error.type")
+	}
 }
 
 // The producer's context survives a retry, the dead letter and a requeue:
