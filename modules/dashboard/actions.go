@@ -153,7 +153,11 @@ func (s *Server) login(c echo.Context) error {
 	if !s.auth.csrfOK(sessionOf(c), csrfToken(c)) {
 		return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token; reload the sign-in page and try again")
 	}
+	if !s.auth.allowAttempt() {
+		return echo.NewHTTPError(http.StatusTooManyRequests, "too many failed sign-ins; wait a minute and try again")
+	}
 	if !s.auth.tokenOK(c.FormValue("token")) {
+		s.auth.failed()
 		s.cfg.Logger.Warn("dashboard sign-in refused", "remote", c.RealIP())
 		p := view.Login{Chrome: s.chrome(c, "Sign in", view.NavLogin, ""), Failed: true}
 		p.Chrome.Refresh = 0

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -40,6 +41,32 @@ type auth struct {
 	key   []byte
 	ttl   time.Duration
 	clock contract.Clock
+
+	// Failed sign-ins are counted per minute, all callers together: past
+	// maxFailures the form answers 429 until the minute is over, which
+	// caps guessing at a rate no token of reasonable length fears.
+	mu       sync.Mutex
+	window   time.Time
+	failures int
+}
+
+const maxFailures = 10
+
+// allowAttempt reports whether a sign-in may be tried now.
+func (a *auth) allowAttempt() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.clock.Now()
+	if now.Sub(a.window) >= time.Minute {
+		a.window, a.failures = now, 0
+	}
+	return a.failures < maxFailures
+}
+
+func (a *auth) failed() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.failures++
 }
 
 func newAuth(token contract.Secret, ttl time.Duration, clock contract.Clock) (*auth, error) {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/adkit/adk/modules/contract"
 )
@@ -338,5 +339,29 @@ func checkAllowedHosts(t *testing.T, f *fixture) {
 	srv.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Errorf("loopback host: %d", rec.Code)
+	}
+}
+
+func TestSignInIsRateLimited(t *testing.T) {
+	f := newFixture(t, testToken)
+	c := f.client()
+	doc := f.page(c, "/login", http.StatusOK)
+	csrf, _ := testids(doc, "login-form").Find(`input[name="csrf"]`).Attr("value")
+	try := func(token string) int {
+		body, hdr := form(url.Values{"csrf": {csrf}, "token": {token}})
+		resp, _ := f.do(c, http.MethodPost, "/login", body, hdr)
+		return resp.StatusCode
+	}
+	for i := range maxFailures {
+		if code := try("guess"); code != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d", i, code)
+		}
+	}
+	if code := try(testToken); code != http.StatusTooManyRequests {
+		t.Errorf("after %d failures even the right token should wait: %d", maxFailures, code)
+	}
+	f.clock.Advance(time.Minute)
+	if code := try(testToken); code != http.StatusSeeOther {
+		t.Errorf("a minute later: %d", code)
 	}
 }
