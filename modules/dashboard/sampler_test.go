@@ -47,7 +47,9 @@ func TestSamplerRingKeepsTheNewest(t *testing.T) {
 
 type brokenInspector struct{ contract.Inspector }
 
-func (brokenInspector) Queues(context.Context) ([]string, error) { return nil, errors.New("server gone") }
+func (brokenInspector) Queues(context.Context) ([]string, error) {
+	return nil, errors.New("server gone")
+}
 
 func TestSamplerKeepsHistoryOnError(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
