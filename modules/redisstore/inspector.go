@@ -273,12 +273,14 @@ func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract
 		}
 		pipe := q.client.Pipeline()
 		recs := make([]*redis.MapStringStringCmd, len(refs))
+		lvs := make([]*redis.StringCmd, len(refs))
 		for i, z := range refs {
 			ref, _ := z.Member.(string)
 			recs[i] = pipe.HGetAll(ctx, p+"item:"+ref)
+			lvs[i] = pipe.HGet(ctx, p+"lease", ref)
 		}
 		if len(refs) > 0 {
-			if _, err := pipe.Exec(ctx); err != nil {
+			if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 				return err
 			}
 		}
@@ -289,7 +291,7 @@ func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract
 				out.Next = strconv.FormatInt(int64(last.Score), 10) + "/" + ref
 				break
 			}
-			if l, ok := leaseFromRecord(name, recs[i].Val()); ok {
+			if l, ok := leaseFromRecord(name, recs[i].Val(), lvs[i].Val()); ok {
 				out.Leases = append(out.Leases, l)
 			}
 		}
@@ -298,8 +300,12 @@ func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract
 	return out, err
 }
 
-func leaseFromRecord(queue string, rec map[string]string) (contract.Lease, bool) {
-	if rec["s"] != "l" {
+// leaseFromRecord builds the lease of an item from its record and its entry
+// in the queue's lease hash ("token|expiry us|expiry ns|previous token|
+// heartbeat nonce|worker"); ok is false when the item is not leased.
+func leaseFromRecord(queue string, rec map[string]string, leaseValue string) (contract.Lease, bool) {
+	parts := strings.SplitN(leaseValue, "|", 6)
+	if len(rec) == 0 || len(parts) != 6 {
 		return contract.Lease{}, false
 	}
 	fields := make([]any, 0, 2*len(rec))
@@ -307,7 +313,8 @@ func leaseFromRecord(queue string, rec map[string]string) (contract.Lease, bool)
 		fields = append(fields, k, v)
 	}
 	it, _ := decodeItem(queue, fields)
-	return contract.Lease{Item: it, Worker: rec["w"], ExpiresAt: nsTime(rec["xn"]), Token: atoi64(rec["tok"])}, true
+	it.State = contract.StateLeased
+	return contract.Lease{Item: it, Worker: parts[5], ExpiresAt: nsTime(parts[2]), Token: atoi64(parts[0])}, true
 }
 
 // Item finds one item by key, with its lease when leased.
@@ -319,10 +326,17 @@ func (q *RedisWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contra
 		}
 	}
 	var rec map[string]string
+	var leaseValue string
 	err := q.read(ctx, func(ctx context.Context) error {
-		v, err := q.client.HGetAll(ctx, q.keys.queue(key.Queue)+"item:"+itemRef(key.Tenant, key.ID)).Result()
-		rec = v
-		return err
+		p, ref := q.keys.queue(key.Queue), itemRef(key.Tenant, key.ID)
+		pipe := q.client.Pipeline()
+		recCmd := pipe.HGetAll(ctx, p+"item:"+ref)
+		leaseCmd := pipe.HGet(ctx, p+"lease", ref)
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+			return err
+		}
+		rec, leaseValue = recCmd.Val(), leaseCmd.Val()
+		return nil
 	})
 	if err != nil {
 		return contract.ItemInfo{}, err
@@ -336,7 +350,8 @@ func (q *RedisWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contra
 	}
 	it, _ := decodeItem(key.Queue, fields)
 	info := contract.ItemInfo{Item: it}
-	if l, ok := leaseFromRecord(key.Queue, rec); ok {
+	if l, ok := leaseFromRecord(key.Queue, rec, leaseValue); ok {
+		info.Item.State = contract.StateLeased
 		info.Lease = &l
 	}
 	return info, nil

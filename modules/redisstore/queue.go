@@ -202,8 +202,9 @@ func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) (
 		}
 		tok, _ := pair[0].(int64)
 		fields, _ := pair[1].([]any)
-		it, rec := decodeItem(name, fields)
-		out = append(out, contract.Lease{Item: it, Worker: rec["w"], ExpiresAt: exp, Token: tok})
+		it, _ := decodeItem(name, fields)
+		it.State = contract.StateLeased
+		out = append(out, contract.Lease{Item: it, Worker: req.Worker, ExpiresAt: exp, Token: tok})
 	}
 	return out, nil
 }

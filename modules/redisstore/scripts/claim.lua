@@ -1,9 +1,9 @@
 -- Leases up to max due items of one queue in tenant rotation: the tenant
 -- at the head of the rotation gives its first due item and goes to the
 -- back, round after round, until the batch is full or no tenant has a due
--- item. Moving the item to the lease set and writing its record happen in
--- this one script, so there is no window in which an item is leased but
--- still says it is queued.
+-- item. Taking the item out of its ready set and writing its lease happen
+-- in this one script, so there is no window in which an item is in
+-- neither place.
 --
 -- The rounds are worked out in memory first: the first max tenants of
 -- the rotation are the only ones a batch of max can reach (each has a due
@@ -12,7 +12,7 @@
 --
 -- ARGV[3] now (us)   ARGV[4] now (ns)   ARGV[5] expiry (us)   ARGV[6] expiry (ns)
 -- ARGV[7] worker   ARGV[8] max   ARGV[9] how many turns the log keeps
--- Returns a list of {token, record fields...}.
+-- Returns a list of {token, record fields}; the caller fills in the lease.
 local now = tonumber(ARGV[3])
 local max = tonumber(ARGV[8])
 
@@ -100,13 +100,15 @@ for i = 1, #L do
 end
 redis.call('SET', Q .. 'turn', turn)
 
--- Lease the items.
-local taken = {}
+-- Lease the items: one HSET of the lease hash and one ZADD for the batch.
+local taken, recs = {}, {}
 for _, p in ipairs(plan) do
   local t, id = L[p[1]], string.sub(p[2], 17)
   local ref = lp(t) .. lp(id)
-  if redis.call('EXISTS', kitem(ref)) == 1 then
+  local rec = redis.call('HGETALL', kitem(ref))
+  if #rec > 0 then
     taken[#taken + 1] = {t, id, ref}
+    recs[#recs + 1] = rec
   end
 end
 local n = #taken
@@ -114,16 +116,18 @@ if n == 0 then
   return {}
 end
 local last = redis.call('INCRBY', NS .. 'token', n)
-local out, log, lz = {}, {}, {}
+local out, log, lz, lv = {}, {}, {}, {}
+local tail = '|' .. ARGV[5] .. '|' .. ARGV[6] .. '|||' .. ARGV[7]
 for k, it in ipairs(taken) do
   local tok = last - n + k
-  local ik = kitem(it[3])
-  redis.call('HSET', ik, 's', 'l', 'tok', tok, 'w', ARGV[7], 'x', ARGV[5], 'xn', ARGV[6])
-  out[k] = {tok, redis.call('HGETALL', ik)}
+  out[k] = {tok, recs[k]}
   log[k] = lp(it[1]) .. lp(it[2]) .. lp(ARGV[7]) .. ARGV[4]
   lz[2 * k - 1] = ARGV[5]
   lz[2 * k] = it[3]
+  lv[2 * k - 1] = it[3]
+  lv[2 * k] = tok .. tail
 end
+redis.call('HSET', LEASE, unpack(lv))
 redis.call('ZADD', LEASES, unpack(lz))
 redis.call('LPUSH', Q .. 'log', unpack(log))
 redis.call('LTRIM', Q .. 'log', 0, tonumber(ARGV[9]) - 1)

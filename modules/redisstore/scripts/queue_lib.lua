@@ -11,7 +11,10 @@
 --   Q..'turn'           string  the last stamp given
 --   Q..'seq'            string  orders ready items and dead letters
 --   Q..'ready:'..lp(t)  zset  a tenant's queued items: score due (us), member seq..id
---   Q..'item:'..ref     hash  the item record (ref = lp(tenant)..lp(id))
+--   Q..'item:'..ref     hash  the item record (ref = lp(tenant)..lp(id)); its
+--                             state field says queued or dead, never leased
+--   Q..'lease'          hash  ref -> 'token|expiry us|expiry ns|previous token|
+--                             heartbeat nonce|worker' while the item is leased
 --   Q..'leases'         zset  leased refs by expiry (us)
 --   Q..'dead'           zset  dead refs by dead seq; Q..'dead:'..lp(t) per tenant
 --   Q..'served'         hash  tenant -> turns served
@@ -31,6 +34,21 @@ local ROT, WAIT, TURNS, LEASES, DEAD = Q .. 'rot', Q .. 'wait', Q .. 'turns', Q 
 local function kready(t) return Q .. 'ready:' .. lp(t) end
 local function kdead(t) return Q .. 'dead:' .. lp(t) end
 local function kitem(ref) return Q .. 'item:' .. ref end
+local LEASE = Q .. 'lease'
+
+-- Lease state lives in one hash per queue rather than in each record, so a
+-- batch claim writes it with one HSET and a batch complete reads it with
+-- one HMGET.
+local function lease(v)
+  if not v then
+    return nil
+  end
+  local tok, x, xn, hp, hn, w = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d*)|([^|]*)|(.*)$')
+  if not tok then
+    return nil
+  end
+  return {tok = tok, x = x, xn = xn, hp = hp, hn = hn, w = w}
+end
 
 -- place puts tenant t where its earliest queued item says: the rotation
 -- when it is due by now, the waiting set when it is delayed, nowhere when

@@ -17,22 +17,24 @@ local wake = false
 for i = 6, #ARGV, 9 do
   local ref, tok, maxs = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local ik = kitem(ref)
-  local st = redis.call('HMGET', ik, 's', 'tok', 't', 'i', 'a', 'fn')
+  local st = redis.call('HMGET', ik, 't', 'i', 'a', 'fn')
+  local l = lease(redis.call('HGET', LEASE, ref))
   local score = redis.call('ZSCORE', LEASES, ref)
-  if ARGV[i + 8] ~= '' and st[6] == ARGV[i + 8] then
+  if ARGV[i + 8] ~= '' and st[4] == ARGV[i + 8] then
     res[#res + 1] = 1
-  elseif st[1] ~= 'l' or st[2] ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
+  elseif not st[1] or not l or l.tok ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
     res[#res + 1] = 0
-  elseif st[5] ~= ARGV[i + 3] then
-    res[#res + 1] = -tonumber(st[5]) - 1
+  elseif st[3] ~= ARGV[i + 3] then
+    res[#res + 1] = -tonumber(st[3]) - 1
   else
-    local t = st[3]
+    local t = st[1]
+    redis.call('HDEL', LEASE, ref)
     redis.call('ZREM', LEASES, ref)
     redis.call('HINCRBY', ik, 'a', 1)
-    redis.call('HSET', ik, 'e', ARGV[i + 7], 'tok', 0, 'w', '', 'x', '', 'xn', '', 'fn', ARGV[i + 8])
+    redis.call('HSET', ik, 'e', ARGV[i + 7], 'fn', ARGV[i + 8])
     if ARGV[i + 4] == '1' then
       redis.call('HSET', ik, 'nb', ARGV[i + 6])
-      push(t, st[4], ik, ARGV[i + 5], now)
+      push(t, st[2], ik, ARGV[i + 5], now)
       wake = true
     else
       local seq = redis.call('INCR', Q .. 'seq')
