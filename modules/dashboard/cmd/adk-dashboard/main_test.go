@@ -41,37 +41,55 @@ func TestParse(t *testing.T) {
 // TestRunDemoOnMemory starts the command as `make demo` does (on a free
 // port), reads the URL it prints, fetches a page, and stops it.
 func TestRunDemoOnMemory(t *testing.T) {
+	runDemo(t, []string{"--addr", "127.0.0.1:0", "--demo"}, env(), "memory")
+}
+
+// runDemo runs the command until the demo's tenants show in the API and
+// the health page names the backing, then stops it.
+func runDemo(t *testing.T, args []string, getenv func(string) string, backing string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--demo"}, env(), pw, io.Discard)
+		done <- run(ctx, args, getenv, pw, io.Discard)
 		pw.Close()
 	}()
 	lines := bufio.NewScanner(pr)
 	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "adk dashboard: http://127.0.0.1:") {
-		t.Fatalf("first line %q", lines.Text())
+		cancel()
+		t.Fatalf("first line %q (run: %v)", lines.Text(), <-done)
 	}
 	url := strings.TrimPrefix(lines.Text(), "adk dashboard: ")
 	go func() {
 		for lines.Scan() {
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	get := func(path string) string {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return ""
+		}
+		return string(b)
+	}
+	deadline := time.Now().Add(30 * time.Second)
 	ok := false
 	for time.Now().Before(deadline) && !ok {
-		resp, err := http.Get(url + "api/tenants")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			ok = resp.StatusCode == 200 && strings.Contains(string(b), "bigcorp-noisy")
-		}
+		ok = strings.Contains(get("api/tenants"), "bigcorp-noisy")
 		if !ok {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	if !ok {
 		t.Error("the demo's tenants never showed up")
+	}
+	if h := get("api/health"); !strings.Contains(h, `"backing":"`+backing+`"`) {
+		t.Errorf("health does not name the %s backing: %s", backing, h)
 	}
 	cancel()
 	if err := <-done; err != nil {
