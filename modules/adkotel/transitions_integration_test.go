@@ -11,10 +11,12 @@ import (
 	"github.com/adkit/adk/modules/adkotel"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/policy"
-	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
 // On every backing, the producer's context and the caller's own keys ride
@@ -30,8 +32,12 @@ func TestContextSurvivesTransitionsOnBackings(t *testing.T) {
 			// Jitter 0: a retry is due at once, so the wall clock the
 			// backings read needs no waiting.
 			pol := policy.Policy{MaxAttempts: 2, Jitter: policy.Fixed(0)}
-			q := adkotel.WrapQueue(b.fresh(t, pol)(t, tp), adkotel.WithTracerProvider(tp),
-				adkotel.WithMeterProvider(noop.NewMeterProvider()), adkotel.WithPropagators(propagation.TraceContext{}))
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			t.Cleanup(func() { _ = mp.Shutdown(ctx) })
+			backing := b.fresh(t, pol)(t, tp)
+			q := adkotel.WrapQueue(backing, adkotel.WithTracerProvider(tp),
+				adkotel.WithMeterProvider(mp), adkotel.WithPropagators(propagation.TraceContext{}))
 
 			if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "x", Queue: "t", Metadata: map[string]string{"own": "kept"}}); err != nil {
 				t.Fatal(err)
@@ -86,6 +92,24 @@ func TestContextSurvivesTransitionsOnBackings(t *testing.T) {
 				t.Fatalf("requeue: %d %v", n, err)
 			}
 			l = claim("after requeue")
+
+			// The gauges and the backing's counters read through the
+			// Inspector and Stats of this backing.
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(ctx, &rm); err != nil {
+				t.Fatal(err)
+			}
+			sys := semconv.MessagingSystemKey.String(b.system)
+			if got := sumInt(t, rm, adkotel.MetricQueueLeased, sys, semconv.MessagingDestinationName("t"), adkotel.TenantKey.String("acme")); got != 1 {
+				t.Errorf("leased gauge = %d, want 1", got)
+			}
+			if src, ok := backing.(contract.StatsSource); ok {
+				want := src.Stats()
+				t.Logf("%s stats: %+v", b.name, want)
+				if got := sumInt(t, rm, adkotel.MetricPoolAcquires, sys); got > want.PoolAcquires || want.PoolAcquires > 0 && got == 0 {
+					t.Errorf("pool acquires metric %d, backing says %d", got, want.PoolAcquires)
+				}
+			}
 			if err := q.Complete(ctx, l); err != nil {
 				t.Fatal(err)
 			}
