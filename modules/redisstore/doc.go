@@ -36,7 +36,7 @@
 // items are all delayed wait aside and keep their place, and idle tenants
 // are nowhere, so they cost nothing per claim. One script claims a whole
 // batch across tenants, issues each lease a fencing token from a counter it
-// bumps (never reused), and writes the item's record in the same step.
+// bumps (never reused), and writes the lease in the same step.
 // Every settle is fenced on the token; a reaper's write is also fenced on
 // the lease score it saw, so a reaper that lost the race to a heartbeat
 // writes nothing.

@@ -81,3 +81,55 @@ func TestRetriedScriptsApplyOnce(t *testing.T) {
 		t.Errorf("after a fail and its replay: %+v, %v; want one attempt", info.Item, err)
 	}
 }
+
+// TestReaperLosesToHeartbeat interleaves the two steps of a reap with a
+// heartbeat: the reaper saw the lease expired, the holder extended it
+// before the reaper wrote, and the reaper's fenced write changes nothing.
+func TestReaperLosesToHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q, _ := NewQueue(client, clock, Settings{Namespace: redistest.Namespace(t, client)})
+	defer q.Close()
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "i"}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := q.keys.queue("default")
+	clock.Advance(time.Minute) // expires at exactly now: the reaper may take it
+
+	res, err := q.run(ctx, scriptReapScan, prefix, prefix, q.keys.ns, nowMicros(clock.Now()), 10)
+	flat, _ := res.([]any)
+	if err != nil || len(flat) != 4 {
+		t.Fatalf("scan: %v, %v", res, err)
+	}
+	seenToken, _ := flat[1].(string)
+	seenScore, _ := flat[3].(string)
+
+	// The holder's heartbeat lands between the scan and the write. Its
+	// clock reads a second earlier, while the lease was still live, as a
+	// holder whose clock trails the reaper's would.
+	clock.Advance(-time.Second)
+	hb, err := q.Heartbeat(ctx, ls[0], time.Minute)
+	if err != nil {
+		t.Fatalf("heartbeat: %v", err)
+	}
+	clock.Advance(time.Second)
+
+	entry := settleEntry{ref: itemRef("acme", "i"), token: atoi64(seenToken), maxScore: seenScore,
+		decision: q.policy.Decide(1, contract.ErrLeaseExpired, clock.Now()), cause: contract.ErrLeaseExpired}
+	res, err = q.run(ctx, scriptSettle, prefix, q.settleArgs(prefix, "default", clock.Now(), entry)...)
+	if r, _ := res.([]any); err != nil || len(r) != 1 || r[0] != int64(0) {
+		t.Fatalf("the late reaper's write: %v, %v; want nothing applied", res, err)
+	}
+	info, err := q.Item(ctx, contract.ItemKey{Tenant: "acme", ID: "i"})
+	if err != nil || info.Lease == nil || info.Lease.Token != hb.Token || info.Item.Attempts != 0 {
+		t.Fatalf("after the lost race: %+v, %v; want the heartbeat's lease untouched", info, err)
+	}
+	if err := q.Complete(ctx, hb); err != nil {
+		t.Fatalf("the holder completes: %v", err)
+	}
+}
