@@ -22,7 +22,7 @@ import (
 func BenchmarkClaimComplete(b *testing.B) {
 	for _, tc := range []struct {
 		tenants, idle int
-	}{{1, 0}, {1, 49}, {50, 0}} {
+	}{{1, 0}, {1, 49}, {50, 0}, {1, 999}} {
 		b.Run(fmt.Sprintf("busy=%d/idle=%d", tc.tenants, tc.idle), func(b *testing.B) {
 			benchClaimComplete(b, tc.tenants, tc.idle, 4, 100)
 		})

@@ -372,7 +372,46 @@ func (q *PostgresWorkQueue) Reap(ctx context.Context, queue string) (int, error)
 		}
 		total += n
 		if locked < reapChunk || q.db.bound {
-			return total, nil
+			break
+		}
+	}
+	if q.db.bound {
+		return total, nil
+	}
+	return total, queueErr(q.pruneTurns(ctx, name))
+}
+
+// pruneTurns deletes the turn rows of tenants that hold nothing in the
+// queue and were not served within TurnRetention, so tenants that come
+// and go do not each cost every claim a probe. A pruned tenant that
+// returns starts at the front of the rotation, as any new tenant does.
+func (q *PostgresWorkQueue) pruneTurns(ctx context.Context, queue string) error {
+	cutoff := q.clock.Now().Add(-q.settings.TurnRetention)
+	for {
+		n := 0
+		err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
+			rows, err := e.Query(ctx, q.q.get("prune_candidates"), queue, cutoff, reapChunk)
+			if err != nil {
+				return err
+			}
+			candidates, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil || len(candidates) == 0 {
+				return err
+			}
+			n = len(candidates)
+			rows, err = e.Query(ctx, q.q.get("prune_lock"), queue, candidates)
+			if err != nil {
+				return err
+			}
+			locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil || len(locked) == 0 {
+				return err
+			}
+			_, err = e.Exec(ctx, q.q.get("prune_delete"), queue, locked)
+			return err
+		})
+		if err != nil || n < reapChunk {
+			return err
 		}
 	}
 }

@@ -17,6 +17,9 @@ const (
 	// DefaultPollInterval is how often a claimer without a listener is
 	// told to poll (the poll-only fallback of Subscribe).
 	DefaultPollInterval = 50 * time.Millisecond
+	// DefaultTurnRetention is how long an idle tenant keeps its place in
+	// the rotation.
+	DefaultTurnRetention = time.Hour
 )
 
 // PostgresStoreSettings is the name the specification gives [Settings].
@@ -45,6 +48,10 @@ type Settings struct {
 	// PollInterval is the poll-only fallback's period. Zero means
 	// DefaultPollInterval.
 	PollInterval time.Duration
+	// TurnRetention is how long Reap keeps the rotation row of a tenant
+	// that holds nothing in the queue (with its Served count and recent
+	// turns). Zero means DefaultTurnRetention.
+	TurnRetention time.Duration
 }
 
 func (s Settings) normalized() (Settings, error) {
@@ -61,6 +68,9 @@ func (s Settings) normalized() (Settings, error) {
 	}
 	if s.PollInterval <= 0 {
 		s.PollInterval = DefaultPollInterval
+	}
+	if s.TurnRetention <= 0 {
+		s.TurnRetention = DefaultTurnRetention
 	}
 	return s, nil
 }

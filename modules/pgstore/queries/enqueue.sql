@@ -25,9 +25,21 @@ ins AS (
     ON CONFLICT (queue, tenant, id) DO NOTHING
     RETURNING queue
 ),
+-- A shared advisory lock per tenant, taken before its turn row is looked
+-- for: Reap prunes the turn rows of drained tenants under the exclusive
+-- lock, so it never removes a row while an enqueue for that tenant is in
+-- flight, and an enqueue waiting behind a prune inserts the row afresh.
+-- Shared locks never wait for each other.
+locked AS MATERIALIZED (
+    SELECT i.queue, i.tenant
+    FROM (SELECT DISTINCT queue, tenant FROM input) i
+    CROSS JOIN LATERAL (
+        SELECT pg_advisory_xact_lock_shared(hashtext('{turns}'), hashtext(i.queue || chr(31) || i.tenant))
+    ) l
+),
 turns AS (
     INSERT INTO {turns} (queue, tenant)
-    SELECT DISTINCT queue, tenant FROM input
+    SELECT queue, tenant FROM locked
     ORDER BY queue, tenant
     ON CONFLICT (queue, tenant) DO NOTHING
 )
