@@ -13,8 +13,9 @@
 //     small SVG charts of depth per tenant, claims per second and dead
 //     ratio over the last minutes.
 //   - /tenants: the rotation order now, the last N turns as a coloured
-//     strip and as one lane per tenant (a lane with ready work and no
-//     marks is a starving tenant, highlighted), and per tenant the
+//     strip and as one lane per tenant (a tenant whose ready work is older
+//     than the whole window and got no turn in it is starving, and is
+//     highlighted), and per tenant the
 //     ready, later, leased, dead and served counts and the queue latency
 //     (the age of its oldest ready item).
 //   - /leases: live leases soonest expiry first, with time left; leases

@@ -218,7 +218,7 @@ func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 			break
 		}
 		if r.Ready > 0 || r.TurnsInWindow > 0 {
-			p.Lanes = append(p.Lanes, view.Lane{Tenant: r.Tenant, Color: r.Color, Ready: r.Ready, Columns: turns[r.Tenant]})
+			p.Lanes = append(p.Lanes, view.Lane{Tenant: r.Tenant, Color: r.Color, Ready: r.Ready, Columns: turns[r.Tenant], Starving: r.Waiting})
 		}
 	}
 	return p, http.StatusOK, nil

@@ -130,6 +130,8 @@ type Lane struct {
 	Color   string
 	Ready   int64
 	Columns []int
+	// Starving mirrors TenantRow.Waiting.
+	Starving bool
 }
 
 // Tenants is the tenants and rotation page.

@@ -250,7 +250,7 @@ func TenantsView(p Tenants) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if len(p.Lanes) > 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<h3>Turns per tenant <small>a lane with ready work and no marks is starving</small></h3><div class=\"scroll\"><table class=\"lanes\" data-testid=\"rotation-lanes\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<h3>Turns per tenant <small>highlighted: ready work older than the whole window, and not one turn</small></h3><div class=\"scroll\"><table class=\"lanes\" data-testid=\"rotation-lanes\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -263,7 +263,7 @@ func TenantsView(p Tenants) templ.Component {
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
-						var templ_7745c5c3_Var15 = []any{templ.KV("starving", l.Ready > 0 && len(l.Columns) == 0)}
+						var templ_7745c5c3_Var15 = []any{templ.KV("starving", l.Starving)}
 						templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var15...)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
