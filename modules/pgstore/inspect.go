@@ -33,8 +33,10 @@ func (q *PostgresWorkQueue) Queues(ctx context.Context) ([]string, error) {
 
 // Tenants returns the counts of every tenant that holds items in the queue
 // or has been served by it, by tenant name. Served counts the turns the
-// rotation recorded; a turn bump skipped under contention (see the claim)
-// is not counted, so it can trail the items actually served.
+// rotation recorded since the tenant's rotation row was created (Reap
+// prunes the rows of tenants idle past TurnRetention); a turn bump skipped
+// under contention (see the claim) is not counted, so it can trail the
+// items actually served.
 func (q *PostgresWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.TenantStats, error) {
 	name := contract.QueueName(queue)
 	if err := contract.ValidateName("queue", name); err != nil {
@@ -68,8 +70,9 @@ func (q *PostgresWorkQueue) Tenants(ctx context.Context, queue string) ([]contra
 }
 
 // Rotation returns the tenants with queued work in turn order, and the
-// most recent turns: the rotation keeps each tenant's latest turn, so
-// Recent holds at most one turn per tenant, most recent last.
+// most recent turns, most recent last. Each tenant's rotation row keeps
+// its latest 32 turns, so Recent is exact unless one tenant took more than
+// 32 of the last n, or a turn bump was skipped under contention.
 func (q *PostgresWorkQueue) Rotation(ctx context.Context, queue string, n int) (contract.Rotation, error) {
 	name := contract.QueueName(queue)
 	if err := contract.ValidateName("queue", name); err != nil {
