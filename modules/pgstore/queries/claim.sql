@@ -45,6 +45,11 @@ pick (round, pos, tenant, id, due_at, seq, row_id) AS (
 picked AS (
     SELECT round, pos, tenant, id, row_id FROM pick LIMIT $3
 ),
+-- The picked rows are updated through the ctid their lock returned: a TID
+-- scan per row, so the plan never joins the batch against the whole
+-- table. Key and state are stated again; a row whose version moved after
+-- this statement's snapshot is left alone, still queued, for the next
+-- claim.
 leased AS (
     UPDATE {work} w
     SET state = 'leased', worker = $4, lease_expires_at = $5, token = nextval('{work}_token_seq')
