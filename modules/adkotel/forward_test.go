@@ -88,6 +88,14 @@ func TestWrapQueueForwardsOptionalInterfaces(t *testing.T) {
 	}
 }
 
+// unwrapQ is a wrapper that says what it wraps.
+type unwrapQ struct {
+	contract.WorkQueue
+	inner contract.WorkQueue
+}
+
+func (u unwrapQ) Unwrap() contract.WorkQueue { return u.inner }
+
 // failingHealth is an Inspector whose Health fails, so the system cannot
 // be learned from it.
 type failingHealth struct{ contract.Inspector }
@@ -107,7 +115,9 @@ func TestSystemDetection(t *testing.T) {
 	}{
 		{"no inspector", plainQ{s}, adkotel.SystemADK},
 		{"health fails", insQ{s, failingHealth{s}}, adkotel.SystemADK},
-		{"health says memory", s, adkotel.SystemMemory},
+		{"known backing", s, adkotel.SystemMemory},
+		{"health says memory", insQ{s, s}, adkotel.SystemMemory},
+		{"unwraps to a known backing", unwrapQ{plainQ{s}, s}, adkotel.SystemMemory},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, defaultPolicy)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -49,9 +50,11 @@ type queue struct {
 // the metric names). Those observable instruments stay registered for the
 // life of the meter provider.
 //
-// messaging.system is the [WithSystem] value; without it, the Health of
-// q's Inspector is read once, here, with a short timeout, and its Backing
-// used ([SystemADK] when q has no Inspector or the call fails).
+// messaging.system is the [WithSystem] value; without it, the kit's own
+// backings (memstore, redisstore, pgstore, also behind wrappers that have
+// an Unwrap method) are recognised by type, and any other queue's
+// Inspector Health is read once, here, with a short timeout, for its
+// Backing ([SystemADK] when q has no Inspector or the call fails).
 //
 // It panics when q is nil: that is a wiring mistake, not a runtime state.
 func WrapQueue(q contract.WorkQueue, opts ...Option) contract.WorkQueue {
@@ -86,6 +89,19 @@ func WrapQueue(q contract.WorkQueue, opts ...Option) contract.WorkQueue {
 }
 
 func detectSystem(q contract.WorkQueue) string {
+	// The kit's own backings are known by their package, which costs no
+	// round trip; anything else (a wrapper, a backing of your own) is
+	// asked through its Inspector.
+	for inner := q; inner != nil; {
+		if s := systemOfPackage(inner); s != "" {
+			return s
+		}
+		u, ok := inner.(interface{ Unwrap() contract.WorkQueue })
+		if !ok {
+			break
+		}
+		inner = u.Unwrap()
+	}
 	ins, ok := q.(contract.Inspector)
 	if !ok {
 		return SystemADK
@@ -97,6 +113,24 @@ func detectSystem(q contract.WorkQueue) string {
 		return SystemADK
 	}
 	return h.Backing
+}
+
+// systemOfPackage names the system of the kit's backings by the package
+// of their type, "" for any other type.
+func systemOfPackage(q contract.WorkQueue) string {
+	t := reflect.TypeOf(q)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.PkgPath() {
+	case "github.com/adkit/adk/modules/contract/memstore":
+		return SystemMemory
+	case "github.com/adkit/adk/modules/redisstore":
+		return SystemRedis
+	case "github.com/adkit/adk/modules/pgstore":
+		return SystemPostgreSQL
+	}
+	return ""
 }
 
 // Unwrap returns the queue that was wrapped.
