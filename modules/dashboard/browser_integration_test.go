@@ -15,10 +15,13 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/dashboard/demo"
+	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/redisstore"
 )
 
 // chromiumPath finds the browser, or fails the test with the one line that
@@ -85,21 +88,9 @@ func TestBrowser(t *testing.T) {
 		return dead >= 3 && len(srv.sampler.history()) >= 8
 	})
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(t.Context(),
-		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelTimeout()
+	ctx := newBrowser(t, browser)
 
 	var dialogs atomic.Int32
-	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		t.Fatal(err)
-	}
 	if err := chromedp.Listen(ctx, func(ev any) {
 		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
 			dialogs.Add(1)
@@ -108,7 +99,6 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	shots := os.Getenv("ADK_SCREENSHOTS") == "1"
 	open := func(name, path string, wait ...chromedp.CSS) {
 		t.Helper()
 		steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(ts.URL + path)}
@@ -118,15 +108,7 @@ func TestBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, steps...); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if shots {
-			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-			if err != nil {
-				t.Fatalf("screenshot %s: %v", name, err)
-			}
-			if err := os.WriteFile(filepath.Join("testdata", "screenshots", name+".png"), png, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		saveScreenshot(t, ctx, name)
 	}
 	count := func(sel string) int {
 		t.Helper()
@@ -219,6 +201,90 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
+// newBrowser starts headless Chromium with a fresh profile and the flags
+// that keep it off the network; it is stopped when the test ends.
+func newBrowser(t *testing.T, path string) context.Context {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(t.Context(),
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(cancelTimeout)
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+func saveScreenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("ADK_SCREENSHOTS") != "1" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "screenshots", name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrowserHealthOnRedis shows the health page of a real Redis backing:
+// every check that is not green must carry its fix.
+func TestBrowserHealthOnRedis(t *testing.T) {
+	browser := chromiumPath(t)
+	redisURL := os.Getenv("ADK_TEST_REDIS_URL")
+	if redisURL == "" {
+		t.Fatal("set ADK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run the dashboard's Redis browser test")
+	}
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opts)
+	defer client.Close()
+	ns := randomName("adkdash")
+	defer deleteRedisNamespace(t, client, ns)
+	q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if err := q.Enqueue(t.Context(), contract.Item{Tenant: "acme", ID: "run-1"}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Queue: q, Inspector: q, Backing: "redis", DSN: contract.Secret(redisURL), SampleEvery: time.Hour, Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	ctx := newBrowser(t, browser)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/health"), chromedp.WaitVisible(css("health-table"))); err != nil {
+		t.Fatal(err)
+	}
+	missing, err := chromedp.Run(ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll('[data-testid="health-check"]:not(.st-ok) [data-testid="health-fix"]')).filter(e => e.textContent.trim() === "").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing != 0 {
+		t.Errorf("%d amber/red check(s) without a fix", missing)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="health-check"]').length`))
+	if err != nil || rows < 2 {
+		t.Errorf("%d health rows (%v)", rows, err)
+	}
+	saveScreenshot(t, ctx, "health-redis")
+}
+
 func jsString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
@@ -233,4 +299,42 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestBrowserHealthOnPostgres shows the vacuum health of adk_work and the
+// schema verdict of a real PostgreSQL backing.
+func TestBrowserHealthOnPostgres(t *testing.T) {
+	browser := chromiumPath(t)
+	dsn := os.Getenv("ADK_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Fatal("set ADK_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the dashboard's PostgreSQL browser test")
+	}
+	pool := postgresSchema(t, dsn)
+	q, err := pgstore.NewWorkQueue(pool, nil, pgstore.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(t.Context(), contract.Item{Tenant: "acme", ID: "run-1"}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Queue: q, Inspector: q, Backing: "postgresql", DSN: contract.Secret(dsn), SampleEvery: time.Hour, Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	ctx := newBrowser(t, browser)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/health"), chromedp.WaitVisible(css("health-table"))); err != nil {
+		t.Fatal(err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(css("health-table")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "adk_work") {
+		t.Errorf("health table does not mention adk_work:\n%s", text)
+	}
+	saveScreenshot(t, ctx, "health-postgresql")
 }
