@@ -118,4 +118,3 @@ func PostgresDSN(t testing.TB) string {
 	}
 	return dsn
 }
-

@@ -1,0 +1,393 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adkit/adk/integration/internal/oracle"
+	"github.com/adkit/adk/integration/internal/proxy"
+	"github.com/adkit/adk/integration/internal/servers"
+)
+
+// backingTarget starts (or reuses) a private server for the backing and
+// returns a target isolated to this test.
+func backingTarget(t *testing.T, backing string, redisArgs ...string) (oracle.Target, *servers.Redis, *servers.Postgres) {
+	t.Helper()
+	switch backing {
+	case oracle.Redis:
+		r := servers.StartRedis(t, redisArgs...)
+		return oracle.Target{Backing: oracle.Redis, Addr: r.Addr(), Namespace: "adkfault"}, r, nil
+	default:
+		pg := privatePG(t)
+		return oracle.Target{Backing: oracle.Postgres, DSN: pg.DSN(), Schema: servers.Schema(t, pg.DSN())}, nil, pg
+	}
+}
+
+var backings = []string{oracle.Redis, oracle.Postgres}
+
+// A worker process SIGKILLed while it holds leases: its items stay leased
+// until the lease expires, a surviving worker's reaper returns them to the
+// queue, and they are done again, once, by a survivor.
+func TestFaultWorkerKilled(t *testing.T) {
+	for _, b := range backings {
+		t.Run(b, func(t *testing.T) {
+			target, _, _ := backingTarget(t, b)
+			var workers []oracle.WorkerConfig
+			for i := range 3 {
+				w := workerDefaults(target, fmt.Sprintf("w%d", i))
+				// Work after the effect: the victim dies holding items whose
+				// effect is in the store but which it never completed.
+				w.DelayAfterEffect = true
+				w.HandlerDelay = 40 * time.Millisecond
+				workers = append(workers, w)
+			}
+			out := runLoad(t, load{target: target, direct: target, workers: workers,
+				inject: func(t *testing.T, ctx context.Context, e *env) []string {
+					f := e.fleet
+					if !waitProgress(ctx, f, K/3) {
+						return nil
+					}
+					f.Kill(e.procs[0])
+					return []string{fmt.Sprintf("SIGKILL worker w0 after %d items acknowledged", f.Acked())}
+				}})
+			if len(out.faults) != 1 {
+				t.Fatal("the worker was not killed mid-load")
+			}
+			// The victim's leases, and only those, run twice: once by the
+			// victim before it died, once by a survivor after the reap. It
+			// held at most Concurrency running items plus as many finished
+			// ones waiting for their batched Complete.
+			if r, held := out.report.Reexecuted, 2*workers[0].Concurrency; r < 1 || r > held {
+				t.Errorf("%d items re-executed; want 1 to %d (the leases the killed worker could hold)", r, held)
+			}
+		})
+	}
+}
+
+// Redis killed with SIGKILL and restarted mid-load, with the append-only
+// file fsynced on every write (always) or once a second (everysec).
+//
+// Killing the process loses nothing under either setting: Redis writes
+// the AOF (write(2)) before it replies, and the page cache outlives the
+// process, so both cases hold the oracle with no allowance. What
+// everysec gives up is the last second of writes on a crash of the host
+// (power, kernel), when the page cache is lost too. The host-crash case
+// simulates that: after the SIGKILL it cuts the AOF back to the size it
+// had one second before, the most everysec may leave unsynced. The
+// oracle then forgives exactly the items in flight in the two seconds
+// before the crash, lists them, and holds every other item to the strict
+// rules; the oldest lost acknowledgement must be about one second old.
+func TestFaultRedisRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name, fsync string
+		hostCrash   bool
+	}{{"always", "always", false}, {"everysec", "everysec", false}, {"everysec-host-crash", "everysec", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			target, srv, _ := backingTarget(t, oracle.Redis, "--appendonly", "yes", "--appendfsync", tc.fsync,
+				"--auto-aof-rewrite-percentage", "0")
+			var killedAt time.Time
+			var workers []oracle.WorkerConfig
+			for i := range 2 {
+				w := workerDefaults(target, fmt.Sprintf("w%d", i))
+				// Slow enough that the load spans the kill by more than a
+				// second.
+				w.Concurrency, w.HandlerDelay = 4, 50*time.Millisecond
+				workers = append(workers, w)
+			}
+			aof := filepath.Join(srv.Dir, "appendonlydir", "appendonly.aof.1.incr.aof")
+			var sizes aofSizes
+			l := load{target: target, direct: target, workers: workers,
+				inject: func(t *testing.T, ctx context.Context, e *env) []string {
+					stop := sizes.sample(aof, 10*time.Millisecond)
+					ok := waitProgress(ctx, e.fleet, K/10)
+					// Let a second and more of the load pass before the kill.
+					time.Sleep(1100 * time.Millisecond)
+					stop()
+					if !ok {
+						return nil
+					}
+					acked := e.fleet.Acked()
+					killedAt = time.Now()
+					srv.Kill()
+					fault := fmt.Sprintf("SIGKILL redis-server (appendfsync %s) after %d items acknowledged", tc.fsync, acked)
+					if tc.hostCrash {
+						keep, was := sizes.at(killedAt.Add(-time.Second)), fileSize(aof)
+						if err := os.Truncate(aof, keep); err != nil {
+							t.Error(err)
+						}
+						fault += fmt.Sprintf(", AOF cut from %d to %d bytes (its size 1s before: the unsynced second a host crash loses)", was, keep)
+					}
+					time.Sleep(300 * time.Millisecond)
+					srv.Start()
+					return []string{fault + fmt.Sprintf(", restarted after %v", time.Since(killedAt).Round(time.Millisecond))}
+				}}
+			if tc.hostCrash {
+				// The seed must be on disk before the load: the allowance is
+				// for the writes of the load.
+				l.settle = 1200 * time.Millisecond
+				l.allowance = func() *oracle.Allowance {
+					return &oracle.Allowance{From: killedAt.Add(-2 * time.Second), To: killedAt}
+				}
+			}
+			out := runLoad(t, l)
+			if len(out.faults) != 1 {
+				t.Fatal("the server was not killed mid-load")
+			}
+			if !tc.hostCrash && len(out.report.Forgiven) > 0 {
+				t.Errorf("a process kill with appendfsync %s lost acknowledged writes: %v", tc.fsync, out.report.Forgiven)
+			}
+			if tc.hostCrash {
+				if len(out.report.Forgiven) == 0 {
+					t.Error("the simulated host crash lost nothing: the AOF cut did not take effect")
+				}
+				if age := out.report.MaxLossAge; age > 1500*time.Millisecond {
+					t.Errorf("an acknowledgement %v older than the crash was lost; everysec allows about 1s", age)
+				}
+				t.Logf("appendfsync everysec, host crash: %d losses forgiven, oldest lost acknowledgement %v before the crash", len(out.report.Forgiven), out.report.MaxLossAge)
+			}
+		})
+	}
+}
+
+// aofSizes samples the size of the AOF over time.
+type aofSizes struct {
+	mu  sync.Mutex
+	at_ []time.Time
+	sz  []int64
+}
+
+func (a *aofSizes) sample(path string, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			a.mu.Lock()
+			a.at_ = append(a.at_, time.Now())
+			a.sz = append(a.sz, fileSize(path))
+			a.mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// at returns the last size sampled at or before when.
+func (a *aofSizes) at(when time.Time) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var size int64
+	for i, t := range a.at_ {
+		if t.After(when) {
+			break
+		}
+		size = a.sz[i]
+	}
+	return size
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// PostgreSQL stopped with pg_ctl stop -m immediate (a crash: no
+// checkpoint) and started again mid-load. Every committed write survives
+// crash recovery, so the oracle holds with no allowance.
+func TestFaultPostgresRestart(t *testing.T) {
+	target, _, pg := backingTarget(t, oracle.Postgres)
+	var workers []oracle.WorkerConfig
+	for i := range 2 {
+		w := workerDefaults(target, fmt.Sprintf("w%d", i))
+		w.Listen = true
+		workers = append(workers, w)
+	}
+	out := runLoad(t, load{target: target, direct: target, workers: workers,
+		inject: func(t *testing.T, ctx context.Context, e *env) []string {
+			f := e.fleet
+			if !waitProgress(ctx, f, K*2/5) {
+				return nil
+			}
+			acked := f.Acked()
+			began := time.Now()
+			if err := pg.StopImmediate(); err != nil {
+				t.Error(err)
+				return nil
+			}
+			time.Sleep(300 * time.Millisecond)
+			if err := pg.Start(); err != nil {
+				t.Error(err)
+			}
+			return []string{fmt.Sprintf("pg_ctl stop -m immediate after %d items acknowledged, back after %v", acked, time.Since(began).Round(time.Millisecond))}
+		}})
+	if len(out.faults) != 1 {
+		t.Fatal("the server was not restarted mid-load")
+	}
+	if len(out.report.Forgiven) > 0 {
+		t.Errorf("a PostgreSQL crash lost committed writes: %v", out.report.Forgiven)
+	}
+}
+
+// The workers' LISTEN connections are killed with pg_terminate_backend
+// three times while work arrives in waves. The listeners reconnect,
+// LISTEN again and wake their claimers; the claimers keep going.
+func TestFaultListenerTerminated(t *testing.T) {
+	target, _, pg := backingTarget(t, oracle.Postgres)
+	const app = "adk-oracle-listener"
+	var workers []oracle.WorkerConfig
+	for i := range 2 {
+		w := workerDefaults(target, fmt.Sprintf("w%d", i))
+		w.Listen, w.ListenerApp = true, app
+		// A long safety-net poll: claims after each wave ride the wakes.
+		w.PollInterval = 3 * time.Second
+		workers = append(workers, w)
+	}
+	admin := func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, pg.DSN()) }
+	listeners := func(ctx context.Context, c *pgx.Conn) ([]int32, error) {
+		rows, err := c.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, pgx.RowTo[int32])
+	}
+	// A quarter of the load is enqueued before the workers start; each
+	// termination is followed by the next quarter, which only a wake
+	// (or the 3 s safety net) gets claimed.
+	const wave = K / 4
+	out := runLoad(t, load{target: target, direct: target, workers: workers, firstWave: wave,
+		inject: func(t *testing.T, ctx context.Context, e *env) []string {
+			f := e.fleet
+			c, err := admin(ctx)
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			defer c.Close(context.Background())
+			var faults []string
+			for round := range 3 {
+				if !waitProgress(ctx, f, wave*(round+1)*9/10) {
+					return faults
+				}
+				old, err := listeners(ctx, c)
+				if err != nil || len(old) != len(e.procs) {
+					t.Errorf("want %d listener connections, found %v (%v)", len(e.procs), old, err)
+					return faults
+				}
+				if _, err := c.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) pid", old); err != nil {
+					t.Error(err)
+					return faults
+				}
+				killed := len(old)
+				began := time.Now()
+				// Back means: as many listener connections as workers, none
+				// of them one that was terminated.
+				for {
+					now, err := listeners(ctx, c)
+					if err == nil && len(now) == len(e.procs) && !slices.ContainsFunc(now, func(p int32) bool { return slices.Contains(old, p) }) {
+						break
+					}
+					if time.Since(began) > 10*time.Second {
+						t.Errorf("listeners did not reconnect within 10s (now %v, terminated %v)", now, old)
+						return faults
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				back := time.Since(began)
+				next := e.specs[wave*(round+1) : wave*(round+2)]
+				if round == 2 {
+					next = e.specs[wave*(round+1):]
+				}
+				enq := time.Now()
+				if err := oracle.Enqueue(ctx, e.parent, next); err != nil {
+					t.Error(err)
+					return faults
+				}
+				waitProgress(ctx, f, wave*(round+1)+1)
+				faults = append(faults, fmt.Sprintf("pg_terminate_backend on %d LISTEN connections (round %d), all back in %v, first item of the next wave acknowledged %v after its enqueue",
+					killed, round+1, back.Round(time.Millisecond), time.Since(enq).Round(time.Millisecond)))
+			}
+			return faults
+		}})
+	if len(out.faults) != 3 {
+		t.Fatalf("expected 3 terminations, made %d", len(out.faults))
+	}
+	var reconnects int64
+	for _, s := range out.fleet.Stats() {
+		reconnects += s.Reconnects
+		if s.Reconnects < 3 {
+			t.Errorf("worker %s: listener reconnected %d times, want 3", s.Worker, s.Reconnects)
+		}
+	}
+	t.Logf("listener reconnects: %d", reconnects)
+}
+
+// A TCP proxy between the workers and the server cuts every connection
+// every 250 ms. Calls fail, retry, or come back with their reply lost;
+// the fencing and the idempotent retries keep every item done once.
+func TestFaultNetworkCuts(t *testing.T) {
+	for _, b := range backings {
+		t.Run(b, func(t *testing.T) {
+			direct, _, _ := backingTarget(t, b)
+			var upstream string
+			if b == oracle.Redis {
+				upstream = direct.Addr
+			} else {
+				upstream = strings.TrimPrefix(strings.Split(direct.DSN, "/")[2], "postgres@")
+			}
+			px, err := proxy.Start(upstream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer px.Close()
+			via := direct
+			if b == oracle.Redis {
+				via.Addr = px.Addr()
+			} else {
+				via.DSN = strings.Replace(direct.DSN, upstream, px.Addr(), 1)
+			}
+			var workers []oracle.WorkerConfig
+			for i := range 2 {
+				w := workerDefaults(via, fmt.Sprintf("w%d", i))
+				// Slow enough that about ten cuts land during the load.
+				w.Concurrency = 4
+				w.HandlerDelay = 60 * time.Millisecond
+				w.Listen = b == oracle.Postgres
+				workers = append(workers, w)
+			}
+			out := runLoad(t, load{target: via, direct: direct, workers: workers,
+				inject: func(t *testing.T, ctx context.Context, e *env) []string {
+					f := e.fleet
+					px.CutEvery(250 * time.Millisecond)
+					waitProgress(ctx, f, K*9/10)
+					px.StopCutting()
+					cuts, severed, accepted := px.Stats()
+					return []string{fmt.Sprintf("%d cuts every 250ms severing %d connections (%d accepted)", cuts, severed, accepted)}
+				}})
+			cuts, severed, _ := px.Stats()
+			if cuts < 5 || severed == 0 {
+				t.Errorf("only %d cuts severing %d connections happened during the load", cuts, severed)
+			}
+			_ = out
+		})
+	}
+}

@@ -1,0 +1,223 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/integration/internal/oracle"
+	"github.com/adkit/adk/integration/internal/servers"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// K is the size of each fault test's load: small enough that the whole
+// suite stays within minutes on two cores, large enough that every fault
+// lands while items are in flight.
+const K = 300
+
+// privatePG is the PostgreSQL cluster the fault suite starts once and
+// breaks on purpose; each test works in its own schema.
+var (
+	pgOnce sync.Once
+	pgSrv  *servers.Postgres
+	pgErr  error
+)
+
+func privatePG(t *testing.T) *servers.Postgres {
+	t.Helper()
+	pgOnce.Do(func() {
+		pgSrv, pgErr = servers.StartPostgres()
+		if pgErr == nil {
+			atExit(pgSrv.Remove)
+		}
+	})
+	if pgErr != nil {
+		t.Fatalf("starting a private PostgreSQL: %v", pgErr)
+	}
+	// A previous test may have left it stopped.
+	if err := pgSrv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return pgSrv
+}
+
+// workerDefaults are the workers' settings unless a test says otherwise:
+// short leases and fast reaping so a dead holder's items come back in
+// seconds.
+func workerDefaults(target oracle.Target, name string) oracle.WorkerConfig {
+	return oracle.WorkerConfig{
+		Target: target, Worker: name, Concurrency: 8,
+		LeaseFor: 2 * time.Second, ReapInterval: 250 * time.Millisecond, PollInterval: 200 * time.Millisecond,
+		HandlerDelay: 15 * time.Millisecond, MaxAttempts: 10,
+	}
+}
+
+// load is one fault test: a target, its workers, and the fault.
+type load struct {
+	target  oracle.Target // what the workers connect to (maybe via a proxy)
+	direct  oracle.Target // what the parent seeds and judges through
+	workers []oracle.WorkerConfig
+	k       int
+	// settle waits after seeding, before the workers start.
+	settle time.Duration
+	// firstWave, when set, is how many of the planned items are enqueued
+	// before the workers start; inject enqueues the rest.
+	firstWave int
+	// inject runs while the load runs and returns the faults it caused.
+	inject func(t *testing.T, ctx context.Context, e *env) []string
+	// allowance, when set, is asked after the load for the window of
+	// acknowledged writes the fault may lose.
+	allowance func() *oracle.Allowance
+	drain     time.Duration
+}
+
+// env is what a fault injection can reach.
+type env struct {
+	fleet  *oracle.Fleet
+	procs  []*oracle.Proc
+	parent *oracle.Stores
+	specs  []oracle.Spec
+}
+
+// outcome is what a load run produced, for the test to check further.
+type outcome struct {
+	report oracle.Report
+	faults []string
+	fleet  *oracle.Fleet
+}
+
+func runLoad(t *testing.T, l load) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if l.k == 0 {
+		l.k = K
+	}
+	if l.drain == 0 {
+		l.drain = 90 * time.Second
+	}
+	start := time.Now()
+	parent, err := oracle.Open(ctx, l.direct, oracle.OpenOptions{Policy: policy.Policy{MaxAttempts: 10}})
+	if err != nil {
+		t.Fatalf("open %s: %v", l.direct.Backing, err)
+	}
+	defer parent.Close()
+	specs := oracle.Plan(l.k)
+	first := specs
+	if l.firstWave > 0 {
+		first = specs[:l.firstWave]
+	}
+	if err := oracle.SeedRuns(ctx, parent, specs); err != nil {
+		t.Fatal(err)
+	}
+	if err := oracle.Enqueue(ctx, parent, first); err != nil {
+		t.Fatal(err)
+	}
+	if l.settle > 0 {
+		time.Sleep(l.settle)
+	}
+
+	fleet := oracle.NewFleet()
+	var procs []*oracle.Proc
+	for _, cfg := range l.workers {
+		p, err := fleet.Start(cfg)
+		if err != nil {
+			fleet.Stop(10 * time.Second)
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	var faults []string
+	injected := make(chan struct{})
+	go func() {
+		defer close(injected)
+		if l.inject != nil {
+			faults = l.inject(t, ctx, &env{fleet: fleet, procs: procs, parent: parent, specs: specs})
+		}
+	}()
+	// The queue counts as drained only after the fault: a server that
+	// loses writes can bring finished items back.
+	<-injected
+	drainErr := oracle.WaitDrained(ctx, parent.Inspector, l.drain)
+	if problems := fleet.Stop(15 * time.Second); len(problems) > 0 {
+		t.Errorf("workers: %s", strings.Join(problems, "; "))
+	}
+	if drainErr != nil {
+		t.Error(drainErr)
+	}
+	var allow *oracle.Allowance
+	if l.allowance != nil {
+		allow = l.allowance()
+	}
+	rep, err := oracle.Judge(ctx, parent, specs, fleet.Acks(), allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s on %s: %d items, %d worker processes, %v", t.Name(), l.direct.Backing, l.k, len(l.workers), time.Since(start).Round(time.Millisecond))
+	t.Logf("faults injected (%d): %s", len(faults), strings.Join(faults, "; "))
+	t.Logf("worker error counts: %v", fleet.Counts())
+	for i, f := range rep.Forgiven {
+		if i == 25 {
+			t.Logf("within the allowance: ... and %d more", len(rep.Forgiven)-25)
+			break
+		}
+		t.Logf("within the allowance: %s", f)
+	}
+	for i, v := range rep.Violations {
+		if i == 40 {
+			t.Errorf("... and %d more violations", len(rep.Violations)-40)
+			break
+		}
+		t.Errorf("violation: %s", v)
+	}
+	t.Logf("ORACLE %s %s faults=%d", t.Name(), rep.Summary(), len(faults))
+	recordFigures(t.Name(), l.direct.Backing, rep, len(faults), time.Since(start))
+	return outcome{report: rep, faults: faults, fleet: fleet}
+}
+
+// waitProgress blocks until n items have an acknowledged execution, or
+// the context ends.
+func waitProgress(ctx context.Context, f *oracle.Fleet, n int) bool {
+	for f.Acked() < n {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// figures collects each fault test's verdict for the summary printed at
+// the end of the run (and pasted into docs/reliability.md).
+var (
+	figuresMu sync.Mutex
+	figures   []string
+)
+
+func recordFigures(name, backing string, r oracle.Report, faults int, took time.Duration) {
+	figuresMu.Lock()
+	defer figuresMu.Unlock()
+	figures = append(figures, fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %s |",
+		name, backing, r.Items, faults, r.Completed, r.Dead+r.DeadOther, r.Reexecuted, len(r.Forgiven), len(r.Violations), took.Round(100*time.Millisecond)))
+}
+
+func init() {
+	atExit(func() {
+		figuresMu.Lock()
+		defer figuresMu.Unlock()
+		if len(figures) == 0 {
+			return
+		}
+		fmt.Println("| test | backing | items | faults | completed | dead | re-executed | forgiven | lost/duplicated | time |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+		for _, f := range figures {
+			fmt.Println(f)
+		}
+	})
+}

@@ -1,0 +1,179 @@
+// Package oracle is the fault suite's judge. It plans a load of items
+// across tenants, runs workers in separate processes (the test binary
+// started again in worker mode), and at the end reads the store to decide
+// whether every item was done exactly once or dead-lettered and whether
+// every run's counters equal the patches applied.
+package oracle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/policy"
+	"github.com/adkit/adk/modules/redisstore"
+)
+
+// Backing names.
+const (
+	Redis    = "redis"
+	Postgres = "postgres"
+)
+
+// Target says which server and which isolated corner of it a store uses.
+type Target struct {
+	Backing   string `json:"backing"`
+	Addr      string `json:"addr,omitempty"`      // Redis host:port
+	Namespace string `json:"namespace,omitempty"` // Redis key namespace
+	DSN       string `json:"dsn,omitempty"`       // PostgreSQL
+	Schema    string `json:"schema,omitempty"`    // PostgreSQL search_path
+}
+
+// OpenOptions tune the clients of one process.
+type OpenOptions struct {
+	Clock       contract.Clock
+	Policy      policy.Policy
+	PoolSize    int           // 0: the client's default
+	PoolTimeout time.Duration // 0: the backing's default
+	Listen      bool          // PostgreSQL: wake claimers with LISTEN/NOTIFY
+	ListenerApp string        // application_name of the listener connection
+}
+
+// Stores are a state store and a queue on one target.
+type Stores struct {
+	State     contract.StateStore
+	Queue     contract.WorkQueue
+	Inspector contract.Inspector
+	Listener  *pgstore.Listener
+	// Pool is the PostgreSQL pool (nil on Redis).
+	Pool *pgxpool.Pool
+	// Redis is the Redis client (nil on PostgreSQL).
+	Redis *redis.Client
+	close []func()
+}
+
+// Close releases the clients.
+func (s *Stores) Close() {
+	for i := len(s.close) - 1; i >= 0; i-- {
+		s.close[i]()
+	}
+}
+
+// Open builds the stores of a target without their preflight checks (the
+// servers of the suite are configured by the tests themselves).
+func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
+	if o.Clock == nil {
+		o.Clock = contract.SystemClock{}
+	}
+	switch t.Backing {
+	case Redis:
+		opt := &redis.Options{Addr: t.Addr, DialTimeout: time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second}
+		if o.PoolSize > 0 {
+			opt.PoolSize = o.PoolSize
+		}
+		if o.PoolTimeout > 0 {
+			opt.PoolTimeout = o.PoolTimeout
+		}
+		c := redis.NewClient(opt)
+		s := &Stores{Redis: c, close: []func(){func() { _ = c.Close() }}}
+		settings := redisstore.Settings{Namespace: t.Namespace, Policy: o.Policy}
+		st, err := redisstore.NewState(c, o.Clock, settings)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		q, err := redisstore.NewQueue(c, o.Clock, settings)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.close = append(s.close, func() { _ = q.Close() })
+		s.State, s.Queue, s.Inspector = st, q, q
+		return s, nil
+	case Postgres:
+		cfg, err := pgxpool.ParseConfig(t.DSN)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ConnConfig.RuntimeParams["search_path"] = t.Schema
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "20s"
+		cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+		if o.PoolSize > 0 {
+			cfg.MaxConns = int32(o.PoolSize)
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		s := &Stores{Pool: pool, close: []func(){pool.Close}}
+		settings := pgstore.Settings{Policy: o.Policy, AcquireTimeout: o.PoolTimeout, PollInterval: 200 * time.Millisecond}
+		if o.Listen {
+			app := o.ListenerApp
+			if app == "" {
+				app = "adk-listener"
+			}
+			lcfg := cfg.ConnConfig.Copy()
+			lcfg.RuntimeParams["application_name"] = app
+			l, err := pgstore.NewListener(lcfg, pgstore.ListenerSettings{})
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
+			if err := l.Start(ctx); err != nil {
+				s.Close()
+				return nil, err
+			}
+			s.close = append(s.close, func() { _ = l.Close() })
+			if err := l.Listen(ctx, pgstore.NotifyChannel(pgstore.StateTables{})); err != nil {
+				s.Close()
+				return nil, err
+			}
+			s.Listener, settings.Listener = l, l
+		}
+		st, err := pgstore.NewStateStore(pool, o.Clock, settings)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		q, err := pgstore.NewWorkQueue(pool, o.Clock, settings)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.State, s.Queue, s.Inspector = st, q, q
+		return s, nil
+	}
+	return nil, fmt.Errorf("oracle: unknown backing %q", t.Backing)
+}
+
+// errClass names the kind of a failed call for the workers' reports.
+func errClass(err error) string {
+	var (
+		pool  *contract.PoolExhaustedError
+		lost  *contract.LeaseLostError
+		qu    *contract.QueueUnavailableError
+		sp    *contract.StatePersistenceError
+		inval *contract.ValidationError
+	)
+	switch {
+	case errors.As(err, &pool):
+		return "pool_exhausted"
+	case errors.As(err, &lost):
+		return "lease_lost"
+	case errors.As(err, &qu):
+		return "queue_unavailable"
+	case errors.As(err, &sp):
+		return "state_" + sp.Reason
+	case errors.As(err, &inval):
+		return "invalid"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "context"
+	}
+	return "other"
+}

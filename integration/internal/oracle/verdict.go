@@ -1,0 +1,241 @@
+package oracle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// Allowance relaxes the verdict for a fault that is allowed to lose
+// acknowledged writes: writes acknowledged in [From, To] (To is the
+// crash) may have vanished from the server, with what follows from it: an
+// item in flight across the crash done again under the same claim
+// generation, a tally short by those executions. Anything else is held to
+// the strict rules.
+type Allowance struct {
+	From, To time.Time
+}
+
+func (a *Allowance) covers(at int64) bool {
+	return a != nil && at >= a.From.UnixNano() && at <= a.To.UnixNano()
+}
+
+// inFlight reports whether an execution that began at started and was
+// acknowledged at at straddled the loss window: its claim was made before
+// the crash and its writes were not safely old.
+func (a *Allowance) inFlight(started, at int64) bool {
+	return a != nil && started <= a.To.UnixNano() && at >= a.From.UnixNano()
+}
+
+// Report is the oracle's verdict on one run of the load.
+type Report struct {
+	Items      int
+	Completed  int
+	Dead       int // poison items in the dead letter, as planned
+	DeadOther  int // other items that exhausted their attempts under the fault
+	Executions int64
+	Reexecuted int // items executed more than once (each after a lost lease)
+	Ambiguous  int64
+	Acked      int
+	Violations []string
+	Forgiven   []string // losses inside the allowance, listed
+	TallyExact bool     // every tally equals the sum of the item runs exactly
+	MaxLossAge time.Duration
+}
+
+// OK reports whether nothing was lost, done twice or double-counted.
+func (r Report) OK() bool { return len(r.Violations) == 0 }
+
+// Summary is the one-line verdict.
+func (r Report) Summary() string {
+	v := "PASS"
+	if !r.OK() {
+		v = fmt.Sprintf("FAIL (%d violations)", len(r.Violations))
+	}
+	return fmt.Sprintf("items=%d completed=%d dead(poison)=%d dead(other)=%d executions=%d reexecuted=%d ambiguous=%d forgiven=%d tally_exact=%v lost=%d verdict=%s",
+		r.Items, r.Completed, r.Dead, r.DeadOther, r.Executions, r.Reexecuted, r.Ambiguous, len(r.Forgiven), r.TallyExact, len(r.Violations), v)
+}
+
+// WaitDrained polls the queue until no item is queued or leased (only dead
+// letters remain), or the deadline passes. Errors while the server is away
+// are waited out.
+func WaitDrained(ctx context.Context, in contract.Inspector, deadline time.Duration) error {
+	end := time.Now().Add(deadline)
+	var last string
+	for {
+		ts, err := in.Tenants(ctx, contract.DefaultQueue)
+		if err == nil {
+			var open int64
+			var parts []string
+			for _, s := range ts {
+				if n := s.Ready + s.Later + s.Leased; n > 0 {
+					open += n
+					parts = append(parts, fmt.Sprintf("%s:%d/%d/%d", s.Tenant, s.Ready, s.Later, s.Leased))
+				}
+			}
+			if open == 0 {
+				return nil
+			}
+			last = strings.Join(parts, " ")
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("queue not drained after %v (ready/later/leased per tenant: %s)", deadline, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Judge reads the store and checks the load against what the workers
+// acknowledged.
+func Judge(ctx context.Context, s *Stores, specs []Spec, acks []Event, allow *Allowance) (Report, error) {
+	r := Report{Items: len(specs), TallyExact: true}
+	type key struct{ tenant, id string }
+	ackTimes := map[key][]int64{}
+	flight := map[key]bool{}
+	for _, a := range acks {
+		k := key{a.Tenant, a.ID}
+		ackTimes[k] = append(ackTimes[k], a.At)
+		if allow.inFlight(a.Started, a.At) {
+			flight[k] = true
+		}
+	}
+	r.Acked = len(ackTimes)
+	violate := func(f string, a ...any) { r.Violations = append(r.Violations, fmt.Sprintf(f, a...)) }
+	forgive := func(f string, a ...any) { r.Forgiven = append(r.Forgiven, fmt.Sprintf(f, a...)) }
+	inWindow := func(k key) bool { return flight[k] }
+	type sums struct{ lo, hi, fx contract.Counters }
+	tally := map[string]*sums{}
+	for _, t := range Tenants {
+		tally[t] = &sums{}
+	}
+	for _, sp := range specs {
+		k := key{sp.Tenant, sp.ID}
+		info, err := s.Inspector.Item(ctx, sp.Key())
+		state := "completed"
+		switch {
+		case errors.Is(err, contract.ErrNotFound):
+		case err != nil:
+			return r, fmt.Errorf("inspect %q/%q: %w", sp.Tenant, sp.ID, err)
+		default:
+			state = string(info.Item.State)
+		}
+		run, err := s.State.GetRun(ctx, sp.Tenant, FxID(sp.ID))
+		if err != nil {
+			return r, fmt.Errorf("read run of %q/%q: %w", sp.Tenant, sp.ID, err)
+		}
+		c := run.Counters
+		x := c.Iterations
+		r.Executions += x
+		acked := int64(len(ackTimes[k]))
+		d := Delta(sp.N)
+		switch {
+		case sp.Poison:
+			if state != string(contract.StateDead) {
+				violate("%q/%q: poison item ended %s, want dead", sp.Tenant, sp.ID, state)
+			} else {
+				r.Dead++
+			}
+			if x != 0 {
+				violate("%q/%q: poison item has %d executions", sp.Tenant, sp.ID, x)
+			}
+			continue
+		case state == string(contract.StateDead):
+			r.DeadOther++
+		case state == "completed":
+			r.Completed++
+			if x == 0 {
+				violate("%q/%q: completed but no execution reached the store (lost)", sp.Tenant, sp.ID)
+			}
+		default:
+			violate("%q/%q: still %s at the end (stuck)", sp.Tenant, sp.ID, state)
+		}
+		if x > 1 {
+			r.Reexecuted++
+		}
+		// Every patch lands whole: the run's counters are x times the delta.
+		if c.OutputTokens != x*d.OutputTokens || c.CostMicros != x*d.CostMicros {
+			violate("%q/%q: run counters %+v are not %d times the delta %+v (a patch applied partly or twice)", sp.Tenant, sp.ID, c, x, d)
+		}
+		// Each execution added 2^attempts: executions of distinct claim
+		// generations set distinct bits. Fewer bits than executions means
+		// one generation ran twice: done twice without a lost lease.
+		if pc := int64(bits.OnesCount64(uint64(c.InputTokens))); pc != x {
+			if inWindow(k) {
+				forgive("%q/%q: claim generation ran twice (attempt bits %b, %d executions) after the server lost its acknowledged settle", sp.Tenant, sp.ID, c.InputTokens, x)
+			} else {
+				violate("%q/%q: done twice: %d executions but only %d distinct claim generations (attempt bits %b)", sp.Tenant, sp.ID, x, pc, c.InputTokens)
+			}
+		}
+		// An acknowledged execution must still be in the store.
+		if acked > x {
+			lost := acked - x
+			var ages []string
+			for _, at := range ackTimes[k] {
+				if allow.covers(at) {
+					age := allow.To.Sub(time.Unix(0, at))
+					ages = append(ages, age.Round(time.Millisecond).String())
+					r.MaxLossAge = max(r.MaxLossAge, age)
+				}
+			}
+			if len(ages) >= int(lost) {
+				forgive("%q/%q: %d acknowledged execution(s) lost by the server (acknowledged %s before the crash), done again after the restart", sp.Tenant, sp.ID, lost, strings.Join(ages, ", "))
+			} else {
+				violate("%q/%q: %d acknowledged execution(s) missing from the store (acknowledged %d, stored %d)", sp.Tenant, sp.ID, lost, acked, x)
+			}
+		}
+		lo := min(acked, x)
+		r.Ambiguous += x - lo
+		t := tally[sp.Tenant]
+		t.lo = t.lo.Add(scale(d, lo))
+		t.hi = t.hi.Add(scale(d, x))
+		t.fx = t.fx.Add(scale(d, x))
+	}
+	for _, tenant := range Tenants {
+		run, err := s.State.GetRun(ctx, tenant, AcctID)
+		if err != nil {
+			return r, fmt.Errorf("read tally of %q: %w", tenant, err)
+		}
+		got, t := run.Counters, tally[tenant]
+		if got != t.fx {
+			r.TallyExact = false
+		}
+		for _, f := range []struct {
+			name        string
+			got, lo, hi int64
+		}{
+			{"iterations", got.Iterations, t.lo.Iterations, t.hi.Iterations},
+			{"output_tokens", got.OutputTokens, t.lo.OutputTokens, t.hi.OutputTokens},
+			{"cost_micros", got.CostMicros, t.lo.CostMicros, t.hi.CostMicros},
+		} {
+			if f.got < f.lo || f.got > f.hi {
+				if allow != nil && f.got < f.lo {
+					forgive("tally %q %s = %d, below the %d acknowledged: writes lost by the server", tenant, f.name, f.got, f.lo)
+					continue
+				}
+				violate("tally %q %s = %d, outside [%d acknowledged, %d executed] (lost or double-counted)", tenant, f.name, f.got, f.lo, f.hi)
+			}
+		}
+		if got.InputTokens != 0 || got.Cursor != 0 {
+			violate("tally %q has counters nobody patched: %+v", tenant, got)
+		}
+	}
+	sort.Strings(r.Violations)
+	sort.Strings(r.Forgiven)
+	return r, nil
+}
+
+func scale(c contract.Counters, n int64) contract.Counters {
+	return contract.Counters{InputTokens: c.InputTokens * n, OutputTokens: c.OutputTokens * n, CostMicros: c.CostMicros * n, Iterations: c.Iterations * n, Cursor: c.Cursor * n}
+}

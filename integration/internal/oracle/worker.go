@@ -1,0 +1,231 @@
+package oracle
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/runner"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// EnvWorker, when set in the environment of the test binary, makes it a
+// worker: its value is the WorkerConfig as JSON.
+const EnvWorker = "ADK_ORACLE_WORKER"
+
+// WorkerConfig is what a worker process does.
+type WorkerConfig struct {
+	Target      Target        `json:"target"`
+	Worker      string        `json:"worker"`
+	Concurrency int           `json:"concurrency"`
+	LeaseFor    time.Duration `json:"lease_for"`
+	// HeartbeatEvery 0 means a third of LeaseFor.
+	HeartbeatEvery time.Duration `json:"heartbeat_every"`
+	ReapInterval   time.Duration `json:"reap_interval"`
+	PollInterval   time.Duration `json:"poll_interval"`
+	// HandlerDelay is how long each handler works before its writes;
+	// items whose N is a multiple of SlowEvery take SlowDelay instead.
+	HandlerDelay time.Duration `json:"handler_delay"`
+	SlowEvery    int           `json:"slow_every"`
+	SlowDelay    time.Duration `json:"slow_delay"`
+	// DelayAfterEffect moves the delay after the writes: a worker killed
+	// then has applied its effect but not completed the item.
+	DelayAfterEffect bool `json:"delay_after_effect"`
+	// ClockSkew is subtracted from the wall clock this worker's stores
+	// and runner read: a worker whose clock runs behind.
+	ClockSkew   time.Duration `json:"clock_skew"`
+	Listen      bool          `json:"listen"`
+	ListenerApp string        `json:"listener_app"`
+	PoolSize    int           `json:"pool_size"`
+	PoolTimeout time.Duration `json:"pool_timeout"`
+	MaxAttempts int           `json:"max_attempts"`
+}
+
+// Event is one line a worker writes on its standard output.
+type Event struct {
+	Kind string `json:"k"` // "ready", "ack", "err", "stats"
+	// ack: an execution whose two writes were both acknowledged.
+	Tenant   string `json:"t,omitempty"`
+	ID       string `json:"i,omitempty"`
+	Attempts int    `json:"a,omitempty"`
+	Token    int64  `json:"tok,omitempty"`
+	At       int64  `json:"at,omitempty"` // wall-clock unix nanoseconds (never skewed)
+	Started  int64  `json:"st,omitempty"` // when the handler began, same clock
+	// err: a failed call, by class; stats: counts by class.
+	Where  string           `json:"w,omitempty"`
+	Class  string           `json:"c,omitempty"`
+	Fenced int              `json:"fenced,omitempty"` // items named by a LeaseLostError
+	Counts map[string]int64 `json:"counts,omitempty"`
+	// Reconnects of the LISTEN connection (stats).
+	Reconnects int64  `json:"reconnects,omitempty"`
+	Worker     string `json:"worker,omitempty"`
+}
+
+// IsWorker reports whether this process was started as a worker.
+func IsWorker() bool { return os.Getenv(EnvWorker) != "" }
+
+type skewed struct{ by time.Duration }
+
+func (s skewed) Now() time.Time { return time.Now().Add(-s.by) }
+
+type worker struct {
+	cfg   WorkerConfig
+	state contract.StateStore
+	clock contract.Clock
+
+	mu     sync.Mutex
+	out    *bufio.Writer
+	counts map[string]int64
+}
+
+// WorkerMain runs a worker until its standard input closes, then stops
+// gracefully; it returns the process exit code.
+func WorkerMain() int {
+	var cfg WorkerConfig
+	if err := json.Unmarshal([]byte(os.Getenv(EnvWorker)), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "worker: bad config:", err)
+		return 2
+	}
+	w := &worker{cfg: cfg, out: bufio.NewWriter(os.Stdout), counts: map[string]int64{}, clock: contract.SystemClock{}}
+	if cfg.ClockSkew != 0 {
+		w.clock = skewed{by: cfg.ClockSkew}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pol := policy.Policy{MaxAttempts: cfg.MaxAttempts, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond}
+	openCtx, openCancel := context.WithTimeout(ctx, 30*time.Second)
+	s, err := Open(openCtx, cfg.Target, OpenOptions{Clock: w.clock, Policy: pol, PoolSize: cfg.PoolSize, PoolTimeout: cfg.PoolTimeout,
+		Listen: cfg.Listen, ListenerApp: cfg.ListenerApp})
+	openCancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker: open:", err)
+		return 2
+	}
+	defer s.Close()
+	w.state = s.State
+
+	r, err := runner.New(s.Queue, w.handle, runner.Config{
+		Worker: cfg.Worker, Concurrency: cfg.Concurrency, LeaseFor: cfg.LeaseFor, HeartbeatEvery: cfg.HeartbeatEvery,
+		ReapInterval: cfg.ReapInterval, PollInterval: cfg.PollInterval, Grace: 3 * time.Second,
+		SettleTimeout: 5 * time.Second, Clock: w.clock, OnError: w.onError,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker: runner:", err)
+		return 2
+	}
+	go func() {
+		// The parent closes our stdin to stop us gracefully.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	w.emit(Event{Kind: "ready", Worker: cfg.Worker})
+	_ = r.Run(ctx)
+	st := Event{Kind: "stats", Worker: cfg.Worker, Counts: w.snapshot()}
+	if s.Listener != nil {
+		st.Reconnects = s.Listener.Stats().Reconnects
+	}
+	w.emit(st)
+	return 0
+}
+
+func (w *worker) emit(e Event) {
+	b, _ := json.Marshal(e)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// One write per line, flushed at once: a SIGKILL after the write
+	// cannot take back what the parent was told.
+	_, _ = w.out.Write(append(b, '\n'))
+	_ = w.out.Flush()
+}
+
+func (w *worker) count(key string, n int64) {
+	w.mu.Lock()
+	w.counts[key] += n
+	w.mu.Unlock()
+}
+
+func (w *worker) snapshot() map[string]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int64, len(w.counts))
+	for k, v := range w.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// onError receives the runner's own failures: claims, heartbeats,
+// settles and reaps.
+func (w *worker) onError(err error) {
+	class := errClass(err)
+	w.count("runner_"+class, 1)
+	var lost *contract.LeaseLostError
+	if errors.As(err, &lost) {
+		w.count("fenced_items", int64(len(lost.Items)))
+		w.emit(Event{Kind: "err", Where: "runner", Class: class, Fenced: len(lost.Items), Worker: w.cfg.Worker})
+	}
+}
+
+// handle is the effect: first the item's own run (Iterations counts the
+// executions; InputTokens gets bit 2^attempts, so two executions of the
+// same claim generation carry into a bit pattern whose population count
+// differs from Iterations), then the tenant's tally. Only when both
+// writes are acknowledged does it tell the parent.
+func (w *worker) handle(ctx context.Context, l contract.Lease) error {
+	started := time.Now().UnixNano()
+	var p Payload
+	if err := json.Unmarshal(l.Item.Payload, &p); err != nil {
+		return policy.Permanent(fmt.Errorf("bad payload: %w", err))
+	}
+	if p.Poison {
+		return policy.Permanent(errors.New("poison item"))
+	}
+	delay := w.cfg.HandlerDelay
+	if w.cfg.SlowEvery > 0 && p.N%w.cfg.SlowEvery == 0 {
+		delay = w.cfg.SlowDelay
+	}
+	if !w.cfg.DelayAfterEffect {
+		if err := pause(ctx, delay); err != nil {
+			return err
+		}
+	}
+	d := Delta(p.N)
+	bit := int64(1) << min(l.Item.Attempts, 62)
+	fx := contract.Patch{Counters: contract.Counters{Iterations: 1, InputTokens: bit, OutputTokens: d.OutputTokens, CostMicros: d.CostMicros}, Status: "by " + w.cfg.Worker}
+	if _, err := w.state.PatchRun(ctx, l.Item.Tenant, FxID(l.Item.ID), fx); err != nil {
+		w.count("handler_"+errClass(err), 1)
+		return err
+	}
+	if _, err := w.state.PatchRun(ctx, l.Item.Tenant, AcctID, contract.Patch{Counters: d}); err != nil {
+		w.count("handler_"+errClass(err), 1)
+		return err
+	}
+	w.emit(Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, At: time.Now().UnixNano(), Started: started, Worker: w.cfg.Worker})
+	if w.cfg.DelayAfterEffect {
+		return pause(ctx, delay)
+	}
+	return nil
+}
+
+// pause waits d, or until the handler's context ends (its lease was lost,
+// or the runner's grace ran out).
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
