@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -92,17 +93,48 @@ func openPostgres(ctx context.Context, o options) (*backing, error) {
 		}
 	}
 	settings := pgstore.Settings{DSN: o.postgresDSN}
+	// A LISTEN connection outside the pool wakes the demo's workers and
+	// puts the listener's health on the health page. Without it the queue
+	// polls, which is slower but correct, so a failure here only warns.
+	listener, lerr := startListener(ctx, cfg.ConnConfig)
+	if lerr != nil {
+		fmt.Fprintf(o.stderr, "adk-dashboard: warning: no LISTEN connection, the queue polls instead: %s\n", redact(lerr.Error(), o.postgresDSN))
+	} else {
+		settings.Listener = listener
+	}
+	closeAll := func() {
+		if listener != nil {
+			_ = listener.Close()
+		}
+		pool.Close()
+	}
 	q, err := pgstore.OpenWorkQueue(ctx, pool, nil, settings)
 	if err != nil {
-		pool.Close()
+		closeAll()
 		return nil, fmt.Errorf("%s (on a development database, --apply-schema applies it)", redact(err.Error(), o.postgresDSN))
 	}
 	st, err := pgstore.NewStateStore(pool, nil, settings)
 	if err != nil {
-		pool.Close()
+		closeAll()
 		return nil, err
 	}
-	return &backing{name: "postgresql", dsn: o.postgresDSN, queue: q, inspector: q, state: st, close: pool.Close}, nil
+	return &backing{name: "postgresql", dsn: o.postgresDSN, queue: q, inspector: q, state: st, close: closeAll}, nil
+}
+
+func startListener(ctx context.Context, cfg *pgx.ConnConfig) (*pgstore.Listener, error) {
+	l, err := pgstore.NewListener(cfg, pgstore.ListenerSettings{})
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Start(ctx); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	if err := l.Listen(ctx, pgstore.NotifyChannel(pgstore.StateTables{})); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	return l, nil
 }
 
 // hostOf names the server of a URL-style DSN without its credentials.

@@ -82,7 +82,7 @@ func TestDemoOnPostgres(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--apply-schema") {
 		t.Fatalf("unapplied schema: %v", err)
 	}
-	runDemo(t, []string{"--addr", "127.0.0.1:0", "--demo", "--apply-schema"}, env("ADK_POSTGRES_DSN", u.String()), "postgresql")
+	runDemo(t, []string{"--addr", "127.0.0.1:0", "--demo", "--apply-schema"}, env("ADK_POSTGRES_DSN", u.String()), "postgresql", `"name":"listener","value":"connected"`)
 }
 
 type nopWriter struct{}

@@ -49,10 +49,11 @@ type options struct {
 	applySchema bool
 	token       contract.Secret
 	verbose     bool
+	stderr      io.Writer
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
-	var o options
+	o := options{stderr: stderr}
 	var redisDSN, pgDSN string
 	fs := flag.NewFlagSet("adk-dashboard", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -46,7 +46,7 @@ func TestRunDemoOnMemory(t *testing.T) {
 
 // runDemo runs the command until the demo's tenants show in the API and
 // the health page names the backing, then stops it.
-func runDemo(t *testing.T, args []string, getenv func(string) string, backing string) {
+func runDemo(t *testing.T, args []string, getenv func(string) string, backing string, wantHealth ...string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	pr, pw := io.Pipe()
@@ -88,8 +88,11 @@ func runDemo(t *testing.T, args []string, getenv func(string) string, backing st
 	if !ok {
 		t.Error("the demo's tenants never showed up")
 	}
-	if h := get("api/health"); !strings.Contains(h, `"backing":"`+backing+`"`) {
-		t.Errorf("health does not name the %s backing: %s", backing, h)
+	h := get("api/health")
+	for _, want := range append([]string{`"backing":"` + backing + `"`}, wantHealth...) {
+		if !strings.Contains(h, want) {
+			t.Errorf("health lacks %s: %s", want, h)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {
