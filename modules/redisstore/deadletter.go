@@ -34,20 +34,20 @@ func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilt
 	prefix := q.keys.queue(name)
 	if f.Tenant != "" && f.ID != "" {
 		// At most one item can match: read it instead of scanning.
-		var rec map[string]string
-		err := q.retry.do(ctx, func(ctx context.Context) error {
-			v, err := q.client.HGetAll(ctx, prefix+"item:"+itemRef(f.Tenant, f.ID)).Result()
-			rec = v
+		var raw string
+		err := q.read(ctx, func(ctx context.Context) error {
+			v, err := q.client.Get(ctx, prefix+"item:"+itemRef(f.Tenant, f.ID)).Result()
+			raw = v
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		fields := make([]any, 0, 2*len(rec))
-		for k, v := range rec {
-			fields = append(fields, k, v)
+		rec, ok := parseRecord(raw)
+		if !ok {
+			return nil
 		}
-		it, _ := decodeItem(name, fields)
+		it := rec.item(name)
 		seq := atoi64(rec["ds"])
 		if it.State == contract.StateDead && seq > after && f.Matches(it) {
 			fn(deadHit{seq: seq, ref: itemRef(f.Tenant, f.ID), item: it})
@@ -74,8 +74,12 @@ func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilt
 				continue
 			}
 			s, _ := pair[0].(string)
-			fields, _ := pair[1].([]any)
-			it, _ := decodeItem(name, fields)
+			raw, _ := pair[1].(string)
+			rec, ok := parseRecord(raw)
+			if !ok {
+				continue
+			}
+			it := rec.item(name)
 			if !fn(deadHit{seq: atoi64(s), ref: itemRef(it.Tenant, it.ID), item: it}) {
 				return nil
 			}

@@ -116,7 +116,7 @@ func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.
 		for i, t := range tenants {
 			for _, m := range cs[i].due.Val() {
 				if len(m) > 16 {
-					eas[i] = append(eas[i], pipe.HGet(ctx, p+"item:"+itemRef(t, m[16:]), "ea"))
+					eas[i] = append(eas[i], pipe.Get(ctx, p+"item:"+itemRef(t, m[16:])))
 				}
 			}
 		}
@@ -137,7 +137,8 @@ func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.
 				continue
 			}
 			for _, c := range eas[i] {
-				if ea := nsTime(c.Val()); !ea.IsZero() && (st.OldestReady.IsZero() || ea.Before(st.OldestReady)) {
+				rec, _ := parseRecord(c.Val())
+				if ea := nsTime(rec["ea"]); !ea.IsZero() && (st.OldestReady.IsZero() || ea.Before(st.OldestReady)) {
 					st.OldestReady = ea
 				}
 			}
@@ -272,11 +273,11 @@ func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract
 			offset += int64(len(batch))
 		}
 		pipe := q.client.Pipeline()
-		recs := make([]*redis.MapStringStringCmd, len(refs))
+		recs := make([]*redis.StringCmd, len(refs))
 		lvs := make([]*redis.StringCmd, len(refs))
 		for i, z := range refs {
 			ref, _ := z.Member.(string)
-			recs[i] = pipe.HGetAll(ctx, p+"item:"+ref)
+			recs[i] = pipe.Get(ctx, p+"item:"+ref)
 			lvs[i] = pipe.HGet(ctx, p+"lease", ref)
 		}
 		if len(refs) > 0 {
@@ -303,16 +304,13 @@ func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract
 // leaseFromRecord builds the lease of an item from its record and its entry
 // in the queue's lease hash ("token|expiry us|expiry ns|previous token|
 // heartbeat nonce|worker"); ok is false when the item is not leased.
-func leaseFromRecord(queue string, rec map[string]string, leaseValue string) (contract.Lease, bool) {
+func leaseFromRecord(queue string, raw string, leaseValue string) (contract.Lease, bool) {
 	parts := strings.SplitN(leaseValue, "|", 6)
-	if len(rec) == 0 || len(parts) != 6 {
+	rec, ok := parseRecord(raw)
+	if !ok || len(parts) != 6 {
 		return contract.Lease{}, false
 	}
-	fields := make([]any, 0, 2*len(rec))
-	for k, v := range rec {
-		fields = append(fields, k, v)
-	}
-	it, _ := decodeItem(queue, fields)
+	it := rec.item(queue)
 	it.State = contract.StateLeased
 	return contract.Lease{Item: it, Worker: parts[5], ExpiresAt: nsTime(parts[2]), Token: atoi64(parts[0])}, true
 }
@@ -325,32 +323,27 @@ func (q *RedisWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contra
 			return contract.ItemInfo{}, err
 		}
 	}
-	var rec map[string]string
-	var leaseValue string
+	var raw, leaseValue string
 	err := q.read(ctx, func(ctx context.Context) error {
 		p, ref := q.keys.queue(key.Queue), itemRef(key.Tenant, key.ID)
 		pipe := q.client.Pipeline()
-		recCmd := pipe.HGetAll(ctx, p+"item:"+ref)
+		recCmd := pipe.Get(ctx, p+"item:"+ref)
 		leaseCmd := pipe.HGet(ctx, p+"lease", ref)
 		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 			return err
 		}
-		rec, leaseValue = recCmd.Val(), leaseCmd.Val()
+		raw, leaseValue = recCmd.Val(), leaseCmd.Val()
 		return nil
 	})
 	if err != nil {
 		return contract.ItemInfo{}, err
 	}
-	if len(rec) == 0 {
+	rec, ok := parseRecord(raw)
+	if !ok {
 		return contract.ItemInfo{}, contract.ErrNotFound
 	}
-	fields := make([]any, 0, 2*len(rec))
-	for k, v := range rec {
-		fields = append(fields, k, v)
-	}
-	it, _ := decodeItem(key.Queue, fields)
-	info := contract.ItemInfo{Item: it}
-	if l, ok := leaseFromRecord(key.Queue, rec, leaseValue); ok {
+	info := contract.ItemInfo{Item: rec.item(key.Queue)}
+	if l, ok := leaseFromRecord(key.Queue, raw, leaseValue); ok {
 		info.Item.State = contract.StateLeased
 		info.Lease = &l
 	}

@@ -201,8 +201,12 @@ func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) (
 			return nil, fmt.Errorf("redisstore: malformed claim reply")
 		}
 		tok, _ := pair[0].(int64)
-		fields, _ := pair[1].([]any)
-		it, _ := decodeItem(name, fields)
+		raw, _ := pair[1].(string)
+		rec, ok := parseRecord(raw)
+		if !ok {
+			return nil, fmt.Errorf("redisstore: malformed item record in claim reply")
+		}
+		it := rec.item(name)
 		it.State = contract.StateLeased
 		out = append(out, contract.Lease{Item: it, Worker: req.Worker, ExpiresAt: exp, Token: tok})
 	}
@@ -391,38 +395,55 @@ func (q *RedisWorkQueue) Reap(ctx context.Context, queue string) (int, error) {
 	return total, nil
 }
 
-// decodeItem turns a record's HGETALL reply into an Item (and the raw
-// fields, for the lease parts).
-func decodeItem(queue string, fields []any) (contract.Item, map[string]string) {
-	rec := make(map[string]string, len(fields)/2)
-	for i := 0; i+1 < len(fields); i += 2 {
-		k, _ := fields[i].(string)
-		v, _ := fields[i+1].(string)
-		rec[k] = v
+// recordFields is the order of the length-prefixed fields of an item
+// record (see RECORD in scripts/queue_lib.lua).
+var recordFields = [...]string{"s", "a", "e", "nb", "ea", "da", "ds", "m", "fn", "t", "i", "md", "p"}
+
+// record is a decoded item record, by field name.
+type record map[string]string
+
+// parseRecord decodes a record string; ok is false for "" (no record) or
+// a malformed one.
+func parseRecord(v string) (record, bool) {
+	if v == "" {
+		return nil, false
 	}
+	r := make(record, len(recordFields))
+	rest := v
+	for _, f := range recordFields {
+		seg, tail, ok := cutLP(rest)
+		if !ok {
+			return nil, false
+		}
+		r[f] = seg
+		rest = tail
+	}
+	return r, rest == ""
+}
+
+// item turns a record into an Item of queue.
+func (r record) item(queue string) contract.Item {
 	it := contract.Item{
-		Tenant:     rec["t"],
-		ID:         rec["i"],
+		Tenant:     r["t"],
+		ID:         r["i"],
 		Queue:      queue,
-		Attempts:   int(atoi64(rec["a"])),
-		LastError:  rec["e"],
-		EnqueuedAt: nsTime(rec["ea"]),
-		NotBefore:  nsTime(rec["nb"]),
-		DeadAt:     nsTime(rec["da"]),
+		Attempts:   int(atoi64(r["a"])),
+		LastError:  r["e"],
+		EnqueuedAt: nsTime(r["ea"]),
+		NotBefore:  nsTime(r["nb"]),
+		DeadAt:     nsTime(r["da"]),
 	}
-	if p := rec["p"]; p != "" {
+	if p := r["p"]; p != "" {
 		it.Payload = []byte(p)
 	}
-	if md := rec["md"]; md != "" {
+	if md := r["md"]; md != "" {
 		_ = json.Unmarshal([]byte(md), &it.Metadata) // written by Enqueue from a map; cannot fail
 	}
-	switch rec["s"] {
+	switch r["s"] {
 	case "q":
 		it.State = contract.StateQueued
-	case "l":
-		it.State = contract.StateLeased
 	case "d":
 		it.State = contract.StateDead
 	}
-	return it, rec
+	return it
 }

@@ -12,7 +12,7 @@
 --
 -- ARGV[3] now (us)   ARGV[4] now (ns)   ARGV[5] expiry (us)   ARGV[6] expiry (ns)
 -- ARGV[7] worker   ARGV[8] max   ARGV[9] how many turns the log keeps
--- Returns a list of {token, record fields}; the caller fills in the lease.
+-- Returns a list of {token, record}; the caller fills in the lease.
 local now = tonumber(ARGV[3])
 local max = tonumber(ARGV[8])
 
@@ -105,8 +105,8 @@ local taken, recs = {}, {}
 for _, p in ipairs(plan) do
   local t, id = L[p[1]], string.sub(p[2], 17)
   local ref = lp(t) .. lp(id)
-  local rec = redis.call('HGETALL', kitem(ref))
-  if #rec > 0 then
+  local rec = redis.call('GET', kitem(ref))
+  if rec then
     taken[#taken + 1] = {t, id, ref}
     recs[#recs + 1] = rec
   end

@@ -10,15 +10,15 @@ local n = 0
 for i = 10, #ARGV do
   local ref = ARGV[i]
   local ik = kitem(ref)
-  local st = redis.call('HMGET', ik, 's', 't', 'i', 'e')
-  if st[1] == 'd' and (ARGV[7] == '' or st[2] == ARGV[7]) and (ARGV[8] == '' or st[3] == ARGV[8])
-      and (ARGV[9] == '' or string.find(st[4] or '', ARGV[9], 1, true)) then
-    local t = st[2]
+  local r = decode(redis.call('GET', ik))
+  if r and r.s == 'd' and (ARGV[7] == '' or r.t == ARGV[7]) and (ARGV[8] == '' or r.i == ARGV[8])
+      and (ARGV[9] == '' or string.find(r.e, ARGV[9], 1, true)) then
     redis.call('ZREM', DEAD, ref)
-    redis.call('ZREM', kdead(t), ref)
+    redis.call('ZREM', kdead(r.t), ref)
     if ARGV[3] == 'requeue' then
-      redis.call('HSET', ik, 'a', 0, 'da', '', 'ds', '', 'nb', '', 'ea', ARGV[5])
-      push(t, st[3], ik, ARGV[4], now)
+      r.a, r.da, r.ds, r.nb, r.ea = '0', '', '', '', ARGV[5]
+      push(r, ARGV[4], now)
+      redis.call('SET', ik, encode(r))
     else
       redis.call('DEL', ik)
     end

@@ -11,12 +11,10 @@ local groups, order = {}, {}
 local added, wake = 0, false
 for i = 7, #ARGV, 6 do
   local t, id = ARGV[i], ARGV[i + 1]
-  local ik = kitem(lp(t) .. lp(id))
-  if redis.call('EXISTS', ik) == 0 then
+  local m = string.format('%016x', seq + 1) .. id
+  local rec = encode({s = 'q', a = '0', nb = ARGV[i + 5], ea = ARGV[5], m = m, t = t, i = id, md = ARGV[i + 3], p = ARGV[i + 2]})
+  if redis.call('SET', kitem(lp(t) .. lp(id)), rec, 'NX') then
     seq = seq + 1
-    local m = string.format('%016x', seq) .. id
-    redis.call('HSET', ik, 't', t, 'i', id, 'p', ARGV[i + 2], 'md', ARGV[i + 3], 'nb', ARGV[i + 5],
-      'a', 0, 'e', '', 'ea', ARGV[5], 's', 'q', 'm', m)
     local g = groups[t]
     if not g then
       g = {}

@@ -11,8 +11,9 @@
 --   Q..'turn'           string  the last stamp given
 --   Q..'seq'            string  orders ready items and dead letters
 --   Q..'ready:'..lp(t)  zset  a tenant's queued items: score due (us), member seq..id
---   Q..'item:'..ref     hash  the item record (ref = lp(tenant)..lp(id)); its
---                             state field says queued or dead, never leased
+--   Q..'item:'..ref     string  the item record (ref = lp(tenant)..lp(id)),
+--                             length-prefixed fields in RECORD order; its
+--                             state says queued or dead, never leased
 --   Q..'lease'          hash  ref -> 'token|expiry us|expiry ns|previous token|
 --                             heartbeat nonce|worker' while the item is leased
 --   Q..'leases'         zset  leased refs by expiry (us)
@@ -24,7 +25,7 @@
 --   NS..'queues'        set   queue names
 --
 -- Times: scores are unix microseconds (exact in a double until year 2255);
--- record fields ending in 'n' or named ea/da/nb are unix nanoseconds kept
+-- lease fields ending in 'n' and record fields ea/da/nb are unix nanoseconds kept
 -- as strings, never used in arithmetic here. Numbers computed in Lua are
 -- only ever small counters, because Redis formats Lua numbers with limited
 -- precision when they are passed back to redis.call.
@@ -50,6 +51,37 @@ local function lease(v)
   return {tok = tok, x = x, xn = xn, hp = hp, hn = hn, w = w}
 end
 
+-- The record is one string rather than a hash: a claim reads it with one
+-- GET (several times cheaper than HGETALL) and returns it untouched; the
+-- rarer settles decode, change and re-encode it.
+-- s state (q or d)  a attempts  e last error  nb not-before  ea enqueued
+-- da dead at  ds dead seq  m ready member  fn last settle nonce
+-- t tenant  i id  md metadata JSON  p payload
+local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'm', 'fn', 't', 'i', 'md', 'p'}
+
+local function decode(v)
+  if not v then
+    return nil
+  end
+  local r, pos = {}, 1
+  for _, f in ipairs(RECORD) do
+    local c = string.find(v, ':', pos, true)
+    local n = tonumber(string.sub(v, pos, c - 1))
+    r[f] = string.sub(v, c + 1, c + n)
+    pos = c + n + 1
+  end
+  return r
+end
+
+local function encode(r)
+  local parts = {}
+  for k, f in ipairs(RECORD) do
+    local v = r[f] or ''
+    parts[k] = #v .. ':' .. v
+  end
+  return table.concat(parts)
+end
+
 -- place puts tenant t where its earliest queued item says: the rotation
 -- when it is due by now, the waiting set when it is delayed, nowhere when
 -- it has none. The caller has taken t out of both first.
@@ -65,18 +97,20 @@ local function place(t, now)
   end
 end
 
--- push queues the item ik of tenant t, due at score due (a string). A
--- tenant that had no queued work takes a new stamp (the back of the
--- rotation); one that had keeps its place.
-local function push(t, id, ik, due, now)
+-- push queues the item whose decoded record is r (written back by the
+-- caller) for tenant t, due at score due (a string). A tenant that had no
+-- queued work takes a new stamp (the back of the rotation); one that had
+-- keeps its place.
+local function push(r, due, now)
+  local t = r.t
   local seq = redis.call('INCR', Q .. 'seq')
-  local m = string.format('%016x', seq) .. id
-  redis.call('HSET', ik, 's', 'q', 'm', m)
+  r.s = 'q'
+  r.m = string.format('%016x', seq) .. r.i
   local placed = redis.call('ZREM', ROT, t) + redis.call('ZREM', WAIT, t)
   if placed == 0 then
     local turn = redis.call('INCR', Q .. 'turn')
     redis.call('HSET', TURNS, t, turn)
   end
-  redis.call('ZADD', kready(t), due, m)
+  redis.call('ZADD', kready(t), due, r.m)
   place(t, now)
 end

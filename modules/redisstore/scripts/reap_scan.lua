@@ -16,7 +16,8 @@ local vals = redis.call('HMGET', LEASE, unpack(names))
 local out = {}
 for j, ref in ipairs(names) do
   local l = lease(vals[j])
-  local a = l and redis.call('HGET', kitem(ref), 'a')
+  local r = l and decode(redis.call('GET', kitem(ref)))
+  local a = r and r.a
   if not a then
     redis.call('ZREM', LEASES, ref)
     redis.call('HDEL', LEASE, ref)

@@ -17,31 +17,33 @@ local wake = false
 for i = 6, #ARGV, 9 do
   local ref, tok, maxs = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local ik = kitem(ref)
-  local st = redis.call('HMGET', ik, 't', 'i', 'a', 'fn')
+  local r = decode(redis.call('GET', ik))
   local l = lease(redis.call('HGET', LEASE, ref))
   local score = redis.call('ZSCORE', LEASES, ref)
-  if ARGV[i + 8] ~= '' and st[4] == ARGV[i + 8] then
+  if r and ARGV[i + 8] ~= '' and r.fn == ARGV[i + 8] then
     res[#res + 1] = 1
-  elseif not st[1] or not l or l.tok ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
+  elseif not r or not l or l.tok ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
     res[#res + 1] = 0
-  elseif st[3] ~= ARGV[i + 3] then
-    res[#res + 1] = -tonumber(st[3]) - 1
+  elseif r.a ~= ARGV[i + 3] then
+    res[#res + 1] = -tonumber(r.a) - 1
   else
-    local t = st[1]
+    local t = r.t
     redis.call('HDEL', LEASE, ref)
     redis.call('ZREM', LEASES, ref)
-    redis.call('HINCRBY', ik, 'a', 1)
-    redis.call('HSET', ik, 'e', ARGV[i + 7], 'fn', ARGV[i + 8])
+    r.a = tostring(tonumber(r.a) + 1)
+    r.e = ARGV[i + 7]
+    r.fn = ARGV[i + 8]
     if ARGV[i + 4] == '1' then
-      redis.call('HSET', ik, 'nb', ARGV[i + 6])
-      push(t, st[2], ik, ARGV[i + 5], now)
+      r.nb = ARGV[i + 6]
+      push(r, ARGV[i + 5], now)
       wake = true
     else
       local seq = redis.call('INCR', Q .. 'seq')
-      redis.call('HSET', ik, 's', 'd', 'da', ARGV[4], 'ds', seq)
+      r.s, r.da, r.ds = 'd', ARGV[4], tostring(seq)
       redis.call('ZADD', DEAD, seq, ref)
       redis.call('ZADD', kdead(t), seq, ref)
     end
+    redis.call('SET', ik, encode(r))
     res[#res + 1] = 1
   end
 end
