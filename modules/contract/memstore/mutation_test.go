@@ -60,7 +60,7 @@ var mutants = []struct {
 
 func TestMutantsAreCaught(t *testing.T) {
 	if os.Getenv(mutationEnv) != "" {
-		t.Skip("running inside a mutant subprocess")
+		return // inside a mutant subprocess, which runs only the points it was given
 	}
 	var all []string
 	for _, m := range mutants {
