@@ -42,6 +42,13 @@ var smallTenants = []string{
 type Config struct {
 	// Queue is where the work goes; required.
 	Queue contract.WorkQueue
+	// Inspector reads the noisy tenant's depth for the top-ups; nil means
+	// Queue when it is one (a tracing wrapper usually is not). Without
+	// either, the backlog is topped up by a tenth every five seconds.
+	Inspector contract.Inspector
+	// Middleware wraps the workers' handler (adkotel.ProcessMiddleware
+	// traces each item).
+	Middleware []runner.Middleware
 	// QueueName is the queue's name; "" means contract.DefaultQueue.
 	QueueName string
 	// Tenants is the number of tenants, the noisy one included (default
@@ -84,6 +91,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("demo: Config.Queue is required")
 	}
 	c.QueueName = contract.QueueName(c.QueueName)
+	if c.Inspector == nil {
+		c.Inspector, _ = c.Queue.(contract.Inspector)
+	}
 	if c.Tenants <= 0 || c.Tenants > len(smallTenants)+1 {
 		c.Tenants = len(smallTenants) + 1
 	}
@@ -156,6 +166,7 @@ func Run(ctx context.Context, cfg Config) error {
 		r, err := runner.New(cfg.Queue, w.handle, runner.Config{
 			Queue: cfg.QueueName, Worker: fmt.Sprintf("worker-%c", 'a'+i), Concurrency: cfg.Concurrency,
 			LeaseFor: cfg.LeaseFor, Grace: time.Second, Clock: cfg.Clock, Logger: cfg.Logger,
+			Middleware: cfg.Middleware,
 		})
 		if err != nil {
 			return err
@@ -215,8 +226,8 @@ func (w *workload) seed(ctx context.Context) error {
 // topUp refills the noisy tenant's backlog when it has fallen below half.
 func (w *workload) topUp(ctx context.Context) error {
 	depth := int64(-1)
-	if insp, ok := w.cfg.Queue.(contract.Inspector); ok {
-		if stats, err := insp.Tenants(ctx, w.cfg.QueueName); err == nil {
+	if w.cfg.Inspector != nil {
+		if stats, err := w.cfg.Inspector.Tenants(ctx, w.cfg.QueueName); err == nil {
 			depth = 0
 			for _, s := range stats {
 				if s.Tenant == NoisyTenant {

@@ -7,7 +7,9 @@
 //
 // The DSNs may come from ADK_REDIS_DSN / ADK_POSTGRES_DSN instead (better:
 // a flag shows in the process list). Requeue and purge are enabled only
-// when ADK_DASHBOARD_TOKEN is set.
+// when ADK_DASHBOARD_TOKEN is set. When an OTLP endpoint is configured
+// (OTEL_EXPORTER_OTLP_ENDPOINT and the other standard OTEL_* variables),
+// requests and the demo's queue calls are exported as traces.
 package main
 
 import (
@@ -24,7 +26,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/adkit/adk/modules/adkotel"
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/runner"
 	"github.com/adkit/adk/modules/dashboard"
 	"github.com/adkit/adk/modules/dashboard/demo"
 )
@@ -49,7 +53,10 @@ type options struct {
 	applySchema bool
 	token       contract.Secret
 	verbose     bool
-	stderr      io.Writer
+	// tracing is on when an OTLP endpoint is configured: requests, and the
+	// demo's queue calls, are exported through adkotel.Setup.
+	tracing bool
+	stderr  io.Writer
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -78,6 +85,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	o.redisDSN = contract.Secret(cmpOr(redisDSN, getenv("ADK_REDIS_DSN")))
 	o.postgresDSN = contract.Secret(cmpOr(pgDSN, getenv("ADK_POSTGRES_DSN")))
 	o.token = contract.Secret(getenv("ADK_DASHBOARD_TOKEN"))
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
+		o.tracing = o.tracing || getenv(k) != ""
+	}
 	if o.redisDSN.IsSet() && o.postgresDSN.IsSet() {
 		return o, errors.New("both a Redis and a PostgreSQL DSN are set; pick one backing (unset ADK_REDIS_DSN or ADK_POSTGRES_DSN)")
 	}
@@ -107,6 +117,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger := slog.New(slog.DiscardHandler)
 	if o.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+
+	if o.tracing {
+		shutdown, err := adkotel.Setup(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = shutdown(sctx)
+		}()
 	}
 
 	b, err := openBacking(ctx, o)
@@ -141,8 +163,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	workCtx, stopWork := context.WithCancel(ctx)
 	workDone := make(chan error, 1)
 	if o.demo {
+		dc := demo.Config{Queue: b.queue, Inspector: b.inspector, Logger: logger}
+		if o.tracing {
+			// The workload's enqueues, claims and settles become spans,
+			// and each handler call a process span linked to its producer.
+			dc.Queue = adkotel.WrapQueue(b.queue)
+			dc.Middleware = []runner.Middleware{adkotel.ProcessMiddleware()}
+		}
 		go func() {
-			workDone <- demo.Run(workCtx, demo.Config{Queue: b.queue, Logger: logger})
+			workDone <- demo.Run(workCtx, dc)
 		}()
 	} else {
 		workDone <- nil

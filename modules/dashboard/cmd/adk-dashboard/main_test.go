@@ -5,7 +5,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,5 +112,25 @@ func TestRedisBadDSNNeverPrintsPassword(t *testing.T) {
 	err = run(t.Context(), []string{"--addr", "127.0.0.1:0", "--postgres", "postgres://user:pa55word@host:notaport/db"}, env(), io.Discard, io.Discard)
 	if err == nil || strings.Contains(err.Error(), "pa55word") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// With an OTLP endpoint configured, the demo's work is exported as traces
+// (here to a stand-in collector that counts what it receives).
+func TestDemoExportsTraces(t *testing.T) {
+	var posts atomic.Int32
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/traces" {
+			posts.Add(1)
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	runDemo(t, []string{"--addr", "127.0.0.1:0", "--demo"}, func(k string) string { return os.Getenv(k) }, "memory")
+	if posts.Load() == 0 {
+		t.Error("no trace export reached the collector")
 	}
 }
