@@ -56,7 +56,9 @@ func ValidateRun(run Run, maxBytes int) error {
 	if len(run.Data) > maxBytes {
 		return TooLarge("run data", len(run.Data), maxBytes)
 	}
-	if len(run.Data) > 0 && !json.Valid(run.Data) {
+	// json.Valid lets invalid UTF-8 inside strings through; PostgreSQL's
+	// jsonb and most readers refuse it, so every backing refuses it here.
+	if len(run.Data) > 0 && (!json.Valid(run.Data) || !utf8.Valid(run.Data)) {
 		return &ValidationError{Field: "Run.Data", Problem: "is not a valid JSON document; marshal it with encoding/json"}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"time"
-	"unicode/utf8"
 
 	"github.com/adkit/adk/modules/contract"
 )
@@ -49,11 +48,6 @@ func (s *Store) GetRun(ctx context.Context, tenant, id string) (*contract.Run, e
 func (s *Store) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	if err := contract.ValidateRun(run, s.maxBytes); err != nil {
 		return nil, err
-	}
-	if !utf8.Valid(run.Data) {
-		// json.Valid lets invalid UTF-8 inside strings through; a durable
-		// backing's JSON column would not.
-		return nil, &contract.ValidationError{Field: "Run.Data", Problem: "is not valid UTF-8; marshal it with encoding/json"}
 	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
