@@ -41,8 +41,11 @@ type OpenOptions struct {
 	Policy      policy.Policy
 	PoolSize    int           // 0: the client's default
 	PoolTimeout time.Duration // 0: the backing's default
-	Listen      bool          // PostgreSQL: wake claimers with LISTEN/NOTIFY
-	ListenerApp string        // application_name of the listener connection
+	// NoClientRetries turns go-redis's own retries off (MaxRetries -1), so
+	// the store's retry budget is the only one.
+	NoClientRetries bool
+	Listen          bool   // PostgreSQL: wake claimers with LISTEN/NOTIFY
+	ListenerApp     string // application_name of the listener connection
 }
 
 // Stores are a state store and a queue on one target.
@@ -79,6 +82,9 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 		}
 		if o.PoolTimeout > 0 {
 			opt.PoolTimeout = o.PoolTimeout
+		}
+		if o.NoClientRetries {
+			opt.MaxRetries = -1
 		}
 		c := redis.NewClient(opt)
 		s := &Stores{Redis: c, close: []func(){func() { _ = c.Close() }}}

@@ -45,7 +45,9 @@ type WorkerConfig struct {
 	ListenerApp string        `json:"listener_app"`
 	PoolSize    int           `json:"pool_size"`
 	PoolTimeout time.Duration `json:"pool_timeout"`
-	MaxAttempts int           `json:"max_attempts"`
+	// NoClientRetries: see OpenOptions.
+	NoClientRetries bool `json:"no_client_retries"`
+	MaxAttempts     int  `json:"max_attempts"`
 }
 
 // Event is one line a worker writes on its standard output.
@@ -102,7 +104,7 @@ func WorkerMain() int {
 	pol := policy.Policy{MaxAttempts: cfg.MaxAttempts, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond}
 	openCtx, openCancel := context.WithTimeout(ctx, 30*time.Second)
 	s, err := Open(openCtx, cfg.Target, OpenOptions{Clock: w.clock, Policy: pol, PoolSize: cfg.PoolSize, PoolTimeout: cfg.PoolTimeout,
-		Listen: cfg.Listen, ListenerApp: cfg.ListenerApp})
+		NoClientRetries: cfg.NoClientRetries, Listen: cfg.Listen, ListenerApp: cfg.ListenerApp})
 	openCancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker: open:", err)
