@@ -137,14 +137,21 @@ func TestPagesRenderFastAtScale(t *testing.T) {
 	}
 	defer srv.Close()
 	for _, path := range []string{"/", "/tenants", "/leases", "/dead", "/dead?offset=99000&cursor=" + url.QueryEscape(benchDeep), "/health"} {
-		rec := httptest.NewRecorder()
-		start := time.Now()
-		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-		if took := time.Since(start); took > 500*time.Millisecond {
-			t.Errorf("%s took %v; the target is 50ms", path, took)
+		// The best of three renders, against ten times the target: this
+		// catches a page that went linear in the dead letters, not the
+		// noise of a shared machine under the race detector.
+		best := time.Hour
+		for range 3 {
+			rec := httptest.NewRecorder()
+			start := time.Now()
+			srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			best = min(best, time.Since(start))
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%s: %d", path, rec.Code)
+			}
 		}
-		if rec.Code != http.StatusOK {
-			t.Fatalf("%s: %d", path, rec.Code)
+		if best > 500*time.Millisecond {
+			t.Errorf("%s took %v at best; the target is 50ms", path, best)
 		}
 	}
 	var stats struct{ Leased, Dead int64 }
