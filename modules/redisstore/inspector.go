@@ -169,8 +169,9 @@ func (q *RedisWorkQueue) Rotation(ctx context.Context, queue string, n int) (con
 		rot := pipe.ZRangeWithScores(ctx, p+"rot", 0, -1)
 		wait := pipe.ZRange(ctx, p+"wait", 0, -1)
 		var logCmd *redis.StringSliceCmd
-		if n > 0 {
-			logCmd = pipe.LRange(ctx, p+"log", 0, int64(n-1))
+		if keep := min(n, q.settings.RecentTurns); keep > 0 {
+			// The claim trims the log in steps, so it may hold a few more.
+			logCmd = pipe.LRange(ctx, p+"log", 0, int64(keep-1))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err

@@ -32,7 +32,7 @@ end
 
 -- Plan the rounds.
 local due, pos, fetched, more = {}, {}, {}, {}
-local chunk = math.ceil(max / #L)
+local chunk = math.ceil(max / #L) + 1 -- one more than a round needs: a look at what stays due
 for i, t in ipairs(L) do
   local ms = redis.call('ZRANGE', kready(t), '-inf', ARGV[3], 'BYSCORE', 'LIMIT', 0, chunk)
   due[i], pos[i], fetched[i], more[i] = ms, 1, #ms, #ms == chunk
@@ -85,16 +85,21 @@ for i = 1, #L do
       redis.call('HSET', TURNS, t, stamp[i])
       redis.call('HINCRBY', Q .. 'served', t, #served[i])
     end
-    local first = redis.call('ZRANGE', rk, 0, 0, 'WITHSCORES')
-    if #first == 0 then
-      redis.call('ZREM', ROT, t)
-    elseif tonumber(first[2]) <= now then
-      if stamp[i] then
-        redis.call('ZADD', ROT, stamp[i], t)
-      end
+    if stamp[i] and pos[i] <= #due[i] then
+      -- Items this claim read but did not take are due: back of the rotation.
+      redis.call('ZADD', ROT, stamp[i], t)
     else
-      redis.call('ZREM', ROT, t)
-      redis.call('ZADD', WAIT, first[2], t)
+      local first = redis.call('ZRANGE', rk, 0, 0, 'WITHSCORES')
+      if #first == 0 then
+        redis.call('ZREM', ROT, t)
+      elseif tonumber(first[2]) <= now then
+        if stamp[i] then
+          redis.call('ZADD', ROT, stamp[i], t)
+        end
+      else
+        redis.call('ZREM', ROT, t)
+        redis.call('ZADD', WAIT, first[2], t)
+      end
     end
   end
 end
@@ -129,6 +134,9 @@ for k, it in ipairs(taken) do
 end
 redis.call('HSET', LEASE, unpack(lv))
 redis.call('ZADD', LEASES, unpack(lz))
-redis.call('LPUSH', Q .. 'log', unpack(log))
-redis.call('LTRIM', Q .. 'log', 0, tonumber(ARGV[9]) - 1)
+-- The log is trimmed in steps of 64 rather than on every claim.
+local keep = tonumber(ARGV[9])
+if redis.call('LPUSH', Q .. 'log', unpack(log)) > keep + 64 then
+  redis.call('LTRIM', Q .. 'log', 0, keep - 1)
+end
 return out
