@@ -36,6 +36,7 @@ type fixture struct {
 	store *memstore.Store // set only on memstore fixtures
 	q     contract.WorkQueue
 	insp  contract.Inspector
+	runs  contract.StateStore
 	srv   *Server
 	http  *httptest.Server
 }
@@ -56,7 +57,7 @@ func newFixture(t *testing.T, token string) *fixture {
 // newFixtureOn seeds any backing and serves a dashboard over it.
 func newFixtureOn(t *testing.T, token string, clock *contracttest.FakeClock, name string, q contract.WorkQueue, insp contract.Inspector, state contract.StateStore) *fixture {
 	t.Helper()
-	f := &fixture{t: t, clock: clock, q: q, insp: insp}
+	f := &fixture{t: t, clock: clock, q: q, insp: insp, runs: state}
 	f.seed()
 	srv, err := New(Config{
 		Queue: q, Inspector: insp, State: state,

@@ -158,6 +158,17 @@ func checkItemPage(t *testing.T, f *fixture) {
 	if testids(doc, "item-lease").Length() != 1 {
 		t.Error("leased item shows no lease")
 	}
+	if testids(doc, "item-run").Length() != 0 {
+		t.Error("a run is shown before one exists")
+	}
+	// The run of the same tenant and id shows beside the item.
+	if _, err := f.runs.PutRun(context.Background(), contract.Run{Tenant: "acme", ID: "acme-0", Status: "planning", Data: []byte(`{"step":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	doc = f.page(nil, "/item?tenant=acme&id=acme-0", http.StatusOK)
+	if run := testids(doc, "item-run").Text(); !strings.Contains(run, "status planning") {
+		t.Errorf("run line %q", run)
+	}
 	f.page(nil, "/item?tenant=acme&id=nope", http.StatusNotFound)
 	var api view.ItemView
 	f.api(nil, "/api/item?tenant=acme&id=acme-0", http.StatusOK, &api)
