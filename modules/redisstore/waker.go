@@ -32,6 +32,12 @@ func (q *RedisWorkQueue) Subscribe(queue string) (<-chan struct{}, func()) {
 	if hub == nil {
 		hub = &wakeHub{done: make(chan struct{}), subs: map[chan struct{}]struct{}{}}
 		hub.ps = q.client.Subscribe(context.Background(), wakeChannel(q.settings.Namespace, name))
+		// Wait (briefly) for the server to confirm the subscription, so an
+		// enqueue made right after Subscribe returns is heard. If the
+		// server is away the subscription keeps retrying on its own.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _ = hub.ps.Receive(ctx)
+		cancel()
 		q.subs[name] = hub
 		go q.forward(hub)
 	}
