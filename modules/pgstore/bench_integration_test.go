@@ -31,7 +31,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 
 func benchClaimComplete(b *testing.B, tenants, idle, workers, batch int) {
 	d := newTestDB(b, withMaxConns(int32(workers+2)))
-	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, pgstore.Settings{})
+	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func benchWake(b *testing.B, listen bool) {
 	if listen {
 		s.Listener = d.listener(b, pgstore.ListenerSettings{})
 	}
-	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, s)
+	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, d.settings(s))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func BenchmarkClaimDepth(b *testing.B) {
 			if _, err := d.pool.Exec(ctx, "VACUUM ANALYZE adk_work"); err != nil {
 				b.Fatal(err)
 			}
-			q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, pgstore.Settings{})
+			q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 			if err != nil {
 				b.Fatal(err)
 			}

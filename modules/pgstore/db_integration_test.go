@@ -104,7 +104,9 @@ func (d *testDB) connConfig(t testing.TB) *pgx.ConnConfig {
 	return cfg
 }
 
-// listener starts a listener on the queue's channel, closed at cleanup.
+// listener starts a listener on the test's own channel (the schema
+// name: channels are database-wide, and other tests notify too), closed
+// at cleanup. Queues of the test use it through settings.
 func (d *testDB) listener(t testing.TB, s pgstore.ListenerSettings) *pgstore.Listener {
 	t.Helper()
 	l, err := pgstore.NewListener(d.connConfig(t), s)
@@ -117,8 +119,14 @@ func (d *testDB) listener(t testing.TB, s pgstore.ListenerSettings) *pgstore.Lis
 		t.Fatalf("listener start: %v", err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	if err := l.Listen(ctx, pgstore.NotifyChannel(pgstore.StateTables{})); err != nil {
+	if err := l.Listen(ctx, d.schema); err != nil {
 		t.Fatalf("listen: %v", err)
 	}
 	return l
+}
+
+// settings returns s with the test's channel.
+func (d *testDB) settings(s pgstore.Settings) pgstore.Settings {
+	s.Channel = d.schema
+	return s
 }

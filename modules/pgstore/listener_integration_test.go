@@ -82,7 +82,7 @@ func TestListenerConnLivesWithLoop(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
 	l := d.listener(t, pgstore.ListenerSettings{})
 	pid := l.Stats().BackendPID
-	sub, stop := l.Subscribe(pgstore.NotifyChannel(pgstore.StateTables{}))
+	sub, stop := l.Subscribe(d.schema)
 	defer stop()
 	for range 3 {
 		runtime.GC()
@@ -91,7 +91,7 @@ func TestListenerConnLivesWithLoop(t *testing.T) {
 	if !backendAlive(t, d, pid) {
 		t.Fatal("the listener's backend went away while its loop runs")
 	}
-	if err := pgstore.Notify(ctx, d.pool, pgstore.NotifyChannel(pgstore.StateTables{}), "still-here"); err != nil {
+	if err := pgstore.Notify(ctx, d.pool, d.schema, "still-here"); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -62,11 +62,11 @@ func NewWorkQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWor
 	}
 	return &PostgresWorkQueue{
 		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,
-		q: loadQueries(s.Tables), channel: NotifyChannel(s.Tables),
+		q: loadQueries(s.Tables), channel: s.Channel,
 	}, nil
 }
 
-// NotifyChannel is the channel the queue's NOTIFY goes to: the work
+// NotifyChannel is the default channel of a queue's NOTIFY: the work
 // table's name. The payload is the queue name.
 func NotifyChannel(t StateTables) string {
 	if t.Work == "" {
@@ -74,6 +74,10 @@ func NotifyChannel(t StateTables) string {
 	}
 	return t.Work
 }
+
+// Channel returns the NOTIFY channel of the queue's wakes: the one to
+// LISTEN on.
+func (q *PostgresWorkQueue) Channel() string { return q.channel }
 
 // Bound returns a queue that runs every call inside tx, the caller's
 // transaction: an enqueue commits with the run that asked for it, and

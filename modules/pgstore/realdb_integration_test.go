@@ -21,7 +21,7 @@ import (
 
 func newQueue(t *testing.T, d *testDB, s pgstore.Settings) *pgstore.PostgresWorkQueue {
 	t.Helper()
-	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, s)
+	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, d.settings(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestListenerSurvivesTerminateBackend(t *testing.T) {
 	q := newQueue(t, d, pgstore.Settings{Listener: l})
 	wake, stop := q.Subscribe("default")
 	defer stop()
-	raw, stopRaw := l.Subscribe(pgstore.NotifyChannel(pgstore.StateTables{}))
+	raw, stopRaw := l.Subscribe(d.schema)
 	defer stopRaw()
 
 	pid := l.Stats().BackendPID
@@ -288,7 +288,7 @@ func TestPoolExhausted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := pgstore.NewWorkQueue(d.pool, nil, pgstore.Settings{AcquireTimeout: 100 * time.Millisecond})
+	q, err := pgstore.NewWorkQueue(d.pool, nil, d.settings(pgstore.Settings{AcquireTimeout: 100 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,12 @@ type Settings struct {
 	// Listener, when set, delivers the queue's wakes (LISTEN/NOTIFY).
 	// Without it Subscribe falls back to polling every PollInterval.
 	Listener *Listener
+	// Channel is the NOTIFY channel of the queue's wakes (the payload is
+	// the queue name). Empty means NotifyChannel(Tables), the work table's
+	// name. Channels are database-wide: deployments that keep separate
+	// tables in one database (one schema each, say) should give each its
+	// own channel, or their claimers wake one another (harmless, wasted).
+	Channel string
 	// PollInterval is the poll-only fallback's period. Zero means
 	// DefaultPollInterval.
 	PollInterval time.Duration
@@ -68,6 +74,12 @@ func (s Settings) normalized() (Settings, error) {
 	}
 	if s.PollInterval <= 0 {
 		s.PollInterval = DefaultPollInterval
+	}
+	if s.Channel == "" {
+		s.Channel = NotifyChannel(s.Tables)
+	}
+	if err := validateChannel(s.Channel); err != nil {
+		return s, err
 	}
 	if s.TurnRetention <= 0 {
 		s.TurnRetention = DefaultTurnRetention

@@ -26,7 +26,7 @@ func TestStateStoreContract(t *testing.T) {
 func TestWorkQueueContract(t *testing.T) {
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
 		d := newTestDB(t)
-		q, err := pgstore.NewWorkQueue(d.pool, clock, pgstore.Settings{Policy: p, Listener: d.listener(t, pgstore.ListenerSettings{})})
+		q, err := pgstore.NewWorkQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p, Listener: d.listener(t, pgstore.ListenerSettings{})}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestWorkQueueContract(t *testing.T) {
 func TestWorkQueueContractPollOnly(t *testing.T) {
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
 		d := newTestDB(t)
-		q, err := pgstore.NewWorkQueue(d.pool, clock, pgstore.Settings{Policy: p})
+		q, err := pgstore.NewWorkQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -205,3 +205,21 @@ func TestPollOnlySubscribe(t *testing.T) {
 	stop()
 	stop()
 }
+
+func TestQueueChannel(t *testing.T) {
+	q, err := pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{})
+	if err != nil || q.Channel() != "adk_work" {
+		t.Fatalf("default channel: %q, %v; want adk_work", q.Channel(), err)
+	}
+	q, err = pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{Tables: pgstore.StateTables{Work: "app_work"}})
+	if err != nil || q.Channel() != "app_work" {
+		t.Fatalf("channel of app_work: %q, %v", q.Channel(), err)
+	}
+	q, err = pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{Channel: "tenant_a_wakes"})
+	if err != nil || q.Channel() != "tenant_a_wakes" {
+		t.Fatalf("custom channel: %q, %v", q.Channel(), err)
+	}
+	if _, err := pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{Channel: strings.Repeat("c", 64)}); !errors.Is(err, contract.ErrInvalid) {
+		t.Errorf("64-byte channel: %v, want a validation error", err)
+	}
+}
