@@ -110,6 +110,16 @@ func micros(t time.Time) string {
 	return strconv.FormatInt(us, 10)
 }
 
+// dueMicros is the ready-set score of an item due at at, read at now: the
+// floor of now when at is not later (so "due now" compares due against
+// the same now), else at rounded up.
+func dueMicros(at, now time.Time) string {
+	if !at.After(now) {
+		return nowMicros(now)
+	}
+	return micros(at)
+}
+
 // nowMicros is t as unix microseconds, rounded down.
 func nowMicros(t time.Time) string { return strconv.FormatInt(t.UnixNano()/1000, 10) }
 
@@ -151,15 +161,11 @@ func (q *RedisWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) er
 			}
 			md = string(b)
 		}
-		due := now
 		nb := ""
 		if !it.NotBefore.IsZero() {
 			nb = nanos(it.NotBefore)
-			if it.NotBefore.After(now) {
-				due = it.NotBefore
-			}
 		}
-		byQueue[name] = append(byQueue[name], it.Tenant, it.ID, it.Payload, md, micros(due), nb)
+		byQueue[name] = append(byQueue[name], it.Tenant, it.ID, it.Payload, md, dueMicros(it.NotBefore, now), nb)
 		sizes[name] += len(it.Payload) + len(md)
 		if len(byQueue[name]) >= 500*6 || sizes[name] >= 8<<20 {
 			if err := flush(name); err != nil {
@@ -334,12 +340,8 @@ func (q *RedisWorkQueue) settleArgs(prefix, name string, now time.Time, entries 
 		retry, due, nb := "0", "", ""
 		if e.decision.Retry {
 			retry = "1"
-			at := e.decision.At
-			nb = nanos(at)
-			if at.Before(now) {
-				at = now
-			}
-			due = micros(at)
+			nb = nanos(e.decision.At)
+			due = dueMicros(e.decision.At, now)
 		}
 		args = append(args, e.ref, e.token, e.maxScore, e.attempts, retry, due, nb, contract.ErrorText(e.cause), e.nonce)
 	}

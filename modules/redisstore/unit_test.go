@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/redis/go-redis/v9"
@@ -166,5 +167,19 @@ func TestJudge(t *testing.T) {
 		if c.setting == "CONFIG" && !strings.Contains(err.Error(), "AssumeDurable") {
 			t.Errorf("%s: %v does not name AssumeDurable", c.name, err)
 		}
+	}
+}
+
+func TestDueMicros(t *testing.T) {
+	now := time.Unix(1893456000, 123456789) // sub-microsecond part: the wall clock has one
+	if got, want := dueMicros(time.Time{}, now), nowMicros(now); got != want {
+		t.Errorf("due now: score %s, want %s (the score a claim at the same instant compares with)", got, want)
+	}
+	if got, want := dueMicros(now, now), nowMicros(now); got != want {
+		t.Errorf("due at now: score %s, want %s", got, want)
+	}
+	later := now.Add(1500 * time.Nanosecond)
+	if got, want := dueMicros(later, now), "1893456000123459"; got != want {
+		t.Errorf("due later: score %s, want %s (rounded up: never early)", got, want)
 	}
 }
