@@ -193,6 +193,10 @@ func stateErr(err error) error {
 	if unavailable(err) {
 		return &contract.StatePersistenceError{Reason: contract.ReasonUnavailable, Transient: true, Err: err}
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22003" { // numeric value out of range
+		return &contract.ValidationError{Field: "Patch.Counters", Problem: "would take a counter past the int64 range; nothing was written"}
+	}
 	return schemaErr(err)
 }
 

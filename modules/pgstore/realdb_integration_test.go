@@ -575,3 +575,28 @@ func TestTokenNotReusedAfterRollback(t *testing.T) {
 }
 
 var _ = contracttest.FakeEpoch
+
+// A patch that would overflow a counter is refused as bad input and
+// changes nothing.
+func TestPatchOverflowRefused(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	s, err := pgstore.NewStateStore(d.pool, nil, pgstore.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{CostMicros: 1 << 62}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{CostMicros: 1 << 62}, Status: "x"})
+	if !errors.Is(err, contract.ErrInvalid) {
+		t.Fatalf("overflowing patch: %v, want a validation error", err)
+	}
+	r, err := s.GetRun(ctx, "acme", "r")
+	if err != nil || r.Counters.CostMicros != 1<<62 || r.Status != "" || r.Version != 2 {
+		t.Fatalf("after the refused patch: %+v, %v", r, err)
+	}
+}
