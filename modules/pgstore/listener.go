@@ -16,9 +16,13 @@ import (
 
 // Defaults applied to the zero fields of [ListenerSettings].
 const (
+	// DefaultListenerBuffer is each subscriber's channel capacity.
 	DefaultListenerBuffer = 16
-	DefaultMinBackoff     = 50 * time.Millisecond
-	DefaultMaxBackoff     = 2 * time.Second
+	// DefaultMinBackoff is the wait after the first failed reconnect.
+	DefaultMinBackoff = 50 * time.Millisecond
+	// DefaultMaxBackoff caps the doubling wait between reconnects.
+	DefaultMaxBackoff = 2 * time.Second
+	// DefaultConnectTimeout bounds one connection attempt.
 	DefaultConnectTimeout = 5 * time.Second
 )
 
