@@ -47,7 +47,7 @@ lint/%:
 	cd $* && go tool staticcheck ./... && go tool staticcheck -tags integration ./...
 
 lint-templ:
-	@if [ -d modules/dashboard ] && ls modules/dashboard/**/*.templ modules/dashboard/*.templ >/dev/null 2>&1; then \
+	@if find modules/dashboard -name '*.templ' | grep -q .; then \
 		cd modules/dashboard && go tool templ generate >/dev/null && cd $(ROOT) && \
 		git diff --exit-code -- modules/dashboard || { echo "templ generate changed files: run 'make generate' and commit"; exit 1; }; \
 	fi
@@ -67,6 +67,17 @@ check-module/%:
 tidy: $(addprefix tidy/,$(MODULES))
 tidy/%:
 	cd $* && GOWORK=off go mod tidy
+
+## demo: the dashboard on the embedded in-memory store with a synthetic 20-tenant workload.
+## ADK_REDIS_DSN / ADK_POSTGRES_DSN switch it to that server; DEMO_FLAGS=--apply-schema applies
+## the PostgreSQL schema first (development databases only); ADK_DASHBOARD_TOKEN enables actions.
+DEMO_FLAGS ?=
+demo:
+	cd modules/dashboard && go run ./cmd/adk-dashboard --demo $(DEMO_FLAGS)
+
+## screenshots: regenerate modules/dashboard/testdata/screenshots/*.png in headless Chromium.
+screenshots:
+	cd modules/dashboard && ADK_SCREENSHOTS=1 go test -tags integration -run '^TestBrowser' -count=1 .
 
 ## bench: benchmarks of every module (servers come from the same variables as the integration lane).
 bench: $(addprefix bench/,$(MODULES))
