@@ -126,14 +126,22 @@ func TestPoolExhausted(t *testing.T) {
 		client.BLPop(ctx, time.Second, "adk-test-never-pushed")
 	}()
 	<-held
-	time.Sleep(50 * time.Millisecond)
+	// Wait until the blocking command holds the pool's only connection.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st := client.PoolStats(); st.TotalConns == 1 && st.IdleConns == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the blocking command never took the connection")
+		}
+	}
 	start := time.Now()
 	_, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
 	var pe *contract.PoolExhaustedError
 	if !errors.As(err, &pe) || contract.Retryable(err) {
 		t.Errorf("got %v, want a non-retryable PoolExhaustedError", err)
 	}
-	if time.Since(start) > 500*time.Millisecond {
+	if time.Since(start) > 2*time.Second { // the budget would retry for far longer
 		t.Errorf("took %v: a pool timeout must not be retried into", time.Since(start))
 	}
 	if q.Stats().PoolExhausted == 0 {
