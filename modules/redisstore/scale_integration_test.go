@@ -116,3 +116,46 @@ func TestDeadLettersPageAtDepth(t *testing.T) {
 		t.Errorf("median page took %v; want well under 50ms", median)
 	}
 }
+
+// TestFairnessUnderLoad: one tenant holding 100,000 items and 50 others
+// holding 10 each; every small tenant's first item is claimed within the
+// first 60 claims.
+func TestFairnessUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q, _ := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: redistest.Namespace(t, client)})
+	defer q.Close()
+	items := make([]contract.Item, 0, 500)
+	flush := func() {
+		if err := q.Enqueue(ctx, items...); err != nil {
+			t.Fatal(err)
+		}
+		items = items[:0]
+	}
+	for i := range 100_000 {
+		items = append(items, contract.Item{Tenant: "big", ID: strconv.Itoa(i)})
+		if len(items) == cap(items) {
+			flush()
+		}
+	}
+	for s := range 50 {
+		for i := range 10 {
+			items = append(items, contract.Item{Tenant: "small-" + strconv.Itoa(s), ID: strconv.Itoa(i)})
+		}
+		flush()
+	}
+	seen := map[string]bool{}
+	for range 60 {
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[ls[0].Item.Tenant] = true
+	}
+	for s := range 50 {
+		if !seen["small-"+strconv.Itoa(s)] {
+			t.Errorf("tenant small-%d not served in the first 60 claims", s)
+		}
+	}
+}
