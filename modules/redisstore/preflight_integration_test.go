@@ -46,16 +46,20 @@ func TestPreflightServers(t *testing.T) {
 			if q != nil {
 				_ = q.Close()
 			}
+			_, q, errBoth := redisstore.Open(ctx, client, nil, tc.settings)
+			if q != nil {
+				_ = q.Close()
+			}
 			if tc.refuse == "" {
-				if err != nil || errState != nil || errQueue != nil {
-					t.Fatalf("refused: %v / %v / %v", err, errState, errQueue)
+				if err != nil || errState != nil || errQueue != nil || errBoth != nil {
+					t.Fatalf("refused: %v / %v / %v / %v", err, errState, errQueue, errBoth)
 				}
 				if rep.Verdict() == contract.HealthFail {
 					t.Errorf("accepted but the verdict is fail: %+v", rep.Checks)
 				}
 				return
 			}
-			for _, e := range []error{err, errState, errQueue} {
+			for _, e := range []error{err, errState, errQueue, errBoth} {
 				var pe *contract.PreflightError
 				if !errors.As(e, &pe) {
 					t.Fatalf("got %v, want a *contract.PreflightError", e)

@@ -1,0 +1,24 @@
+package redisstore
+
+import (
+	"context"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/redis/go-redis/v9"
+)
+
+// Open runs Preflight once and returns a state store and a work queue over
+// the same client and settings: the usual way to start a deployment that
+// keeps both in one Redis. Close the queue when done; the client stays the
+// caller's.
+func Open(ctx context.Context, client redis.UniversalClient, clock contract.Clock, settings Settings) (*RedisStateStore, *RedisWorkQueue, error) {
+	st, err := OpenState(ctx, client, clock, settings)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := NewQueue(client, clock, settings)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, q, nil
+}
