@@ -19,11 +19,12 @@ import (
 // claim reads several tenants' ready sets in one script to take turns
 // between them; shard by running several namespaces.
 //
-// Every state change is one Lua script. A script whose reply is lost to a
-// dropped connection is retried within the RetryBudget; for Claim that may
-// leave the first attempt's items leased to nobody until their lease
-// expires and Reap returns them (counted as a failed attempt). Nothing is
-// lost or handed to two workers at once.
+// Every state change is a Lua script (Reap is two: a read-only scan, then
+// a fenced write). A script whose reply is lost to a dropped connection is
+// retried within the RetryBudget; for Claim that may leave the first
+// attempt's items leased to nobody until their lease expires and Reap
+// returns them (counted as a failed attempt). Nothing is lost or handed to
+// two workers at once.
 type RedisWorkQueue struct {
 	client   redis.UniversalClient
 	clock    contract.Clock
