@@ -5,9 +5,9 @@ go 1.26.0
 require (
 	github.com/adkit/adk/modules/contract v0.1.0
 	github.com/adkit/adk/modules/pgstore v0.1.0
-	github.com/adkit/adk/modules/policy v0.1.0
-	github.com/adkit/adk/modules/redisstore v0.1.0
 )
+
+require github.com/adkit/adk/modules/policy v0.1.0 // indirect
 
 require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
