@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -142,9 +143,9 @@ func benchWake(b *testing.B, listen bool) {
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		// Drain a stale wake so each round starts asleep, then enqueue at
-		// a point that is not aligned with the poll ticks.
-		time.Sleep(time.Duration(i%7) * 3 * time.Millisecond)
+		// Enqueue at a random phase of the poll ticks, so poll-only
+		// latency is not an artefact of the loop's own rhythm.
+		time.Sleep(time.Duration(rand.Int64N(int64(50 * time.Millisecond))))
 		if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: fmt.Sprint("i", i)}); err != nil {
 			b.Fatal(err)
 		}
