@@ -24,7 +24,7 @@ import (
 // in one call, and repeats.
 func BenchmarkClaimComplete(b *testing.B) {
 	for _, idle := range []int{0, 49} {
-		for _, batch := range []int{1, 10, 50} {
+		for _, batch := range []int{1, 10, 50, 200} {
 			b.Run(fmt.Sprintf("workers=10/idle=%d/batch=%d", idle, batch), func(b *testing.B) {
 				benchClaimComplete(b, 10, idle, batch)
 			})
