@@ -28,6 +28,8 @@ func (b *asynqBacking) name() string      { return "asynq" }
 func (b *asynqBacking) peer() bool        { return true }
 func (b *asynqBacking) enqueueChunk() int { return 100 }
 func (b *asynqBacking) enqueuers() int    { return 8 }
+func (b *asynqBacking) detail() string    { return "" }
+
 func (b *asynqBacking) errs() (int64, error) {
 	return b.nerr.Load(), nil
 }

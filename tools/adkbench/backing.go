@@ -41,6 +41,8 @@ type backing interface {
 	enqueuers() int
 	// errs reports the errors the workers saw (not counting "empty").
 	errs() (int64, error)
+	// detail describes the last measurement's calls, "" when unknown.
+	detail() string
 }
 
 func tenantName(i int) string { return fmt.Sprintf("t%02d", i) }

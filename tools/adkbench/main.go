@@ -1,6 +1,3 @@
-// Command adkbench runs one workload against adk's queue backings and
-// against River and Asynq on the same servers, and prints the figures side
-// by side with their ratios. It is a benchmark only; see README.md.
 package main
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,13 @@ func (b *ourBacking) errs() (int64, error) {
 		return 0, nil
 	}
 	return b.pool.nerr.Load(), b.pool.firstErr()
+}
+
+func (b *ourBacking) detail() string {
+	if b.pool == nil {
+		return ""
+	}
+	return b.pool.summary()
 }
 
 func (b *ourBacking) prepare(ctx context.Context, w workload) error {
@@ -123,6 +131,34 @@ type workerPool struct {
 	nerr     atomic.Int64
 	errMu    sync.Mutex
 	err      error
+
+	statMu    sync.Mutex
+	claimLat  []time.Duration // claims that returned items
+	claimed   int
+	emptyLat  []time.Duration // claims that found nothing
+	settleLat []time.Duration
+	settled   int
+}
+
+// summary says how the pool's calls went: the claims that returned items
+// (count, mean batch, p50 and max latency) and the Complete calls.
+func (p *workerPool) summary() string {
+	p.statMu.Lock()
+	defer p.statMu.Unlock()
+	if len(p.claimLat) == 0 {
+		return ""
+	}
+	c := slices.Clone(p.claimLat)
+	slices.Sort(c)
+	s := fmt.Sprintf("claims %d×%.1f p50 %s max %s", len(c), float64(p.claimed)/float64(len(c)),
+		percentile(c, 0.5).Round(10*time.Microsecond), c[len(c)-1].Round(10*time.Microsecond))
+	if len(p.settleLat) > 0 {
+		d := slices.Clone(p.settleLat)
+		slices.Sort(d)
+		s += fmt.Sprintf("; completes %d×%.1f p50 %s max %s", len(d), float64(p.settled)/float64(len(d)),
+			percentile(d, 0.5).Round(10*time.Microsecond), d[len(d)-1].Round(10*time.Microsecond))
+	}
+	return s
 }
 
 func (p *workerPool) fail(err error) {
@@ -217,7 +253,17 @@ func (p *workerPool) claimLoop(ctx context.Context, worker string) {
 		if n == 0 {
 			return
 		}
+		t0 := time.Now()
 		leases, err := p.q.Claim(ctx, contract.ClaimRequest{Queue: benchQueue, Worker: worker, LeaseFor: 5 * time.Minute, Max: n})
+		took := time.Since(t0)
+		p.statMu.Lock()
+		if len(leases) > 0 {
+			p.claimLat = append(p.claimLat, took)
+			p.claimed += len(leases)
+		} else {
+			p.emptyLat = append(p.emptyLat, took)
+		}
+		p.statMu.Unlock()
 		p.release(n - len(leases))
 		if len(leases) == 0 {
 			if ctx.Err() != nil {
@@ -264,9 +310,15 @@ func (p *workerPool) completeLoop() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		t0 := time.Now()
 		if err := p.q.Complete(ctx, batch...); err != nil {
 			p.fail(fmt.Errorf("complete: %w", err))
 		}
+		took := time.Since(t0)
 		cancel()
+		p.statMu.Lock()
+		p.settleLat = append(p.settleLat, took)
+		p.settled += len(batch)
+		p.statMu.Unlock()
 	}
 }

@@ -35,7 +35,9 @@ type row struct {
 	Errors     int64   `json:"errors"`
 	Seconds    float64 `json:"seconds"`
 	Note       string  `json:"note,omitempty"`
-	Error      string  `json:"error,omitempty"`
+	// Detail is how our worker pool's calls went (claims and completes).
+	Detail string `json:"detail,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // result is the whole run.
@@ -184,4 +186,15 @@ func (res *result) writeText(w io.Writer) {
 			fratio(r.VsRiver), fratio(r.VsAsynq), ratio, r.Target, met, processed, note)
 	}
 	tw.Flush()
+	first := true
+	for _, r := range res.Rows {
+		if r.Detail == "" {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nworker pool of our backings (claims that returned items × mean batch, latency; Complete calls × mean batch, latency):")
+			first = false
+		}
+		fmt.Fprintf(w, "  %-10s %-9s c=%-3d %s\n", r.Scenario, r.Backing, r.Concurrency, r.Detail)
+	}
 }

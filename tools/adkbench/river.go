@@ -43,6 +43,8 @@ func (b *riverBacking) name() string      { return "river" }
 func (b *riverBacking) peer() bool        { return true }
 func (b *riverBacking) enqueueChunk() int { return 1000 }
 func (b *riverBacking) enqueuers() int    { return 2 }
+func (b *riverBacking) detail() string    { return "" }
+
 func (b *riverBacking) errs() (int64, error) {
 	return b.nerr.Load(), nil
 }

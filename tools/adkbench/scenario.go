@@ -153,6 +153,7 @@ func (h *harness) throughput(ctx context.Context, scenario string, b backing, co
 	if m.loadTime > 0 {
 		r.EnqueueRate = float64(len(jobs)) / m.loadTime.Seconds()
 	}
+	r.Detail = b.detail()
 	h.add(r)
 }
 
@@ -278,7 +279,7 @@ func (h *harness) wake(ctx context.Context, b backing, conc int) {
 // again with cfg.depth queued. Only for our backings: the peers expose no
 // claim call to time.
 func (h *harness) depth(ctx context.Context, b *ourBacking) {
-	const shallow, samples = 1000, 300
+	const shallow, samples = 1000, 200
 	deep := max(h.cfg.depth, shallow+samples)
 	rec := newRecorder(deep + samples)
 	w := workload{tenants: 1, conc: 1, rec: rec}
