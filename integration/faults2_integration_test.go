@@ -20,8 +20,9 @@ import (
 // Pool exhaustion. First, deterministically: with every connection of a
 // two-connection pool held, each call returns *contract.PoolExhaustedError
 // within the pool timeout (not after a retry budget) and changes nothing.
-// Then the burst: workers with 16 handlers on a two-connection pool and a
-// short pool timeout; calls fail with PoolExhaustedError, their items are
+// Then the burst: workers with 16 handlers on a two-connection pool with
+// a 20 ms pool timeout, whose whole pool other work in the same process
+// takes for 150 ms every 300 ms; calls fail with PoolExhaustedError, their items are
 // retried, and the oracle holds once the burst is over.
 func TestFaultPoolExhausted(t *testing.T) {
 	for _, b := range backings {
@@ -32,29 +33,27 @@ func TestFaultPoolExhausted(t *testing.T) {
 			var workers []oracle.WorkerConfig
 			for i := range 2 {
 				w := workerDefaults(target, fmt.Sprintf("w%d", i))
-				w.Concurrency, w.PoolSize, w.PoolTimeout = 16, 2, burstPoolTimeout[b]
-				// Redis answers in microseconds: only a 1 ms pool timeout
-				// without go-redis's own retries lets a burst surface.
-				w.NoClientRetries = true
-				w.HandlerDelay = 5 * time.Millisecond
+				w.Concurrency, w.PoolSize, w.PoolTimeout = 16, 2, 20*time.Millisecond
+				// The burst: from the start and every 300 ms, other work in
+				// the process takes the whole pool for 150 ms.
+				w.HogEvery, w.HogFor = 300*time.Millisecond, 150*time.Millisecond
+				w.HandlerDelay = 40 * time.Millisecond
 				w.MaxAttempts = 30 // exhaustion is the fault, not poison
 				workers = append(workers, w)
 			}
 			out := runLoad(t, load{target: target, direct: target, workers: workers,
 				inject: func(t *testing.T, ctx context.Context, e *env) []string {
-					return []string{fmt.Sprintf("burst: 2 workers x 16 handlers on 2-connection pools, pool timeout %v", burstPoolTimeout[b])}
+					return []string{"burst: 2 workers x 16 handlers on 2-connection pools, pool timeout 20ms, the whole pool taken for 150ms every 300ms"}
 				}})
 			counts := out.fleet.Counts()
 			n := counts["handler_pool_exhausted"] + counts["runner_pool_exhausted"]
-			t.Logf("PoolExhaustedError during the burst: %d (handlers %d, runner %d)", n, counts["handler_pool_exhausted"], counts["runner_pool_exhausted"])
+			t.Logf("PoolExhaustedError during the burst: %d (handlers %d, runner %d) over %d pool takeovers", n, counts["handler_pool_exhausted"], counts["runner_pool_exhausted"], counts["hogs"])
 			if n == 0 {
 				t.Error("the burst never exhausted the pool")
 			}
 		})
 	}
 }
-
-var burstPoolTimeout = map[string]time.Duration{oracle.Redis: time.Millisecond, oracle.Postgres: 20 * time.Millisecond}
 
 func exhaustedAtOnce(t *testing.T, target oracle.Target) {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -45,6 +46,11 @@ type WorkerConfig struct {
 	ListenerApp string        `json:"listener_app"`
 	PoolSize    int           `json:"pool_size"`
 	PoolTimeout time.Duration `json:"pool_timeout"`
+	// HogEvery, when set, makes the worker take every connection of its
+	// own pool for HogFor at that interval: a burst of other work in the
+	// same process, during which the store's calls find the pool empty.
+	HogEvery time.Duration `json:"hog_every"`
+	HogFor   time.Duration `json:"hog_for"`
 	// NoClientRetries: see OpenOptions.
 	NoClientRetries bool `json:"no_client_retries"`
 	MaxAttempts     int  `json:"max_attempts"`
@@ -122,6 +128,10 @@ func WorkerMain() int {
 		fmt.Fprintln(os.Stderr, "worker: runner:", err)
 		return 2
 	}
+	if cfg.HogEvery > 0 {
+		stopHog := w.hog(ctx, s)
+		defer stopHog()
+	}
 	go func() {
 		// The parent closes our stdin to stop us gracefully.
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -135,6 +145,49 @@ func WorkerMain() int {
 	}
 	w.emit(st)
 	return 0
+}
+
+// hog takes the whole pool for HogFor every HogEvery until stopped.
+func (w *worker) hog(ctx context.Context, s *Stores) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(w.cfg.HogEvery)
+		defer t.Stop()
+		for first := true; ; first = false {
+			if !first {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+			var wg sync.WaitGroup
+			for range w.cfg.PoolSize {
+				wg.Go(func() {
+					if s.Pool != nil {
+						c, err := s.Pool.Acquire(ctx)
+						if err != nil {
+							return
+						}
+						defer c.Release()
+						pause(ctx, w.cfg.HogFor)
+						return
+					}
+					// A blocking pop on a key nobody writes holds its
+					// connection for the (fractional) timeout.
+					s.Redis.Do(ctx, "BLPOP", "adkint:hog:none", strconv.FormatFloat(w.cfg.HogFor.Seconds(), 'f', 3, 64))
+				})
+			}
+			wg.Wait()
+			w.count("hogs", 1)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 func (w *worker) emit(e Event) {
