@@ -5,6 +5,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,5 +93,30 @@ func TestHealthReportsRefusal(t *testing.T) {
 	}
 	if h.Details["used_memory_human"] == "" || h.Details["evicted_keys"] == "" {
 		t.Errorf("health details lack memory facts: %v", h.Details)
+	}
+}
+
+// TestOutOfMemory: a full server (noeviction) refuses writes; the store
+// reports it at once as the retryable unavailable error, not a raw reply.
+func TestOutOfMemory(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartServer(t, "--maxmemory", "1mb", "--maxmemory-policy", "noeviction")
+	client := srv.Client(t, nil)
+	st, _ := redisstore.NewState(client, nil, redisstore.Settings{})
+	q, _ := redisstore.NewQueue(client, nil, redisstore.Settings{})
+	defer q.Close()
+	payload := make([]byte, 64<<10)
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		err = q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "i" + strconv.Itoa(i), Payload: payload})
+	}
+	var qe *contract.QueueUnavailableError
+	if !errors.As(err, &qe) || !contract.Retryable(err) || !strings.Contains(err.Error(), "OOM") {
+		t.Errorf("enqueue into a full server: %v; want a retryable QueueUnavailableError naming OOM", err)
+	}
+	_, err = st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`{"big":"` + strings.Repeat("x", 64<<10) + `"}`)})
+	var spe *contract.StatePersistenceError
+	if !errors.As(err, &spe) || spe.Reason != contract.ReasonUnavailable || !contract.Retryable(err) {
+		t.Errorf("put into a full server: %v; want a retryable unavailable StatePersistenceError", err)
 	}
 }

@@ -20,6 +20,7 @@ const (
 	kindFatal     errKind = iota // a reply or bug: report as is
 	kindTransient                // the server is away: retry within the budget
 	kindPool                     // the pool is exhausted: report at once
+	kindFull                     // the server is out of memory: report at once as unavailable
 )
 
 // classify decides whether err is worth waiting out. Replies that mean the
@@ -44,6 +45,9 @@ func classify(err error) errKind {
 			if strings.HasPrefix(msg, p) {
 				return kindTransient
 			}
+		}
+		if strings.HasPrefix(msg, "OOM") {
+			return kindFull
 		}
 		return kindFatal
 	}
@@ -71,6 +75,11 @@ func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
 		switch classify(err) {
 		case kindPool:
 			return &contract.PoolExhaustedError{Backing: "redis", Err: err}
+		case kindFull:
+			// A full server under noeviction refuses writes; waiting a few
+			// seconds will not free memory, but the call may succeed once
+			// an operator has.
+			return r.unavailable(err)
 		case kindFatal:
 			if ctxErr := ctx.Err(); ctxErr != nil && last != nil {
 				return r.unavailable(last)

@@ -102,7 +102,7 @@ func TestClassify(t *testing.T) {
 		{proto("READONLY You can't write against a read only replica."), kindTransient},
 		{proto("CLUSTERDOWN The cluster is down"), kindTransient},
 		{proto("ERR user_script:1: oops"), kindFatal},
-		{proto("OOM command not allowed"), kindFatal},
+		{proto("OOM command not allowed when used memory > 'maxmemory'."), kindFull},
 	}
 	for _, c := range cases {
 		if got := classify(c.err); got != c.want {
