@@ -3,6 +3,7 @@
 package pgstore_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -64,5 +65,55 @@ func TestFairnessUnderBacklog(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Recent turns never show a gap: when a busy tenant has taken more turns
+// than its row keeps, the listing is cut to the window every tenant's
+// history still covers, so the strip on the dashboard cannot make a busy
+// tenant look starved.
+func TestRecentTurnsHaveNoGaps(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q := newQueue(t, d, pgstore.Settings{})
+	var items []contract.Item
+	for i := range 120 {
+		items = append(items, contract.Item{Tenant: "busy", ID: fmt.Sprint(i)})
+	}
+	for i := range 4 {
+		items = append(items, contract.Item{Tenant: "quiet", ID: fmt.Sprint(i)})
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	var claimed []string
+	for {
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+		if errors.Is(err, contract.ErrEmpty) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed = append(claimed, ls[0].Item.Tenant+"/"+ls[0].Item.ID)
+		if err := q.Complete(ctx, ls...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(claimed) != len(items) {
+		t.Fatalf("claimed %d of %d items", len(claimed), len(items))
+	}
+	rot, err := q.Rotation(ctx, contract.DefaultQueue, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rot.Recent) < 32 {
+		t.Fatalf("Recent has %d turns; the busy tenant alone keeps 32", len(rot.Recent))
+	}
+	tail := claimed[len(claimed)-len(rot.Recent):]
+	for i, turn := range rot.Recent {
+		if got := turn.Tenant + "/" + turn.ID; got != tail[i] {
+			t.Fatalf("Recent[%d] = %s, want %s: the listing is not the exact tail of the claims", i, got, tail[i])
+		}
 	}
 }

@@ -71,8 +71,10 @@ func (q *PostgresWorkQueue) Tenants(ctx context.Context, queue string) ([]contra
 
 // Rotation returns the tenants with queued work in turn order, and the
 // most recent turns, most recent last. Each tenant's rotation row keeps
-// its latest 32 turns, so Recent is exact unless one tenant took more than
-// 32 of the last n, or a turn bump was skipped under contention.
+// its latest 32 turns, so when a busy tenant took more than 32 of the last
+// n turns Recent is cut to the window every tenant's history still covers
+// (shorter than n, never with gaps). A turn bump skipped under contention
+// is not recorded.
 func (q *PostgresWorkQueue) Rotation(ctx context.Context, queue string, n int) (contract.Rotation, error) {
 	name := contract.QueueName(queue)
 	if err := contract.ValidateName("queue", name); err != nil {
