@@ -1,0 +1,216 @@
+package oracle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/contract/memstore"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// The oracle must be able to fail: each test breaks one promise by hand on
+// the in-memory backing and checks the verdict names it.
+
+type scene struct {
+	t     *testing.T
+	ctx   context.Context
+	clock *contracttest.FakeClock
+	mem   *memstore.Store
+	s     *Stores
+	specs []Spec
+	acks  []Event
+}
+
+func newScene(t *testing.T, k int) *scene {
+	clock := contracttest.NewFakeClock(time.Time{})
+	mem := memstore.New(clock, memstore.WithPolicy(policy.Policy{MaxAttempts: 5, Jitter: policy.Fixed(0)}))
+	sc := &scene{t: t, ctx: context.Background(), clock: clock, mem: mem,
+		s: &Stores{State: mem, Queue: mem, Inspector: mem}, specs: Plan(k)}
+	if err := Seed(sc.ctx, sc.s, sc.specs); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// execute does what a worker's handler does for lease l, acknowledging
+// when ack is set.
+func (sc *scene) execute(l contract.Lease, ack bool) {
+	sc.t.Helper()
+	var n int
+	for _, sp := range sc.specs {
+		if sp.Tenant == l.Item.Tenant && sp.ID == l.Item.ID {
+			n = sp.N
+		}
+	}
+	d := Delta(n)
+	fx := contract.Patch{Counters: contract.Counters{Iterations: 1, InputTokens: 1 << l.Item.Attempts, OutputTokens: d.OutputTokens, CostMicros: d.CostMicros}}
+	if _, err := sc.mem.PatchRun(sc.ctx, l.Item.Tenant, FxID(l.Item.ID), fx); err != nil {
+		sc.t.Fatal(err)
+	}
+	if _, err := sc.mem.PatchRun(sc.ctx, l.Item.Tenant, AcctID, contract.Patch{Counters: d}); err != nil {
+		sc.t.Fatal(err)
+	}
+	if ack {
+		sc.acks = append(sc.acks, Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, At: sc.clock.Now().UnixNano(), Started: sc.clock.Now().UnixNano()})
+	}
+}
+
+// work runs every item to its end the way a worker would, calling hook
+// on each lease first (hook returns false to skip the normal handling).
+func (sc *scene) work(hook func(l contract.Lease) bool) {
+	sc.t.Helper()
+	for {
+		ls, err := sc.mem.Claim(sc.ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+		if errors.Is(err, contract.ErrEmpty) {
+			return
+		}
+		if err != nil {
+			sc.t.Fatal(err)
+		}
+		for _, l := range ls {
+			if hook != nil && !hook(l) {
+				continue
+			}
+			var p Payload
+			_ = json.Unmarshal(l.Item.Payload, &p)
+			if p.Poison {
+				if _, err := sc.mem.Fail(sc.ctx, l, policy.Permanent(errors.New("poison"))); err != nil {
+					sc.t.Fatal(err)
+				}
+				continue
+			}
+			sc.execute(l, true)
+			if err := sc.mem.Complete(sc.ctx, l); err != nil {
+				sc.t.Fatal(err)
+			}
+		}
+	}
+}
+
+func (sc *scene) judge(allow *Allowance) Report {
+	sc.t.Helper()
+	r, err := Judge(sc.ctx, sc.s, sc.specs, sc.acks, allow)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	return r
+}
+
+func wantViolation(t *testing.T, r Report, substr string) {
+	t.Helper()
+	for _, v := range r.Violations {
+		if strings.Contains(v, substr) {
+			return
+		}
+	}
+	t.Fatalf("no violation mentions %q; verdict %s, violations %q", substr, r.Summary(), r.Violations)
+}
+
+func TestJudgeCleanRunPasses(t *testing.T) {
+	sc := newScene(t, 60)
+	sc.work(nil)
+	r := sc.judge(nil)
+	if !r.OK() || !r.TallyExact || r.Completed+r.Dead != 60 || r.Reexecuted != 0 {
+		t.Fatalf("clean run judged %s: %q", r.Summary(), r.Violations)
+	}
+}
+
+func TestJudgeRedeliveryAfterReapIsAllowed(t *testing.T) {
+	sc := newScene(t, 10)
+	first := true
+	sc.work(func(l contract.Lease) bool {
+		if first && l.Item.ID == "item:0" {
+			first = false
+			// The holder applies the effect, then dies before Complete:
+			// the lease expires and is reaped; the next holder runs it again.
+			sc.execute(l, false)
+			sc.clock.Advance(2 * time.Minute)
+			if _, err := sc.mem.Reap(sc.ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+			sc.clock.Advance(time.Hour)
+			return false
+		}
+		return true
+	})
+	r := sc.judge(nil)
+	if !r.OK() || r.Reexecuted != 1 || r.Ambiguous != 1 {
+		t.Fatalf("redelivery after a reap judged %s: %q", r.Summary(), r.Violations)
+	}
+}
+
+func TestJudgeCatchesSameGenerationTwice(t *testing.T) {
+	sc := newScene(t, 10)
+	sc.work(func(l contract.Lease) bool {
+		if l.Item.ID == "item:2" {
+			sc.execute(l, true) // a second holder of the same claim
+		}
+		return true
+	})
+	wantViolation(t, sc.judge(nil), "done twice")
+}
+
+func TestJudgeCatchesLostItem(t *testing.T) {
+	sc := newScene(t, 10)
+	sc.work(func(l contract.Lease) bool {
+		if l.Item.ID == "item:4" {
+			// Completed without the effect ever reaching the store.
+			if err := sc.mem.Complete(sc.ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			return false
+		}
+		return true
+	})
+	wantViolation(t, sc.judge(nil), "lost")
+}
+
+func TestJudgeCatchesStuckItem(t *testing.T) {
+	sc := newScene(t, 10)
+	sc.work(func(l contract.Lease) bool { return l.Item.ID != "item:6" })
+	wantViolation(t, sc.judge(nil), "stuck")
+}
+
+func TestJudgeCatchesDoubleCountedTally(t *testing.T) {
+	sc := newScene(t, 10)
+	sc.work(nil)
+	if _, err := sc.mem.PatchRun(sc.ctx, "noisy", AcctID, contract.Patch{Counters: Delta(0)}); err != nil {
+		t.Fatal(err)
+	}
+	wantViolation(t, sc.judge(nil), "double-counted")
+}
+
+func TestJudgeCatchesLostAcknowledgedWrite(t *testing.T) {
+	sc := newScene(t, 10)
+	sc.work(nil)
+	// An acknowledgement the store does not hold.
+	sc.acks = append(sc.acks, Event{Kind: "ack", Tenant: "acme", ID: "item:1", At: sc.clock.Now().UnixNano()})
+	wantViolation(t, sc.judge(nil), "missing from the store")
+	// Inside an allowance it is forgiven and listed.
+	r := sc.judge(&Allowance{From: sc.clock.Now().Add(-time.Second), To: sc.clock.Now()})
+	if !r.OK() || len(r.Forgiven) == 0 {
+		t.Fatalf("loss inside the allowance judged %s, forgiven %q", r.Summary(), r.Forgiven)
+	}
+}
+
+func TestJudgeCatchesPoisonNotDead(t *testing.T) {
+	sc := newScene(t, PoisonEvery)
+	sc.work(func(l contract.Lease) bool {
+		var p Payload
+		_ = json.Unmarshal(l.Item.Payload, &p)
+		if p.Poison {
+			if err := sc.mem.Complete(sc.ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			return false
+		}
+		return true
+	})
+	wantViolation(t, sc.judge(nil), "poison item ended completed")
+}
