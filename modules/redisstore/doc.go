@@ -52,14 +52,14 @@
 // are refused before anything is sent. No key this package writes carries a
 // TTL.
 //
-// A script whose reply was lost is retried. PutRun, PatchRun, Heartbeat
-// and Fail carry a nonce the server remembers, so their retries replay the
-// first outcome instead of applying twice; Enqueue is idempotent by item
-// ID. A retried Complete may name an item the first try completed as lost,
-// and a retried Claim may leave the first try's items leased to nobody:
-// they come back when their lease expires and [RedisWorkQueue.Reap] runs,
-// with the attempt counted. Nothing is lost and no item is held by two
-// workers at once.
+// A script whose reply was lost is retried. Claim, PutRun, PatchRun,
+// Heartbeat and Fail carry a nonce the server remembers, so their retries
+// replay the first outcome instead of applying twice (a retried Claim gets
+// the same leases back); Enqueue is idempotent by item ID. A retried
+// Complete may name an item the first try completed as lost: it is gone
+// either way. Items whose worker died holding them come back when their
+// lease expires and [RedisWorkQueue.Reap] runs, with the attempt counted.
+// Nothing is lost and no item is held by two workers at once.
 //
 // # Not provided
 //

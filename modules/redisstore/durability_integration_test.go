@@ -90,10 +90,10 @@ func TestNoKeyCarriesTTL(t *testing.T) {
 	}
 }
 
-// TestLostClaimReplyIsReaped: a claim whose reply never reached the
-// worker (a dropped connection after the script ran, then a retry) leaves
-// its items leased to nobody. Nothing is lost: the next reap after the
-// lease runs out puts them back, and they are claimed again.
+// TestLostClaimReplyIsReaped: a claim whose leases never reach a worker
+// (the worker died with the reply, or its retry came after the claim was
+// forgotten) leaves its items leased to nobody. Nothing is lost: the next
+// reap after the lease runs out puts them back, and they are claimed again.
 func TestLostClaimReplyIsReaped(t *testing.T) {
 	ctx := context.Background()
 	client := redistest.Client(t)
@@ -104,7 +104,7 @@ func TestLostClaimReplyIsReaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "lost", LeaseFor: 30 * time.Second, Max: 2}); err != nil {
-		t.Fatal(err) // the reply "lost": the worker never sees these leases
+		t.Fatal(err) // the leases are dropped: no worker ever sees them
 	}
 	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: 30 * time.Second, Max: 2}); !errors.Is(err, contract.ErrEmpty) {
 		t.Fatalf("while the orphaned leases live: got %v, want ErrEmpty", err)

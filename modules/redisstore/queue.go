@@ -21,10 +21,10 @@ import (
 //
 // Every state change is a Lua script (Reap is two: a read-only scan, then
 // a fenced write). A script whose reply is lost to a dropped connection is
-// retried within the RetryBudget; for Claim that may leave the first
-// attempt's items leased to nobody until their lease expires and Reap
-// returns them (counted as a failed attempt). Nothing is lost or handed to
-// two workers at once.
+// retried within the RetryBudget, and the writes carry nonces so a retry
+// replays the first outcome: a retried Claim gets the same leases back.
+// Only a retried Complete differs: it names an item the first try
+// completed as lost (it is gone either way).
 type RedisWorkQueue struct {
 	client   redis.UniversalClient
 	clock    contract.Clock
@@ -193,7 +193,7 @@ func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) (
 	now := q.clock.Now()
 	exp := now.Add(req.LeaseFor)
 	res, err := q.run(ctx, scriptClaim, prefix, prefix, q.keys.ns, nowMicros(now), nanos(now),
-		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns)
+		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, nonce())
 	if err != nil {
 		return nil, err
 	}

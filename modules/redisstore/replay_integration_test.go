@@ -5,6 +5,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,6 +80,48 @@ func TestRetriedScriptsApplyOnce(t *testing.T) {
 	info, err := q.Item(ctx, contract.ItemKey{Tenant: "acme", ID: "i"})
 	if err != nil || info.Item.Attempts != 1 {
 		t.Errorf("after a fail and its replay: %+v, %v; want one attempt", info.Item, err)
+	}
+}
+
+// TestRetriedClaimReturnsTheSameLeases: a claim sent twice with one nonce
+// (a retry after a lost reply) hands back the first try's leases, in the
+// same order, and leases nothing more.
+func TestRetriedClaimReturnsTheSameLeases(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q, _ := NewQueue(client, clock, Settings{Namespace: redistest.Namespace(t, client)})
+	defer q.Close()
+	for _, tenant := range []string{"a", "b", "c"} {
+		for _, id := range []string{"1", "2"} {
+			if err := q.Enqueue(ctx, contract.Item{Tenant: tenant, ID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	prefix := q.keys.queue("default")
+	now, exp := clock.Now(), clock.Now().Add(time.Minute)
+	claim := func(id string) []any {
+		res, err := q.run(ctx, scriptClaim, prefix, prefix, q.keys.ns, nowMicros(now), nanos(now), nowMicros(exp), nanos(exp), "w", 4, 1000, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := res.([]any)
+		return rows
+	}
+	tokens := func(rows []any) []int64 {
+		var out []int64
+		for _, r := range rows {
+			out = append(out, r.([]any)[0].(int64))
+		}
+		return out
+	}
+	first, again := claim("claim-nonce-0001"), claim("claim-nonce-0001")
+	if len(first) != 4 || fmt.Sprint(tokens(first)) != fmt.Sprint(tokens(again)) || fmt.Sprint(first) != fmt.Sprint(again) {
+		t.Fatalf("claim %v, its replay %v; want the same four leases", tokens(first), tokens(again))
+	}
+	if rest := claim("claim-nonce-0002"); len(rest) != 2 {
+		t.Fatalf("a new claim got %d leases; want the 2 the first left", len(rest))
 	}
 }
 

@@ -12,9 +12,35 @@
 --
 -- ARGV[3] now (us)   ARGV[4] now (ns)   ARGV[5] expiry (us)   ARGV[6] expiry (ns)
 -- ARGV[7] worker   ARGV[8] max   ARGV[9] how many turns the log keeps
+-- ARGV[10] nonce of this call: the refs and tokens of the last 1024 claims
+-- are kept by nonce, so a retry of a claim whose reply was lost gets the
+-- same leases back (those still held) instead of leasing more.
 -- Returns a list of {token, record}; the caller fills in the lease.
 local now = tonumber(ARGV[3])
 local max = tonumber(ARGV[8])
+local CLAIMS, RECENT = Q .. 'claims', Q .. 'claimlog'
+
+local done = redis.call('HGET', CLAIMS, ARGV[10])
+if done then
+  local out, pos = {}, 1
+  local function field()
+    local c = string.find(done, ':', pos, true)
+    local n = tonumber(string.sub(done, pos, c - 1))
+    local v = string.sub(done, c + 1, c + n)
+    pos = c + n + 1
+    return v
+  end
+  while pos <= #done do
+    local ref = field()
+    local tok = field()
+    local l = lease(redis.call('HGET', LEASE, ref))
+    local rec = l and l.tok == tok and redis.call('GET', kitem(ref))
+    if rec then
+      out[#out + 1] = {tonumber(tok), rec}
+    end
+  end
+  return out
+end
 
 -- Tenants whose delayed items fell due rejoin the rotation at their stamp.
 local woke = redis.call('ZRANGE', WAIT, '-inf', ARGV[3], 'BYSCORE')
@@ -133,6 +159,14 @@ for k, it in ipairs(taken) do
   lv[2 * k] = tok .. tail
 end
 redis.call('HSET', LEASE, unpack(lv))
+local memo = {}
+for k, it in ipairs(taken) do
+  memo[k] = lp(it[3]) .. lp(tostring(last - n + k))
+end
+redis.call('HSET', CLAIMS, ARGV[10], table.concat(memo))
+if redis.call('LPUSH', RECENT, ARGV[10]) > 1024 then
+  redis.call('HDEL', CLAIMS, redis.call('RPOP', RECENT))
+end
 redis.call('ZADD', LEASES, unpack(lz))
 -- The log is trimmed in steps of 64 rather than on every claim.
 local keep = tonumber(ARGV[9])

@@ -21,6 +21,8 @@
 --   Q..'served'         hash  tenant -> turns served
 --   Q..'tenants'        set   tenants that ever had an item
 --   Q..'log'            list  recent turns, newest first
+--   Q..'claims'         hash  claim nonce -> the refs and tokens it leased
+--   Q..'claimlog'       list  the nonces in Q..'claims', newest first (1024 kept)
 --   NS..'token'         string  the last fencing token (namespace-wide)
 --   NS..'queues'        set   queue names
 --
