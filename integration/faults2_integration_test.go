@@ -38,6 +38,10 @@ func TestFaultPoolExhausted(t *testing.T) {
 				// the process takes the whole pool for 150 ms.
 				w.HogEvery, w.HogFor = 300*time.Millisecond, 150*time.Millisecond
 				w.HandlerDelay = 40 * time.Millisecond
+				// go-redis retries a pool timeout three times on its own,
+				// which outlasts a short takeover; the redisstore README
+				// advises MaxRetries -1 so its budget is the only one.
+				w.NoClientRetries = true
 				w.MaxAttempts = 30 // exhaustion is the fault, not poison
 				workers = append(workers, w)
 			}

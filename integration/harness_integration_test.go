@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -207,6 +208,10 @@ func recordFigures(name, backing string, r oracle.Report, faults int, took time.
 		name, backing, r.Items, faults, r.Completed, r.Dead+r.DeadOther, r.Reexecuted, len(r.Forgiven), len(r.Violations), took.Round(100*time.Millisecond)))
 }
 
+// FiguresEnv names a file the fault suite writes its figures table to
+// (markdown), for docs/reliability.md.
+const FiguresEnv = "ADK_FAULT_FIGURES"
+
 func init() {
 	atExit(func() {
 		figuresMu.Lock()
@@ -214,10 +219,13 @@ func init() {
 		if len(figures) == 0 {
 			return
 		}
-		fmt.Println("| test | backing | items | faults | completed | dead | re-executed | forgiven | lost/duplicated | time |")
-		fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
-		for _, f := range figures {
-			fmt.Println(f)
+		table := "| test | backing | items | faults | completed | dead | re-executed | forgiven | lost/duplicated | time |\n|---|---|---|---|---|---|---|---|---|---|\n" +
+			strings.Join(figures, "\n") + "\n"
+		fmt.Print(table)
+		if path := os.Getenv(FiguresEnv); path != "" {
+			if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "writing figures:", err)
+			}
 		}
 	})
 }
