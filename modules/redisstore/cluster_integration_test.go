@@ -82,12 +82,12 @@ func TestCluster(t *testing.T) {
 	}
 	// Preflight reads every master: the harness runs them without
 	// persistence, so a durable store is refused and a volatile one is not.
-	if _, err := redisstore.Preflight(ctx, client, redisstore.Settings{}); err != nil {
-		t.Errorf("preflight on the cluster (Durable false): %v", err)
+	if _, err := redisstore.Preflight(ctx, client, redisstore.Settings{Volatile: true}); err != nil {
+		t.Errorf("preflight on the cluster (Volatile): %v", err)
 	}
 	var pe *contract.PreflightError
-	if _, err := redisstore.Preflight(ctx, client, redisstore.Settings{Durable: true}); !errors.As(err, &pe) || pe.Setting != "persistence" {
-		t.Errorf("preflight on the cluster (Durable true): got %v, want a persistence refusal", err)
+	if _, err := redisstore.Preflight(ctx, client, redisstore.Settings{}); !errors.As(err, &pe) || pe.Setting != "persistence" {
+		t.Errorf("preflight on the cluster (durable by default): got %v, want a persistence refusal", err)
 	}
 
 	t.Logf("state suite: %d tenants over %d slots; queue suite: %d queues", len(tenants), len(slots), len(namespaces))

@@ -8,7 +8,7 @@
 // [OpenState] and [OpenQueue] run [Preflight] first: it reads CONFIG GET
 // maxmemory-policy, appendonly and save, and INFO, and refuses a server
 // that would lose a run (an allkeys-* or volatile-ttl eviction policy; no
-// AOF and no RDB save points while [Settings].Durable is set; CONFIG hidden,
+// AOF and no RDB save points unless [Settings].Volatile is set; CONFIG hidden,
 // unless [Settings].AssumeDurable). It never changes the server.
 // [NewState] and [NewQueue] skip the check, for tests and for callers that
 // checked the server themselves.

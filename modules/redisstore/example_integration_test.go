@@ -30,7 +30,7 @@ func Example() {
 
 	settings := redisstore.Settings{
 		Namespace: "example",
-		Durable:   false, // the test server keeps no AOF; production sets true
+		Volatile:  true, // the test server keeps no AOF; production leaves this false
 		Policy:    policy.Default(),
 	}
 	defer redistest.Purge(ctx, client, settings.Namespace)

@@ -384,7 +384,7 @@ func health(ctx context.Context, c redis.UniversalClient, s Settings, r retrier)
 	}
 	h.Details["namespace"] = s.Namespace
 	h.Details["max value bytes"] = strconv.Itoa(s.MaxValueBytes)
-	h.Details["durable required"] = strconv.FormatBool(s.Durable)
+	h.Details["durable required"] = strconv.FormatBool(!s.Volatile)
 	h.Details["checked at"] = time.Now().UTC().Format(time.RFC3339)
 	if verdict != nil {
 		h.Details["preflight"] = "refused: " + verdict.Error()

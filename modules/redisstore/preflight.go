@@ -34,7 +34,7 @@ const fixAssumeDurable = "the server does not let this client read CONFIG (manag
 //   - maxmemory-policy allkeys-* or volatile-ttl: eviction drops keys the
 //     store relies on (volatile-lru/lfu/random are fine: no key this kit
 //     writes carries a TTL);
-//   - appendonly no with an empty save, when settings.Durable is true: a
+//   - appendonly no with an empty save, unless settings.Volatile is set: a
 //     restart loses everything;
 //   - CONFIG unavailable, unless settings.AssumeDurable.
 //
@@ -167,10 +167,10 @@ func judge(nodes []nodeReport, s Settings) (PreflightReport, error) {
 		switch {
 		case aof == "yes" || strings.TrimSpace(save) != "":
 			ok("persistence", value)
-		case s.Durable:
-			refuse("persistence", value, "a restart would lose every run and item; turn on appendonly yes (or RDB save points), or set Settings.Durable to false for work that can be recreated")
+		case !s.Volatile:
+			refuse("persistence", value, "a restart would lose every run and item; turn on appendonly yes (or RDB save points), or set Settings.Volatile for work that can be recreated")
 		default:
-			warn("persistence", value, "Settings.Durable is false: a restart loses everything; fine for dev and recreatable work only")
+			warn("persistence", value, "Settings.Volatile is set: a restart loses everything; fine for dev and recreatable work only")
 		}
 	}
 	if n := rep.Details["evicted_keys"]; n != "" && n != "0" {

@@ -25,16 +25,16 @@ func TestPreflightServers(t *testing.T) {
 		refuse   string // the PreflightError's Setting, "" when accepted
 		mention  string // a word the refusal must contain
 	}{
-		{"allkeys-lru", []string{"--maxmemory-policy", "allkeys-lru", "--appendonly", "yes"}, redisstore.Settings{Durable: true}, "maxmemory-policy", "noeviction"},
-		{"allkeys-lfu", []string{"--maxmemory-policy", "allkeys-lfu", "--appendonly", "yes"}, redisstore.Settings{Durable: true}, "maxmemory-policy", "noeviction"},
-		{"volatile-ttl", []string{"--maxmemory-policy", "volatile-ttl", "--appendonly", "yes"}, redisstore.Settings{Durable: true}, "maxmemory-policy", "noeviction"},
-		{"volatile-lru is fine", []string{"--maxmemory-policy", "volatile-lru", "--appendonly", "yes"}, redisstore.Settings{Durable: true}, "", ""},
-		{"noeviction+aof", []string{"--maxmemory-policy", "noeviction", "--appendonly", "yes"}, redisstore.Settings{Durable: true}, "", ""},
-		{"noeviction+rdb", []string{"--maxmemory-policy", "noeviction", "--save", "900 1"}, redisstore.Settings{Durable: true}, "", ""},
-		{"no persistence, durable", []string{"--maxmemory-policy", "noeviction"}, redisstore.Settings{Durable: true}, "persistence", "appendonly"},
-		{"no persistence, not durable", []string{"--maxmemory-policy", "noeviction"}, redisstore.Settings{Durable: false}, "", ""},
-		{"config renamed", []string{"--rename-command", "CONFIG", ""}, redisstore.Settings{Durable: true}, "CONFIG", "AssumeDurable"},
-		{"config renamed, assume durable", []string{"--rename-command", "CONFIG", ""}, redisstore.Settings{Durable: true, AssumeDurable: true}, "", ""},
+		{"allkeys-lru", []string{"--maxmemory-policy", "allkeys-lru", "--appendonly", "yes"}, redisstore.Settings{}, "maxmemory-policy", "noeviction"},
+		{"allkeys-lfu", []string{"--maxmemory-policy", "allkeys-lfu", "--appendonly", "yes"}, redisstore.Settings{}, "maxmemory-policy", "noeviction"},
+		{"volatile-ttl", []string{"--maxmemory-policy", "volatile-ttl", "--appendonly", "yes"}, redisstore.Settings{}, "maxmemory-policy", "noeviction"},
+		{"volatile-lru is fine", []string{"--maxmemory-policy", "volatile-lru", "--appendonly", "yes"}, redisstore.Settings{}, "", ""},
+		{"noeviction+aof", []string{"--maxmemory-policy", "noeviction", "--appendonly", "yes"}, redisstore.Settings{}, "", ""},
+		{"noeviction+rdb", []string{"--maxmemory-policy", "noeviction", "--save", "900 1"}, redisstore.Settings{}, "", ""},
+		{"no persistence, durable", []string{"--maxmemory-policy", "noeviction"}, redisstore.Settings{}, "persistence", "appendonly"},
+		{"no persistence, not durable", []string{"--maxmemory-policy", "noeviction"}, redisstore.Settings{Volatile: true}, "", ""},
+		{"config renamed", []string{"--rename-command", "CONFIG", ""}, redisstore.Settings{}, "CONFIG", "AssumeDurable"},
+		{"config renamed, assume durable", []string{"--rename-command", "CONFIG", ""}, redisstore.Settings{AssumeDurable: true}, "", ""},
 	}
 	ctx := context.Background()
 	for _, tc := range cases {

@@ -64,10 +64,12 @@ type Settings struct {
 	// contract.DefaultMaxValueBytes). Larger values are refused before
 	// anything is sent.
 	MaxValueBytes int
-	// Durable, when false, lets Preflight accept a server without
-	// persistence (dev, or a queue whose work can be recreated). Open
-	// treats the zero value as false, so production sets Durable: true.
-	Durable bool
+	// Volatile lets Preflight accept a server that keeps nothing on disk
+	// (no AOF, no RDB save points): for development, and for a queue
+	// whose work can be recreated elsewhere. It is the "not durable"
+	// switch, so that the zero Settings are the safe ones: by default a
+	// server without persistence is refused.
+	Volatile bool
 	// AssumeDurable skips the checks Preflight cannot make because the
 	// server hides CONFIG (managed Redis). Set it only after confirming
 	// eviction and persistence with the provider.

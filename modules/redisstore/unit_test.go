@@ -143,15 +143,15 @@ func TestJudge(t *testing.T) {
 		s       Settings
 		setting string // "" accepted
 	}{
-		{"noeviction aof", []nodeReport{node("noeviction", "yes", "")}, Settings{Durable: true}, ""},
-		{"volatile-lfu rdb", []nodeReport{node("volatile-lfu", "no", "3600 1")}, Settings{Durable: true}, ""},
-		{"allkeys-random", []nodeReport{node("allkeys-random", "yes", "")}, Settings{Durable: true}, "maxmemory-policy"},
+		{"noeviction aof", []nodeReport{node("noeviction", "yes", "")}, Settings{}, ""},
+		{"volatile-lfu rdb", []nodeReport{node("volatile-lfu", "no", "3600 1")}, Settings{}, ""},
+		{"allkeys-random", []nodeReport{node("allkeys-random", "yes", "")}, Settings{}, "maxmemory-policy"},
 		{"volatile-ttl", []nodeReport{node("volatile-ttl", "yes", "")}, Settings{}, "maxmemory-policy"},
-		{"no persistence durable", []nodeReport{node("noeviction", "no", "")}, Settings{Durable: true}, "persistence"},
-		{"no persistence volatile ok", []nodeReport{node("noeviction", "no", "")}, Settings{}, ""},
-		{"one bad master", []nodeReport{node("noeviction", "yes", ""), node("allkeys-lru", "yes", "")}, Settings{Durable: true}, "maxmemory-policy"},
-		{"config hidden", []nodeReport{hidden}, Settings{Durable: true}, "CONFIG"},
-		{"config hidden assumed", []nodeReport{hidden}, Settings{Durable: true, AssumeDurable: true}, ""},
+		{"no persistence durable", []nodeReport{node("noeviction", "no", "")}, Settings{}, "persistence"},
+		{"no persistence volatile ok", []nodeReport{node("noeviction", "no", "")}, Settings{Volatile: true}, ""},
+		{"one bad master", []nodeReport{node("noeviction", "yes", ""), node("allkeys-lru", "yes", "")}, Settings{}, "maxmemory-policy"},
+		{"config hidden", []nodeReport{hidden}, Settings{}, "CONFIG"},
+		{"config hidden assumed", []nodeReport{hidden}, Settings{AssumeDurable: true}, ""},
 	}
 	for _, c := range cases {
 		rep, err := judge(c.nodes, c.s)
