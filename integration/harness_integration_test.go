@@ -21,6 +21,14 @@ import (
 // lands while items are in flight.
 const K = 300
 
+// atExit runs f after every test of the package (the shared private
+// servers' shutdowns, the figures table).
+func atExit(f func()) {
+	stopsMu.Lock()
+	stops = append(stops, f)
+	stopsMu.Unlock()
+}
+
 // privatePG is the PostgreSQL cluster the fault suite starts once and
 // breaks on purpose; each test works in its own schema.
 var (

@@ -8,12 +8,6 @@ var (
 	stops   []func()
 )
 
-func atExit(f func()) {
-	stopsMu.Lock()
-	stops = append(stops, f)
-	stopsMu.Unlock()
-}
-
 func stopShared() {
 	stopsMu.Lock()
 	defer stopsMu.Unlock()
