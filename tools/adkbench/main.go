@@ -33,7 +33,7 @@ type config struct {
 	pgDSN         string
 }
 
-var allScenarios = []string{"throughput", "idle", "busy50", "fairness", "wake", "depth", "physical"}
+var allScenarios = []string{"physical", "throughput", "idle", "busy50", "fairness", "wake", "depth"}
 var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq"}
 
 func main() {

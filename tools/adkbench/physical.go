@@ -57,8 +57,9 @@ func (h *harness) redisBenchmark(ctx context.Context, conc int) {
 	}
 	// The script does what a claim does at the least: one write. Its key
 	// lives in Asynq's scratch database and is deleted afterwards.
+	key := fmt.Sprintf("adkbench%d:evalref", os.Getpid())
 	args := []string{"-h", host, "-p", port, "-c", strconv.Itoa(conc), "-n", strconv.Itoa(n), "--dbnum", strconv.Itoa(asynqDB), "--csv",
-		"EVAL", "return redis.call('INCR', KEYS[1])", "1", "adkbench:evalref"}
+		"EVAL", "return redis.call('INCR', KEYS[1])", "1", key}
 	if o.Password != "" {
 		args = append([]string{"-a", o.Password}, args...)
 	}
@@ -69,7 +70,7 @@ func (h *harness) redisBenchmark(ctx context.Context, conc int) {
 	oo := *o
 	oo.DB = asynqDB
 	c := redis.NewClient(&oo)
-	_ = c.Del(context.Background(), "adkbench:evalref").Err()
+	_ = c.Del(context.Background(), key).Err()
 	_ = c.Close()
 	if err != nil {
 		h.physicalRow("redis-benchmark", "EVAL (unpipelined)", conc, 0, "ops/s", fmt.Errorf("%v: %s", err, firstLine(out)), "")
