@@ -137,8 +137,10 @@ func fnum(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	case v >= 1:
 		return fmt.Sprintf("%.2f", v)
-	default:
+	case v >= 0.01:
 		return fmt.Sprintf("%.3f", v)
+	default:
+		return fmt.Sprintf("%.4f", v)
 	}
 }
 

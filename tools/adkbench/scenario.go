@@ -262,7 +262,7 @@ func (h *harness) wake(ctx context.Context, b backing, conc int) {
 	}{{"p50", 0.50}, {"p99", 0.99}, {"max", 1}} {
 		r := h.row("wake", b, conc, m)
 		r.Metric, r.Unit = "wake latency "+q.name, "ms"
-		r.Value = float64(percentile(lat, q.p).Microseconds()) / 1000
+		r.Value = float64(percentile(lat, q.p).Nanoseconds()) / 1e6
 		if b.name() == "pg-listen" {
 			switch q.name {
 			case "p50":
@@ -341,7 +341,7 @@ func (h *harness) depth(ctx context.Context, b *ourBacking) {
 		r := h.row("depth", b, 1, m)
 		r.Items = d
 		r.Metric, r.Unit = fmt.Sprintf("claim p50 @%d queued", d), "ms"
-		r.Value = float64(p50s[i].Microseconds()) / 1000
+		r.Value = float64(p50s[i].Nanoseconds()) / 1e6
 		if i == 1 && p50s[0] > 0 {
 			r.Ratio = float64(p50s[1]) / float64(p50s[0])
 			r.RatioOf = "deep/shallow"
