@@ -75,6 +75,35 @@ func TestFaultWorkerKilled(t *testing.T) {
 	}
 }
 
+// The same kill on PostgreSQL with the effect and the Complete in one
+// transaction (Bound(tx)): the victim's open transactions roll back with
+// its connections, so its items are redone with nothing of theirs left,
+// and every item's effect lands exactly once.
+func TestFaultWorkerKilledTransactional(t *testing.T) {
+	target, _, _ := backingTarget(t, oracle.Postgres)
+	var workers []oracle.WorkerConfig
+	for i := range 3 {
+		w := workerDefaults(target, fmt.Sprintf("w%d", i))
+		w.Transactional = true
+		w.HandlerDelay = 40 * time.Millisecond // inside the transaction
+		workers = append(workers, w)
+	}
+	out := runLoad(t, load{target: target, direct: target, workers: workers,
+		inject: func(t *testing.T, ctx context.Context, e *env) []string {
+			if !waitProgress(ctx, e.fleet, K/3) {
+				return nil
+			}
+			e.fleet.Kill(e.procs[0])
+			return []string{fmt.Sprintf("SIGKILL worker w0 (effect and Complete in one transaction) after %d items acknowledged", e.fleet.Acked())}
+		}})
+	if len(out.faults) != 1 {
+		t.Fatal("the worker was not killed mid-load")
+	}
+	if r := out.report; r.Reexecuted != 0 || !r.TallyExact || r.Ambiguous != 0 {
+		t.Errorf("transactional effects: %d items' effects stored more than once, %d ambiguous, tallies exact %v; want exactly once", r.Reexecuted, r.Ambiguous, r.TallyExact)
+	}
+}
+
 // Redis killed with SIGKILL and restarted mid-load, with the append-only
 // file fsynced on every write (always) or once a second (everysec).
 //

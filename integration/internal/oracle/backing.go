@@ -56,6 +56,10 @@ type Stores struct {
 	Listener  *pgstore.Listener
 	// Pool is the PostgreSQL pool (nil on Redis).
 	Pool *pgxpool.Pool
+	// PGState and PGQueue are the PostgreSQL backings themselves, for
+	// work bound to a transaction (nil on Redis).
+	PGState *pgstore.PostgresStateStore
+	PGQueue *pgstore.PostgresWorkQueue
 	// Redis is the Redis client (nil on PostgreSQL).
 	Redis *redis.Client
 	close []func()
@@ -153,6 +157,7 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 			return nil, err
 		}
 		s.State, s.Queue, s.Inspector = st, q, q
+		s.PGState, s.PGQueue = st, q
 		return s, nil
 	}
 	return nil, fmt.Errorf("oracle: unknown backing %q", t.Backing)

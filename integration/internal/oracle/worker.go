@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/runner"
 	"github.com/adkit/adk/modules/policy"
@@ -46,6 +48,10 @@ type WorkerConfig struct {
 	ListenerApp string        `json:"listener_app"`
 	PoolSize    int           `json:"pool_size"`
 	PoolTimeout time.Duration `json:"pool_timeout"`
+	// Transactional (PostgreSQL) writes the effect and completes the item
+	// in one transaction: a holder whose lease was lost rolls its effect
+	// back, so each item's effect lands exactly once.
+	Transactional bool `json:"transactional"`
 	// HogEvery, when set, makes the worker take every connection of its
 	// own pool for HogFor at that interval: a burst of other work in the
 	// same process, during which the store's calls find the pool empty.
@@ -84,9 +90,10 @@ type skewed struct{ by time.Duration }
 func (s skewed) Now() time.Time { return time.Now().Add(-s.by) }
 
 type worker struct {
-	cfg   WorkerConfig
-	state contract.StateStore
-	clock contract.Clock
+	cfg    WorkerConfig
+	state  contract.StateStore
+	stores *Stores
+	clock  contract.Clock
 
 	mu     sync.Mutex
 	out    *bufio.Writer
@@ -117,7 +124,11 @@ func WorkerMain() int {
 		return 2
 	}
 	defer s.Close()
-	w.state = s.State
+	w.state, w.stores = s.State, s
+	if cfg.Transactional && s.PGState == nil {
+		fmt.Fprintln(os.Stderr, "worker: transactional handling needs PostgreSQL")
+		return 2
+	}
 
 	r, err := runner.New(s.Queue, w.handle, runner.Config{
 		Worker: cfg.Worker, Concurrency: cfg.Concurrency, LeaseFor: cfg.LeaseFor, HeartbeatEvery: cfg.HeartbeatEvery,
@@ -252,6 +263,9 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 		}
 	}
 	d := Delta(p.N)
+	if w.cfg.Transactional {
+		return w.handleInTx(ctx, l, d, delay, started)
+	}
 	bit := int64(1) << min(l.Item.Attempts, 62)
 	fx := contract.Patch{Counters: contract.Counters{Iterations: 1, InputTokens: bit, OutputTokens: d.OutputTokens, CostMicros: d.CostMicros}, Status: "by " + w.cfg.Worker}
 	if _, err := w.state.PatchRun(ctx, l.Item.Tenant, FxID(l.Item.ID), fx); err != nil {
@@ -266,6 +280,38 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 	if w.cfg.DelayAfterEffect {
 		return pause(ctx, delay)
 	}
+	return nil
+}
+
+// handleInTx writes both patches and completes the item in one
+// transaction, waiting delay inside it (so a kill lands mid-transaction).
+// A lost lease makes Complete fail and rolls the effect back. The runner's
+// own Complete afterwards finds the item gone and is fenced: the item was
+// settled here.
+func (w *worker) handleInTx(ctx context.Context, l contract.Lease, d contract.Counters, delay time.Duration, started int64) error {
+	bit := int64(1) << min(l.Item.Attempts, 62)
+	fx := contract.Patch{Counters: contract.Counters{Iterations: 1, InputTokens: bit, OutputTokens: d.OutputTokens, CostMicros: d.CostMicros}, Status: "by " + w.cfg.Worker}
+	err := pgx.BeginFunc(ctx, w.stores.Pool, func(tx pgx.Tx) error {
+		st := w.stores.PGState.Bound(tx)
+		if _, err := st.PatchRun(ctx, l.Item.Tenant, FxID(l.Item.ID), fx); err != nil {
+			return err
+		}
+		if err := pause(ctx, delay); err != nil {
+			return err
+		}
+		// The tally row is every execution's of the tenant: lock it last,
+		// just before the commit, or the tenant's workers queue behind it.
+		if _, err := st.PatchRun(ctx, l.Item.Tenant, AcctID, contract.Patch{Counters: d}); err != nil {
+			return err
+		}
+		return w.stores.PGQueue.Bound(tx).Complete(ctx, l)
+	})
+	if err != nil {
+		w.count("handler_"+errClass(err), 1)
+		return err
+	}
+	w.count("tx_committed", 1)
+	w.emit(Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, At: time.Now().UnixNano(), Started: started, Worker: w.cfg.Worker})
 	return nil
 }
 
