@@ -134,7 +134,7 @@ func TestFaultRedisRestart(t *testing.T) {
 				w.Concurrency, w.HandlerDelay = 4, 50*time.Millisecond
 				workers = append(workers, w)
 			}
-			aof := filepath.Join(srv.Dir, "appendonlydir", "appendonly.aof.1.incr.aof")
+			aof := aofFile(t, srv.Dir)
 			var sizes aofSizes
 			l := load{target: target, direct: target, workers: workers,
 				inject: func(t *testing.T, ctx context.Context, e *env) []string {
@@ -187,6 +187,21 @@ func TestFaultRedisRestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// aofFile is the file Redis appends to: the incremental file of the
+// multi-part AOF (Redis 7, with rewrites off there is one), or the single
+// appendonly.aof of older servers.
+func aofFile(t *testing.T, dir string) string {
+	t.Helper()
+	if m, _ := filepath.Glob(filepath.Join(dir, "appendonlydir", "*.incr.aof")); len(m) == 1 {
+		return m[0]
+	}
+	if p := filepath.Join(dir, "appendonly.aof"); fileSize(p) > 0 {
+		return p
+	}
+	t.Fatalf("no append-only file in %s", dir)
+	return ""
 }
 
 // aofSizes samples the size of the AOF over time.
