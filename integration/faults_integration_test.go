@@ -99,8 +99,10 @@ func TestFaultWorkerKilledTransactional(t *testing.T) {
 	if len(out.faults) != 1 {
 		t.Fatal("the worker was not killed mid-load")
 	}
-	if r := out.report; r.Reexecuted != 0 || !r.TallyExact || r.Ambiguous != 0 {
-		t.Errorf("transactional effects: %d items' effects stored more than once, %d ambiguous, tallies exact %v; want exactly once", r.Reexecuted, r.Ambiguous, r.TallyExact)
+	// (An execution may still be unacknowledged: the victim can die
+	// between its commit and its report. The store is what counts.)
+	if r := out.report; r.Reexecuted != 0 || !r.TallyExact {
+		t.Errorf("transactional effects: %d items' effects stored more than once, tallies exact %v; want exactly once", r.Reexecuted, r.TallyExact)
 	}
 }
 
