@@ -214,3 +214,20 @@ func TestJudgeCatchesPoisonNotDead(t *testing.T) {
 	})
 	wantViolation(t, sc.judge(nil), "poison item ended completed")
 }
+
+func TestJudgeForgivesExecutionsAcrossTheCrash(t *testing.T) {
+	sc := newScene(t, 10)
+	sc.work(nil)
+	crash := sc.clock.Now()
+	// An execution of item 1 began before the crash; its first write was
+	// lost with it, its second was retried after the restart and landed.
+	if _, err := sc.mem.PatchRun(sc.ctx, "acme", AcctID, contract.Patch{Counters: Delta(1)}); err != nil {
+		t.Fatal(err)
+	}
+	sc.acks = append(sc.acks, Event{Kind: "ack", Tenant: "acme", ID: "item:1", Started: crash.Add(-100 * time.Millisecond).UnixNano(), At: crash.Add(time.Second).UnixNano()})
+	wantViolation(t, sc.judge(nil), "double-counted")
+	r := sc.judge(&Allowance{From: crash.Add(-2 * time.Second), To: crash})
+	if !r.OK() || len(r.Forgiven) != 4 { // the item, and three tally fields
+		t.Fatalf("execution across the crash judged %s, forgiven %q, violations %q", r.Summary(), r.Forgiven, r.Violations)
+	}
+}
