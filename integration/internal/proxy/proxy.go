@@ -5,7 +5,6 @@ package proxy
 
 import (
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,7 @@ type Proxy struct {
 	accepted atomic.Int64
 	stop     chan struct{}
 	closed   atomic.Bool
+	muted    atomic.Bool // drop what the server sends
 }
 
 // Start listens on a free loopback port and forwards every connection to
@@ -64,8 +64,8 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.wg.Add(2)
-		go p.pipe(c, s)
-		go p.pipe(s, c)
+		go p.pipe(c, s, true)
+		go p.pipe(s, c, false)
 	}
 }
 
@@ -85,10 +85,22 @@ func (p *Proxy) track(cs ...net.Conn) bool {
 }
 
 // pipe copies one direction; when either side ends, both are closed, so
-// a cut looks to the client like a server that vanished mid-reply.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// a cut looks to the client like a server that vanished mid-reply. The
+// server-to-client direction drops what it reads while the proxy is muted.
+func (p *Proxy) pipe(dst, src net.Conn, fromServer bool) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !(fromServer && p.muted.Load()) {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	dst.Close()
 	src.Close()
 	p.mu.Lock()
@@ -114,6 +126,13 @@ func (p *Proxy) Cut() int {
 	p.severed.Add(int64(n))
 	return n
 }
+
+// Mute makes the proxy drop every reply of the server, from now until
+// Unmute: requests still arrive and run; their answers are lost.
+func (p *Proxy) Mute() { p.muted.Store(true) }
+
+// Unmute lets replies through again.
+func (p *Proxy) Unmute() { p.muted.Store(false) }
 
 // CutEvery cuts every connection each interval until StopCutting or Close.
 func (p *Proxy) CutEvery(interval time.Duration) {
