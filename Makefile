@@ -11,7 +11,7 @@ FUZZTIME ?= 10s
 
 export ADK_TEST_REDIS_URL ADK_TEST_POSTGRES_DSN
 
-.PHONY: all test test-unit test-integration lint check-modules bench fuzz fuzz-short demo screenshots generate tidy modules help
+.PHONY: bench-modules all test test-unit test-integration lint check-modules bench fuzz fuzz-short demo screenshots generate tidy modules help
 all: lint test
 
 help:
@@ -19,7 +19,7 @@ help:
 	@echo "make test           unit lane of every module with -race, then the integration lane"
 	@echo "make lint           gofmt, go vet, staticcheck, templ generate check"
 	@echo "make check-modules  every module builds, vets and tests alone (GOWORK=off); go mod tidy -diff clean"
-	@echo "make bench          benchmarks"
+	@echo "make bench          adk vs River and Asynq (tools/adkbench); make bench-modules for each module's benchmarks"
 	@echo "make fuzz           longer fuzz runs"
 
 modules:
@@ -79,8 +79,14 @@ demo:
 screenshots:
 	cd modules/dashboard && ADK_SCREENSHOTS=1 go test -tags integration -run '^TestBrowser' -count=1 .
 
-## bench: benchmarks of every module (servers come from the same variables as the integration lane).
-bench: $(addprefix bench/,$(MODULES))
+## bench: adk's queues side by side with River and Asynq on the same servers (tools/adkbench);
+## BENCH_FLAGS=-quick for a smoke run, BENCH_FLAGS="-items 100000" for the full size (over 10 minutes here).
+BENCH_FLAGS ?= -items 20000
+bench:
+	go run ./tools/adkbench $(BENCH_FLAGS)
+
+## bench-modules: every module's own go test benchmarks.
+bench-modules: $(addprefix bench/,$(MODULES))
 bench/%:
 	@echo "== bench $*"
 	cd $* && $(GOTEST) -run '^$$' -bench . -benchmem -tags integration -timeout 30m ./...
