@@ -105,12 +105,45 @@ func backingsUnderTest(t *testing.T) []backing {
 		raw: func(ctx context.Context) (string, error) { return pgFingerprint(ctx, pool) },
 		extra: []badCase{
 			{name: "9 KB NOTIFY", call: func(ctx context.Context, b backing) error {
-				err := pgstore.Notify(ctx, b.pool, pgstore.NotifyChannel(pgstore.StateTables{}), strings.Repeat("n", 9000))
-				var tooLarge *pgstore.PayloadTooLargeError
-				if err != nil && !errors.As(err, &tooLarge) {
-					return fmt.Errorf("want *pgstore.PayloadTooLargeError, got %T: %w", err, err)
+				// A listener on the channel must hear nothing: the refusal
+				// comes before the round trip.
+				const channel = "adk_badinput"
+				l, err := pgstore.NewListener(cfg.ConnConfig, pgstore.ListenerSettings{})
+				if err != nil {
+					return err
 				}
-				return err
+				heard, stop := l.Subscribe(channel)
+				defer stop()
+				if err := l.Start(ctx); err != nil {
+					return err
+				}
+				defer l.Close()
+				if err := l.Listen(ctx, channel); err != nil {
+					return err
+				}
+				nerr := pgstore.Notify(ctx, b.pool, channel, strings.Repeat("n", 9000))
+				var tooLarge *pgstore.PayloadTooLargeError
+				if nerr != nil && !errors.As(nerr, &tooLarge) {
+					return fmt.Errorf("want *pgstore.PayloadTooLargeError, got %T: %w", nerr, nerr)
+				}
+				select {
+				case n := <-heard:
+					return fmt.Errorf("a refused NOTIFY was delivered (%d bytes)", len(n.Payload))
+				case <-time.After(300 * time.Millisecond):
+				}
+				// ...while it does hear a NOTIFY that fits.
+				if err := pgstore.Notify(ctx, b.pool, channel, "fits"); err != nil {
+					return err
+				}
+				select {
+				case n := <-heard:
+					if n.Payload != "fits" {
+						return fmt.Errorf("the listener heard %q, want %q", n.Payload, "fits")
+					}
+				case <-time.After(5 * time.Second):
+					return errors.New("the listener heard nothing, not even a NOTIFY that fits")
+				}
+				return nerr
 			}},
 			{name: "NOTIFY on a channel with a NUL byte", call: func(ctx context.Context, b backing) error {
 				return pgstore.Notify(ctx, b.pool, "adk\x00work", "x")
