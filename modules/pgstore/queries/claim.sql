@@ -45,16 +45,22 @@ pick (round, pos, tenant, id, due_at, seq, row_id) AS (
 picked AS (
     SELECT round, pos, tenant, id, row_id FROM pick LIMIT $3
 ),
--- The picked rows are updated through the ctid their lock returned: a TID
--- scan per row, so the plan never joins the batch against the whole
--- table. Key and state are stated again; a row whose version moved after
--- this statement's snapshot is left alone, still queued, for the next
--- claim.
+-- The picked rows are reached only through the TIDs their locks returned:
+-- the ctid array is a TID scan whatever the plan, and no predicate here
+-- (queue, state) matches an index, so no plan -- a generic one costed on
+-- a table that was tiny when the statement was prepared, say -- can reach
+-- the rows through adk_work_ready and filter the whole queue by ctid.
+-- Leaving queue and state out is safe: every picked row was locked FOR
+-- UPDATE by this statement in pick, where they were checked on the locked
+-- version, so no other transaction can change the row (or vacuum the
+-- tuple) before this UPDATE; tenant and id still tie each ctid to the key
+-- pick found there.
 leased AS (
     UPDATE {work} w
     SET state = 'leased', worker = $4, lease_expires_at = $5, token = nextval('{work}_token_seq')
     FROM picked p
-    WHERE w.ctid = p.row_id AND w.queue = $1 AND w.tenant = p.tenant AND w.id = p.id AND w.state = 'queued'
+    WHERE w.ctid = ANY (ARRAY(SELECT row_id FROM picked)) AND w.ctid = p.row_id
+      AND w.tenant = p.tenant AND w.id = p.id
     RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
               p.round, p.pos
 ),
