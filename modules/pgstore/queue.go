@@ -153,19 +153,14 @@ func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest
 	var leases []contract.Lease
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		leases = leases[:0]
-		rows, err := e.Query(ctx, q.q.get("claim"), contract.QueueName(req.Queue), now, req.Max, req.Worker, now.Add(req.LeaseFor))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		args := []any{contract.QueueName(req.Queue), now, req.Max, req.Worker, now.Add(req.LeaseFor)}
+		return q.db.claimRows(ctx, e, q.q.get("claim"), q.q.get("claim_settings"), args, func(rows pgx.Rows) error {
 			l, err := scanLease(rows)
-			if err != nil {
-				return err
+			if err == nil {
+				leases = append(leases, l)
 			}
-			leases = append(leases, l)
-		}
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return nil, queueErr(err)

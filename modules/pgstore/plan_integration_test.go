@@ -1,0 +1,171 @@
+//go:build integration
+
+package pgstore_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/pgstore"
+)
+
+// A plan cached while the queue was small must not scan the whole queue
+// once it is deep. The test connection forces generic plans, the worst
+// case: the plan is made on 40 rows, the queue then grows to 50,000
+// without an ANALYZE, and auto_explain shows what the next claim ran.
+// The settings that keep the plan on the indexes and TIDs must not
+// outlive the claim's own transaction.
+func TestCachedClaimPlanSurvivesGrowth(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, 2*time.Minute)
+	cfg := d.connConfig(t)
+	cfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	var (
+		mu      sync.Mutex
+		notices []string
+	)
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		notices = append(notices, n.Message)
+		mu.Unlock()
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	q, err := pgstore.NewWorkQueue(conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]contract.Item, 40)
+	for i := range items {
+		items[i] = contract.Item{Tenant: fmt.Sprintf("t%d", i%4), ID: fmt.Sprint(i)}
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO adk_work (queue, tenant, id, state, due_at, enqueued_at)
+		SELECT 'default', 't' || (g % 4), 'bulk-' || g, 'queued', now() - interval '1 hour', now()
+		FROM generate_series(1, 50000) g`); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0", "SET auto_explain.log_level = notice", "SET client_min_messages = notice"} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	mu.Lock()
+	notices = nil
+	mu.Unlock()
+	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET auto_explain.log_min_duration = -1"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	var plan string
+	for _, n := range notices {
+		if strings.Contains(n, "WITH RECURSIVE") {
+			plan = n
+		}
+	}
+	mu.Unlock()
+	if plan == "" {
+		t.Fatal("auto_explain logged no plan of the claim")
+	}
+	if strings.Contains(plan, "Seq Scan on adk_work") || !strings.Contains(plan, "Tid Scan on adk_work") {
+		t.Errorf("the cached claim plan does not reach the leased rows by TID alone:\n%s", plan)
+	}
+	var generic int64
+	if err := conn.QueryRow(ctx, `SELECT generic_plans FROM pg_prepared_statements
+		WHERE statement LIKE '%WITH RECURSIVE%' AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&generic); err != nil {
+		t.Fatalf("the claim is not a prepared statement of the connection: %v", err)
+	}
+	if generic == 0 {
+		t.Errorf("the claim never ran a generic plan; the test does not cover a cached plan")
+	}
+	var seqscan, jit string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('enable_seqscan'), current_setting('jit')").Scan(&seqscan, &jit); err != nil {
+		t.Fatal(err)
+	}
+	if seqscan != "on" || jit != "on" {
+		t.Errorf("after the claims the connection has enable_seqscan=%s jit=%s; the claim's settings must stay in its transaction", seqscan, jit)
+	}
+	if st := conn.PgConn().TxStatus(); st != 'I' {
+		t.Errorf("connection left in transaction status %q", st)
+	}
+}
+
+// A claim inside the caller's transaction changes none of its settings
+// and is still planned with the actual parameters each time.
+func TestBoundClaimKeepsCallerSettings(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, 2*time.Minute)
+	q := newQueue(t, d, pgstore.Settings{})
+	items := make([]contract.Item, 20)
+	for i := range items {
+		items[i] = contract.Item{Tenant: "acme", ID: fmt.Sprint(i)}
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL jit = on"); err != nil {
+		t.Fatal(err)
+	}
+	bq := q.Bound(tx)
+	got := 0
+	for range 10 {
+		ls, err := bq.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(ls)
+	}
+	if got != 20 {
+		t.Errorf("bound claims took %d items, want 20", got)
+	}
+	var seqscan, jit string
+	if err := tx.QueryRow(ctx, "SELECT current_setting('enable_seqscan'), current_setting('jit')").Scan(&seqscan, &jit); err != nil {
+		t.Fatal(err)
+	}
+	if seqscan != "on" || jit != "on" {
+		t.Errorf("bound claims changed the caller's transaction: enable_seqscan=%s jit=%s", seqscan, jit)
+	}
+	var prepared int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%WITH RECURSIVE%' AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&prepared); err != nil {
+		t.Fatal(err)
+	}
+	if prepared != 0 {
+		t.Errorf("a bound claim left %d named prepared statements; it must run unnamed, planned each time", prepared)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Rolled back: every item is claimable again, on the pool.
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 20 {
+		t.Errorf("after rollback the pool claimed %d items, want 20", len(ls))
+	}
+}
