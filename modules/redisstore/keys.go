@@ -24,11 +24,12 @@ func newStateKeys(ns, tenant string) stateKeys {
 	return stateKeys{prefix: ns + ":state:{" + lp(tenant) + "}:"}
 }
 
-func (k stateKeys) run(id string) string    { return k.prefix + "run:" + lp(id) }
-func (k stateKeys) meta(id string) string   { return k.prefix + "meta:" + lp(id) }
-func (k stateKeys) index() string           { return k.prefix + "runs" }
-func (k stateKeys) seq() string             { return k.prefix + "seq" }
-func (k stateKeys) session(s string) string { return k.prefix + "session:" + lp(s) }
+func (k stateKeys) run(id string) string     { return k.prefix + "run:" + lp(id) }
+func (k stateKeys) meta(id string) string    { return k.prefix + "meta:" + lp(id) }
+func (k stateKeys) index() string            { return k.prefix + "runs" }
+func (k stateKeys) patches(id string) string { return k.prefix + "patches:" + lp(id) }
+func (k stateKeys) seq() string              { return k.prefix + "seq" }
+func (k stateKeys) session(s string) string  { return k.prefix + "session:" + lp(s) }
 
 // queueKeys builds the keys of one namespace's queues. The whole namespace
 // is one hash tag because a claim reads several tenants' ready sets in one

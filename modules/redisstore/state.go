@@ -127,9 +127,15 @@ func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contra
 	return decodeRun(run.Tenant, run.ID, vals[1:])
 }
 
+// patchReplayWindow is how long a run remembers the nonce of a patch it
+// applied. A retry of that patch (its reply was lost) within the window is
+// answered without adding the deltas again. Retries come within the retry
+// budget plus the client's read timeouts: well under a minute.
+const patchReplayWindow = 10 * time.Minute
+
 // PatchRun adds the patch's counters and sets its status when given. Each
-// call carries a nonce the run remembers (the last 16), so a retry of a
-// patch whose reply was lost is not added twice.
+// call carries a nonce the run remembers for patchReplayWindow, so a retry
+// of a patch whose reply was lost is not added twice.
 func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
 	if err := validateTenantID("tenant", "id", tenant, id); err != nil {
 		return nil, err
@@ -139,8 +145,10 @@ func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch
 	}
 	k := newStateKeys(s.settings.Namespace, tenant)
 	c := patch.Counters
-	res, err := s.run(ctx, scriptStatePatch, []string{k.run(id), k.meta(id)},
-		c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, patch.Status, s.clock.Now().UnixNano(), nonce())
+	now := s.clock.Now()
+	res, err := s.run(ctx, scriptStatePatch, []string{k.run(id), k.meta(id), k.patches(id)},
+		c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, patch.Status, now.UnixNano(), nonce(),
+		now.UnixMilli(), patchReplayWindow.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +213,7 @@ func (s *RedisStateStore) DeleteRun(ctx context.Context, tenant, id string) erro
 		return err
 	}
 	k := newStateKeys(s.settings.Namespace, tenant)
-	res, err := s.run(ctx, scriptStateDelete, []string{k.run(id), k.meta(id), k.index()}, k.prefix, id)
+	res, err := s.run(ctx, scriptStateDelete, []string{k.run(id), k.meta(id), k.index(), k.patches(id)}, k.prefix, id)
 	if err != nil {
 		return err
 	}

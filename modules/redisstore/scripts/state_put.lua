@@ -32,7 +32,7 @@ local id, session = ARGV[3], ARGV[4]
 if not stored then
   local seq = redis.call('INCR', KEYS[4])
   redis.call('HSET', KEYS[2], 'v', 1, 'seq', seq, 'it', 0, 'ot', 0, 'c', 0, 'i', 0, 'cur', 0,
-    'ca', ARGV[7], 'ua', ARGV[7], 'st', ARGV[5], 'se', session, 'wn', ARGV[8], 'pn', '')
+    'ca', ARGV[7], 'ua', ARGV[7], 'st', ARGV[5], 'se', session, 'wn', ARGV[8])
   redis.call('ZADD', KEYS[3], seq, id)
   if session ~= '' then
     redis.call('ZADD', ARGV[1] .. 'session:' .. lp(session), seq, id)
