@@ -154,3 +154,17 @@ type Waker interface {
 	// channel is buffered; wakes arriving while it is full are dropped.
 	Subscribe(queue string) (<-chan struct{}, func())
 }
+
+// CompleteClaimer is implemented by queues that can settle finished leases
+// and claim the next batch in one round trip. A worker loop that has both
+// to do (the runner, a benchmark) calls it instead of Complete then Claim,
+// which halves the round trips at small batches.
+type CompleteClaimer interface {
+	// CompleteAndClaim completes done exactly as Complete would, then
+	// claims exactly as Claim would with req. The claimed leases are
+	// returned even when some of done were lost: the error is then a
+	// *LeaseLostError naming them (nil leases and ErrEmpty when nothing was
+	// due and nothing was lost). A req.Max of 0 only completes. Bad input
+	// in either half is refused before anything is sent.
+	CompleteAndClaim(ctx context.Context, done []Lease, req ClaimRequest) ([]Lease, error)
+}
