@@ -55,7 +55,8 @@
 // A script whose reply was lost is retried. Claim, PutRun, PatchRun,
 // Heartbeat and Fail carry a nonce the server remembers, so their retries
 // replay the first outcome instead of applying twice (a retried Claim gets
-// the same leases back); Enqueue is idempotent by item ID. A retried
+// the same leases back; a retried CompleteAndClaim also gets the lost
+// leases its first try found); Enqueue is idempotent by item ID. A retried
 // Complete may name an item the first try completed as lost: it is gone
 // either way. Items whose worker died holding them come back when their
 // lease expires and [RedisWorkQueue.Reap] runs, with the attempt counted.

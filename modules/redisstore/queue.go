@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -182,6 +183,8 @@ func (q *RedisWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) er
 	return nil
 }
 
+var _ contract.CompleteClaimer = (*RedisWorkQueue)(nil)
+
 // Claim leases up to req.Max due items in tenant rotation, in one script
 // call whatever the number of tenants.
 func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
@@ -201,6 +204,12 @@ func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) (
 	if len(rows) == 0 {
 		return nil, contract.ErrEmpty
 	}
+	return claimedLeases(rows, name, req.Worker, exp)
+}
+
+// claimedLeases turns the {token, record} rows of a claim reply into
+// leases of queue name held by worker until exp.
+func claimedLeases(rows []any, name, worker string, exp time.Time) ([]contract.Lease, error) {
 	out := make([]contract.Lease, 0, len(rows))
 	for _, row := range rows {
 		pair, _ := row.([]any)
@@ -215,7 +224,86 @@ func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) (
 		}
 		it := rec.item(name)
 		it.State = contract.StateLeased
-		out = append(out, contract.Lease{Item: it, Worker: req.Worker, ExpiresAt: exp, Token: tok})
+		out = append(out, contract.Lease{Item: it, Worker: worker, ExpiresAt: exp, Token: tok})
+	}
+	return out, nil
+}
+
+// CompleteAndClaim completes done as Complete does and claims as Claim
+// does with req, in one script call (done beyond 1000 leases goes ahead
+// through Complete). A req.Max of 0 only completes and then returns nil
+// leases and a nil error unless some of done were lost. Leases claimed are
+// returned even when some of done were lost; the error is then a
+// *contract.LeaseLostError naming those. A retry after a lost reply
+// neither completes again (so nothing completed is reported lost) nor
+// claims more.
+func (q *RedisWorkQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	return q.completeAndClaim(ctx, done, req, nonce())
+}
+
+func (q *RedisWorkQueue) completeAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest, id string) ([]contract.Lease, error) {
+	for _, l := range done {
+		if err := contract.ValidateLease(l); err != nil {
+			return nil, err
+		}
+	}
+	if req.Max != 0 {
+		if err := contract.ValidateClaim(req); err != nil {
+			return nil, err
+		}
+	} else {
+		// Only the queue's key prefix is used: the script still runs there.
+		if err := contract.ValidateName("ClaimRequest.Queue", contract.QueueName(req.Queue)); err != nil {
+			return nil, err
+		}
+	}
+	var lost []contract.ItemKey
+	if len(done) > 1000 {
+		err := q.Complete(ctx, done[:len(done)-1000]...)
+		var lle *contract.LeaseLostError
+		if errors.As(err, &lle) {
+			lost = append(lost, lle.Items...)
+		} else if err != nil {
+			return nil, err
+		}
+		done = done[len(done)-1000:]
+	}
+	name := contract.QueueName(req.Queue)
+	prefix := q.keys.queue(name)
+	now := q.clock.Now()
+	exp := now.Add(req.LeaseFor)
+	args := make([]any, 0, 10+3*len(done))
+	args = append(args, prefix, q.keys.ns, nowMicros(now), nanos(now),
+		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, id)
+	for _, l := range done {
+		args = append(args, q.keys.queue(contract.QueueName(l.Item.Queue)), itemRef(l.Item.Tenant, l.Item.ID), l.Token)
+	}
+	res, err := q.run(ctx, scriptCompleteClaim, prefix, args...)
+	if err != nil {
+		return nil, err
+	}
+	parts, _ := res.([]any)
+	if len(parts) != 2 {
+		return nil, fmt.Errorf("redisstore: malformed complete-and-claim reply")
+	}
+	idx, _ := parts[0].([]any)
+	for _, v := range idx {
+		if n, ok := v.(int64); ok && n >= 1 && int(n) <= len(done) {
+			lost = append(lost, done[n-1].Key())
+		}
+	}
+	rows, _ := parts[1].([]any)
+	var out []contract.Lease
+	if len(rows) > 0 {
+		if out, err = claimedLeases(rows, name, req.Worker, exp); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case lost != nil:
+		return out, &contract.LeaseLostError{Items: lost}
+	case len(out) == 0 && req.Max != 0:
+		return nil, contract.ErrEmpty
 	}
 	return out, nil
 }

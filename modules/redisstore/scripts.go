@@ -30,25 +30,34 @@ var (
 
 // Queue scripts share a prelude (key names and the rotation helpers), kept
 // in scripts/queue_lib.lua and prepended when the script is built.
-func loadQueueScript(name string) *redis.Script {
-	lib, err := scriptFS.ReadFile("scripts/queue_lib.lua")
-	if err != nil {
-		panic("redisstore: missing embedded script queue_lib")
+func loadQueueScript(name string, libs ...string) *redis.Script {
+	return loadWith(name, append([]string{"queue_lib"}, libs...)...)
+}
+
+// loadWith builds script name from the function libraries libs (files of
+// scripts/ that only define locals) followed by its own body, so that
+// scripts running the same step share one copy of its Lua.
+func loadWith(name string, libs ...string) *redis.Script {
+	var src []byte
+	for _, f := range append(libs, name) {
+		b, err := scriptFS.ReadFile("scripts/" + f + ".lua")
+		if err != nil {
+			panic("redisstore: missing embedded script " + f) // a build error, not a runtime one
+		}
+		src = append(append(src, b...), '\n')
 	}
-	src, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic("redisstore: missing embedded script " + name)
-	}
-	return redis.NewScript(string(lib) + "\n" + string(src))
+	return redis.NewScript(string(src))
 }
 
 var (
 	scriptEnqueue   = loadQueueScript("enqueue")
-	scriptClaim     = loadQueueScript("claim")
+	scriptClaim     = loadQueueScript("claim", "claim_lib")
 	scriptHeartbeat = loadQueueScript("heartbeat")
 	scriptSettle    = loadQueueScript("settle")
 	scriptReapScan  = loadQueueScript("reap_scan")
 	scriptDeadPage  = loadQueueScript("dead_page")
 	scriptDeadMove  = loadQueueScript("dead_move")
-	scriptComplete  = loadScript("complete")
+	scriptComplete  = loadWith("complete", "complete_lib")
+	// complete_claim runs the complete step, then the claim step.
+	scriptCompleteClaim = loadQueueScript("complete_claim", "complete_lib", "claim_lib")
 )

@@ -60,6 +60,12 @@ func TestRefusedBeforeSending(t *testing.T) {
 		"bad cursor":    func() error { _, err := st.ListRuns(ctx, "a", contract.PageRequest{Cursor: "!"}); return err }(),
 		"bad lease cur": func() error { _, err := q.Leases(ctx, "", contract.PageRequest{Cursor: "x"}); return err }(),
 		"rotation n":    func() error { _, err := q.Rotation(ctx, "", 1001); return err }(),
+		"cc bad lease": func() error {
+			_, err := q.CompleteAndClaim(ctx, []contract.Lease{{}}, contract.ClaimRequest{LeaseFor: 1, Max: 1})
+			return err
+		}(),
+		"cc bad claim": func() error { _, err := q.CompleteAndClaim(ctx, nil, contract.ClaimRequest{Max: 1}); return err }(),
+		"cc bad queue": func() error { _, err := q.CompleteAndClaim(ctx, nil, contract.ClaimRequest{Queue: "a\x00"}); return err }(),
 	} {
 		if !errors.Is(err, contract.ErrInvalid) {
 			t.Errorf("%s: got %v, want a ValidationError", name, err)
