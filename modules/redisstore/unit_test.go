@@ -65,7 +65,10 @@ func TestRefusedBeforeSending(t *testing.T) {
 			return err
 		}(),
 		"cc bad claim": func() error { _, err := q.CompleteAndClaim(ctx, nil, contract.ClaimRequest{Max: 1}); return err }(),
-		"cc bad queue": func() error { _, err := q.CompleteAndClaim(ctx, nil, contract.ClaimRequest{Queue: "a\x00"}); return err }(),
+		"cc bad queue": func() error {
+			_, err := q.CompleteAndClaim(ctx, nil, contract.ClaimRequest{Queue: "a\x00"})
+			return err
+		}(),
 	} {
 		if !errors.Is(err, contract.ErrInvalid) {
 			t.Errorf("%s: got %v, want a ValidationError", name, err)
