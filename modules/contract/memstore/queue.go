@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -158,6 +159,45 @@ func (s *Store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Dur
 	e.expires = now.Add(extend)
 	q.leases.Put(e.leaseKey(), e)
 	return e.lease(), nil
+}
+
+// CompleteAndClaim is Complete then Claim. There is no round trip to
+// save in memory; it exists so that loops written for backings that can
+// do both at once run unchanged on a Store. A lost lease in done does not
+// stop the claim: the leases claimed come back with the
+// *contract.LeaseLostError. A req.Max of 0 only completes.
+func (s *Store) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	for _, l := range done {
+		if err := contract.ValidateLease(l); err != nil {
+			return nil, err
+		}
+	}
+	if req.Max == 0 {
+		if err := contract.ValidateName("ClaimRequest.Queue", contract.QueueName(req.Queue)); err != nil {
+			return nil, err
+		}
+		return nil, s.Complete(ctx, done...)
+	}
+	if err := contract.ValidateClaim(req); err != nil {
+		return nil, err
+	}
+	var lost error
+	if len(done) > 0 {
+		err := s.Complete(ctx, done...)
+		var lle *contract.LeaseLostError
+		if err != nil && !errors.As(err, &lle) {
+			return nil, err
+		}
+		lost = err
+	}
+	out, err := s.Claim(ctx, req)
+	switch {
+	case lost != nil && (err == nil || errors.Is(err, contract.ErrEmpty)):
+		return out, lost
+	case err != nil:
+		return nil, err
+	}
+	return out, nil
 }
 
 // Complete removes the items of the leases whose tokens still match; the

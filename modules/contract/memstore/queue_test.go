@@ -390,3 +390,36 @@ func TestRecentTurnsRing(t *testing.T) {
 		}
 	}
 }
+
+func TestCompleteAndClaim(t *testing.T) {
+	s, _ := newQueue(t)
+	for i := range 5 {
+		enqueue(t, s, contract.Item{Tenant: "a", ID: fmt.Sprint(i)})
+	}
+	req := contract.ClaimRequest{Worker: "w", LeaseFor: leaseFor, Max: 2}
+	held := claim(t, s, 2)
+	stale := held[0]
+	stale.Token++
+	next, err := s.CompleteAndClaim(t.Context(), []contract.Lease{stale, held[1]}, req)
+	var lle *contract.LeaseLostError
+	if !errors.As(err, &lle) || len(lle.Items) != 1 || lle.Items[0] != stale.Key() {
+		t.Fatalf("got %v, want a LeaseLostError naming %v", err, stale.Key())
+	}
+	if len(next) != 2 {
+		t.Fatalf("claimed %d beside the lost lease, want 2", len(next))
+	}
+	// Max 0 only completes.
+	if ls, err := s.CompleteAndClaim(t.Context(), append(next, held[0]), contract.ClaimRequest{}); err != nil || ls != nil {
+		t.Fatalf("max 0: %v, %v", ls, err)
+	}
+	ls, err := s.CompleteAndClaim(t.Context(), nil, contract.ClaimRequest{LeaseFor: leaseFor, Max: 5})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("last item: %d leases, %v; want the one item left", len(ls), err)
+	}
+	if _, err := s.CompleteAndClaim(t.Context(), ls, req); !errors.Is(err, contract.ErrEmpty) {
+		t.Errorf("drained: %v, want ErrEmpty", err)
+	}
+	if _, err := s.CompleteAndClaim(t.Context(), []contract.Lease{{}}, req); !errors.Is(err, contract.ErrInvalid) {
+		t.Errorf("bad lease: %v, want a ValidationError", err)
+	}
+}

@@ -47,6 +47,8 @@ var (
 	_ contract.Inspector   = (*Store)(nil)
 	_ contract.Waker       = (*Store)(nil)
 	_ contract.StatsSource = (*Store)(nil)
+
+	_ contract.CompleteClaimer = (*Store)(nil)
 )
 
 // DefaultRecentTurns is how many turns a queue remembers for
