@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,6 +100,7 @@ type counting struct {
 	completed  atomic.Int64
 	heartbeats atomic.Int64
 	fails      atomic.Int64
+	ccCalls    atomic.Int64 // CompleteAndClaim calls, through countingCC
 
 	mu          sync.Mutex
 	heartbeatFn func(context.Context, contract.Lease, time.Duration) (contract.Lease, error)
@@ -117,6 +119,19 @@ func wrapCounting(q contract.WorkQueue) (*counting, contract.WorkQueue) {
 		return c, countingWaker{c}
 	}
 	return c, c
+}
+
+// countingCC also forwards CompleteAndClaim, so the runner sees a
+// contract.CompleteClaimer (the wrapped queue must be one).
+type countingCC struct{ countingWaker }
+
+func (c countingCC) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	c.ccCalls.Add(1)
+	ls, err := c.WorkQueue.(contract.CompleteClaimer).CompleteAndClaim(ctx, done, req)
+	if err == nil || errors.Is(err, contract.ErrEmpty) {
+		c.completed.Add(int64(len(done)))
+	}
+	return ls, err
 }
 
 func (c *counting) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {

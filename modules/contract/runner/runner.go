@@ -82,6 +82,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		finished:  make(chan struct{}, cfg.Concurrency),
 		completes: make(chan contract.Lease, completeBatch(cfg)),
 	}
+	if cc, ok := r.q.(contract.CompleteClaimer); ok {
+		l.cc = cc
+	}
 
 	var wake <-chan struct{}
 	if w, ok := r.q.(contract.Waker); ok {
@@ -117,6 +120,50 @@ type loop struct {
 	inflight  int           // handlers running; touched by the claim goroutine only
 	finished  chan struct{} // one value per handler that returned
 	completes chan contract.Lease
+
+	// cc is the queue when it can complete and claim in one call; the
+	// claim loop then takes the pending completes along with each claim,
+	// and completeLoop only flushes what waits longer than CompleteDelay
+	// (or fills a batch, or is left at shutdown).
+	cc      contract.CompleteClaimer
+	pendMu  sync.Mutex
+	pending []contract.Lease // finished leases not yet sent to the queue
+}
+
+// takePending hands over the finished leases waiting to be completed.
+func (l *loop) takePending() []contract.Lease {
+	l.pendMu.Lock()
+	defer l.pendMu.Unlock()
+	b := l.pending
+	l.pending = nil
+	return b
+}
+
+// claim claims up to n items, carrying the pending completes along when
+// the queue can take both at once.
+func (l *loop) claim(ctx context.Context, n int) ([]contract.Lease, error) {
+	req := contract.ClaimRequest{Queue: l.cfg.Queue, Worker: l.cfg.Worker, LeaseFor: l.cfg.LeaseFor, Max: n}
+	var done []contract.Lease
+	if l.cc != nil {
+		done = l.takePending()
+	}
+	if len(done) == 0 {
+		return l.r.q.Claim(ctx, req)
+	}
+	leases, err := l.cc.CompleteAndClaim(ctx, done, req)
+	if lost, ok := errors.AsType[*contract.LeaseLostError](err); ok {
+		// The other completes landed and the claim went ahead; only the
+		// lost items will run again.
+		l.report(lost, "complete: some leases were lost before their items completed; those items will run again", "items", len(done))
+		return leases, nil
+	}
+	if err != nil && !errors.Is(err, contract.ErrEmpty) {
+		// Whether the completes landed is unknown (a cancelled claim
+		// included): settle them the ordinary way, with its retries, so
+		// no finished item is left to expire for want of trying.
+		l.complete(done)
+	}
+	return leases, err
 }
 
 // completeBatch is the most leases one Complete call carries.
@@ -139,9 +186,7 @@ func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) 
 	for ctx.Err() == nil {
 		if more && l.inflight < l.cfg.Concurrency {
 			n := min(l.cfg.BatchSize, l.cfg.Concurrency-l.inflight)
-			leases, err := l.r.q.Claim(ctx, contract.ClaimRequest{
-				Queue: l.cfg.Queue, Worker: l.cfg.Worker, LeaseFor: l.cfg.LeaseFor, Max: n,
-			})
+			leases, err := l.claim(ctx, n)
 			// Leases that come with an error (a claim-check wrapper
 			// reporting one broken item) are still ours to run.
 			for _, lease := range leases {
@@ -316,14 +361,12 @@ func (l *loop) heartbeat(h *held, stop <-chan struct{}, cancel context.CancelCau
 // closed, then flushes what is left.
 func (l *loop) completeLoop() {
 	size := completeBatch(l.cfg)
-	batch := make([]contract.Lease, 0, size)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var due <-chan time.Time
 	flush := func() {
-		if len(batch) > 0 {
+		if batch := l.takePending(); len(batch) > 0 {
 			l.complete(batch)
-			batch = make([]contract.Lease, 0, size)
 		}
 		timer.Stop()
 		due = nil
@@ -335,8 +378,11 @@ func (l *loop) completeLoop() {
 				flush()
 				return
 			}
-			batch = append(batch, lease)
-			if len(batch) >= size {
+			l.pendMu.Lock()
+			l.pending = append(l.pending, lease)
+			n := len(l.pending)
+			l.pendMu.Unlock()
+			if n >= size {
 				flush()
 			} else if due == nil {
 				timer.Reset(l.cfg.CompleteDelay)

@@ -768,3 +768,76 @@ func TestNoGrace(t *testing.T) {
 		t.Fatalf("item = %+v; want it failed back with the grace error", info.Item)
 	}
 }
+
+// With a queue that completes and claims in one call, finished items ride
+// along with the next claim instead of taking Complete calls of their own.
+func TestCompletesRideAlongWithClaims(t *testing.T) {
+	run := func(completeClaimer bool) *counting {
+		clock := newClock()
+		store := newStore(clock)
+		c, q := wrapCounting(store)
+		if completeClaimer {
+			q = countingCC{q.(countingWaker)}
+		}
+		const n = 100
+		for i := range n {
+			if err := store.Enqueue(context.Background(), item(fmt.Sprintf("t%d", i%7), fmt.Sprint(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg := fastConfig(clock)
+		cfg.Concurrency = 10
+		cfg.CompleteDelay = time.Hour // only a full batch, a claim or the shutdown settles
+		r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error { return nil }, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := start(t, r)
+		waitFor(t, "every item to complete", func() bool { return c.completed.Load() == n })
+		if err := s.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		if !queueEmpty(t, store) {
+			t.Fatal("items left in the queue")
+		}
+		return c
+	}
+	plain, cc := run(false), run(true)
+	if cc.ccCalls.Load() == 0 || cc.completes.Load() >= plain.completes.Load() {
+		t.Fatalf("Complete calls: %d with CompleteAndClaim (%d calls of it), %d without; want fewer with it",
+			cc.completes.Load(), cc.ccCalls.Load(), plain.completes.Load())
+	}
+	t.Logf("Complete calls: %d without CompleteAndClaim; %d with it, plus %d CompleteAndClaim calls",
+		plain.completes.Load(), cc.completes.Load(), cc.ccCalls.Load())
+}
+
+// Finished items the claim loop has not carried yet are still completed
+// when Run stops.
+func TestPendingCompletesFlushedOnShutdownWithCompleteClaimer(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	c, q := wrapCounting(store)
+	q = countingCC{q.(countingWaker)}
+	if err := store.Enqueue(context.Background(), item("a", "1"), item("b", "2"), item("c", "3")); err != nil {
+		t.Fatal(err)
+	}
+	var handled atomic.Int64
+	cfg := fastConfig(clock)
+	cfg.PollInterval = time.Hour // no claim after the first: nothing carries the completes
+	cfg.CompleteDelay = time.Hour
+	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
+		handled.Add(1)
+		return nil
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, r)
+	waitFor(t, "three handlers to return", func() bool { return handled.Load() == 3 })
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if !queueEmpty(t, store) || c.completed.Load() != 3 {
+		t.Fatalf("%d completed, queue empty %v; want all three completed by the shutdown", c.completed.Load(), queueEmpty(t, store))
+	}
+}
