@@ -79,6 +79,9 @@ func (h *harness) backings() ([]backing, func(), error) {
 		if b == nil {
 			continue
 		}
+		if ob, ok := b.(*ourBacking); ok {
+			ob.carry = h.cfg.completeAndClaim
+		}
 		out = append(out, b)
 	}
 	return out, closeAll, nil

@@ -15,22 +15,25 @@ import (
 
 // config is the parsed command line.
 type config struct {
-	items         int
-	conc          []int
-	scenarios     []string
-	backings      []string
-	quick         bool
-	json          bool
-	depth         int
-	wakeItems     int
-	wakeRate      int
-	claimers      int
-	batch         int
-	timeout       time.Duration
-	cpuProfile    string
-	riverCooldown time.Duration
-	redisURL      string
-	pgDSN         string
+	items     int
+	conc      []int
+	scenarios []string
+	backings  []string
+	quick     bool
+	json      bool
+	depth     int
+	wakeItems int
+	wakeRate  int
+	claimers  int
+	batch     int
+	// completeAndClaim makes our worker pool carry handled leases into
+	// its next claim when the queue is a contract.CompleteClaimer.
+	completeAndClaim bool
+	timeout          time.Duration
+	cpuProfile       string
+	riverCooldown    time.Duration
+	redisURL         string
+	pgDSN            string
 }
 
 var allScenarios = []string{"physical", "throughput", "idle", "busy50", "fairness", "wake", "depth"}
@@ -58,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.wakeRate, "wake-rate", 100, "items per second in the wake-latency scenario")
 	fs.IntVar(&c.claimers, "claimers", 2, "claim loops per worker pool of our backings")
 	fs.IntVar(&c.batch, "batch", 100, "most items one claim of our backings asks for")
+	fs.BoolVar(&c.completeAndClaim, "complete-and-claim", false, "our worker pool carries handled items into its next claim (CompleteAndClaim) where the backing offers it, instead of settling them on two completers")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "limit for one measurement")
 	fs.DurationVar(&c.riverCooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown (River's default is 100ms, its floor 1ms)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

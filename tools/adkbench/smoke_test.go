@@ -63,3 +63,31 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 }
+
+// TestSmokeCompleteAndClaim runs our pool in its carrying mode: every item
+// is handled once and no worker call fails.
+func TestSmokeCompleteAndClaim(t *testing.T) {
+	if os.Getenv("ADK_TEST_REDIS_URL") == "" {
+		t.Fatal("set ADK_TEST_REDIS_URL (see the README's test servers) to run the integration lane")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	args := []string{"-quick", "-json", "-timeout", "90s", "-backings", "memstore,redis", "-scenarios", "throughput,idle,wake", "-complete-and-claim"}
+	if err := run(ctx, args, &out, io.Discard); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var res result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("decode the JSON table: %v\n%s", err, out.String())
+	}
+	if len(res.Rows) == 0 {
+		t.Fatal("the table has no rows")
+	}
+	for _, r := range res.Rows {
+		if r.Error != "" || (r.Expected > 0 && r.Processed != r.Expected) || r.Duplicates != 0 || r.Errors != 0 {
+			t.Errorf("%s/%s c=%d: error %q, processed %d of %d, %d duplicates, %d worker errors",
+				r.Scenario, r.Backing, r.Concurrency, r.Error, r.Processed, r.Expected, r.Duplicates, r.Errors)
+		}
+	}
+}
