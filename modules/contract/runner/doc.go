@@ -24,11 +24,11 @@
 //   - Completes the items whose handler returned nil in batches: a
 //     finished item waits up to CompleteDelay for others to share its
 //     Complete call, which is what lets a database-backed queue go faster
-//     than one commit per item. When the queue is a
-//     [contract.CompleteClaimer], the next claim carries the finished
-//     items along (one round trip for both); Complete is then only for
-//     items that wait CompleteDelay without a claim, full batches, and
-//     what is left when Run stops.
+//     than one commit per item. With Config.CarryCompletes and a queue
+//     that is a [contract.CompleteClaimer], the next claim carries the
+//     finished items along (one round trip for both); Complete is then
+//     only for items that wait CompleteDelay without a claim, full
+//     batches, and what is left when Run stops.
 //   - Fails the items whose handler returned an error, or panicked (the
 //     panic becomes a [*PanicError] carrying the value); the queue's
 //     policy decides between a retry and the dead letter.

@@ -82,7 +82,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		finished:  make(chan struct{}, cfg.Concurrency),
 		completes: make(chan contract.Lease, completeBatch(cfg)),
 	}
-	if cc, ok := r.q.(contract.CompleteClaimer); ok {
+	if cc, ok := r.q.(contract.CompleteClaimer); ok && cfg.CarryCompletes {
 		l.cc = cc
 	}
 

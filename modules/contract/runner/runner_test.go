@@ -788,6 +788,7 @@ func TestCompletesRideAlongWithClaims(t *testing.T) {
 		cfg := fastConfig(clock)
 		cfg.Concurrency = 10
 		cfg.CompleteDelay = time.Hour // only a full batch, a claim or the shutdown settles
+		cfg.CarryCompletes = true
 		r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error { return nil }, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -825,6 +826,7 @@ func TestPendingCompletesFlushedOnShutdownWithCompleteClaimer(t *testing.T) {
 	cfg := fastConfig(clock)
 	cfg.PollInterval = time.Hour // no claim after the first: nothing carries the completes
 	cfg.CompleteDelay = time.Hour
+	cfg.CarryCompletes = true
 	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
 		handled.Add(1)
 		return nil
