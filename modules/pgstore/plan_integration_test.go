@@ -90,6 +90,11 @@ func TestCachedClaimPlanSurvivesGrowth(t *testing.T) {
 	if strings.Contains(plan, "Seq Scan on adk_work") || !strings.Contains(plan, "Tid Scan on adk_work") {
 		t.Errorf("the cached claim plan does not reach the leased rows by TID alone:\n%s", plan)
 	}
+	// Reaching a tenant's items by primary key and sorting them reads
+	// all of them at every step of the walk.
+	if strings.Contains(plan, "using adk_work_pkey") || !strings.Contains(plan, "using adk_work_ready") {
+		t.Errorf("the cached claim plan does not walk adk_work_ready in order:\n%s", plan)
+	}
 	var generic int64
 	if err := conn.QueryRow(ctx, `SELECT generic_plans FROM pg_prepared_statements
 		WHERE statement LIKE '%WITH RECURSIVE%' AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&generic); err != nil {

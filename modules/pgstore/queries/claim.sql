@@ -6,6 +6,14 @@
 -- LIMIT $3 stops it as soon as the batch is full, and a single busy tenant
 -- fills the whole batch through its own rounds.
 --
+-- A later round hands each tenant a chunk of up to k items, and only the
+-- last item of a chunk (last) carries the walk on. k is $3 - 1 when the
+-- rotation holds a single tenant, which then fills its batch in two steps
+-- (its first item, then one range of the index) instead of one recursive
+-- step per item, locking no item it will not lease; it is 1 otherwise: with several tenants the LIMIT would cut
+-- a round of chunks short in tenant order, serving the first tenants
+-- several times before the last ones once.
+--
 -- Every item is locked where it is found, FOR UPDATE SKIP LOCKED, by a
 -- query on the locked relation that states every predicate itself: when a
 -- concurrent claim commits underneath, READ COMMITTED re-checks the
@@ -14,12 +22,13 @@
 -- concurrent claims cannot deadlock.
 WITH RECURSIVE
 rotation AS (
-    SELECT t.tenant, row_number() OVER (ORDER BY t.turn_batch, t.turn_pos, t.tenant) AS pos
+    SELECT t.tenant, row_number() OVER (ORDER BY t.turn_batch, t.turn_pos, t.tenant) AS pos,
+           count(*) OVER () AS n
     FROM {turns} t
     WHERE t.queue = $1
 ),
-pick (round, pos, tenant, id, due_at, seq, row_id) AS (
-    SELECT 1, r.pos, r.tenant, w.id, w.due_at, w.seq, w.ctid
+pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id) AS (
+    SELECT 1, r.pos, 1::bigint, true, CASE WHEN r.n = 1 THEN greatest($3 - 1, 1) ELSE 1 END, r.tenant, w.id, w.due_at, w.seq, w.ctid
     FROM (SELECT * FROM rotation ORDER BY pos) r
     CROSS JOIN LATERAL (
         SELECT w.id, w.due_at, w.seq, w.ctid
@@ -30,20 +39,26 @@ pick (round, pos, tenant, id, due_at, seq, row_id) AS (
         FOR UPDATE SKIP LOCKED
     ) w
     UNION ALL
-    SELECT p.round + 1, p.pos, p.tenant, w.id, w.due_at, w.seq, w.ctid
+    SELECT p.round + 1, p.pos, c.sub, c.sub = c.cnt, p.k, p.tenant, c.id, c.due_at, c.seq, c.ctid
     FROM pick p
     CROSS JOIN LATERAL (
-        SELECT w.id, w.due_at, w.seq, w.ctid
-        FROM {work} w
-        WHERE w.queue = $1 AND w.tenant = p.tenant AND w.state = 'queued' AND w.due_at <= $2
-          AND (w.due_at, w.seq) > (p.due_at, p.seq)
-        ORDER BY w.due_at, w.seq
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED
-    ) w
+        -- The window functions number the chunk outside the locking
+        -- query (FOR UPDATE allows none at its own level).
+        SELECT w.*, row_number() OVER (ORDER BY w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
+        FROM (
+            SELECT w.id, w.due_at, w.seq, w.ctid
+            FROM {work} w
+            WHERE w.queue = $1 AND w.tenant = p.tenant AND w.state = 'queued' AND w.due_at <= $2
+              AND (w.due_at, w.seq) > (p.due_at, p.seq)
+            ORDER BY w.due_at, w.seq
+            LIMIT p.k
+            FOR UPDATE SKIP LOCKED
+        ) w
+    ) c
+    WHERE p.last
 ),
 picked AS (
-    SELECT round, pos, tenant, id, row_id FROM pick LIMIT $3
+    SELECT round, pos, sub, tenant, id, row_id FROM pick LIMIT $3
 ),
 -- The picked rows are reached only through the TIDs their locks returned:
 -- the ctid array is a TID scan whatever the plan, and no predicate here
@@ -62,10 +77,10 @@ leased AS (
     WHERE w.ctid = ANY (ARRAY(SELECT row_id FROM picked)) AND w.ctid = p.row_id
       AND w.tenant = p.tenant AND w.id = p.id
     RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
-              p.round, p.pos
+              p.round, p.pos, p.sub
 ),
 ordered AS (
-    SELECT tenant, id, round, pos, row_number() OVER (ORDER BY round, pos) AS ord
+    SELECT tenant, id, round, pos, row_number() OVER (ORDER BY round, pos, sub) AS ord
     FROM leased
 ),
 -- Each served tenant goes to the back, in the order of its last turn in
@@ -104,4 +119,4 @@ bump AS (
 SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at,
        dead_at, worker, lease_expires_at, token
 FROM leased
-ORDER BY round, pos
+ORDER BY round, pos, sub
