@@ -70,9 +70,9 @@ type Config struct {
 	// queue together with its next claim when the queue is a
 	// contract.CompleteClaimer: one call instead of a Claim and a
 	// Complete. It is off by default because over redisstore it measured
-	// no faster and mostly slower (0-20%): the separate Complete calls overlap the
-	// claims and batch more items each, while carried ones lengthen every
-	// claim. Turn it on where round trips cost more than that.
+	// no faster and mostly slower (0-20%): the separate Complete calls
+	// overlap the claims and batch more items each, while carried ones
+	// lengthen every claim. Turn it on where round trips cost more.
 	CarryCompletes bool
 	// SettleTimeout bounds each Complete, Fail and Heartbeat call. Settles
 	// made during shutdown run on a context that is not cancelled with
