@@ -10,7 +10,7 @@ import (
 )
 
 // A claim's own transaction runs queries/claim_settings.sql first, in the
-// same round trip (see claimRows), for three reasons:
+// same round trip (see plannedRows), for three reasons:
 //
 //   - enable_seqscan = off: the claim is a prepared statement, and after
 //     five executions PostgreSQL may switch to a generic plan costed on
@@ -39,15 +39,19 @@ import (
 //     statistics yet, the estimate passes jit_above_cost and every claim
 //     would spend tens of milliseconds compiling a query that runs in one.
 
+// Complete runs queries/complete_settings.sql (enable_seqscan = off) the
+// same way, for the same reason: a plan cached while the table was small
+// must not turn every Complete into a scan of the queue.
+
 // batchConn is a connection that can pipeline a batch: the
-// queue begins and commits a claim's transaction itself only on a
+// queue begins and commits a statement's transaction itself only on a
 // connection that is outside any transaction.
 type batchConn interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// ownedConn returns e as a connection the claim may run its own
+// ownedConn returns e as a connection a statement may run its own
 // transaction on: a pool connection or a plain connection that is idle,
 // never the caller's transaction.
 func (d *db) ownedConn(e Executor) (batchConn, func() byte, bool) {
@@ -63,20 +67,21 @@ func (d *db) ownedConn(e Executor) (batchConn, func() byte, bool) {
 	return nil, nil, false
 }
 
-// claimRows runs the claim statement with args on e and hands each row to
-// scan.
+// plannedRows runs sql with args on e, after settings (local to the
+// statement's transaction), and hands each row to scan. Claim and
+// Complete run through it.
 //
-// On a connection the queue owns, the claim runs in a transaction of its
-// own with the claim settings, all in one pipelined batch (BEGIN, settings,
+// On a connection the queue owns, the statement runs in a transaction of
+// its own with the settings, all in one pipelined batch (BEGIN, settings,
 // claim, COMMIT): one round trip, as a lone statement would be.
 //
 // Inside the caller's transaction (Bound, or an executor that is a
-// transaction) a SET LOCAL would outlive the claim and change the
-// caller's later statements, so the claim instead runs as an unnamed
+// transaction) a SET LOCAL would outlive the statement and change the
+// caller's later statements, so it instead runs as an unnamed
 // statement (pgx.QueryExecModeCacheDescribe), which PostgreSQL plans with
 // the actual parameters and current table sizes on every execution; JIT
 // then follows the caller's settings (the README recommends jit = off).
-func (d *db) claimRows(ctx context.Context, e Executor, sql, settings string, args []any, scan func(pgx.Rows) error) error {
+func (d *db) plannedRows(ctx context.Context, e Executor, sql, settings string, args []any, scan func(pgx.Rows) error) error {
 	c, status, ok := d.ownedConn(e)
 	if !ok {
 		rows, err := e.Query(ctx, sql, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)

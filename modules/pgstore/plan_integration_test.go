@@ -174,3 +174,82 @@ func TestBoundClaimKeepsCallerSettings(t *testing.T) {
 		t.Errorf("after rollback the pool claimed %d items, want 20", len(ls))
 	}
 }
+
+// A Complete plan cached while few items were leased must reach each
+// item by its key once many are: through the primary key, never by
+// filtering the queue's leased rows (adk_work_leased) or a sequential
+// scan.
+func TestCachedCompletePlanSurvivesGrowth(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, 2*time.Minute)
+	cfg := d.connConfig(t)
+	cfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	var (
+		mu      sync.Mutex
+		notices []string
+	)
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		notices = append(notices, n.Message)
+		mu.Unlock()
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	q, err := pgstore.NewWorkQueue(conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]contract.Item, 40)
+	for i := range items {
+		items[i] = contract.Item{Tenant: "acme", ID: fmt.Sprint(i)}
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Complete(ctx, ls...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO adk_work (queue, tenant, id, state, due_at, enqueued_at, worker, lease_expires_at, token)
+		SELECT 'default', 'bulk', 'b-' || g, 'leased', now(), now(), 'w', now() + interval '1 hour', -g
+		FROM generate_series(1, 20000) g`); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0", "SET auto_explain.log_level = notice", "SET client_min_messages = notice"} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if err := q.Complete(ctx, ls...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET auto_explain.log_min_duration = -1"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var plan string
+	for _, n := range notices {
+		if strings.Contains(n, "DELETE FROM") {
+			plan = n
+		}
+	}
+	if plan == "" {
+		t.Fatal("auto_explain logged no plan of the Complete")
+	}
+	if strings.Contains(plan, "using adk_work_leased") || strings.Contains(plan, "Seq Scan on adk_work") || !strings.Contains(plan, "using adk_work_pkey") {
+		t.Errorf("the cached Complete plan does not reach each item by its key:\n%s", plan)
+	}
+}

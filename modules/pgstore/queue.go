@@ -154,7 +154,7 @@ func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		leases = leases[:0]
 		args := []any{contract.QueueName(req.Queue), now, req.Max, req.Worker, now.Add(req.LeaseFor)}
-		return q.db.claimRows(ctx, e, q.q.get("claim"), q.q.get("claim_settings"), args, func(rows pgx.Rows) error {
+		return q.db.plannedRows(ctx, e, q.q.get("claim"), q.q.get("claim_settings"), args, func(rows pgx.Rows) error {
 			l, err := scanLease(rows)
 			if err == nil {
 				leases = append(leases, l)
@@ -224,19 +224,12 @@ func (q *PostgresWorkQueue) Complete(ctx context.Context, leases ...contract.Lea
 	done := make(map[contract.ItemKey]bool, n)
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		clear(done)
-		rows, err := e.Query(ctx, q.q.get("complete"), queues, tenants, ids, tokens)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return q.db.plannedRows(ctx, e, q.q.get("complete"), q.q.get("complete_settings"), []any{queues, tenants, ids, tokens}, func(rows pgx.Rows) error {
 			var k contract.ItemKey
-			if err := rows.Scan(&k.Queue, &k.Tenant, &k.ID); err != nil {
-				return err
-			}
-			done[k] = true
-		}
-		return rows.Err()
+			err := rows.Scan(&k.Queue, &k.Tenant, &k.ID)
+			done[k] = err == nil
+			return err
+		})
 	})
 	if err != nil {
 		return queueErr(err)

@@ -2,8 +2,16 @@
 -- tenant, id, token). Each row is deleted only while it is still leased
 -- under the token presented; the rows that come back completed, the
 -- others were lost.
+--
+-- The state is compared through coalesce (state is NOT NULL, so it means
+-- the same) so that the planner cannot prove the predicate of the
+-- adk_work_leased partial index and reach the rows through it: that
+-- index holds only the queue, and a plan made on stale statistics that
+-- uses it filters every leased row of the queue for each item (measured:
+-- 700 ms for a batch of 600 with ~800 leased). The primary key is the
+-- only index left, one descent per item.
 DELETE FROM {work} w
 USING unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS l(queue, tenant, id, token)
 WHERE w.queue = l.queue AND w.tenant = l.tenant AND w.id = l.id
-  AND w.state = 'leased' AND w.token = l.token
+  AND coalesce(w.state, '') = 'leased' AND w.token = l.token
 RETURNING w.queue, w.tenant, w.id
