@@ -160,8 +160,9 @@ func (l *loop) claim(ctx context.Context, n int) ([]contract.Lease, error) {
 	if err != nil && !errors.Is(err, contract.ErrEmpty) {
 		// Whether the completes landed is unknown (a cancelled claim
 		// included): settle them the ordinary way, with its retries, so
-		// no finished item is left to expire for want of trying.
-		l.complete(done)
+		// no finished item is left to expire for want of trying. Those
+		// that had landed come back lost; that is expected, not reported.
+		l.completeAgain(done)
 	}
 	return leases, err
 }
@@ -400,7 +401,12 @@ func (l *loop) completeLoop() {
 // their items will be run again.
 var completeRetries = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond}
 
-func (l *loop) complete(batch []contract.Lease) {
+func (l *loop) complete(batch []contract.Lease) { l.settle(batch, false) }
+
+// completeAgain completes leases that may have been completed already.
+func (l *loop) completeAgain(batch []contract.Lease) { l.settle(batch, true) }
+
+func (l *loop) settle(batch []contract.Lease, again bool) {
 	for try := 0; ; try++ {
 		ctx, cancel := context.WithTimeout(l.detached, l.cfg.SettleTimeout)
 		err := l.r.q.Complete(ctx, batch...)
@@ -411,6 +417,9 @@ func (l *loop) complete(batch []contract.Lease) {
 		// With a lost lease in the answer the others did complete (the
 		// contract settles each lease on its own): never retry that.
 		if _, lost := errors.AsType[*contract.LeaseLostError](err); lost {
+			if again {
+				return
+			}
 			l.report(err, "complete: some leases were lost before their items completed; those items will run again", "items", len(batch))
 			return
 		}

@@ -843,3 +843,59 @@ func TestPendingCompletesFlushedOnShutdownWithCompleteClaimer(t *testing.T) {
 		t.Fatalf("%d completed, queue empty %v; want all three completed by the shutdown", c.completed.Load(), queueEmpty(t, store))
 	}
 }
+
+// replyLost completes and claims, then adds an error as if part of the
+// reply had been lost: the runner cannot tell whether the completes landed.
+// The claimed leases still come back, so that no item stays leased.
+type replyLost struct{ countingCC }
+
+func (r replyLost) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	ls, _ := r.countingCC.CompleteAndClaim(ctx, done, req)
+	return ls, &contract.QueueUnavailableError{Err: errors.New("reply lost")}
+}
+
+// After a combined call whose outcome is unknown the runner completes the
+// leases again and does not report the ones that had landed as lost.
+func TestUnknownCompleteAndClaimOutcomeCompletesAgain(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	c, q := wrapCounting(store)
+	q = replyLost{countingCC{q.(countingWaker)}}
+	for i := range 10 {
+		if err := store.Enqueue(context.Background(), item("a", fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var lost []error
+	var handled atomic.Int64
+	cfg := fastConfig(clock)
+	cfg.CarryCompletes = true
+	cfg.CompleteDelay = time.Hour
+	cfg.Concurrency = 2
+	cfg.BatchSize = 100 // a Complete batch of 100: only claims and the shutdown settle
+	cfg.OnError = func(err error) {
+		if _, ok := errors.AsType[*contract.LeaseLostError](err); ok {
+			mu.Lock()
+			lost = append(lost, err)
+			mu.Unlock()
+		}
+	}
+	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
+		handled.Add(1)
+		return nil
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, r)
+	waitFor(t, "the queue to empty", func() bool { return queueEmpty(t, store) })
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lost) != 0 || c.ccCalls.Load() == 0 {
+		t.Fatalf("%d CompleteAndClaim calls; reported lost: %v", c.ccCalls.Load(), lost)
+	}
+}
