@@ -293,9 +293,15 @@ func (p *workerPool) claimLoop(ctx context.Context, worker string) {
 			case err == nil || errors.Is(err, contract.ErrEmpty):
 				done = nil
 			default:
-				// Whether the completes landed is unknown: the completers
-				// settle them with a context of their own.
-				p.settle <- done
+				// Whether the completes landed is unknown (a run stopped
+				// mid-call, say): complete them again on a context of
+				// their own; those that had landed come back lost, which
+				// is expected here.
+				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				if cerr := p.q.Complete(cctx, done...); cerr != nil && !errors.As(cerr, &lost) {
+					p.fail(fmt.Errorf("complete: %w", cerr))
+				}
+				cancel()
 				done = nil
 				carried = 0
 			}
