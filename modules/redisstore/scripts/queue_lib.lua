@@ -21,7 +21,9 @@
 --   Q..'served'         hash  tenant -> turns served
 --   Q..'tenants'        set   tenants that ever had an item
 --   Q..'log'            list  recent turns, newest first
---   Q..'claims'         hash  claim nonce -> the refs and tokens it leased
+--   Q..'claims'         hash  claim nonce -> the refs and tokens it leased;
+--                             'done:'..nonce -> the lost positions of a
+--                             complete_claim call's complete half
 --   Q..'claimlog'       list  the nonces in Q..'claims', newest first (1024 kept)
 --   NS..'token'         string  the last fencing token (namespace-wide)
 --   NS..'queues'        set   queue names
