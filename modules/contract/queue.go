@@ -156,15 +156,18 @@ type Waker interface {
 }
 
 // CompleteClaimer is implemented by queues that can settle finished leases
-// and claim the next batch in one round trip. A worker loop that has both
-// to do (the runner, a benchmark) calls it instead of Complete then Claim,
-// which halves the round trips at small batches.
+// and claim the next batch in one round trip. It saves a call, but it also
+// puts the completes on the claim's path: where completes already run
+// concurrently with claims (the runner's default) it is measured no faster,
+// so the runner uses it only when Config.CarryCompletes asks it to.
 type CompleteClaimer interface {
 	// CompleteAndClaim completes done exactly as Complete would, then
 	// claims exactly as Claim would with req. The claimed leases are
 	// returned even when some of done were lost: the error is then a
 	// *LeaseLostError naming them (nil leases and ErrEmpty when nothing was
 	// due and nothing was lost). A req.Max of 0 only completes. Bad input
-	// in either half is refused before anything is sent.
+	// in either half is refused before anything is sent. Any other error
+	// leaves the completes in an unknown state: complete them again and
+	// expect some to be reported lost.
 	CompleteAndClaim(ctx context.Context, done []Lease, req ClaimRequest) ([]Lease, error)
 }
