@@ -50,15 +50,9 @@ func OpenWorkQueue(ctx context.Context, exec Executor, clock contract.Clock, s S
 // refuses table names that are not plain identifiers. A nil clock means
 // the system clock.
 func NewWorkQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQueue, error) {
-	if exec == nil {
-		return nil, &contract.ValidationError{Field: "exec", Problem: "is nil; pass a *pgxpool.Pool, *pgx.Conn or pgx.Tx"}
-	}
-	s, err := s.normalized()
+	s, clock, err := prepare(exec, clock, s)
 	if err != nil {
 		return nil, err
-	}
-	if clock == nil {
-		clock = contract.SystemClock{}
 	}
 	return &PostgresWorkQueue{
 		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,

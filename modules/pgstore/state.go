@@ -25,6 +25,22 @@ type PostgresStateStore struct {
 
 var _ contract.StateStore = (*PostgresStateStore)(nil)
 
+// prepare checks what a store or queue is built from and fills the
+// defaults: a nil clock means the system clock.
+func prepare(exec Executor, clock contract.Clock, s Settings) (Settings, contract.Clock, error) {
+	if exec == nil {
+		return s, nil, &contract.ValidationError{Field: "exec", Problem: "is nil; pass a *pgxpool.Pool, *pgx.Conn or pgx.Tx"}
+	}
+	s, err := s.normalized()
+	if err != nil {
+		return s, nil, err
+	}
+	if clock == nil {
+		clock = contract.SystemClock{}
+	}
+	return s, clock, nil
+}
+
 // OpenStateStore returns a state store on exec after Verify has accepted
 // the database: the schema version and a non-zero statement_timeout.
 func OpenStateStore(ctx context.Context, exec Executor, clock contract.Clock, s Settings) (*PostgresStateStore, error) {
@@ -42,15 +58,9 @@ func OpenStateStore(ctx context.Context, exec Executor, clock contract.Clock, s 
 // database (tests do this). It refuses table names that are not plain
 // identifiers. A nil clock means the system clock.
 func NewStateStore(exec Executor, clock contract.Clock, s Settings) (*PostgresStateStore, error) {
-	if exec == nil {
-		return nil, &contract.ValidationError{Field: "exec", Problem: "is nil; pass a *pgxpool.Pool, *pgx.Conn or pgx.Tx"}
-	}
-	s, err := s.normalized()
+	s, clock, err := prepare(exec, clock, s)
 	if err != nil {
 		return nil, err
-	}
-	if clock == nil {
-		clock = contract.SystemClock{}
 	}
 	return &PostgresStateStore{db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s, q: loadQueries(s.Tables)}, nil
 }
