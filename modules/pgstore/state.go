@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -101,11 +100,6 @@ func (s *PostgresStateStore) GetRun(ctx context.Context, tenant, id string) (*co
 func (s *PostgresStateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
 		return nil, err
-	}
-	if !utf8.Valid(run.Data) {
-		// JSON text is UTF-8 (RFC 8259); a blob that is not would come back
-		// altered from any reader that decodes it.
-		return nil, &contract.ValidationError{Field: "Run.Data", Problem: "is not valid UTF-8; JSON text must be UTF-8"}
 	}
 	var data []byte
 	if len(run.Data) > 0 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/redis/go-redis/v9"
@@ -102,11 +101,6 @@ func (s *RedisStateStore) GetRun(ctx context.Context, tenant, id string) (*contr
 func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
 		return nil, err
-	}
-	if !utf8.Valid(run.Data) {
-		// json.Valid lets invalid UTF-8 inside strings through; refuse it
-		// here so every backing stores the same documents.
-		return nil, &contract.ValidationError{Field: "Run.Data", Problem: "is not valid UTF-8; marshal it with encoding/json"}
 	}
 	k := newStateKeys(s.settings.Namespace, run.Tenant)
 	now := s.clock.Now()
