@@ -36,7 +36,7 @@ func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilt
 		// At most one item can match: read it instead of scanning.
 		var raw string
 		err := q.read(ctx, func(ctx context.Context) error {
-			v, err := q.client.Get(ctx, prefix+"item:"+itemRef(f.Tenant, f.ID)).Result()
+			v, err := q.client.HGet(ctx, prefix+"items", itemRef(f.Tenant, f.ID)).Result()
 			raw = v
 			return err
 		})

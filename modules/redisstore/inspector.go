@@ -113,10 +113,10 @@ func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.
 		}
 		pipe = q.client.Pipeline()
 		eas := make([][]*redis.StringCmd, len(tenants))
-		for i, t := range tenants {
+		for i := range tenants {
 			for _, m := range cs[i].due.Val() {
 				if len(m) > 16 {
-					eas[i] = append(eas[i], pipe.Get(ctx, p+"item:"+itemRef(t, m[16:])))
+					eas[i] = append(eas[i], pipe.HGet(ctx, p+"items", m[16:]))
 				}
 			}
 		}
@@ -209,27 +209,45 @@ func (q *RedisWorkQueue) Rotation(ctx context.Context, queue string, n int) (con
 			out.Order = append(out.Order, pl.tenant)
 		}
 		if logCmd != nil {
-			entries := logCmd.Val()
-			for i := len(entries) - 1; i >= 0; i-- {
-				if t, ok := parseTurn(entries[i]); ok {
-					out.Recent = append(out.Recent, t)
+			// Newest claim first; each claim's turns are in order.
+			var turns []contract.Turn
+			for _, e := range logCmd.Val() {
+				claim := parseClaimLog(e)
+				for i := len(claim) - 1; i >= 0 && len(turns) < n; i-- {
+					turns = append(turns, claim[i])
+				}
+				if len(turns) >= n {
+					break
 				}
 			}
+			slices.Reverse(turns)
+			out.Recent = append(out.Recent, turns...)
 		}
 		return nil
 	})
 	return out, err
 }
 
-// parseTurn reads a log entry: lp(tenant) lp(id) lp(worker) then unix ns.
-func parseTurn(s string) (contract.Turn, bool) {
-	t, rest, ok1 := cutLP(s)
-	id, rest, ok2 := cutLP(rest)
-	w, rest, ok3 := cutLP(rest)
-	if !ok1 || !ok2 || !ok3 {
-		return contract.Turn{}, false
+// parseClaimLog reads a log entry: lp(worker) lp(unix ns), then the refs
+// the claim served, one turn each, in order.
+func parseClaimLog(s string) []contract.Turn {
+	w, rest, ok1 := cutLP(s)
+	ns, rest, ok2 := cutLP(rest)
+	if !ok1 || !ok2 {
+		return nil
 	}
-	return contract.Turn{Tenant: t, ID: id, Worker: w, At: nsTime(rest)}, true
+	at := nsTime(ns)
+	var out []contract.Turn
+	for rest != "" {
+		t, r, ok1 := cutLP(rest)
+		id, r, ok2 := cutLP(r)
+		if !ok1 || !ok2 {
+			return out
+		}
+		out = append(out, contract.Turn{Tenant: t, ID: id, Worker: w, At: at})
+		rest = r
+	}
+	return out
 }
 
 // Leases pages through the queue's live leases, soonest expiry first.
@@ -278,7 +296,7 @@ func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract
 		lvs := make([]*redis.StringCmd, len(refs))
 		for i, z := range refs {
 			ref, _ := z.Member.(string)
-			recs[i] = pipe.Get(ctx, p+"item:"+ref)
+			recs[i] = pipe.HGet(ctx, p+"items", ref)
 			lvs[i] = pipe.HGet(ctx, p+"lease", ref)
 		}
 		if len(refs) > 0 {
@@ -328,7 +346,7 @@ func (q *RedisWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contra
 	err := q.read(ctx, func(ctx context.Context) error {
 		p, ref := q.keys.queue(key.Queue), itemRef(key.Tenant, key.ID)
 		pipe := q.client.Pipeline()
-		recCmd := pipe.Get(ctx, p+"item:"+ref)
+		recCmd := pipe.HGet(ctx, p+"items", ref)
 		leaseCmd := pipe.HGet(ctx, p+"lease", ref)
 		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 			return err

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"strings"
 	"testing"
+
+	"github.com/adkit/adk/modules/contract"
 )
 
 func TestKeyLayout(t *testing.T) {
@@ -80,10 +82,19 @@ func FuzzKeyEncoding(f *testing.F) {
 	})
 }
 
-func TestTurnLogRoundTrip(t *testing.T) {
-	entry := lp("a:b") + lp("{id}") + lp("") + "1893456000000000000"
-	turn, ok := parseTurn(entry)
-	if !ok || turn.Tenant != "a:b" || turn.ID != "{id}" || turn.Worker != "" || turn.At.UnixNano() != 1893456000000000000 {
-		t.Errorf("parseTurn = %+v, %v", turn, ok)
+func TestClaimLogRoundTrip(t *testing.T) {
+	entry := lp("w:1") + lp("1893456000000000000") + itemRef("a:b", "{id}") + itemRef("", "x") + itemRef("a:b", "9:")
+	turns := parseClaimLog(entry)
+	want := []contract.Turn{{Tenant: "a:b", ID: "{id}"}, {Tenant: "", ID: "x"}, {Tenant: "a:b", ID: "9:"}}
+	if len(turns) != len(want) {
+		t.Fatalf("parseClaimLog = %+v, want %d turns", turns, len(want))
+	}
+	for i, turn := range turns {
+		if turn.Tenant != want[i].Tenant || turn.ID != want[i].ID || turn.Worker != "w:1" || turn.At.UnixNano() != 1893456000000000000 {
+			t.Errorf("turn %d = %+v, want %+v by w:1 at 1893456000000000000", i, turn, want[i])
+		}
+	}
+	if got := parseClaimLog(lp("w") + "12"); got != nil {
+		t.Errorf("a truncated entry gave %+v", got)
 	}
 }

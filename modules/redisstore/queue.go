@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -207,17 +208,16 @@ func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) (
 	return claimedLeases(rows, name, req.Worker, exp)
 }
 
-// claimedLeases turns the {token, record} rows of a claim reply into
-// leases of queue name held by worker until exp.
+// claimedLeases turns a claim reply (the batch's token, then the records)
+// into leases of queue name held by worker until exp.
 func claimedLeases(rows []any, name, worker string, exp time.Time) ([]contract.Lease, error) {
-	out := make([]contract.Lease, 0, len(rows))
-	for _, row := range rows {
-		pair, _ := row.([]any)
-		if len(pair) != 2 {
-			return nil, fmt.Errorf("redisstore: malformed claim reply")
-		}
-		tok, _ := pair[0].(int64)
-		raw, _ := pair[1].(string)
+	if len(rows) < 2 {
+		return nil, fmt.Errorf("redisstore: malformed claim reply")
+	}
+	tok, _ := rows[0].(int64)
+	out := make([]contract.Lease, 0, len(rows)-1)
+	for _, row := range rows[1:] {
+		raw, _ := row.(string)
 		rec, ok := parseRecord(raw)
 		if !ok {
 			return nil, fmt.Errorf("redisstore: malformed item record in claim reply")
@@ -227,6 +227,52 @@ func claimedLeases(rows []any, name, worker string, exp time.Time) ([]contract.L
 		out = append(out, contract.Lease{Item: it, Worker: worker, ExpiresAt: exp, Token: tok})
 	}
 	return out, nil
+}
+
+// completeArgs appends leases to args in the groups the complete script
+// reads (queue prefix, count, then ref and token per lease) and returns
+// the position of each script argument's lease in leases: the script
+// names lost leases by their 1-based place in the groups.
+func (q *RedisWorkQueue) completeArgs(args []any, leases []contract.Lease) ([]any, []int) {
+	byQueue := map[string][]int{}
+	var names []string
+	for i, l := range leases {
+		name := contract.QueueName(l.Item.Queue)
+		if _, ok := byQueue[name]; !ok {
+			names = append(names, name)
+		}
+		byQueue[name] = append(byQueue[name], i)
+	}
+	order := make([]int, 0, len(leases))
+	for _, name := range names {
+		idx := byQueue[name]
+		args = append(args, q.keys.queue(name), len(idx))
+		for _, i := range idx {
+			l := leases[i]
+			args = append(args, itemRef(l.Item.Tenant, l.Item.ID), l.Token)
+		}
+		order = append(order, idx...)
+	}
+	return args, order
+}
+
+// lostLeases maps the lost positions of a complete script reply back to
+// the keys of leases (in the order of leases), through the order
+// completeArgs returned.
+func lostLeases(reply any, leases []contract.Lease, order []int) []contract.ItemKey {
+	var at []int
+	idx, _ := reply.([]any)
+	for _, v := range idx {
+		if n, ok := v.(int64); ok && n >= 1 && int(n) <= len(order) {
+			at = append(at, order[n-1])
+		}
+	}
+	slices.Sort(at)
+	var lost []contract.ItemKey
+	for _, i := range at {
+		lost = append(lost, leases[i].Key())
+	}
+	return lost
 }
 
 // CompleteAndClaim completes done as Complete does and claims as Claim
@@ -272,12 +318,10 @@ func (q *RedisWorkQueue) completeAndClaim(ctx context.Context, done []contract.L
 	prefix := q.keys.queue(name)
 	now := q.clock.Now()
 	exp := now.Add(req.LeaseFor)
-	args := make([]any, 0, 10+3*len(done))
+	args := make([]any, 0, 12+2*len(done))
 	args = append(args, prefix, q.keys.ns, nowMicros(now), nanos(now),
 		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, id)
-	for _, l := range done {
-		args = append(args, q.keys.queue(contract.QueueName(l.Item.Queue)), itemRef(l.Item.Tenant, l.Item.ID), l.Token)
-	}
+	args, order := q.completeArgs(args, done)
 	res, err := q.run(ctx, scriptCompleteClaim, prefix, args...)
 	if err != nil {
 		return nil, err
@@ -286,12 +330,7 @@ func (q *RedisWorkQueue) completeAndClaim(ctx context.Context, done []contract.L
 	if len(parts) != 2 {
 		return nil, fmt.Errorf("redisstore: malformed complete-and-claim reply")
 	}
-	idx, _ := parts[0].([]any)
-	for _, v := range idx {
-		if n, ok := v.(int64); ok && n >= 1 && int(n) <= len(done) {
-			lost = append(lost, done[n-1].Key())
-		}
-	}
+	lost = append(lost, lostLeases(parts[0], done, order)...)
 	rows, _ := parts[1].([]any)
 	var out []contract.Lease
 	if len(rows) > 0 {
@@ -348,11 +387,7 @@ func (q *RedisWorkQueue) Complete(ctx context.Context, leases ...contract.Lease)
 	var lost []contract.ItemKey
 	for start := 0; start < len(leases); start += 1000 {
 		chunk := leases[start:min(start+1000, len(leases))]
-		args := make([]any, 0, 1+3*len(chunk))
-		args = append(args, q.keys.ns)
-		for _, l := range chunk {
-			args = append(args, q.keys.queue(contract.QueueName(l.Item.Queue)), itemRef(l.Item.Tenant, l.Item.ID), l.Token)
-		}
+		args, order := q.completeArgs(append(make([]any, 0, 3+2*len(chunk)), q.keys.ns), chunk)
 		var res any
 		err := q.retry.do(ctx, func(ctx context.Context) error {
 			v, err := scriptComplete.Run(ctx, q.client, []string{q.keys.ns + "queues"}, args...).Result()
@@ -362,12 +397,7 @@ func (q *RedisWorkQueue) Complete(ctx context.Context, leases ...contract.Lease)
 		if err != nil {
 			return err
 		}
-		idx, _ := res.([]any)
-		for _, v := range idx {
-			if n, ok := v.(int64); ok && n >= 1 && int(n) <= len(chunk) {
-				lost = append(lost, chunk[n-1].Key())
-			}
-		}
+		lost = append(lost, lostLeases(res, chunk, order)...)
 	}
 	if lost != nil {
 		return &contract.LeaseLostError{Items: lost}

@@ -1,4 +1,4 @@
--- Completes the leases from ARGV[11] on (queue prefix, ref, token each,
+-- Completes the leases from ARGV[11] on (grouped by queue,
 -- as complete reads them), then claims as claim does with ARGV[1..10];
 -- max 0 only completes. One call instead of two is the point: a worker
 -- loop spends most of its time in round trips.
@@ -8,7 +8,7 @@
 -- it completed the first time would come back as lost. So the positions
 -- it found lost are kept by nonce next to the claim memos (and leave with
 -- them, through the claim log) and a retry returns them instead.
--- Returns {lost positions, list of {token, record}}.
+-- Returns {lost positions, {token, record, record, ...}}.
 local CLAIMS, RECENT = Q .. 'claims', Q .. 'claimlog'
 local key = 'done:' .. ARGV[10]
 local lost

@@ -9,8 +9,7 @@ local now = tonumber(ARGV[4])
 local n = 0
 for i = 10, #ARGV do
   local ref = ARGV[i]
-  local ik = kitem(ref)
-  local r = decode(redis.call('GET', ik))
+  local r = decode(redis.call('HGET', ITEMS, ref))
   if r and r.s == 'd' and (ARGV[7] == '' or r.t == ARGV[7]) and (ARGV[8] == '' or r.i == ARGV[8])
       and (ARGV[9] == '' or string.find(r.e, ARGV[9], 1, true)) then
     redis.call('ZREM', DEAD, ref)
@@ -18,9 +17,9 @@ for i = 10, #ARGV do
     if ARGV[3] == 'requeue' then
       r.a, r.da, r.ds, r.nb, r.ea = '0', '', '', '', ARGV[5]
       push(r, ARGV[4], now)
-      redis.call('SET', ik, encode(r))
+      redis.call('HSET', ITEMS, ref, encode(r))
     else
-      redis.call('DEL', ik)
+      redis.call('HDEL', ITEMS, ref)
     end
     n = n + 1
   end

@@ -18,7 +18,7 @@ end
 for j = 1, #refs, 2 do
   local ref = refs[j]
   pos = refs[j + 1]
-  local v = redis.call('GET', kitem(ref))
+  local v = redis.call('HGET', ITEMS, ref)
   local r = decode(v)
   if r and r.s == 'd' and (ARGV[7] == '' or r.t == ARGV[7]) and (ARGV[8] == '' or r.i == ARGV[8])
       and (ARGV[9] == '' or string.find(r.e, ARGV[9], 1, true)) then

@@ -11,9 +11,10 @@ local groups, order = {}, {}
 local added, wake = 0, false
 for i = 7, #ARGV, 6 do
   local t, id = ARGV[i], ARGV[i + 1]
-  local m = string.format('%016x', seq + 1) .. id
+  local ref = lp(t) .. lp(id)
+  local m = string.format('%016x', seq + 1) .. ref
   local rec = encode({s = 'q', a = '0', nb = ARGV[i + 5], ea = ARGV[5], m = m, t = t, i = id, md = ARGV[i + 3], p = ARGV[i + 2]})
-  if redis.call('SET', kitem(lp(t) .. lp(id)), rec, 'NX') then
+  if redis.call('HSETNX', ITEMS, ref, rec) == 1 then
     seq = seq + 1
     local g = groups[t]
     if not g then

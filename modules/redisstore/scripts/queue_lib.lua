@@ -10,8 +10,9 @@
 --   Q..'turns'          hash  tenant -> turn stamp (its place in the rotation)
 --   Q..'turn'           string  the last stamp given
 --   Q..'seq'            string  orders ready items and dead letters
---   Q..'ready:'..lp(t)  zset  a tenant's queued items: score due (us), member seq..id
---   Q..'item:'..ref     string  the item record (ref = lp(tenant)..lp(id)),
+--   Q..'ready:'..lp(t)  zset  a tenant's queued items: score due (us), member
+--                             seq (16 hex digits) then ref
+--   Q..'items'          hash  ref -> the item record (ref = lp(tenant)..lp(id)),
 --                             length-prefixed fields in RECORD order; its
 --                             state says queued or dead, never leased
 --   Q..'lease'          hash  ref -> 'token|expiry us|expiry ns|previous token|
@@ -20,7 +21,8 @@
 --   Q..'dead'           zset  dead refs by dead seq; Q..'dead:'..lp(t) per tenant
 --   Q..'served'         hash  tenant -> turns served
 --   Q..'tenants'        set   tenants that ever had an item
---   Q..'log'            list  recent turns, newest first
+--   Q..'log'            list  recent claims, newest first: each lp(worker)
+--                             lp(unix ns) then the refs it served, in turn order
 --   Q..'claims'         hash  claim nonce -> the refs and tokens it leased;
 --                             'done:'..nonce -> the lost positions of a
 --                             complete_claim call's complete half
@@ -38,8 +40,22 @@ local Q, NS = ARGV[1], ARGV[2]
 local ROT, WAIT, TURNS, LEASES, DEAD = Q .. 'rot', Q .. 'wait', Q .. 'turns', Q .. 'leases', Q .. 'dead'
 local function kready(t) return Q .. 'ready:' .. lp(t) end
 local function kdead(t) return Q .. 'dead:' .. lp(t) end
-local function kitem(ref) return Q .. 'item:' .. ref end
-local LEASE = Q .. 'lease'
+local ITEMS, LEASE = Q .. 'items', Q .. 'lease'
+
+-- refsIn splits s from position pos into refs (each lp(tenant) lp(id),
+-- so a run of them needs no separator).
+local function refsIn(s, pos)
+  local out = {}
+  while pos <= #s do
+    local start = pos
+    for _ = 1, 2 do
+      local c = string.find(s, ':', pos, true)
+      pos = c + 1 + tonumber(string.sub(s, pos, c - 1))
+    end
+    out[#out + 1] = string.sub(s, start, pos - 1)
+  end
+  return out
+end
 
 -- Lease state lives in one hash per queue rather than in each record, so a
 -- batch claim writes it with one HSET and a batch complete reads it with
@@ -109,7 +125,7 @@ local function push(r, due, now)
   local t = r.t
   local seq = redis.call('INCR', Q .. 'seq')
   r.s = 'q'
-  r.m = string.format('%016x', seq) .. r.i
+  r.m = string.format('%016x', seq) .. lp(t) .. lp(r.i)
   local placed = redis.call('ZREM', ROT, t) + redis.call('ZREM', WAIT, t)
   if placed == 0 then
     local turn = redis.call('INCR', Q .. 'turn')

@@ -16,7 +16,7 @@ local vals = redis.call('HMGET', LEASE, unpack(names))
 local out = {}
 for j, ref in ipairs(names) do
   local l = lease(vals[j])
-  local r = l and decode(redis.call('GET', kitem(ref)))
+  local r = l and decode(redis.call('HGET', ITEMS, ref))
   local a = r and r.a
   if not a then
     redis.call('ZREM', LEASES, ref)

@@ -16,8 +16,7 @@ local res = {}
 local wake = false
 for i = 6, #ARGV, 9 do
   local ref, tok, maxs = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local ik = kitem(ref)
-  local r = decode(redis.call('GET', ik))
+  local r = decode(redis.call('HGET', ITEMS, ref))
   local l = lease(redis.call('HGET', LEASE, ref))
   local score = redis.call('ZSCORE', LEASES, ref)
   if r and ARGV[i + 8] ~= '' and r.fn == ARGV[i + 8] then
@@ -43,7 +42,7 @@ for i = 6, #ARGV, 9 do
       redis.call('ZADD', DEAD, seq, ref)
       redis.call('ZADD', kdead(t), seq, ref)
     end
-    redis.call('SET', ik, encode(r))
+    redis.call('HSET', ITEMS, ref, encode(r))
     res[#res + 1] = 1
   end
 end
