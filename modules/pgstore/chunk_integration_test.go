@@ -5,12 +5,17 @@ package pgstore_test
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // With a single tenant a claim takes its items as one chunk of the
@@ -103,6 +108,85 @@ func TestSingleTenantChunkConcurrent(t *testing.T) {
 	for id, c := range seen {
 		if c != 1 {
 			t.Errorf("item %s claimed %d times", id, c)
+		}
+	}
+}
+
+// Idle tenants (their items due later) do not take a busy tenant off the
+// chunk path: round 1 finds it alone, so its batch is its first item and
+// then one locking range of the index, not one step of the walk per item.
+// auto_explain with ANALYZE shows it: the locking scan of the walk's
+// recursive term runs once for the whole batch (it ran 49 times before).
+func TestChunkPathWithIdleTenants(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	var (
+		mu      sync.Mutex
+		notices []string
+	)
+	cfg := d.connConfig(t)
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		notices = append(notices, n.Message)
+		mu.Unlock()
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	q, err := pgstore.NewWorkQueue(conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	var items []contract.Item
+	for i := range 49 {
+		items = append(items, contract.Item{Tenant: fmt.Sprintf("idle-%02d", i), ID: "later", NotBefore: later})
+	}
+	for i := range 200 {
+		items = append(items, contract.Item{Tenant: "busy", ID: fmt.Sprintf("%04d", i)})
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0", "SET auto_explain.log_analyze = on",
+		"SET auto_explain.log_level = notice", "SET client_min_messages = notice"} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	for round := range 3 {
+		mu.Lock()
+		notices = nil
+		mu.Unlock()
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range ls {
+			if want := fmt.Sprintf("%04d", 50*round+i); l.Item.Tenant != "busy" || l.Item.ID != want {
+				t.Fatalf("claim %d, lease %d: %s/%s; want busy/%s", round, i, l.Item.Tenant, l.Item.ID, want)
+			}
+		}
+		if len(ls) != 50 {
+			t.Fatalf("claim %d returned %d leases, want 50", round, len(ls))
+		}
+		mu.Lock()
+		var plan string
+		for _, n := range notices {
+			if strings.Contains(n, "WITH RECURSIVE") {
+				plan = n
+			}
+		}
+		mu.Unlock()
+		_, walk, _ := strings.Cut(plan, "WorkTable Scan on pick p")
+		m := regexp.MustCompile(`LockRows [^\n]*\(actual [^)]*rows=(\d+) loops=(\d+)\)`).FindStringSubmatch(walk)
+		if m == nil {
+			t.Fatalf("no analyzed locking scan in the walk's recursive term:\n%s", plan)
+		}
+		if loops, _ := strconv.Atoi(m[2]); loops > 1 {
+			t.Errorf("claim %d ran the walk's locking scan %d times (%s rows each) for one busy tenant beside 49 idle ones; want once (the chunk path):\n%s", round, loops, m[1], plan)
 		}
 	}
 }

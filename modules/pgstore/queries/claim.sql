@@ -7,12 +7,15 @@
 -- fills the whole batch through its own rounds.
 --
 -- A later round hands each tenant a chunk of up to k items, and only the
--- last item of a chunk (last) carries the walk on. k is $3 - 1 when the
--- rotation holds a single tenant, which then fills its batch in two steps
--- (its first item, then one range of the index) instead of one recursive
--- step per item, locking no item it will not lease; it is 1 otherwise: with several tenants the LIMIT would cut
--- a round of chunks short in tenant order, serving the first tenants
--- several times before the last ones once.
+-- last item of a chunk (last) carries the walk on. k is $3 - 1 when round
+-- 1 found a single tenant with a due item (however many idle tenants the
+-- rotation holds), which then fills its batch in two steps (its first
+-- item, then one range of the index) instead of one recursive step per
+-- item, locking no item it will not lease; it is 1 otherwise: with
+-- several tenants the LIMIT would cut a round of chunks short in tenant
+-- order, serving the first tenants several times before the last ones
+-- once. Round 1 is a walk of the rotation cut at $3 items, so counting
+-- its rows locks no item the lazy walk would not have locked.
 --
 -- Every item is locked where it is found, FOR UPDATE SKIP LOCKED, by a
 -- query on the locked relation that states every predicate itself: when a
@@ -22,22 +25,26 @@
 -- concurrent claims cannot deadlock.
 WITH RECURSIVE
 rotation AS (
-    SELECT t.tenant, row_number() OVER (ORDER BY t.turn_batch, t.turn_pos, t.tenant) AS pos,
-           count(*) OVER () AS n
+    SELECT t.tenant, row_number() OVER (ORDER BY t.turn_batch, t.turn_pos, t.tenant) AS pos
     FROM {turns} t
     WHERE t.queue = $1
 ),
 pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id) AS (
-    SELECT 1, r.pos, 1::bigint, true, CASE WHEN r.n = 1 THEN greatest($3 - 1, 1) ELSE 1 END, r.tenant, w.id, w.due_at, w.seq, w.ctid
-    FROM (SELECT * FROM rotation ORDER BY pos) r
-    CROSS JOIN LATERAL (
-        SELECT w.id, w.due_at, w.seq, w.ctid
-        FROM {work} w
-        WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'queued' AND w.due_at <= $2
-        ORDER BY w.due_at, w.seq
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED
-    ) w
+    SELECT 1, f.pos, 1::bigint, true, CASE WHEN count(*) OVER () = 1 THEN greatest($3 - 1, 1) ELSE 1 END,
+           f.tenant, f.id, f.due_at, f.seq, f.ctid
+    FROM (
+        SELECT r.pos, r.tenant, w.id, w.due_at, w.seq, w.ctid
+        FROM (SELECT * FROM rotation ORDER BY pos) r
+        CROSS JOIN LATERAL (
+            SELECT w.id, w.due_at, w.seq, w.ctid
+            FROM {work} w
+            WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'queued' AND w.due_at <= $2
+            ORDER BY w.due_at, w.seq
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED
+        ) w
+        LIMIT $3
+    ) f
     UNION ALL
     SELECT p.round + 1, p.pos, c.sub, c.sub = c.cnt, p.k, p.tenant, c.id, c.due_at, c.seq, c.ctid
     FROM pick p
