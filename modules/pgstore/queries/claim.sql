@@ -24,17 +24,21 @@
 -- twice. Locks are taken on items only; nothing here waits for a lock, so
 -- concurrent claims cannot deadlock.
 WITH RECURSIVE
+-- pos orders the rotation (turn_pos is below 1024: a claim serves at most
+-- 1,000 tenants); tenants that share a pos are ordered by name. Read in
+-- the order of the turns index, the rotation needs no sort.
 rotation AS (
-    SELECT t.tenant, row_number() OVER (ORDER BY t.turn_batch, t.turn_pos, t.tenant) AS pos
+    SELECT t.tenant, t.turn_batch * 1024 + t.turn_pos AS pos
     FROM {turns} t
     WHERE t.queue = $1
+    ORDER BY t.turn_batch, t.turn_pos, t.tenant
 ),
 pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id) AS (
     SELECT 1, f.pos, 1::bigint, true, CASE WHEN count(*) OVER () = 1 THEN greatest($3 - 1, 1) ELSE 1 END,
            f.tenant, f.id, f.due_at, f.seq, f.ctid
     FROM (
         SELECT r.pos, r.tenant, w.id, w.due_at, w.seq, w.ctid
-        FROM (SELECT * FROM rotation ORDER BY pos) r
+        FROM rotation r
         CROSS JOIN LATERAL (
             SELECT w.id, w.due_at, w.seq, w.ctid
             FROM {work} w
@@ -87,7 +91,7 @@ leased AS (
               p.round, p.pos, p.sub
 ),
 ordered AS (
-    SELECT tenant, id, round, pos, row_number() OVER (ORDER BY round, pos, sub) AS ord
+    SELECT tenant, id, round, pos, row_number() OVER (ORDER BY round, pos, tenant, sub) AS ord
     FROM leased
 ),
 -- Each served tenant goes to the back, in the order of its last turn in
@@ -96,7 +100,7 @@ served AS (
     SELECT tenant, count(*) AS n,
            array_agg(id ORDER BY ord) AS ids,
            array_agg(ord ORDER BY ord) AS ords,
-           row_number() OVER (ORDER BY max(round), min(pos)) AS turn_pos
+           row_number() OVER (ORDER BY max(round), min(pos), tenant) AS turn_pos
     FROM ordered
     GROUP BY tenant
 ),
@@ -126,4 +130,4 @@ bump AS (
 SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at,
        dead_at, worker, lease_expires_at, token
 FROM leased
-ORDER BY round, pos, sub
+ORDER BY round, pos, tenant, sub
