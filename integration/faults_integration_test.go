@@ -129,11 +129,11 @@ func TestFaultRedisRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name, fsync string
 		hostCrash   bool
-	}{{"always", "always", false}, {"everysec", "everysec", false}} {
+	}{{"always", "always", false}, {"everysec", "everysec", false}, {"everysec-host-crash", "everysec", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			target, srv, _ := backingTarget(t, oracle.Redis, "--appendonly", "yes", "--appendfsync", tc.fsync,
 				"--auto-aof-rewrite-percentage", "0")
-			var killedAt time.Time
+			var killedAt, deadAt time.Time
 			var workers []oracle.WorkerConfig
 			for i := range 2 {
 				w := workerDefaults(target, fmt.Sprintf("w%d", i))
@@ -156,7 +156,8 @@ func TestFaultRedisRestart(t *testing.T) {
 					}
 					acked := e.fleet.Acked()
 					killedAt = time.Now()
-					srv.Kill()
+					srv.Kill() // returns once the process has exited
+					deadAt = time.Now()
 					fault := fmt.Sprintf("SIGKILL redis-server (appendfsync %s) after %d items acknowledged", tc.fsync, acked)
 					if tc.hostCrash {
 						keep, was := sizes.at(killedAt.Add(-time.Second)), fileSize(aof)
@@ -173,8 +174,10 @@ func TestFaultRedisRestart(t *testing.T) {
 				// The seed must be on disk before the load: the allowance is
 				// for the writes of the load.
 				l.settle = 1200 * time.Millisecond
+				// The server answered until it died: a claim that returned
+				// before deadAt was its last (the restart comes 300 ms later).
 				l.allowance = func() *oracle.Allowance {
-					return &oracle.Allowance{From: killedAt.Add(-2 * time.Second), To: killedAt}
+					return &oracle.Allowance{From: killedAt.Add(-2 * time.Second), To: deadAt}
 				}
 			}
 			out := runLoad(t, l)

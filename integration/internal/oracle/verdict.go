@@ -26,11 +26,40 @@ func (a *Allowance) covers(at int64) bool {
 	return a != nil && at >= a.From.UnixNano() && at <= a.To.UnixNano()
 }
 
-// inFlight reports whether an execution that began at started and was
-// acknowledged at at straddled the loss window: its claim was made before
-// the crash and its writes were not safely old.
-func (a *Allowance) inFlight(started, at int64) bool {
-	return a != nil && started <= a.To.UnixNano() && at >= a.From.UnixNano()
+// inFlight reports whether execution e straddled the loss window: its
+// claim was served before the crash (it returned by To; a handler may
+// begin a moment later, so its start only stands in when the claim time
+// is unknown) and its writes were not safely old.
+func (a *Allowance) inFlight(e Event) bool {
+	begin := e.Claimed
+	if begin == 0 {
+		begin = e.Started
+	}
+	return a != nil && begin <= a.To.UnixNano() && e.At >= a.From.UnixNano()
+}
+
+// describeAcks lists acknowledged executions for a violation: worker,
+// attempt, token, and when the handler began and was acknowledged
+// (relative to the crash when there is an allowance).
+func describeAcks(acks []Event, allow *Allowance) string {
+	if len(acks) == 0 {
+		return "none"
+	}
+	when := func(ns int64) string {
+		if allow == nil {
+			return time.Unix(0, ns).UTC().Format("15:04:05.000000")
+		}
+		return fmt.Sprintf("%+v", time.Unix(0, ns).Sub(allow.To).Round(time.Microsecond))
+	}
+	var parts []string
+	for _, a := range acks {
+		claimed := "unknown"
+		if a.Claimed != 0 {
+			claimed = when(a.Claimed)
+		}
+		parts = append(parts, fmt.Sprintf("%s attempt %d token %d claimed %s began %s acked %s", a.Worker, a.Attempts, a.Token, claimed, when(a.Started), when(a.At)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Report is the oracle's verdict on one run of the load.
@@ -103,11 +132,13 @@ func Judge(ctx context.Context, s *Stores, specs []Spec, acks []Event, allow *Al
 	r := Report{Items: len(specs), TallyExact: true}
 	type key struct{ tenant, id string }
 	ackTimes := map[key][]int64{}
+	ackEvents := map[key][]Event{}
 	flight := map[key]int64{} // executions in flight across the crash
 	for _, a := range acks {
 		k := key{a.Tenant, a.ID}
 		ackTimes[k] = append(ackTimes[k], a.At)
-		if allow.inFlight(a.Started, a.At) {
+		ackEvents[k] = append(ackEvents[k], a)
+		if allow.inFlight(a) {
 			flight[k]++
 		}
 	}
@@ -178,7 +209,7 @@ func Judge(ctx context.Context, s *Stores, specs []Spec, acks []Event, allow *Al
 			if inWindow(k) {
 				forgive("%q/%q: claim generation ran twice (attempt bits %b, %d executions) after the server lost its acknowledged settle", sp.Tenant, sp.ID, c.InputTokens, x)
 			} else {
-				violate("%q/%q: done twice: %d executions but only %d distinct claim generations (attempt bits %b)", sp.Tenant, sp.ID, x, pc, c.InputTokens)
+				violate("%q/%q: done twice: %d executions but only %d distinct claim generations (attempt bits %b); acknowledged: %s", sp.Tenant, sp.ID, x, pc, c.InputTokens, describeAcks(ackEvents[k], allow))
 			}
 		}
 		// An acknowledged execution must still be in the store.

@@ -231,3 +231,52 @@ func TestJudgeForgivesExecutionsAcrossTheCrash(t *testing.T) {
 		t.Fatalf("execution across the crash judged %s, forgiven %q, violations %q", r.Summary(), r.Forgiven, r.Violations)
 	}
 }
+
+// A claim the server answered just before it died may reach its handler
+// just after: the execution is in flight across the crash by its claim
+// time. Two executions of one generation whose claims both came after the
+// crash are a double claim, whatever the allowance.
+func TestJudgeInFlightGoesByClaimTime(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		claimBefore bool
+		want        string
+	}{{"claimed before the crash", true, ""}, {"claimed after the crash", false, "done twice"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := newScene(t, 10)
+			var crash time.Time
+			sc.work(func(l contract.Lease) bool {
+				if l.Item.ID != "item:2" {
+					return true
+				}
+				// The first holder's claim is lost with the crash; the
+				// item is claimed again after the restart, same attempt,
+				// and both holders run it.
+				crash = sc.clock.Now()
+				sc.execute(l, false)
+				sc.execute(l, false)
+				claimed := crash.Add(-50 * time.Microsecond)
+				if !tc.claimBefore {
+					claimed = crash.Add(50 * time.Microsecond)
+				}
+				sc.acks = append(sc.acks,
+					Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Claimed: claimed.UnixNano(),
+						Started: crash.Add(60 * time.Microsecond).UnixNano(), At: crash.Add(300 * time.Millisecond).UnixNano()},
+					Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Claimed: crash.Add(time.Second).UnixNano(),
+						Started: crash.Add(time.Second).UnixNano(), At: crash.Add(1050 * time.Millisecond).UnixNano()})
+				if err := sc.mem.Complete(sc.ctx, l); err != nil {
+					t.Fatal(err)
+				}
+				return false
+			})
+			r := sc.judge(&Allowance{From: crash.Add(-2 * time.Second), To: crash})
+			if tc.want != "" {
+				wantViolation(t, r, tc.want)
+				return
+			}
+			if !r.OK() {
+				t.Fatalf("execution claimed before the crash judged %s: %q", r.Summary(), r.Violations)
+			}
+		})
+	}
+}

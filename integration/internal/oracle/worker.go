@@ -72,6 +72,7 @@ type Event struct {
 	Token    int64  `json:"tok,omitempty"`
 	At       int64  `json:"at,omitempty"` // wall-clock unix nanoseconds (never skewed)
 	Started  int64  `json:"st,omitempty"` // when the handler began, same clock
+	Claimed  int64  `json:"cl,omitempty"` // when the claim that leased it returned, same clock
 	// err: a failed call, by class; stats: counts by class.
 	Where  string           `json:"w,omitempty"`
 	Class  string           `json:"c,omitempty"`
@@ -94,6 +95,7 @@ type worker struct {
 	state  contract.StateStore
 	stores *Stores
 	clock  contract.Clock
+	claims *claimClock
 
 	mu     sync.Mutex
 	out    *bufio.Writer
@@ -130,7 +132,9 @@ func WorkerMain() int {
 		return 2
 	}
 
-	r, err := runner.New(s.Queue, w.handle, runner.Config{
+	claims, q := newClaimClock(s.Queue)
+	w.claims = claims
+	r, err := runner.New(q, w.handle, runner.Config{
 		Worker: cfg.Worker, Concurrency: cfg.Concurrency, LeaseFor: cfg.LeaseFor, HeartbeatEvery: cfg.HeartbeatEvery,
 		ReapInterval: cfg.ReapInterval, PollInterval: cfg.PollInterval, Grace: 3 * time.Second,
 		SettleTimeout: 5 * time.Second, Clock: w.clock, OnError: w.onError,
@@ -246,6 +250,7 @@ func (w *worker) onError(err error) {
 // writes are acknowledged does it tell the parent.
 func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 	started := time.Now().UnixNano()
+	claimed := w.claims.claimed(l)
 	var p Payload
 	if err := json.Unmarshal(l.Item.Payload, &p); err != nil {
 		return policy.Permanent(fmt.Errorf("bad payload: %w", err))
@@ -264,7 +269,7 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 	}
 	d := Delta(p.N)
 	if w.cfg.Transactional {
-		return w.handleInTx(ctx, l, d, delay, started)
+		return w.handleInTx(ctx, l, d, delay, started, claimed)
 	}
 	bit := int64(1) << min(l.Item.Attempts, 62)
 	fx := contract.Patch{Counters: contract.Counters{Iterations: 1, InputTokens: bit, OutputTokens: d.OutputTokens, CostMicros: d.CostMicros}, Status: "by " + w.cfg.Worker}
@@ -276,7 +281,7 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 		w.count("handler_"+errClass(err), 1)
 		return err
 	}
-	w.emit(Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, At: time.Now().UnixNano(), Started: started, Worker: w.cfg.Worker})
+	w.emit(Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, At: time.Now().UnixNano(), Started: started, Claimed: claimed, Worker: w.cfg.Worker})
 	if w.cfg.DelayAfterEffect {
 		return pause(ctx, delay)
 	}
@@ -288,7 +293,7 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 // A lost lease makes Complete fail and rolls the effect back. The runner's
 // own Complete afterwards finds the item gone and is fenced: the item was
 // settled here.
-func (w *worker) handleInTx(ctx context.Context, l contract.Lease, d contract.Counters, delay time.Duration, started int64) error {
+func (w *worker) handleInTx(ctx context.Context, l contract.Lease, d contract.Counters, delay time.Duration, started, claimed int64) error {
 	bit := int64(1) << min(l.Item.Attempts, 62)
 	fx := contract.Patch{Counters: contract.Counters{Iterations: 1, InputTokens: bit, OutputTokens: d.OutputTokens, CostMicros: d.CostMicros}, Status: "by " + w.cfg.Worker}
 	err := pgx.BeginFunc(ctx, w.stores.Pool, func(tx pgx.Tx) error {
@@ -311,7 +316,7 @@ func (w *worker) handleInTx(ctx context.Context, l contract.Lease, d contract.Co
 		return err
 	}
 	w.count("tx_committed", 1)
-	w.emit(Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, At: time.Now().UnixNano(), Started: started, Worker: w.cfg.Worker})
+	w.emit(Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, At: time.Now().UnixNano(), Started: started, Claimed: claimed, Worker: w.cfg.Worker})
 	return nil
 }
 

@@ -1,0 +1,60 @@
+package oracle
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// claimClock wraps the worker's queue to note when each lease came back
+// from Claim (wall clock). A handler may begin a little after its claim
+// returned; the oracle asks whether the claim was served before a crash,
+// so it needs the claim's time, not the handler's.
+type claimClock struct {
+	contract.WorkQueue
+	mu   sync.Mutex
+	when map[claimKey]int64
+}
+
+type claimKey struct {
+	tenant, id string
+	token      int64
+}
+
+// wakingClaimClock keeps the wrapped queue's wake-ups visible to the
+// runner, which looks for contract.Waker on the queue it is given.
+type wakingClaimClock struct {
+	*claimClock
+	contract.Waker
+}
+
+func newClaimClock(q contract.WorkQueue) (*claimClock, contract.WorkQueue) {
+	c := &claimClock{WorkQueue: q, when: map[claimKey]int64{}}
+	if w, ok := q.(contract.Waker); ok {
+		return c, wakingClaimClock{c, w}
+	}
+	return c, c
+}
+
+func (c *claimClock) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	ls, err := c.WorkQueue.Claim(ctx, req)
+	at := time.Now().UnixNano()
+	c.mu.Lock()
+	for _, l := range ls {
+		c.when[claimKey{l.Item.Tenant, l.Item.ID, l.Token}] = at
+	}
+	c.mu.Unlock()
+	return ls, err
+}
+
+// claimed returns (and forgets) when l's claim returned, or 0.
+func (c *claimClock) claimed(l contract.Lease) int64 {
+	k := claimKey{l.Item.Tenant, l.Item.ID, l.Token}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := c.when[k]
+	delete(c.when, k)
+	return at
+}
