@@ -195,3 +195,59 @@ func TestReaperLosesToHeartbeat(t *testing.T) {
 		t.Fatalf("the holder completes: %v", err)
 	}
 }
+
+// TestTokensSurviveCounterRollback: a server that comes back with less
+// than it acknowledged (an everysec AOF after a host crash) rolls the
+// token counter back with everything else. Tokens have the server clock
+// as their floor, so the claims and heartbeats after it still get tokens
+// above every token issued before.
+func TestTokensSurviveCounterRollback(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	q, _ := NewQueue(client, nil, Settings{Namespace: redistest.Namespace(t, client)})
+	defer q.Close()
+	for _, id := range []string{"a", "b"} {
+		if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := q.Heartbeat(ctx, first[0], time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb.Token <= first[0].Token {
+		t.Fatalf("heartbeat token %d not above the claim's %d", hb.Token, first[0].Token)
+	}
+	// The lost second: the counter goes back as if these had never been issued.
+	if err := client.Set(ctx, q.keys.ns+"token", first[0].Token-1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second[0].Token <= hb.Token {
+		t.Fatalf("after the rollback a claim got token %d; want above %d, the last issued before it", second[0].Token, hb.Token)
+	}
+	if err := client.Set(ctx, q.keys.ns+"token", first[0].Token-1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	hb2, err := q.Heartbeat(ctx, second[0], time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb2.Token <= second[0].Token {
+		t.Fatalf("after a second rollback a heartbeat got token %d; want above %d", hb2.Token, second[0].Token)
+	}
+	// The stale token of the first lease still fences.
+	if err := q.Complete(ctx, first[0]); err == nil {
+		t.Fatal("Complete with the claim's token, replaced by its heartbeat, succeeded")
+	}
+	if err := q.Complete(ctx, hb, hb2); err != nil {
+		t.Fatalf("Complete of the live leases: %v", err)
+	}
+}

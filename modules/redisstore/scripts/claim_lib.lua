@@ -165,9 +165,9 @@ local function claim()
   if n == 0 then
     return {}
   end
-  local tok = redis.call('INCR', NS .. 'token')
+  local tok, stok = nextToken()
   out[1] = tok
-  local val = tok .. '|' .. ARGV[5] .. '|' .. ARGV[6] .. '|||' .. ARGV[7]
+  local val = stok .. '|' .. ARGV[5] .. '|' .. ARGV[6] .. '|||' .. ARGV[7]
   local lv, lz = {}, {}
   for j = 1, n do
     lv[2 * j - 1], lv[2 * j] = taken[j], val
@@ -175,7 +175,7 @@ local function claim()
   end
   redis.call('HSET', LEASE, unpack(lv))
   local all = table.concat(taken)
-  redis.call('HSET', CLAIMS, ARGV[10], tok .. ':' .. all)
+  redis.call('HSET', CLAIMS, ARGV[10], stok .. ':' .. all)
   if redis.call('LPUSH', RECENT, ARGV[10]) > 1024 then
     redis.call('HDEL', CLAIMS, redis.call('RPOP', RECENT))
   end

@@ -16,7 +16,7 @@ end
 if l.tok ~= ARGV[4] or tonumber(l.x) <= tonumber(ARGV[5]) then
   return -1
 end
-local tok = redis.call('INCR', NS .. 'token')
-redis.call('HSET', LEASE, ref, tok .. '|' .. ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[4] .. '|' .. ARGV[8] .. '|' .. l.w)
+local tok, stok = nextToken()
+redis.call('HSET', LEASE, ref, stok .. '|' .. ARGV[6] .. '|' .. ARGV[7] .. '|' .. ARGV[4] .. '|' .. ARGV[8] .. '|' .. l.w)
 redis.call('ZADD', LEASES, ARGV[6], ref)
 return tok

@@ -27,7 +27,7 @@
 --                             'done:'..nonce -> the lost positions of a
 --                             complete_claim call's complete half
 --   Q..'claimlog'       list  the nonces in Q..'claims', newest first (1024 kept)
---   NS..'token'         string  the last fencing token (namespace-wide)
+--   NS..'token'         string  the last fencing token (namespace-wide; see nextToken)
 --   NS..'queues'        set   queue names
 --
 -- Times: scores are unix microseconds (exact in a double until year 2255);
@@ -55,6 +55,27 @@ local function refsIn(s, pos)
     out[#out + 1] = string.sub(s, start, pos - 1)
   end
   return out
+end
+
+-- nextToken issues a fencing token: one more than the last, and never
+-- below the server clock in microseconds. The floor is what keeps a token
+-- from being issued twice when the server comes back with less than it
+-- acknowledged (an everysec AOF after a host crash loses up to a second):
+-- the counter rolls back with the data, the clock does not, and the
+-- counter cannot run ahead of it (that would take a million claims a
+-- second). It returns the token as a number and as the decimal string the
+-- lease keeps (Lua's own number format would print 16 digits as 1.8e+15).
+local function nextToken()
+  local key = NS .. 'token'
+  local now = redis.call('TIME')
+  local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  if tonumber(redis.call('GET', key) or '0') < floor then
+    local s = string.format('%d', floor)
+    redis.call('SET', key, s)
+    return floor, s
+  end
+  local tok = redis.call('INCR', key)
+  return tok, string.format('%d', tok)
 end
 
 -- Lease state lives in one hash per queue rather than in each record, so a
