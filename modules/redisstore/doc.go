@@ -35,8 +35,10 @@
 // in a rotation sorted by the turn they were last given, tenants whose
 // items are all delayed wait aside and keep their place, and idle tenants
 // are nowhere, so they cost nothing per claim. One script claims a whole
-// batch across tenants, issues each lease a fencing token from a counter it
-// bumps (never reused), and writes the lease in the same step.
+// batch across tenants, issues the batch a fencing token (one more than the
+// last, and never below the server clock in microseconds, so not even a
+// server that comes back with less than it acknowledged issues one twice
+// for an item), and writes the leases in the same step.
 // Every settle is fenced on the token; a reaper's write is also fenced on
 // the lease score it saw, so a reaper that lost the race to a heartbeat
 // writes nothing.
