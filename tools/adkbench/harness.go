@@ -108,7 +108,11 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 			}
 		case "idle":
 			for _, b := range bs {
-				h.throughput(ctx, "idle", b, c0, 1, 49)
+				if b.peer() || h.cfg.pairs < 2 {
+					h.throughput(ctx, "idle", b, c0, 1, 49)
+				} else {
+					h.idlePairs(ctx, b, c0)
+				}
 			}
 		case "busy50":
 			for _, b := range bs {

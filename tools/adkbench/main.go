@@ -26,6 +26,9 @@ type config struct {
 	wakeRate  int
 	claimers  int
 	batch     int
+	// pairs is how many interleaved (one tenant, idle) pairs the idle
+	// scenario measures on our backings; its ratio is their median.
+	pairs int
 	// completeAndClaim makes our worker pool carry handled leases into
 	// its next claim when the queue is a contract.CompleteClaimer.
 	completeAndClaim bool
@@ -61,6 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.wakeRate, "wake-rate", 100, "items per second in the wake-latency scenario")
 	fs.IntVar(&c.claimers, "claimers", 2, "claim loops per worker pool of our backings")
 	fs.IntVar(&c.batch, "batch", 100, "most items one claim of our backings asks for")
+	fs.IntVar(&c.pairs, "pairs", 3, "idle scenario on our backings: interleaved (one tenant, 49 idle beside it) pairs whose median ratio is reported")
 	fs.BoolVar(&c.completeAndClaim, "complete-and-claim", false, "our worker pool carries handled items into its next claim (CompleteAndClaim) where the backing offers it, instead of settling them on two completers")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "limit for one measurement")
 	fs.DurationVar(&c.riverCooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown (River's default is 100ms, its floor 1ms)")
@@ -83,10 +87,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	if c.quick {
-		c.items, c.depth, c.wakeItems = 2000, 5000, 50
+		c.items, c.depth, c.wakeItems, c.pairs = 2000, 5000, 50, 1
 		c.wakeRate = max(c.wakeRate, 100)
 	}
-	if c.items < 1 || c.depth < 1 || c.wakeItems < 1 || c.wakeRate < 1 || c.claimers < 1 || c.batch < 1 {
+	if c.items < 1 || c.depth < 1 || c.wakeItems < 1 || c.wakeRate < 1 || c.claimers < 1 || c.batch < 1 || c.pairs < 1 {
 		return c, fmt.Errorf("counts must be positive")
 	}
 	c.batch = min(c.batch, 1000)
