@@ -14,8 +14,6 @@ import (
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // With a single tenant a claim takes its items as one chunk of the
@@ -120,22 +118,8 @@ func TestSingleTenantChunkConcurrent(t *testing.T) {
 func TestChunkPathWithIdleTenants(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
-	var (
-		mu      sync.Mutex
-		notices []string
-	)
-	cfg := d.connConfig(t)
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		notices = append(notices, n.Message)
-		mu.Unlock()
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	q, err := pgstore.NewWorkQueue(conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+	conn := newExplainedConn(t, ctx, d, nil)
+	q, err := pgstore.NewWorkQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,16 +134,8 @@ func TestChunkPathWithIdleTenants(t *testing.T) {
 	if err := q.Enqueue(ctx, items...); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0", "SET auto_explain.log_analyze = on",
-		"SET auto_explain.log_level = notice", "SET client_min_messages = notice"} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	conn.explain(t, ctx, true)
 	for round := range 3 {
-		mu.Lock()
-		notices = nil
-		mu.Unlock()
 		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 50})
 		if err != nil {
 			t.Fatal(err)
@@ -172,14 +148,7 @@ func TestChunkPathWithIdleTenants(t *testing.T) {
 		if len(ls) != 50 {
 			t.Fatalf("claim %d returned %d leases, want 50", round, len(ls))
 		}
-		mu.Lock()
-		var plan string
-		for _, n := range notices {
-			if strings.Contains(n, "WITH RECURSIVE") {
-				plan = n
-			}
-		}
-		mu.Unlock()
+		plan := conn.plan(t, "WITH RECURSIVE")
 		_, walk, _ := strings.Cut(plan, "WorkTable Scan on pick p")
 		m := regexp.MustCompile(`LockRows [^\n]*\(actual [^)]*rows=(\d+) loops=(\d+)\)`).FindStringSubmatch(walk)
 		if m == nil {

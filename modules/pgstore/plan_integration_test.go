@@ -3,6 +3,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,6 +17,75 @@ import (
 	"github.com/adkit/adk/modules/pgstore"
 )
 
+// explainedConn is a connection of its own whose statements auto_explain
+// logs as notices, for tests that read the plan a statement ran.
+type explainedConn struct {
+	*pgx.Conn
+	mu      sync.Mutex
+	notices []string
+}
+
+// newExplainedConn connects to d with params added to the connection's
+// runtime parameters; the connection is closed when the test ends.
+func newExplainedConn(t *testing.T, ctx context.Context, d *testDB, params map[string]string) *explainedConn {
+	t.Helper()
+	e := &explainedConn{}
+	cfg := d.connConfig(t)
+	for k, v := range params {
+		cfg.RuntimeParams[k] = v
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		e.mu.Lock()
+		e.notices = append(e.notices, n.Message)
+		e.mu.Unlock()
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	e.Conn = conn
+	return e
+}
+
+// explain has auto_explain log every later statement of the connection
+// (with ANALYZE figures when analyze is set) and forgets earlier notices.
+func (e *explainedConn) explain(t *testing.T, ctx context.Context, analyze bool) {
+	t.Helper()
+	stmts := []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0", "SET auto_explain.log_level = notice", "SET client_min_messages = notice"}
+	if analyze {
+		stmts = append(stmts, "SET auto_explain.log_analyze = on")
+	}
+	for _, s := range stmts {
+		if _, err := e.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	e.mu.Lock()
+	e.notices = nil
+	e.mu.Unlock()
+}
+
+// plan returns the last plan logged since explain (or the last plan call)
+// whose text contains marker, and forgets the notices; the test fails
+// when there is none.
+func (e *explainedConn) plan(t *testing.T, marker string) string {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var plan string
+	for _, n := range e.notices {
+		if strings.Contains(n, marker) {
+			plan = n
+		}
+	}
+	e.notices = nil
+	if plan == "" {
+		t.Fatalf("auto_explain logged no plan with %q", marker)
+	}
+	return plan
+}
+
 // A plan cached while the queue was small must not scan the whole queue
 // once it is deep. The test connection forces generic plans, the worst
 // case: the plan is made on 40 rows, the queue then grows to 50,000
@@ -25,23 +95,8 @@ import (
 func TestCachedClaimPlanSurvivesGrowth(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, 2*time.Minute)
-	cfg := d.connConfig(t)
-	cfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
-	var (
-		mu      sync.Mutex
-		notices []string
-	)
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		notices = append(notices, n.Message)
-		mu.Unlock()
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	q, err := pgstore.NewWorkQueue(conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+	conn := newExplainedConn(t, ctx, d, map[string]string{"plan_cache_mode": "force_generic_plan"})
+	q, err := pgstore.NewWorkQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,31 +117,14 @@ func TestCachedClaimPlanSurvivesGrowth(t *testing.T) {
 		FROM generate_series(1, 50000) g`); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0", "SET auto_explain.log_level = notice", "SET client_min_messages = notice"} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	mu.Lock()
-	notices = nil
-	mu.Unlock()
+	conn.explain(t, ctx, false)
 	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, "SET auto_explain.log_min_duration = -1"); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	var plan string
-	for _, n := range notices {
-		if strings.Contains(n, "WITH RECURSIVE") {
-			plan = n
-		}
-	}
-	mu.Unlock()
-	if plan == "" {
-		t.Fatal("auto_explain logged no plan of the claim")
-	}
+	plan := conn.plan(t, "WITH RECURSIVE")
 	if strings.Contains(plan, "Seq Scan on adk_work") || !strings.Contains(plan, "Tid Scan on adk_work") {
 		t.Errorf("the cached claim plan does not reach the leased rows by TID alone:\n%s", plan)
 	}
@@ -182,23 +220,8 @@ func TestBoundClaimKeepsCallerSettings(t *testing.T) {
 func TestCachedCompletePlanSurvivesGrowth(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, 2*time.Minute)
-	cfg := d.connConfig(t)
-	cfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
-	var (
-		mu      sync.Mutex
-		notices []string
-	)
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		notices = append(notices, n.Message)
-		mu.Unlock()
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	q, err := pgstore.NewWorkQueue(conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+	conn := newExplainedConn(t, ctx, d, map[string]string{"plan_cache_mode": "force_generic_plan"})
+	q, err := pgstore.NewWorkQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,28 +250,14 @@ func TestCachedCompletePlanSurvivesGrowth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0", "SET auto_explain.log_level = notice", "SET client_min_messages = notice"} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	conn.explain(t, ctx, false)
 	if err := q.Complete(ctx, ls...); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, "SET auto_explain.log_min_duration = -1"); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	var plan string
-	for _, n := range notices {
-		if strings.Contains(n, "DELETE FROM") {
-			plan = n
-		}
-	}
-	if plan == "" {
-		t.Fatal("auto_explain logged no plan of the Complete")
-	}
+	plan := conn.plan(t, "DELETE FROM")
 	if strings.Contains(plan, "using adk_work_leased") || strings.Contains(plan, "Seq Scan on adk_work") || !strings.Contains(plan, "using adk_work_pkey") {
 		t.Errorf("the cached Complete plan does not reach each item by its key:\n%s", plan)
 	}

@@ -223,9 +223,13 @@ func TestTokensSurviveCounterRollback(t *testing.T) {
 		t.Fatalf("heartbeat token %d not above the claim's %d", hb.Token, first[0].Token)
 	}
 	// The lost second: the counter goes back as if these had never been issued.
-	if err := client.Set(ctx, q.keys.ns+"token", first[0].Token-1, 0).Err(); err != nil {
-		t.Fatal(err)
+	rollback := func() {
+		t.Helper()
+		if err := client.Set(ctx, q.keys.ns+"token", first[0].Token-1, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
+	rollback()
 	second, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -233,9 +237,7 @@ func TestTokensSurviveCounterRollback(t *testing.T) {
 	if second[0].Token <= hb.Token {
 		t.Fatalf("after the rollback a claim got token %d; want above %d, the last issued before it", second[0].Token, hb.Token)
 	}
-	if err := client.Set(ctx, q.keys.ns+"token", first[0].Token-1, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	rollback()
 	hb2, err := q.Heartbeat(ctx, second[0], time.Minute)
 	if err != nil {
 		t.Fatal(err)
