@@ -48,7 +48,7 @@ func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilt
 			return nil
 		}
 		it := rec.item(name)
-		seq := atoi64(rec["ds"])
+		seq := atoi64(rec[fDeadSeq])
 		if it.State == contract.StateDead && seq > after && f.Matches(it) {
 			fn(deadHit{seq: seq, ref: itemRef(f.Tenant, f.ID), item: it})
 		}

@@ -138,7 +138,7 @@ func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.
 			}
 			for _, c := range eas[i] {
 				rec, _ := parseRecord(c.Val())
-				if ea := nsTime(rec["ea"]); !ea.IsZero() && (st.OldestReady.IsZero() || ea.Before(st.OldestReady)) {
+				if ea := nsTime(rec[fEnqueuedAt]); !ea.IsZero() && (st.OldestReady.IsZero() || ea.Before(st.OldestReady)) {
 					st.OldestReady = ea
 				}
 			}

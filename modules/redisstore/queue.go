@@ -151,6 +151,7 @@ func (q *RedisWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) er
 		sizes[name] = 0
 		return err
 	}
+	ea := nanos(now)
 	for _, it := range items {
 		name := contract.QueueName(it.Queue)
 		if _, ok := byQueue[name]; !ok {
@@ -168,9 +169,14 @@ func (q *RedisWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) er
 		if !it.NotBefore.IsZero() {
 			nb = nanos(it.NotBefore)
 		}
-		byQueue[name] = append(byQueue[name], it.Tenant, it.ID, it.Payload, md, dueMicros(it.NotBefore, now), nb)
-		sizes[name] += len(it.Payload) + len(md)
-		if len(byQueue[name]) >= 500*6 || sizes[name] >= 8<<20 {
+		// The record is encoded here up to its last field, the ready
+		// member, which needs the sequence number the script draws.
+		ref := itemRef(it.Tenant, it.ID)
+		head := record{fState: "q", fAttempts: "0", fNotBefore: nb, fEnqueuedAt: ea, fTenant: it.Tenant, fID: it.ID, fMetadata: md, fPayload: string(it.Payload)}
+		rec := head.encodeHead()
+		byQueue[name] = append(byQueue[name], it.Tenant, ref, rec, dueMicros(it.NotBefore, now))
+		sizes[name] += len(rec)
+		if len(byQueue[name]) >= 500*4 || sizes[name] >= 8<<20 {
 			if err := flush(name); err != nil {
 				return err
 			}
@@ -516,27 +522,60 @@ func (q *RedisWorkQueue) Reap(ctx context.Context, queue string) (int, error) {
 	return total, nil
 }
 
-// recordFields is the order of the length-prefixed fields of an item
-// record (see RECORD in scripts/queue_lib.lua).
-var recordFields = [...]string{"s", "a", "e", "nb", "ea", "da", "ds", "m", "fn", "t", "i", "md", "p"}
+// The fields of an item record, in their order in the encoded string
+// (queue_lib.lua's RECORD): state, attempts, last error, not-before,
+// enqueued at, dead at, dead seq, last settle nonce, tenant, id,
+// metadata, payload, and last the ready member.
+const (
+	fState = iota
+	fAttempts
+	fError
+	fNotBefore
+	fEnqueuedAt
+	fDeadAt
+	fDeadSeq
+	fSettleNonce
+	fTenant
+	fID
+	fMetadata
+	fPayload
+	fMember
+	nFields
+)
 
-// record is a decoded item record, by field name.
-type record map[string]string
+// record is a decoded item record, one string per field.
+type record [nFields]string
+
+// encodeHead encodes every field of r but the last (the ready member,
+// which the enqueue script appends once it has drawn the sequence).
+func (r *record) encodeHead() string {
+	n := 0
+	for _, v := range r[:fMember] {
+		n += len(v) + 4
+	}
+	b := make([]byte, 0, n)
+	for _, v := range r[:fMember] {
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	return string(b)
+}
 
 // parseRecord decodes a record string; ok is false for "" (no record) or
 // a malformed one.
 func parseRecord(v string) (record, bool) {
+	var r record
 	if v == "" {
-		return nil, false
+		return r, false
 	}
-	r := make(record, len(recordFields))
 	rest := v
-	for _, f := range recordFields {
+	for i := range r {
 		seg, tail, ok := cutLP(rest)
 		if !ok {
-			return nil, false
+			return r, false
 		}
-		r[f] = seg
+		r[i] = seg
 		rest = tail
 	}
 	return r, rest == ""
@@ -545,22 +584,22 @@ func parseRecord(v string) (record, bool) {
 // item turns a record into an Item of queue.
 func (r record) item(queue string) contract.Item {
 	it := contract.Item{
-		Tenant:     r["t"],
-		ID:         r["i"],
+		Tenant:     r[fTenant],
+		ID:         r[fID],
 		Queue:      queue,
-		Attempts:   int(atoi64(r["a"])),
-		LastError:  r["e"],
-		EnqueuedAt: nsTime(r["ea"]),
-		NotBefore:  nsTime(r["nb"]),
-		DeadAt:     nsTime(r["da"]),
+		Attempts:   int(atoi64(r[fAttempts])),
+		LastError:  r[fError],
+		EnqueuedAt: nsTime(r[fEnqueuedAt]),
+		NotBefore:  nsTime(r[fNotBefore]),
+		DeadAt:     nsTime(r[fDeadAt]),
 	}
-	if p := r["p"]; p != "" {
+	if p := r[fPayload]; p != "" {
 		it.Payload = []byte(p)
 	}
-	if md := r["md"]; md != "" {
+	if md := r[fMetadata]; md != "" {
 		_ = json.Unmarshal([]byte(md), &it.Metadata) // written by Enqueue from a map; cannot fail
 	}
-	switch r["s"] {
+	switch r[fState] {
 	case "q":
 		it.State = contract.StateQueued
 	case "d":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,5 +191,31 @@ func TestDueMicros(t *testing.T) {
 	later := now.Add(1500 * time.Nanosecond)
 	if got, want := dueMicros(later, now), "1893456000123459"; got != want {
 		t.Errorf("due later: score %s, want %s (rounded up: never early)", got, want)
+	}
+}
+
+// A record encoded by Enqueue (every field but the member) and completed
+// the way the enqueue script does reads back field for field, whatever
+// the fields hold.
+func TestRecordRoundTrip(t *testing.T) {
+	head := record{fState: "q", fAttempts: "0", fNotBefore: "", fEnqueuedAt: "1893456000000000000",
+		fTenant: "a:b{c}", fID: "12:x", fMetadata: `{"k":"v:1"}`, fPayload: "\x00payload:with:colons"}
+	member := "000000000000002a" + itemRef(head[fTenant], head[fID])
+	got, ok := parseRecord(head.encodeHead() + strconv.Itoa(len(member)) + ":" + member)
+	want := head
+	want[fMember] = member
+	if !ok || got != want {
+		t.Fatalf("parseRecord = %q, %v; want %q", got, ok, want)
+	}
+	if _, ok := parseRecord(head.encodeHead()); ok {
+		t.Error("a record without its member parsed")
+	}
+	if _, ok := parseRecord(""); ok {
+		t.Error("an empty record parsed")
+	}
+	it := got.item("jobs")
+	if it.Tenant != "a:b{c}" || it.ID != "12:x" || string(it.Payload) != "\x00payload:with:colons" || it.Metadata["k"] != "v:1" ||
+		it.State != contract.StateQueued || it.EnqueuedAt.UnixNano() != 1893456000000000000 || it.Queue != "jobs" {
+		t.Errorf("item = %+v", it)
 	}
 }

@@ -3,29 +3,40 @@
 -- tenant so each tenant's ready set and place are written once.
 --
 -- ARGV[3] wake channel   ARGV[4] now (us)   ARGV[5] now (ns)   ARGV[6] queue name
--- then per item: tenant, id, payload, metadata (JSON), due (us), not-before (ns or '')
+-- then per item: tenant, ref, the record encoded up to its last field
+-- (the ready member, appended here), due (us).
 -- Returns how many items were added.
 local now = tonumber(ARGV[4])
 local seq = tonumber(redis.call('GET', Q .. 'seq') or '0')
 local groups, order = {}, {}
 local added, wake = 0, false
-for i = 7, #ARGV, 6 do
-  local t, id = ARGV[i], ARGV[i + 1]
-  local ref = lp(t) .. lp(id)
-  local m = string.format('%016x', seq + 1) .. ref
-  local rec = encode({s = 'q', a = '0', nb = ARGV[i + 5], ea = ARGV[5], m = m, t = t, i = id, md = ARGV[i + 3], p = ARGV[i + 2]})
-  if redis.call('HSETNX', ITEMS, ref, rec) == 1 then
+-- Which items exist already: one HMGET for the batch (and a table for ids
+-- repeated within it), then one HSET of the new records.
+local refs = {}
+for i = 7, #ARGV, 4 do
+  refs[#refs + 1] = ARGV[i + 1]
+end
+local have = redis.call('HMGET', ITEMS, unpack(refs))
+local seen, recs = {}, {}
+for k, ref in ipairs(refs) do
+  if not have[k] and not seen[ref] then
+    seen[ref] = true
+    local i = 7 + 4 * (k - 1)
+    local t = ARGV[i]
     seq = seq + 1
+    local m = string.format('%016x', seq) .. ref
+    recs[#recs + 1] = ref
+    recs[#recs + 1] = ARGV[i + 2] .. #m .. ':' .. m
     local g = groups[t]
     if not g then
       g = {}
       groups[t] = g
       order[#order + 1] = t
     end
-    g[#g + 1] = ARGV[i + 4]
+    g[#g + 1] = ARGV[i + 3]
     g[#g + 1] = m
     added = added + 1
-    if tonumber(ARGV[i + 4]) <= now then
+    if tonumber(ARGV[i + 3]) <= now then
       wake = true
     end
   end
@@ -33,6 +44,7 @@ end
 if added == 0 then
   return 0
 end
+redis.call('HSET', ITEMS, unpack(recs))
 redis.call('SET', Q .. 'seq', seq)
 for _, t in ipairs(order) do
   local rk = kready(t)

@@ -97,8 +97,9 @@ end
 -- rarer settles decode, change and re-encode it.
 -- s state (q or d)  a attempts  e last error  nb not-before  ea enqueued
 -- da dead at  ds dead seq  m ready member  fn last settle nonce
--- t tenant  i id  md metadata JSON  p payload
-local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'm', 'fn', 't', 'i', 'md', 'p'}
+-- t tenant  i id  md metadata JSON  p payload  (m last: Enqueue encodes the
+-- rest client-side and the script appends the member)
+local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p', 'm'}
 
 local function decode(v)
   if not v then
