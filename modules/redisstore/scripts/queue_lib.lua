@@ -67,14 +67,13 @@ end
 -- lease keeps (Lua's own number format would print 16 digits as 1.8e+15).
 local function nextToken()
   local key = NS .. 'token'
+  local tok = redis.call('INCR', key)
   local now = redis.call('TIME')
   local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  if tonumber(redis.call('GET', key) or '0') < floor then
-    local s = string.format('%d', floor)
-    redis.call('SET', key, s)
-    return floor, s
+  if tok < floor then
+    tok = floor
+    redis.call('SET', key, string.format('%d', floor))
   end
-  local tok = redis.call('INCR', key)
   return tok, string.format('%d', tok)
 end
 
