@@ -118,11 +118,7 @@ func TestSingleTenantChunkConcurrent(t *testing.T) {
 func TestChunkPathWithIdleTenants(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
-	conn := newExplainedConn(t, ctx, d, nil)
-	q, err := pgstore.NewWorkQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, q := newExplainedQueue(t, ctx, d, nil)
 	later := time.Now().Add(time.Hour)
 	var items []contract.Item
 	for i := range 49 {

@@ -48,6 +48,18 @@ func newExplainedConn(t *testing.T, ctx context.Context, d *testDB, params map[s
 	return e
 }
 
+// newExplainedQueue is a work queue of d on a connection of its own (see
+// newExplainedConn), so a test can read the plans its statements ran.
+func newExplainedQueue(t *testing.T, ctx context.Context, d *testDB, params map[string]string) (*explainedConn, *pgstore.PostgresWorkQueue) {
+	t.Helper()
+	conn := newExplainedConn(t, ctx, d, params)
+	q, err := pgstore.NewWorkQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, q
+}
+
 // explain has auto_explain log every later statement of the connection
 // (with ANALYZE figures when analyze is set) and forgets earlier notices.
 func (e *explainedConn) explain(t *testing.T, ctx context.Context, analyze bool) {
@@ -95,11 +107,7 @@ func (e *explainedConn) plan(t *testing.T, marker string) string {
 func TestCachedClaimPlanSurvivesGrowth(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, 2*time.Minute)
-	conn := newExplainedConn(t, ctx, d, map[string]string{"plan_cache_mode": "force_generic_plan"})
-	q, err := pgstore.NewWorkQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, q := newExplainedQueue(t, ctx, d, map[string]string{"plan_cache_mode": "force_generic_plan"})
 	items := make([]contract.Item, 40)
 	for i := range items {
 		items[i] = contract.Item{Tenant: fmt.Sprintf("t%d", i%4), ID: fmt.Sprint(i)}
@@ -220,11 +228,7 @@ func TestBoundClaimKeepsCallerSettings(t *testing.T) {
 func TestCachedCompletePlanSurvivesGrowth(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, 2*time.Minute)
-	conn := newExplainedConn(t, ctx, d, map[string]string{"plan_cache_mode": "force_generic_plan"})
-	q, err := pgstore.NewWorkQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, q := newExplainedQueue(t, ctx, d, map[string]string{"plan_cache_mode": "force_generic_plan"})
 	items := make([]contract.Item, 40)
 	for i := range items {
 		items[i] = contract.Item{Tenant: "acme", ID: fmt.Sprint(i)}
