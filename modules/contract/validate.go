@@ -148,6 +148,21 @@ func ValidateLease(l Lease) error {
 	return ValidateName("Lease.Item.Queue", QueueName(l.Item.Queue))
 }
 
+// ValidateCompleteAndClaim checks the input of
+// CompleteClaimer.CompleteAndClaim: every lease of done, then req, whose
+// Max may be 0 (complete only; its queue name must still be valid).
+func ValidateCompleteAndClaim(done []Lease, req ClaimRequest) error {
+	for _, l := range done {
+		if err := ValidateLease(l); err != nil {
+			return err
+		}
+	}
+	if req.Max == 0 {
+		return ValidateName("ClaimRequest.Queue", QueueName(req.Queue))
+	}
+	return ValidateClaim(req)
+}
+
 // ValidatePage checks a page request and returns its effective limit.
 func ValidatePage(p PageRequest) (int, error) {
 	switch {

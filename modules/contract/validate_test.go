@@ -170,3 +170,30 @@ func TestCountersAddAndNames(t *testing.T) {
 		t.Fatal("Health.Status should be fail / ok")
 	}
 }
+
+func TestValidateCompleteAndClaim(t *testing.T) {
+	good := Lease{Item: Item{Tenant: "acme", ID: "1"}, Token: 1}
+	claim := ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}
+	for _, tc := range []struct {
+		name  string
+		done  []Lease
+		req   ClaimRequest
+		field string // "" for valid
+	}{
+		{"complete and claim", []Lease{good}, claim, ""},
+		{"complete only", []Lease{good}, ClaimRequest{Queue: "jobs"}, ""},
+		{"claim only", nil, claim, ""},
+		{"bad lease", []Lease{good, {Item: Item{ID: "2"}}}, claim, "Lease.Item.Tenant"},
+		{"bad queue, complete only", []Lease{good}, ClaimRequest{Queue: "a\x00b"}, "ClaimRequest.Queue"},
+		{"bad claim", []Lease{good}, ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: -1}, "ClaimRequest.Max"},
+	} {
+		err := ValidateCompleteAndClaim(tc.done, tc.req)
+		var ve *ValidationError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.field != "" && (!errors.As(err, &ve) || ve.Field != tc.field):
+			t.Errorf("%s: %v, want a ValidationError on %s", tc.name, err, tc.field)
+		}
+	}
+}

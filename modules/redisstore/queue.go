@@ -294,20 +294,10 @@ func (q *RedisWorkQueue) CompleteAndClaim(ctx context.Context, done []contract.L
 }
 
 func (q *RedisWorkQueue) completeAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest, id string) ([]contract.Lease, error) {
-	for _, l := range done {
-		if err := contract.ValidateLease(l); err != nil {
-			return nil, err
-		}
-	}
-	if req.Max != 0 {
-		if err := contract.ValidateClaim(req); err != nil {
-			return nil, err
-		}
-	} else {
-		// Only the queue's key prefix is used: the script still runs there.
-		if err := contract.ValidateName("ClaimRequest.Queue", contract.QueueName(req.Queue)); err != nil {
-			return nil, err
-		}
+	// With Max 0 only the queue's key prefix is used: the script still
+	// runs there.
+	if err := contract.ValidateCompleteAndClaim(done, req); err != nil {
+		return nil, err
 	}
 	var lost []contract.ItemKey
 	if len(done) > 1000 {

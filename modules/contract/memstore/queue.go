@@ -167,19 +167,11 @@ func (s *Store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Dur
 // stop the claim: the leases claimed come back with the
 // *contract.LeaseLostError. A req.Max of 0 only completes.
 func (s *Store) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
-	for _, l := range done {
-		if err := contract.ValidateLease(l); err != nil {
-			return nil, err
-		}
+	if err := contract.ValidateCompleteAndClaim(done, req); err != nil {
+		return nil, err
 	}
 	if req.Max == 0 {
-		if err := contract.ValidateName("ClaimRequest.Queue", contract.QueueName(req.Queue)); err != nil {
-			return nil, err
-		}
 		return nil, s.Complete(ctx, done...)
-	}
-	if err := contract.ValidateClaim(req); err != nil {
-		return nil, err
 	}
 	var lost error
 	if len(done) > 0 {
