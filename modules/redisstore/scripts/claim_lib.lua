@@ -31,11 +31,10 @@
 local function claim()
   local now = tonumber(ARGV[3])
   local max = tonumber(ARGV[8])
-  local CLAIMS, RECENT = Q .. 'claims', Q .. 'claimlog'
 
   -- The memo is the token, ':', then the refs (each lp(tenant) lp(id),
   -- which delimits itself).
-  local done = redis.call('HGET', CLAIMS, ARGV[10])
+  local done = recall(ARGV[10])
   if done then
     local c = string.find(done, ':', 1, true)
     local tok = string.sub(done, 1, c - 1)
@@ -175,10 +174,7 @@ local function claim()
   end
   redis.call('HSET', LEASE, unpack(lv))
   local all = table.concat(taken)
-  redis.call('HSET', CLAIMS, ARGV[10], stok .. ':' .. all)
-  if redis.call('LPUSH', RECENT, ARGV[10]) > 1024 then
-    redis.call('HDEL', CLAIMS, redis.call('RPOP', RECENT))
-  end
+  remember(ARGV[10], stok .. ':' .. all)
   redis.call('ZADD', LEASES, unpack(lz))
   -- One log entry per claim; the log keeps as many claims as turns are
   -- wanted (each claim holds one turn or more), trimmed in steps of 64.

@@ -9,11 +9,10 @@
 -- it found lost are kept by nonce next to the claim memos (and leave with
 -- them, through the claim log) and a retry returns them instead.
 -- Returns {lost positions, {token, record, record, ...}}.
-local CLAIMS, RECENT = Q .. 'claims', Q .. 'claimlog'
 local key = 'done:' .. ARGV[10]
 local lost
 if #ARGV > 10 then
-  local seen = redis.call('HGET', CLAIMS, key)
+  local seen = recall(key)
   if seen then
     lost = {}
     for p in string.gmatch(seen, '%d+') do
@@ -21,10 +20,7 @@ if #ARGV > 10 then
     end
   else
     lost = complete(11)
-    redis.call('HSET', CLAIMS, key, table.concat(lost, ','))
-    if redis.call('LPUSH', RECENT, key) > 1024 then
-      redis.call('HDEL', CLAIMS, redis.call('RPOP', RECENT))
-    end
+    remember(key, table.concat(lost, ','))
   end
 else
   lost = {}

@@ -57,6 +57,22 @@ local function refsIn(s, pos)
   return out
 end
 
+-- Memos of recent calls, by nonce, so a retry after a lost reply replays
+-- the first outcome: the last 1024 are kept (Q..'claims', with their order
+-- in Q..'claimlog').
+local CLAIMS, RECENT = Q .. 'claims', Q .. 'claimlog'
+
+local function recall(nonce)
+  return redis.call('HGET', CLAIMS, nonce)
+end
+
+local function remember(nonce, memo)
+  redis.call('HSET', CLAIMS, nonce, memo)
+  if redis.call('LPUSH', RECENT, nonce) > 1024 then
+    redis.call('HDEL', CLAIMS, redis.call('RPOP', RECENT))
+  end
+end
+
 -- nextToken issues a fencing token: one more than the last, and never
 -- below the server clock in microseconds. The floor is what keeps a token
 -- from being issued twice when the server comes back with less than it
