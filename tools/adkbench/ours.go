@@ -144,7 +144,6 @@ type workerPool struct {
 	statMu    sync.Mutex
 	claimLat  []time.Duration // claims that returned items
 	claimed   int
-	emptyLat  []time.Duration // claims that found nothing
 	settleLat []time.Duration
 	settled   int
 	carriers  int // claims that carried completes (CompleteAndClaim)
@@ -317,8 +316,6 @@ func (p *workerPool) claimLoop(ctx context.Context, worker string) {
 		if len(leases) > 0 {
 			p.claimLat = append(p.claimLat, took)
 			p.claimed += len(leases)
-		} else {
-			p.emptyLat = append(p.emptyLat, took)
 		}
 		p.statMu.Unlock()
 		p.release(n - len(leases))
