@@ -67,41 +67,64 @@ func (d *db) ownedConn(e Executor) (batchConn, func() byte, bool) {
 	return nil, nil, false
 }
 
+// stmt is one statement of a pipelined transaction.
+type stmt struct {
+	sql  string
+	args []any
+}
+
 // plannedRows runs sql with args on e, after settings (local to the
-// statement's transaction), and hands each row to scan. Claim and
-// Complete run through it.
+// statement's transaction; "" for none) and the prelude statements, and
+// hands each row to scan. Claim, Complete and Enqueue run through it.
 //
-// On a connection the queue owns, the statement runs in a transaction of
-// its own with the settings, all in one pipelined batch (BEGIN, settings,
-// claim, COMMIT): one round trip, as a lone statement would be.
+// On a connection the queue owns, the statements run in a transaction of
+// their own, all in one pipelined batch (BEGIN, settings, prelude, sql,
+// COMMIT): one round trip, as a lone statement would be.
 //
 // Inside the caller's transaction (Bound, or an executor that is a
 // transaction) a SET LOCAL would outlive the statement and change the
-// caller's later statements, so it instead runs as an unnamed
-// statement (pgx.QueryExecModeCacheDescribe), which PostgreSQL plans with
-// the actual parameters and current table sizes on every execution; JIT
-// then follows the caller's settings (the README recommends jit = off).
-func (d *db) plannedRows(ctx context.Context, e Executor, sql, settings string, args []any, scan func(pgx.Rows) error) error {
+// caller's later statements, so settings are left out and sql instead
+// runs as an unnamed statement (pgx.QueryExecModeCacheDescribe), which
+// PostgreSQL plans with the actual parameters and current table sizes on
+// every execution; JIT then follows the caller's settings (the README
+// recommends jit = off). The prelude runs first, in the same transaction:
+// the caller's, or one begun here when the executor can begin one.
+func (d *db) plannedRows(ctx context.Context, e Executor, sql, settings string, args []any, scan func(pgx.Rows) error, prelude ...stmt) error {
 	c, status, ok := d.ownedConn(e)
 	if !ok {
-		rows, err := e.Query(ctx, sql, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
-		if err != nil {
-			return err
+		run := func(e Executor) error {
+			for _, s := range prelude {
+				if _, err := e.Exec(ctx, s.sql, s.args...); err != nil {
+					return err
+				}
+			}
+			rows, err := e.Query(ctx, sql, append([]any{pgx.QueryExecModeCacheDescribe}, args...)...)
+			if err != nil {
+				return err
+			}
+			return readRows(rows, scan)
 		}
-		return readRows(rows, scan)
+		if b, canBegin := e.(beginner); canBegin && len(prelude) > 0 && !d.bound {
+			return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return run(tx) })
+		}
+		return run(e)
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(settings)
+	if settings != "" {
+		b.Queue(settings)
+	}
+	for _, s := range prelude {
+		b.Queue(s.sql, s.args...)
+	}
 	b.Queue(sql, args...)
 	b.Queue("COMMIT")
 	br := c.SendBatch(ctx, b)
 	err := func() error {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-		if _, err := br.Exec(); err != nil {
-			return err
+		for range b.Len() - 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
 		rows, err := br.Query()
 		if err != nil {
@@ -117,8 +140,8 @@ func (d *db) plannedRows(ctx context.Context, e Executor, sql, settings string, 
 		err = cerr
 	}
 	if err != nil && status() != 'I' {
-		// A failed claim leaves its transaction open (aborted); roll it back
-		// so the connection can go back to the pool instead of being
+		// A failed statement leaves its transaction open (aborted); roll it
+		// back so the connection can go back to the pool instead of being
 		// destroyed. Nothing was committed.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		_, _ = c.Exec(rctx, "ROLLBACK")

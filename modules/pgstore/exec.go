@@ -131,13 +131,17 @@ func (d *db) tx(ctx context.Context, fn func(ctx context.Context, e Executor) er
 	if d.bound {
 		return fn(ctx, d.exec)
 	}
-	return d.run(ctx, func(ctx context.Context, e Executor) error {
-		b, ok := e.(beginner)
-		if !ok {
-			return fn(ctx, e)
-		}
-		return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return fn(ctx, tx) })
-	})
+	return d.run(ctx, func(ctx context.Context, e Executor) error { return inTx(ctx, e, fn) })
+}
+
+// inTx runs fn in a transaction begun on e, or on e itself when it cannot
+// begin one.
+func inTx(ctx context.Context, e Executor, fn func(ctx context.Context, e Executor) error) error {
+	b, ok := e.(beginner)
+	if !ok {
+		return fn(ctx, e)
+	}
+	return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return fn(ctx, tx) })
 }
 
 // unavailable reports whether err says the server could not be reached

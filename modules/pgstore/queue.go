@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,6 +25,7 @@ type PostgresWorkQueue struct {
 	settings Settings
 	q        queries
 	channel  string
+	parks    *parkTimes
 }
 
 var (
@@ -56,7 +58,7 @@ func NewWorkQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWor
 	}
 	return &PostgresWorkQueue{
 		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,
-		q: loadQueries(s.Tables), channel: s.Channel,
+		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]time.Time{}},
 	}, nil
 }
 
@@ -124,10 +126,33 @@ func (q *PostgresWorkQueue) Enqueue(ctx context.Context, items ...contract.Item)
 		}
 		due = append(due, later(it.NotBefore, now))
 	}
+	lockQueues, lockTenants := distinctTenants(queues, tenants)
+	share := stmt{q.q.get("turns_share"), []any{lockQueues, lockTenants}}
+	args := []any{queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel}
 	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		_, err := e.Exec(ctx, q.q.get("enqueue"), queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel)
-		return err
+		return q.db.plannedRows(ctx, e, q.q.get("enqueue"), "", args, func(pgx.Rows) error { return nil }, share)
 	}))
+}
+
+// distinctTenants returns each (queue, tenant) pair of the parallel
+// arrays once, in key order.
+func distinctTenants(queues, tenants []string) ([]string, []string) {
+	type pair struct{ queue, tenant string }
+	seen := make(map[pair]bool, len(queues))
+	var ps []pair
+	for i := range queues {
+		p := pair{queues[i], tenants[i]}
+		if !seen[p] {
+			seen[p] = true
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b pair) int { return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.tenant, b.tenant)) })
+	qs, ts := make([]string, len(ps)), make([]string, len(ps))
+	for i, p := range ps {
+		qs[i], ts[i] = p.queue, p.tenant
+	}
+	return qs, ts
 }
 
 func later(a, b time.Time) time.Time {
@@ -143,11 +168,21 @@ func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest
 	if err := contract.ValidateClaim(req); err != nil {
 		return nil, err
 	}
-	now := q.clock.Now()
+	name := contract.QueueName(req.Queue)
+	parkFirst := !q.db.bound && q.parks.due(name, q.clock.Now())
 	var leases []contract.Lease
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		if parkFirst {
+			// On the claim's own connection, before the claim. Best
+			// effort: a pass that fails parks nothing, which costs the
+			// claims until the next pass a probe per idle tenant and
+			// nothing else; Reap runs the same pass and reports its errors.
+			parkFirst = false
+			_ = inTx(ctx, e, q.parkOn(name))
+		}
+		now := q.clock.Now()
 		leases = leases[:0]
-		args := []any{contract.QueueName(req.Queue), now, req.Max, req.Worker, now.Add(req.LeaseFor)}
+		args := []any{name, now, req.Max, req.Worker, now.Add(req.LeaseFor)}
 		return q.db.plannedRows(ctx, e, q.q.get("claim"), q.q.get("claim_settings"), args, func(rows pgx.Rows) error {
 			l, err := scanLease(rows)
 			if err == nil {
@@ -298,6 +333,14 @@ func (q *PostgresWorkQueue) settle(ctx context.Context, e Executor, queue string
 			due[i] = f.decision.At
 		}
 	}
+	if slices.Contains(retry, true) {
+		// A retry makes an item due: the statement that does it must start
+		// with the tenants' turn locks held (turns_share.sql).
+		lockQueues, lockTenants := distinctTenants(slices.Repeat([]string{queue}, n), tenants)
+		if _, err := e.Exec(ctx, q.q.get("turns_share"), lockQueues, lockTenants); err != nil {
+			return 0, err
+		}
+	}
 	rows, err := e.Query(ctx, q.q.get("settle_failed"), queue, tenants, ids, tokens, retry, due, errs, now, q.channel)
 	if err != nil {
 		return 0, err
@@ -364,7 +407,65 @@ func (q *PostgresWorkQueue) Reap(ctx context.Context, queue string) (int, error)
 	if q.db.bound {
 		return total, nil
 	}
-	return total, queueErr(q.pruneTurns(ctx, name))
+	if err := q.pruneTurns(ctx, name); err != nil {
+		return total, queueErr(err)
+	}
+	return total, queueErr(q.park(ctx, name))
+}
+
+// parkEvery is how often a queue's claims run a park pass.
+const parkEvery = time.Second
+
+// parkTimes remembers when each queue last had a park pass.
+type parkTimes struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// due reports whether queue's next park pass is due at now, and if so
+// counts it as run: one caller runs it, the others go on claiming.
+func (p *parkTimes) due(queue string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if last, ok := p.last[queue]; ok && now.Sub(last) < parkEvery && !now.Before(last) {
+		return false
+	}
+	p.last[queue] = now
+	return true
+}
+
+// park parks up to reapChunk tenants of the queue that have nothing due,
+// so that claims pass over their turn rows until their earliest item is
+// due (queries/park.sql). Each is parked under the exclusive side of its
+// turn lock, in a statement that starts after the lock is taken; a tenant
+// with an enqueue, retry or requeue in flight is left for the next pass.
+func (q *PostgresWorkQueue) park(ctx context.Context, queue string) error {
+	return q.db.tx(ctx, q.parkOn(queue))
+}
+
+// parkOn returns the park pass of queue, to run in a transaction.
+func (q *PostgresWorkQueue) parkOn(queue string) func(ctx context.Context, e Executor) error {
+	return func(ctx context.Context, e Executor) error {
+		now := q.clock.Now()
+		rows, err := e.Query(ctx, q.q.get("park_candidates"), queue, now, reapChunk)
+		if err != nil {
+			return err
+		}
+		candidates, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(candidates) == 0 {
+			return err
+		}
+		rows, err = e.Query(ctx, q.q.get("turns_lock"), queue, candidates)
+		if err != nil {
+			return err
+		}
+		locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(locked) == 0 {
+			return err
+		}
+		_, err = e.Exec(ctx, q.q.get("park"), queue, locked, now)
+		return err
+	}
 }
 
 // pruneTurns deletes the turn rows of tenants that hold nothing in the
@@ -385,7 +486,7 @@ func (q *PostgresWorkQueue) pruneTurns(ctx context.Context, queue string) error 
 				return err
 			}
 			n = len(candidates)
-			rows, err = e.Query(ctx, q.q.get("prune_lock"), queue, candidates)
+			rows, err = e.Query(ctx, q.q.get("turns_lock"), queue, candidates)
 			if err != nil {
 				return err
 			}
@@ -454,9 +555,19 @@ func (q *PostgresWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFi
 		return 0, err
 	}
 	var moved int
-	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+	name := contract.QueueName(f.Queue)
+	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
+		moved = 0
+		rows, err := e.Query(ctx, q.q.get("requeue_lock"), name, f.Tenant, f.ID, f.ErrorContains)
+		if err != nil {
+			return err
+		}
+		locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(locked) == 0 {
+			return err
+		}
 		var woke int
-		return e.QueryRow(ctx, q.q.get("requeue"), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, q.clock.Now(), q.channel).Scan(&moved, &woke)
+		return e.QueryRow(ctx, q.q.get("requeue"), name, f.Tenant, f.ID, f.ErrorContains, q.clock.Now(), q.channel, locked).Scan(&moved, &woke)
 	})
 	return moved, queueErr(err)
 }

@@ -26,11 +26,13 @@
 WITH RECURSIVE
 -- pos orders the rotation (turn_pos is below 1024: a claim serves at most
 -- 1,000 tenants); tenants that share a pos are ordered by name. Read in
--- the order of the turns index, the rotation needs no sort.
+-- the order of the turns index, the rotation needs no sort. A parked
+-- tenant (wake_at after now: nothing of it is due before then, see the
+-- schema) keeps its place but is not probed.
 rotation AS (
     SELECT t.tenant, t.turn_batch * 1024 + t.turn_pos AS pos
     FROM {turns} t
-    WHERE t.queue = $1
+    WHERE t.queue = $1 AND t.wake_at <= $2
     ORDER BY t.turn_batch, t.turn_pos, t.tenant
 ),
 pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id) AS (

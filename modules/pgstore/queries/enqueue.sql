@@ -1,13 +1,13 @@
--- Enqueue a batch in one statement. $1..$7 are parallel arrays (queue,
--- tenant, id, payload, metadata as JSON text, not_before, due_at), $8 now,
--- $9 the notification channel.
+-- Enqueue a batch, in the statement after turns_share.sql. $1..$7 are
+-- parallel arrays (queue, tenant, id, payload, metadata as JSON text,
+-- not_before, due_at), $8 now, $9 the notification channel.
 --
 -- seq is drawn in the order given, so a tenant's items are served in that
 -- order; the rows are then inserted in key order, so two batches that
 -- share keys take their locks in the same order and cannot deadlock. An ID
--- already queued, leased or dead is left as it is. Every tenant gets its
--- turn row. The NOTIFY rides the same transaction: a bound enqueue wakes
--- claimers only when the caller commits.
+-- already queued, leased or dead is left as it is. The NOTIFY rides the
+-- same transaction: a bound enqueue wakes claimers only when the caller
+-- commits.
 WITH input AS (
     SELECT i.*, nextval('{work}_seq') AS seq
     FROM (
@@ -25,23 +25,38 @@ ins AS (
     ON CONFLICT (queue, tenant, id) DO NOTHING
     RETURNING queue
 ),
--- A shared advisory lock per tenant, taken before its turn row is looked
--- for: Reap prunes the turn rows of drained tenants under the exclusive
--- lock, so it never removes a row while an enqueue for that tenant is in
--- flight, and an enqueue waiting behind a prune inserts the row afresh.
--- Shared locks never wait for each other.
-locked AS MATERIALIZED (
-    SELECT i.queue, i.tenant
-    FROM (SELECT DISTINCT queue, tenant FROM input) i
-    CROSS JOIN LATERAL (
-        SELECT pg_advisory_xact_lock_shared(hashtext('{turns}'), hashtext(i.queue || chr(31) || i.tenant))
-    ) l
-),
+-- Every tenant gets its turn row. The transaction took the shared side of
+-- each tenant's turn lock in the statement before this one
+-- (turns_share.sql): Reap prunes the turn rows of drained tenants under
+-- the exclusive side, so it never removes a row while an enqueue for
+-- that tenant is in flight, and an enqueue that waited behind a prune
+-- inserts the row afresh.
 turns AS (
     INSERT INTO {turns} (queue, tenant)
-    SELECT queue, tenant FROM locked
+    SELECT DISTINCT queue, tenant FROM input
     ORDER BY queue, tenant
     ON CONFLICT (queue, tenant) DO NOTHING
+),
+-- A parked tenant wakes at its earliest new item. A claim parks only
+-- under the exclusive side of the lock, so the park this sees is the last
+-- one before commit. The rows are locked in key order first, so two
+-- enqueues that wake the same tenants cannot deadlock.
+due AS (
+    SELECT queue, tenant, min(due_at) AS due_at FROM input GROUP BY queue, tenant
+),
+wake_lock AS (
+    SELECT t.queue, t.tenant, d.due_at
+    FROM {turns} t
+    JOIN due d ON t.queue = d.queue AND t.tenant = d.tenant
+    WHERE t.wake_at > d.due_at
+    ORDER BY t.queue, t.tenant
+    FOR NO KEY UPDATE OF t
+),
+wake AS (
+    UPDATE {turns} t
+    SET wake_at = l.due_at
+    FROM wake_lock l
+    WHERE t.queue = l.queue AND t.tenant = l.tenant AND t.wake_at > l.due_at
 )
 SELECT pg_notify($9, q.queue)
 FROM (SELECT DISTINCT queue FROM ins) q

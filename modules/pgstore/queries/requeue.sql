@@ -1,14 +1,31 @@
 -- Move matching dead letters back to the queue, due now, attempts reset;
 -- last_error stays for the record. $1 queue, $2 tenant ('' any), $3 id
--- ('' any), $4 error substring ('' any), $5 now, $6 notification channel.
+-- ('' any), $4 error substring ('' any), $5 now, $6 notification channel,
+-- $7 the tenants requeue_lock.sql locked in the statement before: only
+-- their dead letters move (one that died since is left for the next
+-- requeue).
 WITH moved AS (
     UPDATE {work}
     SET state = 'queued', attempts = 0, dead_at = NULL, not_before = NULL,
         due_at = $5, enqueued_at = $5, seq = nextval('{work}_seq')
-    WHERE queue = $1 AND state = 'dead'
+    WHERE queue = $1 AND state = 'dead' AND tenant = ANY($7::text[])
       AND ($2::text = '' OR tenant = $2) AND ($3::text = '' OR id = $3)
       AND ($4::text = '' OR strpos(last_error, $4) > 0)
     RETURNING tenant
+),
+-- Their tenants wake now if parked (see enqueue.sql).
+wake_lock AS (
+    SELECT t.tenant
+    FROM {turns} t
+    WHERE t.queue = $1 AND t.tenant IN (SELECT tenant FROM moved) AND t.wake_at > $5
+    ORDER BY t.tenant
+    FOR NO KEY UPDATE
+),
+wake AS (
+    UPDATE {turns} t
+    SET wake_at = $5
+    FROM wake_lock l
+    WHERE t.queue = $1 AND t.tenant = l.tenant AND t.wake_at > $5
 ),
 turns AS (
     INSERT INTO {turns} (queue, tenant)

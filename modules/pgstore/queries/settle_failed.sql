@@ -2,7 +2,8 @@
 -- $1 queue, $2..$7 parallel arrays (tenant, id, token, retry, due_at,
 -- last_error), $8 now, $9 the notification channel. A retried item goes
 -- back to the queue at its due time with one more attempt; the others go
--- to the dead letter. Returns one row per settled item.
+-- to the dead letter. Returns one row per settled item. When any item is
+-- retried, the statement runs after turns_share.sql in its transaction.
 WITH settled AS (
     UPDATE {work} w
     SET state            = CASE WHEN f.retry THEN 'queued' ELSE 'dead' END,
@@ -18,7 +19,24 @@ WITH settled AS (
     FROM unnest($2::text[], $3::text[], $4::bigint[], $5::boolean[], $6::timestamptz[], $7::text[])
          AS f(tenant, id, token, retry, due_at, last_error)
     WHERE w.queue = $1 AND w.tenant = f.tenant AND w.id = f.id AND w.state = 'leased' AND w.token = f.token
-    RETURNING w.tenant, w.id, f.retry
+    RETURNING w.tenant, w.id, f.retry, w.due_at
+),
+-- A retried item wakes its tenant if it is parked; the transaction took
+-- the shared side of the tenant's turn lock before this statement (see
+-- enqueue.sql, which wakes the same way).
+wake_lock AS (
+    SELECT t.tenant, d.due_at
+    FROM {turns} t
+    JOIN (SELECT tenant, min(due_at) AS due_at FROM settled WHERE retry GROUP BY tenant) d ON t.tenant = d.tenant
+    WHERE t.queue = $1 AND t.wake_at > d.due_at
+    ORDER BY t.tenant
+    FOR NO KEY UPDATE OF t
+),
+wake AS (
+    UPDATE {turns} t
+    SET wake_at = l.due_at
+    FROM wake_lock l
+    WHERE t.queue = $1 AND t.tenant = l.tenant AND t.wake_at > l.due_at
 ),
 -- One wake for the queue when anything went back to it.
 notified AS (

@@ -92,6 +92,13 @@ CREATE INDEX IF NOT EXISTS {work}_dead ON {work} (queue, seq) WHERE state = 'dea
 -- given (turn_batch, turn_pos). A claim serves tenants from the front and
 -- sends them to the back. Claims lock work items, not these rows; the bump
 -- skips a row another claimer is bumping at that instant.
+--
+-- wake_at parks a tenant that has nothing due: claims pass over its row
+-- until then, so a tenant whose items are all delayed (or that holds
+-- none) costs a claim nothing. It is never later than the earliest due
+-- time of the tenant's queued items: a claim parks a tenant under the
+-- exclusive per-tenant lock, and everything that makes an item due lowers
+-- it under the shared one.
 CREATE SEQUENCE IF NOT EXISTS {turns}_seq;
 CREATE TABLE IF NOT EXISTS {turns} (
     queue       text        NOT NULL,
@@ -105,6 +112,7 @@ CREATE TABLE IF NOT EXISTS {turns} (
     recent_workers text[]        NOT NULL DEFAULT '{}',
     recent_at      timestamptz[] NOT NULL DEFAULT '{}',
     recent_keys    bigint[]      NOT NULL DEFAULT '{}',
+    wake_at        timestamptz   NOT NULL DEFAULT '-infinity',
     PRIMARY KEY (queue, tenant)
 ) WITH (fillfactor = 75, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0);
 CREATE INDEX IF NOT EXISTS {turns}_order ON {turns} (queue, turn_batch, turn_pos, tenant);

@@ -1,0 +1,311 @@
+//go:build integration
+
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// parkQueue is a queue of d on its pool with a fake clock and a policy
+// whose backoff is exact: 10 s before the second attempt, 20 s before
+// the third, which is the last.
+func parkQueue(t *testing.T, d *testDB) (*pgstore.PostgresWorkQueue, *contracttest.FakeClock) {
+	t.Helper()
+	clock := &contracttest.FakeClock{}
+	p := policy.Policy{MaxAttempts: 3, BaseDelay: 10 * time.Second, Jitter: policy.Fixed(1)}
+	q, err := pgstore.NewWorkQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, clock
+}
+
+// wakeAt reads tenant's wake_at in the default queue: forever for
+// 'infinity', the zero time for '-infinity' (never parked).
+func (d *testDB) wakeAt(t *testing.T, ctx context.Context, tenant string) (at time.Time, forever bool) {
+	t.Helper()
+	var finite *time.Time
+	err := d.pool.QueryRow(ctx, `SELECT wake_at = 'infinity', CASE WHEN isfinite(wake_at) THEN wake_at END
+		FROM adk_queue_turns WHERE queue = $1 AND tenant = $2`, contract.DefaultQueue, tenant).Scan(&forever, &finite)
+	if err != nil {
+		t.Fatalf("read wake_at of %s: %v", tenant, err)
+	}
+	if finite != nil {
+		at = *finite
+	}
+	return at, forever
+}
+
+// claimIDs claims up to 10 items and returns their tenant/id, sorted.
+func claimIDs(t *testing.T, ctx context.Context, q contract.WorkQueue) ([]string, []contract.Lease) {
+	t.Helper()
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
+	if err != nil && !errors.Is(err, contract.ErrEmpty) {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range ls {
+		ids = append(ids, l.Item.Tenant+"/"+l.Item.ID)
+	}
+	slices.Sort(ids)
+	return ids, ls
+}
+
+func complete(t *testing.T, ctx context.Context, q contract.WorkQueue, ls []contract.Lease) {
+	t.Helper()
+	if err := q.Complete(ctx, ls...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A tenant with nothing due is parked, and every way an item of it
+// becomes due wakes it: a new item, a retry, a reaped lease, a requeued
+// dead letter, and time reaching its earliest item. A parked tenant is
+// never looked at again by the park pass, so a path that forgot to wake
+// it would leave its item unclaimed for good.
+func TestParkedTenantWakesOnEveryPathToDue(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q, clock := parkQueue(t, d)
+	start := clock.Now()
+	hour := start.Add(time.Hour)
+	if err := q.Enqueue(ctx,
+		contract.Item{Tenant: "later", ID: "x", NotBefore: hour},
+		contract.Item{Tenant: "worked", ID: "a"},
+		contract.Item{Tenant: "dead", ID: "a"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	ids, ls := claimIDs(t, ctx, q)
+	if want := []string{"dead/a", "worked/a"}; !slices.Equal(ids, want) {
+		t.Fatalf("first claim: %v, want %v", ids, want)
+	}
+	var worked contract.Lease
+	for _, l := range ls {
+		if l.Item.Tenant == "dead" {
+			if _, err := q.Fail(ctx, l, policy.Permanent(errors.New("bad input"))); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			worked = l
+		}
+	}
+	if _, err := q.Reap(ctx, ""); err != nil { // runs a park pass
+		t.Fatal(err)
+	}
+	if at, _ := d.wakeAt(t, ctx, "later"); !at.Equal(hour) {
+		t.Fatalf("later parked until %v, want its item's due time %v", at, hour)
+	}
+	for _, tenant := range []string{"worked", "dead"} {
+		if _, forever := d.wakeAt(t, ctx, tenant); !forever {
+			t.Fatalf("%s, holding nothing queued, is not parked for good", tenant)
+		}
+	}
+
+	t.Run("enqueue", func(t *testing.T) {
+		if err := q.Enqueue(ctx, contract.Item{Tenant: "later", ID: "now"}); err != nil {
+			t.Fatal(err)
+		}
+		ids, ls := claimIDs(t, ctx, q)
+		if !slices.Equal(ids, []string{"later/now"}) {
+			t.Fatalf("claim after enqueueing a due item for a parked tenant: %v, want [later/now]", ids)
+		}
+		complete(t, ctx, q, ls)
+	})
+	t.Run("retry", func(t *testing.T) {
+		dec, err := q.Fail(ctx, worked, errors.New("try again"))
+		if err != nil || !dec.Retry {
+			t.Fatalf("Fail = %+v, %v; want a retry", dec, err)
+		}
+		if at, forever := d.wakeAt(t, ctx, "worked"); forever || at.After(dec.At) {
+			t.Fatalf("worked parked until %v (forever: %v) after a retry due at %v", at, forever, dec.At)
+		}
+		clock.Set(dec.At)
+		ids, ls := claimIDs(t, ctx, q)
+		if !slices.Equal(ids, []string{"worked/a"}) {
+			t.Fatalf("claim at the retry's due time: %v, want [worked/a]", ids)
+		}
+		worked = ls[0]
+	})
+	t.Run("reap", func(t *testing.T) {
+		if _, err := q.Reap(ctx, ""); err != nil { // parks worked again: its item is leased
+			t.Fatal(err)
+		}
+		if _, forever := d.wakeAt(t, ctx, "worked"); !forever {
+			t.Fatal("worked, its only item leased, is not parked for good")
+		}
+		clock.Set(worked.ExpiresAt)
+		if n, err := q.Reap(ctx, ""); err != nil || n != 1 {
+			t.Fatalf("Reap after the lease expired = %d, %v; want 1", n, err)
+		}
+		clock.Advance(20 * time.Second)
+		ids, ls := claimIDs(t, ctx, q)
+		if !slices.Equal(ids, []string{"worked/a"}) {
+			t.Fatalf("claim at the reaped item's retry time: %v, want [worked/a]", ids)
+		}
+		complete(t, ctx, q, ls)
+	})
+	t.Run("requeue", func(t *testing.T) {
+		n, err := q.Requeue(ctx, contract.DeadLetterFilter{Tenant: "dead"})
+		if err != nil || n != 1 {
+			t.Fatalf("Requeue = %d, %v; want 1", n, err)
+		}
+		ids, ls := claimIDs(t, ctx, q)
+		if !slices.Equal(ids, []string{"dead/a"}) {
+			t.Fatalf("claim after requeueing a parked tenant's dead letter: %v, want [dead/a]", ids)
+		}
+		complete(t, ctx, q, ls)
+	})
+	t.Run("time", func(t *testing.T) {
+		clock.Set(hour.Add(-time.Second))
+		if ids, _ := claimIDs(t, ctx, q); len(ids) != 0 {
+			t.Fatalf("claim a second before later/x is due: %v, want nothing", ids)
+		}
+		clock.Set(hour)
+		if ids, _ := claimIDs(t, ctx, q); !slices.Equal(ids, []string{"later/x"}) {
+			t.Fatalf("claim when later/x is due: %v, want [later/x]", ids)
+		}
+	})
+}
+
+// A park pass leaves alone a tenant whose enqueue is in flight: the
+// enqueue holds the shared side of the tenant's turn lock until it
+// commits, and the pass parks only what it can lock exclusively. Had it
+// parked the tenant on what it could see (an item due in an hour), the
+// item the enqueue commits next would wait that hour.
+func TestParkSkipsTenantWithEnqueueInFlight(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q, clock := parkQueue(t, d)
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: "later", NotBefore: clock.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := q.Bound(tx).Enqueue(ctx, contract.Item{Tenant: "t", ID: "now"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Reap(ctx, ""); err != nil { // the park pass
+		t.Fatal(err)
+	}
+	if at, forever := d.wakeAt(t, ctx, "t"); forever || !at.IsZero() {
+		t.Fatalf("t parked until %v (forever: %v) while its enqueue was in flight", at, forever)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := claimIDs(t, ctx, q); !slices.Equal(ids, []string{"t/now"}) {
+		t.Fatalf("claim after the enqueue committed: %v, want [t/now]", ids)
+	}
+	// Nothing in flight now: the pass parks t until its other item.
+	if _, err := q.Reap(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := d.wakeAt(t, ctx, "t"); !at.Equal(clock.Now().Add(time.Hour)) {
+		t.Fatalf("t parked until %v once idle, want an hour from now", at)
+	}
+}
+
+// An enqueue that waits behind a park of its tenant wakes the tenant the
+// park put to sleep. The park is done by hand here, stopped between its
+// lock and its update, which is the order the race needs: the enqueue
+// starts, waits for the lock, the park commits, the enqueue goes on. The
+// enqueue's statement that writes must begin after its lock is granted,
+// or its snapshot predates the park and it sees nothing to wake.
+func TestEnqueueBehindParkWakesTenant(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q, clock := parkQueue(t, d)
+	tenant := "t-" + d.schema // advisory locks are database-wide
+	later := clock.Now().Add(time.Hour)
+	if err := q.Enqueue(ctx, contract.Item{Tenant: tenant, ID: "later", NotBefore: later}); err != nil {
+		t.Fatal(err)
+	}
+	parker, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = parker.Rollback(ctx) }()
+	lockKey := `hashtext('adk_queue_turns'), hashtext($1 || chr(31) || $2)`
+	if _, err := parker.Exec(ctx, "SELECT pg_advisory_xact_lock("+lockKey+")", contract.DefaultQueue, tenant); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- q.Enqueue(ctx, contract.Item{Tenant: tenant, ID: "now"}) }()
+	waiting := false
+	for deadline := time.Now().Add(10 * time.Second); !waiting && time.Now().Before(deadline); {
+		err := d.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND objid::bigint = (hashtext($1 || chr(31) || $2)::bigint + 4294967296) % 4294967296)`, contract.DefaultQueue, tenant).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !waiting {
+			time.Sleep(5 * time.Millisecond) // polling the server for the waiter, not standing in for a clock
+		}
+	}
+	if !waiting {
+		t.Fatal("the enqueue never waited for the park's lock")
+	}
+	if _, err := parker.Exec(ctx, "UPDATE adk_queue_turns SET wake_at = $3 WHERE queue = $1 AND tenant = $2", contract.DefaultQueue, tenant, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := parker.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := claimIDs(t, ctx, q); !slices.Equal(ids, []string{tenant + "/now"}) {
+		t.Fatalf("claim after the enqueue that waited behind the park: %v, want [%s/now]", ids, tenant)
+	}
+}
+
+// Parked tenants cost a claim nothing: with one busy tenant beside 49
+// whose items are due in an hour, the claim's first round probes one
+// tenant, not fifty. auto_explain with ANALYZE counts the probes: the
+// loops of the first round's locking scan.
+func TestParkedTenantsAreNotProbed(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	conn, q := newExplainedQueue(t, ctx, d, nil)
+	later := time.Now().Add(time.Hour)
+	var items []contract.Item
+	for i := range 49 {
+		items = append(items, contract.Item{Tenant: fmt.Sprintf("idle-%02d", i), ID: "later", NotBefore: later})
+	}
+	for i := range 20 {
+		items = append(items, contract.Item{Tenant: "busy", ID: fmt.Sprintf("%04d", i)})
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	conn.explain(t, ctx, true)
+	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 5}); err != nil {
+		t.Fatal(err)
+	}
+	plan := conn.plan(t, "WITH RECURSIVE")
+	round1, _, _ := strings.Cut(plan, "WorkTable Scan on pick p")
+	m := regexp.MustCompile(`LockRows [^\n]*\(actual [^)]*rows=(\d+) loops=(\d+)\)`).FindStringSubmatch(round1)
+	if m == nil {
+		t.Fatalf("no analyzed locking scan in the claim's first round:\n%s", plan)
+	}
+	if loops, _ := strconv.Atoi(m[2]); loops != 1 {
+		t.Errorf("the first round probed %d tenants for one busy tenant beside 49 parked ones; want 1:\n%s", loops, plan)
+	}
+}
