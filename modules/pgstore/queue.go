@@ -446,6 +446,14 @@ func (q *PostgresWorkQueue) park(ctx context.Context, queue string) error {
 // parkOn returns the park pass of queue, to run in a transaction.
 func (q *PostgresWorkQueue) parkOn(queue string) func(ctx context.Context, e Executor) error {
 	return func(ctx context.Context, e Executor) error {
+		// The claim's planner settings, local to this transaction: both
+		// statements find a tenant's earliest item in adk_work_ready,
+		// which on a table without statistics yet the planner would
+		// rather reach through the primary key, reading every item of the
+		// tenant (13 ms for 20,000 items).
+		if _, err := e.Exec(ctx, q.q.get("claim_settings")); err != nil {
+			return err
+		}
 		now := q.clock.Now()
 		rows, err := e.Query(ctx, q.q.get("park_candidates"), queue, now, reapChunk)
 		if err != nil {
