@@ -21,6 +21,10 @@ type instance struct {
 	q     contract.WorkQueue
 	waker contract.Waker // nil when the backing offers no wake-up
 	close func(ctx context.Context) error
+	// settle, when set, brings the store to its steady state after a
+	// load (the depth scenario measures claims there, not the server's
+	// catching up with a million fresh rows).
+	settle func(ctx context.Context) error
 }
 
 // ourBacking drives a contract.WorkQueue with the harness's worker pool.

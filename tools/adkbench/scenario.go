@@ -318,10 +318,11 @@ func (h *harness) wake(ctx context.Context, b backing, conc int) {
 // again with cfg.depth queued. Only for our backings: the peers expose no
 // claim call to time.
 func (h *harness) depth(ctx context.Context, b *ourBacking) {
-	// Each side is sampled in rounds a second apart and reports its
-	// quietest round's median: a round that met a burst of other work (an
-	// autovacuum of the freshly loaded table, say) does not decide the
-	// ratio, and both sides get the same treatment.
+	// Each side is sampled after its load has settled (PostgreSQL: a
+	// VACUUM ANALYZE of the work table, waited for), in rounds a second
+	// apart, and reports its quietest round's median: a round that met a
+	// burst of other work (Redis rehashing a grown set, say) does not
+	// decide the ratio, and both sides get the same treatment.
 	const shallow, rounds, perRound = 1000, 5, 60
 	const samples = rounds * perRound
 	deep := max(h.cfg.depth, shallow+samples)
@@ -341,7 +342,16 @@ func (h *harness) depth(ctx context.Context, b *ourBacking) {
 			}
 			return jobs
 		}
-		if err := load(ctx, b, mk(0, shallow), rec, false); err != nil {
+		settled := func(jobs []job) error {
+			if err := load(ctx, b, jobs, rec, false); err != nil {
+				return err
+			}
+			if b.inst.settle != nil {
+				return b.inst.settle(ctx)
+			}
+			return nil
+		}
+		if err := settled(mk(0, shallow)); err != nil {
 			return err
 		}
 		sample := func() (time.Duration, error) {
@@ -379,7 +389,7 @@ func (h *harness) depth(ctx context.Context, b *ourBacking) {
 			return err
 		}
 		// Top up to the deep figure (shallow-samples are still queued).
-		if err := load(ctx, b, mk(shallow, deep+samples), rec, false); err != nil {
+		if err := settled(mk(shallow, deep+samples)); err != nil {
 			return err
 		}
 		if p50s[1], err = sample(); err != nil {
