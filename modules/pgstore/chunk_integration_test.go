@@ -3,10 +3,9 @@
 package pgstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,21 +115,8 @@ func TestSingleTenantChunkConcurrent(t *testing.T) {
 // auto_explain with ANALYZE shows it: the locking scan of the walk's
 // recursive term runs once for the whole batch (it ran 49 times before).
 func TestChunkPathWithIdleTenants(t *testing.T) {
-	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
-	conn, q := newExplainedQueue(t, ctx, d, nil)
-	later := time.Now().Add(time.Hour)
-	var items []contract.Item
-	for i := range 49 {
-		items = append(items, contract.Item{Tenant: fmt.Sprintf("idle-%02d", i), ID: "later", NotBefore: later})
-	}
-	for i := range 200 {
-		items = append(items, contract.Item{Tenant: "busy", ID: fmt.Sprintf("%04d", i)})
-	}
-	if err := q.Enqueue(ctx, items...); err != nil {
-		t.Fatal(err)
-	}
-	conn.explain(t, ctx, true)
+	conn, q := newIdleBesideBusy(t, ctx, 200)
 	for round := range 3 {
 		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 50})
 		if err != nil {
@@ -146,12 +132,29 @@ func TestChunkPathWithIdleTenants(t *testing.T) {
 		}
 		plan := conn.plan(t, "WITH RECURSIVE")
 		_, walk, _ := strings.Cut(plan, "WorkTable Scan on pick p")
-		m := regexp.MustCompile(`LockRows [^\n]*\(actual [^)]*rows=(\d+) loops=(\d+)\)`).FindStringSubmatch(walk)
-		if m == nil {
-			t.Fatalf("no analyzed locking scan in the walk's recursive term:\n%s", plan)
-		}
-		if loops, _ := strconv.Atoi(m[2]); loops > 1 {
-			t.Errorf("claim %d ran the walk's locking scan %d times (%s rows each) for one busy tenant beside 49 idle ones; want once (the chunk path):\n%s", round, loops, m[1], plan)
+		if rows, loops := lockScan(t, walk, plan); loops > 1 {
+			t.Errorf("claim %d ran the walk's locking scan %d times (%d rows each) for one busy tenant beside 49 idle ones; want once (the chunk path):\n%s", round, loops, rows, plan)
 		}
 	}
+}
+
+// newIdleBesideBusy is an explained queue (see newExplainedQueue) holding
+// busy items of tenant "busy", 0000 on, beside 49 tenants whose one item
+// is due in an hour; auto_explain with ANALYZE is on from here.
+func newIdleBesideBusy(t *testing.T, ctx context.Context, busy int) (*explainedConn, *pgstore.PostgresWorkQueue) {
+	t.Helper()
+	conn, q := newExplainedQueue(t, ctx, newTestDB(t), nil)
+	later := time.Now().Add(time.Hour)
+	var items []contract.Item
+	for i := range 49 {
+		items = append(items, contract.Item{Tenant: fmt.Sprintf("idle-%02d", i), ID: "later", NotBefore: later})
+	}
+	for i := range busy {
+		items = append(items, contract.Item{Tenant: "busy", ID: fmt.Sprintf("%04d", i)})
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	conn.explain(t, ctx, true)
+	return conn, q
 }

@@ -5,10 +5,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -281,31 +278,14 @@ func TestEnqueueBehindParkWakesTenant(t *testing.T) {
 // tenant, not fifty. auto_explain with ANALYZE counts the probes: the
 // loops of the first round's locking scan.
 func TestParkedTenantsAreNotProbed(t *testing.T) {
-	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
-	conn, q := newExplainedQueue(t, ctx, d, nil)
-	later := time.Now().Add(time.Hour)
-	var items []contract.Item
-	for i := range 49 {
-		items = append(items, contract.Item{Tenant: fmt.Sprintf("idle-%02d", i), ID: "later", NotBefore: later})
-	}
-	for i := range 20 {
-		items = append(items, contract.Item{Tenant: "busy", ID: fmt.Sprintf("%04d", i)})
-	}
-	if err := q.Enqueue(ctx, items...); err != nil {
-		t.Fatal(err)
-	}
-	conn.explain(t, ctx, true)
+	conn, q := newIdleBesideBusy(t, ctx, 20)
 	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 5}); err != nil {
 		t.Fatal(err)
 	}
 	plan := conn.plan(t, "WITH RECURSIVE")
 	round1, _, _ := strings.Cut(plan, "WorkTable Scan on pick p")
-	m := regexp.MustCompile(`LockRows [^\n]*\(actual [^)]*rows=(\d+) loops=(\d+)\)`).FindStringSubmatch(round1)
-	if m == nil {
-		t.Fatalf("no analyzed locking scan in the claim's first round:\n%s", plan)
-	}
-	if loops, _ := strconv.Atoi(m[2]); loops != 1 {
+	if _, loops := lockScan(t, round1, plan); loops != 1 {
 		t.Errorf("the first round probed %d tenants for one busy tenant beside 49 parked ones; want 1:\n%s", loops, plan)
 	}
 }

@@ -5,6 +5,8 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +98,19 @@ func (e *explainedConn) plan(t *testing.T, marker string) string {
 		t.Fatalf("auto_explain logged no plan with %q", marker)
 	}
 	return plan
+}
+
+// lockScan returns the rows and loops of the first analyzed LockRows node
+// in part, a piece of plan; the test fails when there is none.
+func lockScan(t *testing.T, part, plan string) (rows, loops int) {
+	t.Helper()
+	m := regexp.MustCompile(`LockRows [^\n]*\(actual [^)]*rows=(\d+) loops=(\d+)\)`).FindStringSubmatch(part)
+	if m == nil {
+		t.Fatalf("no analyzed locking scan where one was expected:\n%s", plan)
+	}
+	rows, _ = strconv.Atoi(m[1])
+	loops, _ = strconv.Atoi(m[2])
+	return rows, loops
 }
 
 // A plan cached while the queue was small must not scan the whole queue

@@ -455,25 +455,37 @@ func (q *PostgresWorkQueue) parkOn(queue string) func(ctx context.Context, e Exe
 			return err
 		}
 		now := q.clock.Now()
-		rows, err := e.Query(ctx, q.q.get("park_candidates"), queue, now, reapChunk)
-		if err != nil {
-			return err
-		}
-		candidates, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil || len(candidates) == 0 {
-			return err
-		}
-		rows, err = e.Query(ctx, q.q.get("turns_lock"), queue, candidates)
-		if err != nil {
-			return err
-		}
-		locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil || len(locked) == 0 {
-			return err
-		}
-		_, err = e.Exec(ctx, q.q.get("park"), queue, locked, now)
+		_, err := q.underTurnLocks(ctx, e, queue, stmt{q.q.get("park_candidates"), []any{queue, now, reapChunk}},
+			func(locked []string) stmt { return stmt{q.q.get("park"), []any{queue, locked, now}} })
 		return err
 	}
+}
+
+// underTurnLocks runs candidates (whose rows are tenants of queue), takes
+// the exclusive side of each tenant's turn lock without waiting
+// (queries/turns_lock.sql), and runs the statement act makes for the
+// tenants it locked, which therefore starts after the locks. It returns
+// how many candidates there were.
+func (q *PostgresWorkQueue) underTurnLocks(ctx context.Context, e Executor, queue string, candidates stmt, act func(locked []string) stmt) (int, error) {
+	rows, err := e.Query(ctx, candidates.sql, candidates.args...)
+	if err != nil {
+		return 0, err
+	}
+	tenants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(tenants) == 0 {
+		return 0, err
+	}
+	rows, err = e.Query(ctx, q.q.get("turns_lock"), queue, tenants)
+	if err != nil {
+		return len(tenants), err
+	}
+	locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(locked) == 0 {
+		return len(tenants), err
+	}
+	s := act(locked)
+	_, err = e.Exec(ctx, s.sql, s.args...)
+	return len(tenants), err
 }
 
 // pruneTurns deletes the turn rows of tenants that hold nothing in the
@@ -483,26 +495,11 @@ func (q *PostgresWorkQueue) parkOn(queue string) func(ctx context.Context, e Exe
 func (q *PostgresWorkQueue) pruneTurns(ctx context.Context, queue string) error {
 	cutoff := q.clock.Now().Add(-q.settings.TurnRetention)
 	for {
-		n := 0
+		var n int
 		err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
-			rows, err := e.Query(ctx, q.q.get("prune_candidates"), queue, cutoff, reapChunk)
-			if err != nil {
-				return err
-			}
-			candidates, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil || len(candidates) == 0 {
-				return err
-			}
-			n = len(candidates)
-			rows, err = e.Query(ctx, q.q.get("turns_lock"), queue, candidates)
-			if err != nil {
-				return err
-			}
-			locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil || len(locked) == 0 {
-				return err
-			}
-			_, err = e.Exec(ctx, q.q.get("prune_delete"), queue, locked)
+			var err error
+			n, err = q.underTurnLocks(ctx, e, queue, stmt{q.q.get("prune_candidates"), []any{queue, cutoff, reapChunk}},
+				func(locked []string) stmt { return stmt{q.q.get("prune_delete"), []any{queue, locked}} })
 			return err
 		})
 		if err != nil || n < reapChunk {
