@@ -17,7 +17,11 @@ import (
 
 // Executor runs SQL. *pgxpool.Pool, *pgxpool.Conn, *pgx.Conn and pgx.Tx
 // all satisfy it, as does any wrapper with the same three methods (a
-// tracing decorator, say).
+// tracing decorator, say). Give a wrapper Begin(ctx) (pgx.Tx, error) as
+// well: the statements that must share a transaction (an enqueue's
+// per-tenant lock and its insert, a Fail's lease lock and its settle, a
+// park pass) run in one begun on the executor, and without Begin they
+// run one by one, each in its own.
 type Executor interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
