@@ -185,6 +185,7 @@ func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) 
 	defer poll.Stop()
 	more := true // work may be waiting
 	for ctx.Err() == nil {
+		l.countFinished()
 		if more && l.inflight < l.cfg.Concurrency {
 			n := min(l.cfg.BatchSize, l.cfg.Concurrency-l.inflight)
 			leases, err := l.claim(ctx, n)
@@ -214,6 +215,20 @@ func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) 
 			more = true
 		case <-poll.C:
 			more = true
+		}
+	}
+}
+
+// countFinished counts the handlers that have returned since the last
+// look, without waiting, so that a claim asks for every free slot rather
+// than for the one whose handler happened to be noticed first.
+func (l *loop) countFinished() {
+	for {
+		select {
+		case <-l.finished:
+			l.inflight--
+		default:
+			return
 		}
 	}
 }

@@ -1,0 +1,47 @@
+package runner
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// maxRecorder is a queue whose Claim records what it was asked for,
+// stops the run and finds nothing.
+type maxRecorder struct {
+	contract.WorkQueue
+	stop context.CancelFunc
+	asks []int
+}
+
+func (m *maxRecorder) Claim(_ context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	m.asks = append(m.asks, req.Max)
+	m.stop()
+	return nil, contract.ErrEmpty
+}
+
+// When several handlers have returned by the time the loop looks, the next
+// claim asks for every slot they freed, not for the one slot of the first
+// handler it happened to notice (with no-op handlers on Redis that made
+// every claim a claim of one: 7.4k items/s against 28–31k with the slots
+// counted first, 4.8 items per claim, concurrency 10).
+func TestClaimAsksForEveryFreedSlot(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	q := &maxRecorder{stop: stop}
+	r, err := New(q, func(context.Context, contract.Lease) error { return nil }, Config{Concurrency: 10, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &loop{r: r, cfg: r.cfg, log: r.cfg.Logger, finished: make(chan struct{}, 10), inflight: 10}
+	for range 7 { // seven of ten handlers have returned
+		l.finished <- struct{}{}
+	}
+	l.claimLoop(ctx, ctx, nil)
+	if !slices.Equal(q.asks, []int{7}) {
+		t.Fatalf("claims asked for %v items with 7 of 10 slots free; want one claim of 7", q.asks)
+	}
+}
