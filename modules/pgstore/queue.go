@@ -172,11 +172,13 @@ func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest
 	parkFirst := !q.db.bound && q.parks.due(name, q.clock.Now())
 	var leases []contract.Lease
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		if parkFirst {
-			// On the claim's own connection, before the claim. Best
-			// effort: a pass that fails parks nothing, which costs the
-			// claims until the next pass a probe per idle tenant and
-			// nothing else; Reap runs the same pass and reports its errors.
+		if _, _, owned := q.db.ownedConn(e); parkFirst && owned {
+			// On the claim's own connection, before the claim, and never
+			// inside a transaction of the caller's (its locks would be
+			// held until the caller commits). Best effort: a pass that
+			// fails parks nothing, which costs the claims until the next
+			// pass a probe per idle tenant and nothing else; Reap runs
+			// the same pass and reports its errors.
 			parkFirst = false
 			_ = inTx(ctx, e, q.parkOn(name))
 		}
