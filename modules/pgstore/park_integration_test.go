@@ -289,3 +289,47 @@ func TestParkedTenantsAreNotProbed(t *testing.T) {
 		t.Errorf("the first round probed %d tenants for one busy tenant beside 49 parked ones; want 1:\n%s", loops, plan)
 	}
 }
+
+// A queue whose executor is the caller's transaction does not park from
+// its claims: the pass's exclusive turn locks would be held until the
+// caller commits, stalling every enqueue of those tenants elsewhere.
+func TestClaimInCallersTransactionDoesNotPark(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q, clock := parkQueue(t, d)
+	if err := q.Enqueue(ctx,
+		contract.Item{Tenant: "idle", ID: "later", NotBefore: clock.Now().Add(time.Hour)},
+		contract.Item{Tenant: "busy", ID: "now"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	inTx, err := pgstore.NewWorkQueue(tx, clock, d.settings(pgstore.Settings{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := claimIDs(t, ctx, inTx); !slices.Equal(ids, []string{"busy/now"}) {
+		t.Fatalf("claim in the caller's transaction: %v, want [busy/now]", ids)
+	}
+	var pid int
+	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	var held int
+	if err := d.pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = $1", pid).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	if held != 0 {
+		t.Errorf("the caller's transaction holds %d advisory locks after a claim", held)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if at, forever := d.wakeAt(t, ctx, "idle"); forever || !at.IsZero() {
+		t.Errorf("idle parked until %v (forever: %v) by a claim in the caller's transaction", at, forever)
+	}
+}
