@@ -180,7 +180,11 @@ func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest
 			// pass a probe per idle tenant and nothing else; Reap runs
 			// the same pass and reports its errors.
 			parkFirst = false
-			_ = inTx(ctx, e, q.parkOn(name))
+			if err := inTx(ctx, e, q.parkOn(name)); err != nil && connClosed(e) {
+				// The pass lost the connection; nothing of the claim was
+				// sent, so it goes out again on another one.
+				return &notSent{err}
+			}
 		}
 		now := q.clock.Now()
 		leases = leases[:0]
