@@ -172,7 +172,7 @@ func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest
 	parkFirst := !q.db.bound && q.parks.due(name, q.clock.Now())
 	var leases []contract.Lease
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		if _, _, owned := q.db.ownedConn(e); parkFirst && owned {
+		if parkFirst && q.ownsConn(e) {
 			// On the claim's own connection, before the claim, and never
 			// inside a transaction of the caller's (its locks would be
 			// held until the caller commits). Best effort: a pass that
@@ -417,6 +417,12 @@ func (q *PostgresWorkQueue) Reap(ctx context.Context, queue string) (int, error)
 		return total, queueErr(err)
 	}
 	return total, queueErr(q.park(ctx, name))
+}
+
+// ownsConn reports whether e is an idle connection of the queue's own.
+func (q *PostgresWorkQueue) ownsConn(e Executor) bool {
+	_, _, ok := q.db.ownedConn(e)
+	return ok
 }
 
 // parkEvery is how often a queue's claims run a park pass.
