@@ -45,3 +45,22 @@ func TestClaimAsksForEveryFreedSlot(t *testing.T) {
 		t.Fatalf("claims asked for %v items with 7 of 10 slots free; want one claim of 7", q.asks)
 	}
 }
+
+// The wait before a claim retry doubles from firstClaimRetry with each
+// failure in a row, stays within the upper half of that step, and never
+// passes the poll interval.
+func TestClaimBackoffDoublesUpToThePoll(t *testing.T) {
+	limit := time.Second
+	for failures := range 64 {
+		step := limit
+		if failures < 7 { // 10ms << 7 > 1s
+			step = firstClaimRetry << failures
+		}
+		for range 50 {
+			d := claimBackoff(failures, limit)
+			if d < step/2 || d > step {
+				t.Fatalf("claimBackoff(%d, %v) = %v, want within [%v, %v]", failures, limit, d, step/2, step)
+			}
+		}
+	}
+}

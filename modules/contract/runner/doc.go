@@ -16,7 +16,10 @@
 //     there are free slots, in batches of at most BatchSize.
 //   - Claims as soon as the queue signals work when it is a
 //     [contract.Waker], and every PollInterval regardless, because a wake
-//     is a hint that can be lost.
+//     is a hint that can be lost. A claim that fails with a retryable
+//     error (a dropped connection, a busy pool) is tried again after a
+//     short backoff: 10 ms, doubling with each failure in a row, never
+//     longer than PollInterval.
 //   - Heartbeats every running item's lease (by default every third of
 //     the lease). A heartbeat that finds the lease lost cancels that
 //     handler's context with the [*contract.LeaseLostError] as its cause,

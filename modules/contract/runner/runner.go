@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,9 @@ func (r *Runner) Config() Config { return r.cfg }
 // While running it keeps up to Concurrency handlers busy: it claims as
 // many items as there are free slots (at most BatchSize per claim), as
 // soon as the queue wakes it (when the queue is a contract.Waker) and every
-// PollInterval regardless. Each running item's lease is heartbeated every
+// PollInterval regardless; after a claim that failed with a retryable
+// error, again within milliseconds (backing off, at most PollInterval).
+// Each running item's lease is heartbeated every
 // HeartbeatEvery. Handlers that return nil are completed in batches;
 // handlers that return an error or panic are failed with it.
 //
@@ -183,10 +186,19 @@ func (l *loop) report(err error, msg string, args ...any) {
 func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) {
 	poll := time.NewTicker(l.cfg.PollInterval)
 	defer poll.Stop()
-	more := true // work may be waiting
+	// retry fires after a claim failed with a retryable error: a dropped
+	// connection or a busy pool should cost milliseconds, not a poll.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var retryC <-chan time.Time
+	failures := 0 // claims failed in a row with a retryable error
+	more := true  // work may be waiting
 	for ctx.Err() == nil {
 		l.countFinished()
 		if more && l.inflight < l.cfg.Concurrency {
+			retry.Stop()
+			retryC = nil
 			n := min(l.cfg.BatchSize, l.cfg.Concurrency-l.inflight)
 			leases, err := l.claim(ctx, n)
 			// Leases that come with an error (a claim-check wrapper
@@ -196,12 +208,17 @@ func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) 
 			}
 			switch {
 			case err == nil:
-				more = len(leases) == n
+				more, failures = len(leases) == n, 0
 			case errors.Is(err, contract.ErrEmpty), ctx.Err() != nil:
-				more = false
+				more, failures = false, 0
 			default:
-				more = false // retry on the next poll or wake
+				more = false
 				l.report(err, "claim returned an error", "claimed", len(leases))
+				if contract.Retryable(err) {
+					retry.Reset(claimBackoff(failures, l.cfg.PollInterval))
+					retryC = retry.C
+					failures++
+				} // otherwise the next poll or wake tries again
 			}
 			if more && l.inflight < l.cfg.Concurrency {
 				continue
@@ -215,8 +232,27 @@ func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) 
 			more = true
 		case <-poll.C:
 			more = true
+		case <-retryC:
+			retryC = nil
+			more = true
 		}
 	}
+}
+
+// Claim retries after a retryable error start at firstClaimRetry and
+// double with each failure in a row, up to the poll interval.
+const firstClaimRetry = 10 * time.Millisecond
+
+// claimBackoff is how long to wait before retrying a claim after failures
+// earlier failures in a row: firstClaimRetry doubled that many times,
+// capped at limit, then drawn from its upper half so that workers cut off
+// together do not come back in step.
+func claimBackoff(failures int, limit time.Duration) time.Duration {
+	d := limit
+	if failures < 30 {
+		d = min(firstClaimRetry<<failures, limit)
+	}
+	return d/2 + rand.N(d/2+1)
 }
 
 // countFinished counts the handlers that have returned since the last

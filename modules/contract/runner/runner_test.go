@@ -712,8 +712,7 @@ func (f *flaky) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 	return f.WorkQueue.Claim(ctx, req)
 }
 
-// Claim errors are reported and retried on the next poll; the runner
-// keeps going.
+// Claim errors are reported and retried; the runner keeps going.
 func TestClaimErrorsAreReportedAndRetried(t *testing.T) {
 	clock := newClock()
 	store := newStore(clock)
@@ -737,6 +736,32 @@ func TestClaimErrorsAreReportedAndRetried(t *testing.T) {
 	waitFor(t, "the item after the claim errors", func() bool { return queueEmpty(t, store) })
 	if reported.Load() != 3 {
 		t.Fatalf("%d claim errors reported, want 3", reported.Load())
+	}
+}
+
+// A claim that failed with a retryable error is tried again within
+// milliseconds, not at the next poll: with no waker and an hour between
+// polls, the item is still done.
+func TestRetryableClaimErrorIsRetriedBeforeThePoll(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	q := &flaky{WorkQueue: store} // no Subscribe: nothing wakes the runner
+	q.failures.Store(4)
+	if err := store.Enqueue(context.Background(), item("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig(clock)
+	cfg.PollInterval = time.Hour
+	var reported atomic.Int64
+	cfg.OnError = func(error) { reported.Add(1) }
+	r, err := runner.New(q, func(context.Context, contract.Lease) error { return nil }, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, r)
+	waitFor(t, "the item after four failed claims", func() bool { return queueEmpty(t, store) })
+	if reported.Load() != 4 {
+		t.Fatalf("%d claim errors reported, want 4", reported.Load())
 	}
 }
 
