@@ -399,6 +399,12 @@ func TestFaultListenerTerminated(t *testing.T) {
 // A TCP proxy between the workers and the server cuts every connection
 // every 250 ms. Calls fail, retry, or come back with their reply lost;
 // the fencing and the idempotent retries keep every item done once.
+//
+// A cut waits until the workers have acknowledged as many items since the
+// last one as they have slots: where reconnecting and re-preparing take
+// most of a 250 ms window (a loaded machine), cuts that came on the clock
+// alone could sever every attempt before it finishes, and the test would
+// measure the machine instead of what the cuts break.
 func TestFaultNetworkCuts(t *testing.T) {
 	for _, b := range backings {
 		t.Run(b, func(t *testing.T) {
@@ -432,11 +438,22 @@ func TestFaultNetworkCuts(t *testing.T) {
 			out := runLoad(t, load{target: via, direct: direct, workers: workers,
 				inject: func(t *testing.T, ctx context.Context, e *env) []string {
 					f := e.fleet
-					px.CutEvery(250 * time.Millisecond)
+					slots := 0
+					for _, w := range workers {
+						slots += w.Concurrency
+					}
+					last := f.Acked()
+					px.CutEvery(250*time.Millisecond, func() bool {
+						if n := f.Acked(); n-last >= slots {
+							last = n
+							return true
+						}
+						return false
+					})
 					waitProgress(ctx, f, K*9/10)
 					px.StopCutting()
 					cuts, severed, accepted := px.Stats()
-					return []string{fmt.Sprintf("%d cuts every 250ms severing %d connections (%d accepted)", cuts, severed, accepted)}
+					return []string{fmt.Sprintf("%d cuts (every 250ms at the most, each after %d more items acknowledged) severing %d connections (%d accepted)", cuts, slots, severed, accepted)}
 				}})
 			cuts, severed, _ := px.Stats()
 			if cuts < 5 || severed == 0 {

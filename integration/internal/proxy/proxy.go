@@ -134,8 +134,9 @@ func (p *Proxy) Mute() { p.muted.Store(true) }
 // Unmute lets replies through again.
 func (p *Proxy) Unmute() { p.muted.Store(false) }
 
-// CutEvery cuts every connection each interval until StopCutting or Close.
-func (p *Proxy) CutEvery(interval time.Duration) {
+// CutEvery cuts every connection each interval until StopCutting or Close,
+// skipping the ticks at which ready, when not nil, reports false.
+func (p *Proxy) CutEvery(interval time.Duration, ready func() bool) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -146,7 +147,9 @@ func (p *Proxy) CutEvery(interval time.Duration) {
 			case <-p.stop:
 				return
 			case <-t.C:
-				p.Cut()
+				if ready == nil || ready() {
+					p.Cut()
+				}
 			}
 		}
 	}()
