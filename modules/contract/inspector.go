@@ -27,8 +27,10 @@ type Turn struct {
 }
 
 // Rotation is a queue's turn order: Order lists the tenants with queued
-// work, next to be served first; Recent lists the last turns given, most
-// recent last.
+// work, next to be served first — those with an item due now in the order
+// claims will serve them, then those whose items are all delayed, in the
+// order their first items fall due; Recent lists the last turns given,
+// most recent last.
 type Rotation struct {
 	Order  []string `json:"order"`
 	Recent []Turn   `json:"recent"`

@@ -85,7 +85,7 @@ func (q *PostgresWorkQueue) Rotation(ctx context.Context, queue string, n int) (
 	}
 	out := contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		rows, err := e.Query(ctx, q.q.get("inspect_order"), name)
+		rows, err := e.Query(ctx, q.q.get("inspect_order"), name, q.clock.Now())
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -167,7 +168,7 @@ func (q *RedisWorkQueue) Rotation(ctx context.Context, queue string, n int) (con
 		out = contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
 		pipe := q.client.Pipeline()
 		rot := pipe.ZRangeWithScores(ctx, p+"rot", 0, -1)
-		wait := pipe.ZRange(ctx, p+"wait", 0, -1)
+		wait := pipe.ZRangeWithScores(ctx, p+"wait", 0, -1)
 		var logCmd *redis.StringSliceCmd
 		if keep := min(n, q.settings.RecentTurns); keep > 0 {
 			// The claim trims the log in steps, so it may hold a few more.
@@ -176,36 +177,45 @@ func (q *RedisWorkQueue) Rotation(ctx context.Context, queue string, n int) (con
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
 		}
+		// A waiting tenant whose first item is due by now is one the next
+		// claim moves back to its turn; the others come last, in the order
+		// their first items fall due.
 		type placed struct {
 			tenant string
-			stamp  float64
+			at     float64 // turn stamp, or first due time when delayed
 		}
-		var all []placed
+		var due, later []placed
 		for _, z := range rot.Val() {
 			t, _ := z.Member.(string)
-			all = append(all, placed{t, z.Score})
+			due = append(due, placed{t, z.Score})
 		}
-		if w := wait.Val(); len(w) > 0 {
-			stamps, err := q.client.HMGet(ctx, p+"turns", w...).Result()
+		now, _ := strconv.ParseFloat(micros(q.clock.Now()), 64)
+		var woken []string
+		for _, z := range wait.Val() {
+			t, _ := z.Member.(string)
+			if z.Score <= now {
+				woken = append(woken, t)
+			} else {
+				later = append(later, placed{t, z.Score})
+			}
+		}
+		if len(woken) > 0 {
+			stamps, err := q.client.HMGet(ctx, p+"turns", woken...).Result()
 			if err != nil {
 				return err
 			}
-			for i, t := range w {
+			for i, t := range woken {
 				s, _ := stamps[i].(string)
 				f, _ := strconv.ParseFloat(s, 64)
-				all = append(all, placed{t, f})
+				due = append(due, placed{t, f})
 			}
 		}
-		slices.SortStableFunc(all, func(a, b placed) int {
-			if a.stamp != b.stamp {
-				if a.stamp < b.stamp {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.tenant, b.tenant)
-		})
-		for _, pl := range all {
+		byAt := func(a, b placed) int {
+			return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.tenant, b.tenant))
+		}
+		slices.SortFunc(due, byAt)
+		slices.SortFunc(later, byAt)
+		for _, pl := range append(due, later...) {
 			out.Order = append(out.Order, pl.tenant)
 		}
 		if logCmd != nil {

@@ -120,8 +120,9 @@
 //     expired context is honoured by every method and changes nothing.
 //   - Inspector (every backing implements it; the suite fails otherwise):
 //     per-tenant ready, later, leased, dead and served counts and
-//     OldestReady; Rotation.Order names the next tenant served and moves
-//     the served one to the back; Recent lists the last turns, most recent
+//     OldestReady; Rotation.Order names the next tenant served, moves
+//     the served one to the back and lists tenants with only delayed
+//     work last, by when it falls due; Recent lists the last turns, most recent
 //     last; Leases pages live leases soonest expiry first; Item finds
 //     queued, leased and dead items and answers ErrNotFound otherwise;
 //     Queues and Health answer; reading changes nothing.

@@ -23,6 +23,7 @@ func queueInspectorCases() []subtest[QueueFactory] {
 		}},
 		{"TenantCounts", testInspectorTenants},
 		{"RotationOrderPredictsClaims", testInspectorRotation},
+		{"RotationOrderDelayedLast", testInspectorRotationDelayed},
 		{"RecentTurns", testInspectorRecent},
 		{"Leases", testInspectorLeases},
 		{"Item", testInspectorItem},
@@ -122,6 +123,54 @@ func testInspectorRotation(t *testing.T, f QueueFactory) {
 		if !slices.Equal(r2.Order, want) {
 			t.Errorf("after serving %s, Rotation.Order = %v, want %v", l.Item.Tenant, r2.Order, want)
 		}
+	}
+}
+
+// A tenant whose items are all delayed cannot be served next, however
+// early its turn: Rotation.Order lists the tenants with due work first, in
+// the order claims will serve them, then the others in the order their
+// first items fall due.
+func testInspectorRotationDelayed(t *testing.T, f QueueFactory) {
+	q, clock := newQueue(t, f, testPolicy())
+	ins := inspectorOf(t, q)
+	t0 := clock.Now()
+	delayed := func(tenant, id string, d time.Duration) contract.Item {
+		it := item(tenant, id)
+		it.NotBefore = t0.Add(d)
+		return it
+	}
+	// Turns in the order of first enqueue: B, A, D, C.
+	enqueue(t, q, delayed("B", "b", 10*time.Second))
+	clock.Advance(time.Millisecond)
+	enqueue(t, q, item("A", "a"))
+	clock.Advance(time.Millisecond)
+	enqueue(t, q, delayed("D", "d", 5*time.Second))
+	clock.Advance(time.Millisecond)
+	enqueue(t, q, item("C", "c"))
+	order := func() []string {
+		t.Helper()
+		r, err := ins.Rotation(t.Context(), contract.DefaultQueue, 0)
+		mustNoErr(t, err, "Inspector.Rotation")
+		return r.Order
+	}
+	if got, want := order(), []string{"A", "C", "D", "B"}; !slices.Equal(got, want) {
+		t.Fatalf("Rotation.Order = %v, want %v: A and C have due work (in turn order), D falls due in 5s, B in 10s", got, want)
+	}
+	if l := claimOne(t, q, "w"); l.Item.Tenant != "A" {
+		t.Fatalf("claim served %s, want A", l.Item.Tenant)
+	}
+	clock.Set(t0.Add(6 * time.Second)) // D is due now, B is not
+	for i := range 2 {
+		got := order()
+		if len(got) != 3-i || got[len(got)-1] != "B" {
+			t.Fatalf("claim %d: Rotation.Order = %v, want the %d tenants with queued work and B, still delayed, last", i+2, got, 3-i)
+		}
+		if l := claimOne(t, q, "w"); l.Item.Tenant != got[0] {
+			t.Errorf("claim %d served %s; Rotation.Order %v said %s was next", i+2, l.Item.Tenant, got, got[0])
+		}
+	}
+	if got := order(); !slices.Equal(got, []string{"B"}) {
+		t.Errorf("Rotation.Order = %v, want [B]: a tenant with only delayed work is still listed", got)
 	}
 }
 

@@ -1,6 +1,18 @@
--- Tenants with queued work in turn order, next first: $1 queue.
-SELECT t.tenant
-FROM {turns} t
-WHERE t.queue = $1
-  AND EXISTS (SELECT 1 FROM {work} w WHERE w.queue = t.queue AND w.tenant = t.tenant AND w.state = 'queued')
-ORDER BY t.turn_batch, t.turn_pos, t.tenant
+-- Tenants with queued work, in the order claims will serve them: $1
+-- queue, $2 now. Those with an item due by now come first, in turn order;
+-- the rest follow in the order their first items fall due. Each tenant's
+-- first item is one ordered probe of the ready index (see
+-- park_candidates.sql for why not min()).
+SELECT o.tenant
+FROM (
+  SELECT t.tenant, t.turn_batch, t.turn_pos,
+         (SELECT w.due_at FROM {work} w
+          WHERE w.queue = $1 AND w.tenant = t.tenant AND w.state = 'queued'
+          ORDER BY w.due_at, w.seq LIMIT 1) AS first_due
+  FROM {turns} t
+  WHERE t.queue = $1
+) o
+WHERE o.first_due IS NOT NULL
+ORDER BY o.first_due > $2,
+         CASE WHEN o.first_due > $2 THEN o.first_due END,
+         o.turn_batch, o.turn_pos, o.tenant
