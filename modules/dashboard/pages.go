@@ -191,7 +191,11 @@ func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 	p.Window = max(len(p.Turns), 1)
 	now := p.Now
 	p.Rows = make([]view.TenantRow, 0, len(stats))
+	p.Delayed = map[string]bool{}
 	for _, st := range stats {
+		if st.Ready == 0 && st.Later > 0 {
+			p.Delayed[st.Tenant] = true
+		}
 		r := view.TenantRow{
 			Tenant: st.Tenant, Color: colors.of(st.Tenant),
 			Ready: st.Ready, Later: st.Later, Leased: st.Leased, Dead: st.Dead, Served: st.Served,

@@ -263,3 +263,40 @@ func checkTenantsPageShowsStarvation(t *testing.T, f *fixture) {
 		t.Error("starving lanes not highlighted")
 	}
 }
+
+// The rotation order says which tenants have nothing due yet, so a tenant
+// listed early but waiting on a delayed item is not taken for one the
+// workers are skipping.
+func TestTenantsPageMarksDelayedTenants(t *testing.T) {
+	clock := contracttest.NewFakeClock(time.Time{})
+	store := memstore.New(clock)
+	ctx := context.Background()
+	later := contract.Item{Tenant: "later", ID: "l", NotBefore: clock.Now().Add(time.Minute)}
+	if err := store.Enqueue(ctx, later, contract.Item{Tenant: "now", ID: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Queue: store, Inspector: store, Clock: clock, SampleEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/tenants", nil))
+	doc, err := goquery.NewDocumentFromReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := testids(doc, "rotation-order-item")
+	if items.Length() != 2 {
+		t.Fatalf("rotation order: %d tenants, want 2", items.Length())
+	}
+	for i, want := range []struct {
+		tenant  string
+		delayed bool
+	}{{"now", false}, {"later", true}} {
+		li := items.Eq(i)
+		if !strings.Contains(li.Text(), want.tenant) || (li.Find(`[data-testid="rotation-order-delayed"]`).Length() == 1) != want.delayed {
+			t.Errorf("rotation order item %d = %q; want %s, marked delayed: %v", i+1, strings.Join(strings.Fields(li.Text()), " "), want.tenant, want.delayed)
+		}
+	}
+}

@@ -137,12 +137,15 @@ type Lane struct {
 // Tenants is the tenants and rotation page.
 type Tenants struct {
 	Chrome `json:"-"`
-	Queue  string      `json:"queue"`
-	Order  []string    `json:"order"`
-	Turns  []TurnCell  `json:"recent_turns"`
-	Rows   []TenantRow `json:"tenants"`
-	Lanes  []Lane      `json:"-"`
-	Window int         `json:"window"`
+	Queue  string   `json:"queue"`
+	Order  []string `json:"order"`
+	// Delayed are the tenants in Order with nothing due yet: all their
+	// queued items wait for a NotBefore or a retry's backoff.
+	Delayed map[string]bool `json:"-"`
+	Turns   []TurnCell      `json:"recent_turns"`
+	Rows    []TenantRow     `json:"tenants"`
+	Lanes   []Lane          `json:"-"`
+	Window  int             `json:"window"`
 }
 
 // LeaseRow is one live lease.
