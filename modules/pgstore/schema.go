@@ -12,7 +12,7 @@ const SchemaVersion = 1
 //go:embed schema/*.sql
 var schemaFS embed.FS
 
-//go:embed queries/*.sql
+//go:embed queries/*.sql queries/fragments/*.sql
 var queryFS embed.FS
 
 // ExpectedSchema is the SQL of the schema the backings read, with the
@@ -63,11 +63,36 @@ func loadQueries(t StateTables) queries {
 	if err != nil {
 		panic("pgstore: no embedded queries")
 	}
-	for _, e := range entries {
+	frags, err := queryFS.ReadDir("queries/fragments")
+	if err != nil {
+		panic("pgstore: no embedded query fragments")
+	}
+	var pairs []string
+	for _, e := range frags {
 		name := strings.TrimSuffix(e.Name(), ".sql")
-		q[name] = render(t, readSQL(queryFS, "queries/"+e.Name()))
+		pairs = append(pairs, "{"+name+"}", fragment(readSQL(queryFS, "queries/fragments/"+e.Name())))
+	}
+	withFragments := strings.NewReplacer(pairs...)
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		name := strings.TrimSuffix(e.Name(), ".sql")
+		q[name] = render(t, withFragments.Replace(readSQL(queryFS, "queries/"+e.Name())))
 	}
 	return q
+}
+
+// fragment is a shared piece of SQL (queries/fragments) without its
+// comment lines, ready to put in place of its {name} in a query.
+func fragment(sql string) string {
+	var lines []string
+	for line := range strings.Lines(sql) {
+		if !strings.HasPrefix(line, "--") {
+			lines = append(lines, line)
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, ""))
 }
 
 func (q queries) get(name string) string {

@@ -2,9 +2,7 @@
 -- $3 id ('' any), $4 error substring ('' any), $5 after this seq, $6 rows.
 SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at, dead_at, worker, lease_expires_at, token, seq
 FROM {work}
-WHERE queue = $1 AND state = 'dead'
-  AND ($2::text = '' OR tenant = $2) AND ($3::text = '' OR id = $3)
-  AND ($4::text = '' OR strpos(last_error, $4) > 0)
+WHERE {dead_match}
   AND seq > $5
 ORDER BY seq
 LIMIT $6

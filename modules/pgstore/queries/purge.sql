@@ -1,6 +1,4 @@
 -- Delete matching dead letters: $1 queue, $2 tenant ('' any), $3 id ('' any),
 -- $4 error substring ('' any).
 DELETE FROM {work}
-WHERE queue = $1 AND state = 'dead'
-  AND ($2::text = '' OR tenant = $2) AND ($3::text = '' OR id = $3)
-  AND ($4::text = '' OR strpos(last_error, $4) > 0)
+WHERE {dead_match}

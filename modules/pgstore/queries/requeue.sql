@@ -8,9 +8,7 @@ WITH moved AS (
     UPDATE {work}
     SET state = 'queued', attempts = 0, dead_at = NULL, not_before = NULL,
         due_at = $5, enqueued_at = $5, seq = nextval('{work}_seq')
-    WHERE queue = $1 AND state = 'dead' AND tenant = ANY($7::text[])
-      AND ($2::text = '' OR tenant = $2) AND ($3::text = '' OR id = $3)
-      AND ($4::text = '' OR strpos(last_error, $4) > 0)
+    WHERE {dead_match} AND tenant = ANY($7::text[])
     RETURNING tenant
 ),
 -- Their tenants wake now if parked (see enqueue.sql).

@@ -5,9 +5,7 @@ SELECT d.tenant
 FROM (
     SELECT DISTINCT tenant
     FROM {work}
-    WHERE queue = $1 AND state = 'dead'
-      AND ($2::text = '' OR tenant = $2) AND ($3::text = '' OR id = $3)
-      AND ($4::text = '' OR strpos(last_error, $4) > 0)
+    WHERE {dead_match}
 ) d
 CROSS JOIN LATERAL (
     SELECT pg_advisory_xact_lock_shared(hashtext('{turns}'), hashtext($1 || chr(31) || d.tenant))
