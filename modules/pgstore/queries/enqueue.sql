@@ -37,26 +37,10 @@ turns AS (
     ORDER BY queue, tenant
     ON CONFLICT (queue, tenant) DO NOTHING
 ),
--- A parked tenant wakes at its earliest new item. A claim parks only
--- under the exclusive side of the lock, so the park this sees is the last
--- one before commit. The rows are locked in key order first, so two
--- enqueues that wake the same tenants cannot deadlock.
-due AS (
+-- A parked tenant wakes at its earliest new item.
+woken AS (
     SELECT queue, tenant, min(due_at) AS due_at FROM input GROUP BY queue, tenant
 ),
-wake_lock AS (
-    SELECT t.queue, t.tenant, d.due_at
-    FROM {turns} t
-    JOIN due d ON t.queue = d.queue AND t.tenant = d.tenant
-    WHERE t.wake_at > d.due_at
-    ORDER BY t.queue, t.tenant
-    FOR NO KEY UPDATE OF t
-),
-wake AS (
-    UPDATE {turns} t
-    SET wake_at = l.due_at
-    FROM wake_lock l
-    WHERE t.queue = l.queue AND t.tenant = l.tenant AND t.wake_at > l.due_at
-)
+{wake_turns}
 SELECT pg_notify($9, q.queue)
 FROM (SELECT DISTINCT queue FROM ins) q

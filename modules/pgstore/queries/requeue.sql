@@ -11,20 +11,11 @@ WITH moved AS (
     WHERE {dead_match} AND tenant = ANY($7::text[])
     RETURNING tenant
 ),
--- Their tenants wake now if parked (see enqueue.sql).
-wake_lock AS (
-    SELECT t.tenant
-    FROM {turns} t
-    WHERE t.queue = $1 AND t.tenant IN (SELECT tenant FROM moved) AND t.wake_at > $5
-    ORDER BY t.tenant
-    FOR NO KEY UPDATE
+-- Their tenants wake now if parked.
+woken AS (
+    SELECT DISTINCT $1::text AS queue, tenant, $5::timestamptz AS due_at FROM moved
 ),
-wake AS (
-    UPDATE {turns} t
-    SET wake_at = $5
-    FROM wake_lock l
-    WHERE t.queue = $1 AND t.tenant = l.tenant AND t.wake_at > $5
-),
+{wake_turns},
 turns AS (
     INSERT INTO {turns} (queue, tenant)
     SELECT DISTINCT $1, tenant FROM moved

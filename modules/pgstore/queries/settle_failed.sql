@@ -21,23 +21,12 @@ WITH settled AS (
     WHERE w.queue = $1 AND w.tenant = f.tenant AND w.id = f.id AND w.state = 'leased' AND w.token = f.token
     RETURNING w.tenant, w.id, f.retry, w.due_at
 ),
--- A retried item wakes its tenant if it is parked; the transaction took
--- the shared side of the tenant's turn lock before this statement (see
--- enqueue.sql, which wakes the same way).
-wake_lock AS (
-    SELECT t.tenant, d.due_at
-    FROM {turns} t
-    JOIN (SELECT tenant, min(due_at) AS due_at FROM settled WHERE retry GROUP BY tenant) d ON t.tenant = d.tenant
-    WHERE t.queue = $1 AND t.wake_at > d.due_at
-    ORDER BY t.tenant
-    FOR NO KEY UPDATE OF t
+-- A retried item wakes its tenant if it is parked (the transaction took
+-- the tenant's turn lock before this statement).
+woken AS (
+    SELECT $1::text AS queue, tenant, min(due_at) AS due_at FROM settled WHERE retry GROUP BY tenant
 ),
-wake AS (
-    UPDATE {turns} t
-    SET wake_at = l.due_at
-    FROM wake_lock l
-    WHERE t.queue = $1 AND t.tenant = l.tenant AND t.wake_at > l.due_at
-),
+{wake_turns},
 -- One wake for the queue when anything went back to it.
 notified AS (
     SELECT pg_notify($9, $1) FROM settled WHERE retry LIMIT 1
