@@ -36,11 +36,11 @@ func TestClaimAsksForEveryFreedSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &loop{r: r, cfg: r.cfg, log: r.cfg.Logger, finished: make(chan struct{}, 10), inflight: 10}
+	l := &loop{r: r, cfg: r.cfg, log: r.cfg.Logger, finished: make(chan struct{}, 10), jobs: make(chan contract.Lease, 10), inflight: 10}
 	for range 7 { // seven of ten handlers have returned
 		l.finished <- struct{}{}
 	}
-	l.claimLoop(ctx, ctx, nil)
+	l.claimLoop(ctx, nil)
 	if !slices.Equal(q.asks, []int{7}) {
 		t.Fatalf("claims asked for %v items with 7 of 10 slots free; want one claim of 7", q.asks)
 	}
@@ -62,5 +62,39 @@ func TestClaimBackoffDoublesUpToThePoll(t *testing.T) {
 				t.Fatalf("claimBackoff(%d, %v) = %v, want within [%v, %v]", failures, limit, d, step/2, step)
 			}
 		}
+	}
+}
+
+// Before a claim with fewer slots free than a batch, the loop collects
+// the handlers that have returned meanwhile, up to a full batch, rather
+// than claiming for the first few (fast handlers would otherwise split
+// into cohorts claiming half a batch each); and it waits no longer than
+// its window for handlers that have not returned.
+func TestGatherFillsTheBatchWithinItsWindow(t *testing.T) {
+	l := &loop{cfg: Config{Concurrency: 10, BatchSize: 10}, finished: make(chan struct{}, 10), inflight: 7}
+	for range 7 { // every running handler has returned
+		l.finished <- struct{}{}
+	}
+	l.gather(context.Background(), time.Hour)
+	if l.inflight != 0 {
+		t.Fatalf("after gather %d handlers still counted as running, want 0", l.inflight)
+	}
+
+	l.inflight = 7 // none of them returns
+	l.gather(context.Background(), time.Millisecond)
+	if l.inflight != 7 {
+		t.Fatalf("gather counted %d running, want 7", l.inflight)
+	}
+
+	// A full batch (BatchSize 5) is free already: the claim goes at once,
+	// leaving the handlers that returned since for the next one.
+	l.inflight = 5
+	l.cfg.BatchSize = 5
+	for range 5 {
+		l.finished <- struct{}{}
+	}
+	l.gather(context.Background(), time.Hour)
+	if l.inflight != 5 {
+		t.Fatalf("gather counted %d running, want 5: it waited with a batch free", l.inflight)
 	}
 }

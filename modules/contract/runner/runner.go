@@ -83,6 +83,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		log:       cfg.Logger.With("queue", cfg.Queue, "worker", cfg.Worker),
 		detached:  detached,
 		finished:  make(chan struct{}, cfg.Concurrency),
+		jobs:      make(chan contract.Lease, cfg.Concurrency),
 		completes: make(chan contract.Lease, completeBatch(cfg)),
 	}
 	if cc, ok := r.q.(contract.CompleteClaimer); ok && cfg.CarryCompletes {
@@ -103,11 +104,20 @@ func (r *Runner) Run(ctx context.Context) error {
 	if cfg.ReapInterval > 0 {
 		background.Go(func() { l.reapLoop(reapCtx) })
 	}
+	// One goroutine per slot for the whole Run: a goroutine per item
+	// would start each handler on a fresh stack and grow it, item after
+	// item.
+	var slots sync.WaitGroup
+	for range cfg.Concurrency {
+		slots.Go(func() { l.work(handlerCtx) })
+	}
 
-	l.claimLoop(ctx, handlerCtx, wake)
+	l.claimLoop(ctx, wake)
 
 	stopReaping()
 	l.drain(stopHandlers)
+	close(l.jobs)
+	slots.Wait()
 	close(l.completes)
 	background.Wait()
 	return nil
@@ -120,8 +130,9 @@ type loop struct {
 	log      *slog.Logger
 	detached context.Context // Run's context without its cancellation, for settles
 
-	inflight  int           // handlers running; touched by the claim goroutine only
-	finished  chan struct{} // one value per handler that returned
+	inflight  int                 // handlers running; touched by the claim goroutine only
+	jobs      chan contract.Lease // claimed leases for the slot goroutines
+	finished  chan struct{}       // one value per handler that returned
 	completes chan contract.Lease
 
 	// cc is the queue when it can complete and claim in one call; the
@@ -183,7 +194,7 @@ func (l *loop) report(err error, msg string, args ...any) {
 }
 
 // claimLoop claims and starts handlers until ctx is cancelled.
-func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) {
+func (l *loop) claimLoop(ctx context.Context, wake <-chan struct{}) {
 	poll := time.NewTicker(l.cfg.PollInterval)
 	defer poll.Stop()
 	// retry fires after a claim failed with a retryable error: a dropped
@@ -194,17 +205,23 @@ func (l *loop) claimLoop(ctx, handlerCtx context.Context, wake <-chan struct{}) 
 	var retryC <-chan time.Time
 	failures := 0 // claims failed in a row with a retryable error
 	more := true  // work may be waiting
+	var lastClaim time.Duration
 	for ctx.Err() == nil {
 		l.countFinished()
 		if more && l.inflight < l.cfg.Concurrency {
 			retry.Stop()
 			retryC = nil
+			l.gather(ctx, lastClaim)
 			n := min(l.cfg.BatchSize, l.cfg.Concurrency-l.inflight)
+			began := time.Now()
 			leases, err := l.claim(ctx, n)
+			if err == nil {
+				lastClaim = time.Since(began)
+			}
 			// Leases that come with an error (a claim-check wrapper
 			// reporting one broken item) are still ours to run.
 			for _, lease := range leases {
-				l.start(handlerCtx, lease)
+				l.start(lease)
 			}
 			switch {
 			case err == nil:
@@ -255,6 +272,36 @@ func claimBackoff(failures int, limit time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// maxGather bounds gather's wait.
+const maxGather = 2 * time.Millisecond
+
+// gather waits, before a claim, for more running handlers to return when
+// fewer slots are free than one claim could fill: at most window (the
+// last claim's duration, capped at maxGather), since one claim more costs
+// about that much. Handlers that return within moments of each other then
+// share a claim; without the wait, fast handlers split into cohorts that
+// take turns claiming half a batch each, for good (measured: 5 items per
+// claim at concurrency 10, half the throughput). A slow handler's slot
+// waits at most window longer for its next item.
+func (l *loop) gather(ctx context.Context, window time.Duration) {
+	want := min(l.cfg.BatchSize, l.cfg.Concurrency)
+	if window <= 0 || l.inflight == 0 || l.cfg.Concurrency-l.inflight >= want {
+		return
+	}
+	t := time.NewTimer(min(window, maxGather))
+	defer t.Stop()
+	for l.inflight > 0 && l.cfg.Concurrency-l.inflight < want {
+		select {
+		case <-l.finished:
+			l.inflight--
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // countFinished counts the handlers that have returned since the last
 // look, without waiting, so that a claim asks for every free slot rather
 // than for the one whose handler happened to be noticed first.
@@ -296,12 +343,19 @@ func (l *loop) drain(stopHandlers context.CancelCauseFunc) {
 	}
 }
 
-func (l *loop) start(parent context.Context, lease contract.Lease) {
+// start hands a claimed lease to the slot goroutines.
+func (l *loop) start(lease contract.Lease) {
 	l.inflight++
-	go func() {
-		defer func() { l.finished <- struct{}{} }()
+	l.jobs <- lease // never blocks: at most Concurrency are running or waiting
+}
+
+// work runs the handlers of the leases it is given, one at a time, until
+// jobs is closed.
+func (l *loop) work(parent context.Context) {
+	for lease := range l.jobs {
 		l.process(parent, lease)
-	}()
+		l.finished <- struct{}{}
+	}
 }
 
 // held is a running item's current lease, which heartbeats replace.
@@ -323,24 +377,31 @@ func (l *loop) process(parent context.Context, lease contract.Lease) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	h := &held{lease: lease}
-	stop := make(chan struct{})
-	var beating sync.WaitGroup
-	beating.Go(func() { l.heartbeat(h, stop, cancel) })
+	hb := l.startHeartbeat(h, cancel)
 
 	err := l.call(ctx, lease)
 
 	// Stop heartbeating before reading the lease, so the settle presents
 	// the last token a heartbeat obtained.
-	close(stop)
-	beating.Wait()
+	hb.stop()
 	current, lost := h.get()
+	if err == nil && !lost {
+		l.completes <- current
+		return
+	}
+	l.unsuccessful(ctx, lease, current, lost, err)
+}
+
+// unsuccessful settles an item whose handler failed or whose lease was
+// lost. It is apart from process so that process's own frame stays small:
+// every handler goroutine starts on a small stack, and growing it (copying
+// it whole) was a fifth of the runner's cost per item with no-op handlers.
+//
+//go:noinline
+func (l *loop) unsuccessful(ctx context.Context, lease, current contract.Lease, lost bool, err error) {
 	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
 	if lost {
 		log.Warn("lease lost while the handler ran; the item is someone else's now", "handler_err", err)
-		return
-	}
-	if err == nil {
-		l.completes <- current
 		return
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
@@ -370,43 +431,87 @@ func (l *loop) call(ctx context.Context, lease contract.Lease) (err error) {
 	return l.r.handler(ctx, lease)
 }
 
-// heartbeat extends h's lease every HeartbeatEvery until stop is closed.
-// It goes on after the handler's context is cancelled: a handler that is
-// slow to return still holds its item, and letting the lease lapse would
-// hand the item to another worker while this one runs.
-func (l *loop) heartbeat(h *held, stop <-chan struct{}, cancel context.CancelCauseFunc) {
-	t := time.NewTicker(l.cfg.HeartbeatEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		cur, _ := h.get()
-		ctx, c := context.WithTimeout(l.detached, l.cfg.SettleTimeout)
-		next, err := l.r.q.Heartbeat(ctx, cur, l.cfg.LeaseFor)
-		c()
-		if err == nil {
-			h.mu.Lock()
-			h.lease = next
-			h.mu.Unlock()
-			continue
-		}
-		if lost, ok := errors.AsType[*contract.LeaseLostError](err); ok {
-			h.mu.Lock()
-			h.lost = true
-			h.mu.Unlock()
-			cancel(lost)
-			return
-		}
-		l.report(err, "heartbeat failed", "tenant", cur.Item.Tenant, "id", cur.Item.ID)
-		// Past its expiry the lease may be reaped and given to another
-		// worker at any moment; stop the handler rather than run twice.
-		if !l.cfg.Clock.Now().Before(cur.ExpiresAt) {
-			cancel(fmt.Errorf("runner: lease expired at %v after heartbeats failed: %w", cur.ExpiresAt, contract.ErrLeaseExpired))
-		}
+// heartbeats extend one running item's lease every HeartbeatEvery until
+// stopped. They go on after the handler's context is cancelled: a handler
+// that is slow to return still holds its item, and letting the lease lapse
+// would hand the item to another worker while this one runs. Each beat
+// runs on a timer of its own (time.AfterFunc), so an item whose handler
+// returns before the first beat costs no goroutine for it.
+type heartbeats struct {
+	l      *loop
+	h      *held
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+	beating sync.WaitGroup // a beat in progress
+}
+
+func (l *loop) startHeartbeat(h *held, cancel context.CancelCauseFunc) *heartbeats {
+	b := &heartbeats{l: l, h: h, cancel: cancel}
+	b.mu.Lock()
+	b.timer = time.AfterFunc(l.cfg.HeartbeatEvery, b.beat)
+	b.mu.Unlock()
+	return b
+}
+
+// stop ends the heartbeats and waits for a beat in progress, so the lease
+// in h is the last one a heartbeat obtained.
+func (b *heartbeats) stop() {
+	b.mu.Lock()
+	b.stopped = true
+	b.timer.Stop()
+	b.mu.Unlock()
+	b.beating.Wait()
+}
+
+func (b *heartbeats) beat() {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return
 	}
+	b.beating.Add(1)
+	b.mu.Unlock()
+	defer b.beating.Done()
+	if !b.extend() {
+		return
+	}
+	b.mu.Lock()
+	if !b.stopped {
+		b.timer.Reset(b.l.cfg.HeartbeatEvery)
+	}
+	b.mu.Unlock()
+}
+
+// extend heartbeats the lease once and reports whether to go on.
+func (b *heartbeats) extend() bool {
+	l, h := b.l, b.h
+	cur, _ := h.get()
+	ctx, c := context.WithTimeout(l.detached, l.cfg.SettleTimeout)
+	next, err := l.r.q.Heartbeat(ctx, cur, l.cfg.LeaseFor)
+	c()
+	if err == nil {
+		h.mu.Lock()
+		h.lease = next
+		h.mu.Unlock()
+		return true
+	}
+	if lost, ok := errors.AsType[*contract.LeaseLostError](err); ok {
+		h.mu.Lock()
+		h.lost = true
+		h.mu.Unlock()
+		b.cancel(lost)
+		return false
+	}
+	l.report(err, "heartbeat failed", "tenant", cur.Item.Tenant, "id", cur.Item.ID)
+	// Past its expiry the lease may be reaped and given to another
+	// worker at any moment; stop the handler rather than run twice.
+	if !l.cfg.Clock.Now().Before(cur.ExpiresAt) {
+		b.cancel(fmt.Errorf("runner: lease expired at %v after heartbeats failed: %w", cur.ExpiresAt, contract.ErrLeaseExpired))
+	}
+	return true
 }
 
 // completeLoop completes finished leases in batches until l.completes is
