@@ -106,6 +106,12 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 					h.throughput(ctx, "throughput", b, c, 1, 0)
 				}
 			}
+		case "runner":
+			for _, b := range bs {
+				if ob, ok := b.(*ourBacking); ok {
+					h.runnerPairs(ctx, ob, c0)
+				}
+			}
 		case "idle":
 			for _, b := range bs {
 				if b.peer() || h.cfg.pairs < 2 {

@@ -39,7 +39,7 @@ type config struct {
 	pgDSN            string
 }
 
-var allScenarios = []string{"physical", "throughput", "idle", "busy50", "fairness", "wake", "depth"}
+var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth"}
 var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq"}
 
 func main() {

@@ -41,9 +41,24 @@ type ourBacking struct {
 	// carry: use CompleteAndClaim when the queue has it (-complete-and-claim).
 	carry bool
 
+	// viaRunner makes start drive the queue with contract/runner, the
+	// loop users run, instead of the harness's worker pool.
+	viaRunner bool
+
 	inst *instance
 	w    workload
-	pool *workerPool
+	pool consumer
+}
+
+// consumer is what works a queue during a measurement: the harness's
+// worker pool or contract/runner.
+type consumer interface {
+	// halt stops claiming and returns once everything handled is settled.
+	halt()
+	// errs counts the errors the workers saw and returns the first.
+	errs() (int64, error)
+	// summary describes the calls made, "" when unknown.
+	summary() string
 }
 
 func (b *ourBacking) name() string      { return b.label }
@@ -55,7 +70,7 @@ func (b *ourBacking) errs() (int64, error) {
 	if b.pool == nil {
 		return 0, nil
 	}
-	return b.pool.nerr.Load(), b.pool.firstErr()
+	return b.pool.errs()
 }
 
 func (b *ourBacking) detail() string {
@@ -87,11 +102,20 @@ func (b *ourBacking) enqueue(ctx context.Context, jobs []job) error {
 }
 
 func (b *ourBacking) start(ctx context.Context) error {
-	b.pool = &workerPool{
+	if b.viaRunner {
+		p, err := startRunner(b.inst.q, b.w.rec, b.w.conc, b.maxBatch, b.poll)
+		if err != nil {
+			return err
+		}
+		b.pool = p
+		return nil
+	}
+	p := &workerPool{
 		q: b.inst.q, waker: b.inst.waker, rec: b.w.rec,
 		conc: b.w.conc, claimers: b.claimers, maxBatch: b.maxBatch, poll: b.poll, carry: b.carry,
 	}
-	b.pool.run()
+	p.run()
+	b.pool = p
 	return nil
 }
 
@@ -145,6 +169,12 @@ type workerPool struct {
 	errMu    sync.Mutex
 	err      error
 
+	callStats
+}
+
+// callStats records a consumer's queue calls: the claims that returned
+// items and the Complete calls.
+type callStats struct {
 	statMu    sync.Mutex
 	claimLat  []time.Duration // claims that returned items
 	claimed   int
@@ -154,28 +184,51 @@ type workerPool struct {
 	carried   int // completes they carried
 }
 
-// summary says how the pool's calls went: the claims that returned items
-// (count, mean batch, p50 and max latency) and the Complete calls.
-func (p *workerPool) summary() string {
-	p.statMu.Lock()
-	defer p.statMu.Unlock()
-	if len(p.claimLat) == 0 {
+// claimDone records a claim that took took and returned n items,
+// carrying carried completes.
+func (s *callStats) claimDone(took time.Duration, n, carried int) {
+	s.statMu.Lock()
+	defer s.statMu.Unlock()
+	if carried > 0 {
+		s.carriers++
+		s.carried += carried
+	}
+	if n > 0 {
+		s.claimLat = append(s.claimLat, took)
+		s.claimed += n
+	}
+}
+
+// completeDone records a Complete call of n leases that took took.
+func (s *callStats) completeDone(took time.Duration, n int) {
+	s.statMu.Lock()
+	defer s.statMu.Unlock()
+	s.settleLat = append(s.settleLat, took)
+	s.settled += n
+}
+
+// summary says how the calls went: the claims that returned items (count,
+// mean batch, p50 and max latency) and the Complete calls.
+func (s *callStats) summary() string {
+	s.statMu.Lock()
+	defer s.statMu.Unlock()
+	if len(s.claimLat) == 0 {
 		return ""
 	}
-	c := slices.Clone(p.claimLat)
+	c := slices.Clone(s.claimLat)
 	slices.Sort(c)
-	s := fmt.Sprintf("claims %d×%.1f p50 %s max %s", len(c), float64(p.claimed)/float64(len(c)),
+	out := fmt.Sprintf("claims %d×%.1f p50 %s max %s", len(c), float64(s.claimed)/float64(len(c)),
 		percentile(c, 0.5).Round(10*time.Microsecond), c[len(c)-1].Round(10*time.Microsecond))
-	if p.carriers > 0 {
-		s += fmt.Sprintf(" (%d of them carrying %.1f completes)", p.carriers, float64(p.carried)/float64(p.carriers))
+	if s.carriers > 0 {
+		out += fmt.Sprintf(" (%d of them carrying %.1f completes)", s.carriers, float64(s.carried)/float64(s.carriers))
 	}
-	if len(p.settleLat) > 0 {
-		d := slices.Clone(p.settleLat)
+	if len(s.settleLat) > 0 {
+		d := slices.Clone(s.settleLat)
 		slices.Sort(d)
-		s += fmt.Sprintf("; completes %d×%.1f p50 %s max %s", len(d), float64(p.settled)/float64(len(d)),
+		out += fmt.Sprintf("; completes %d×%.1f p50 %s max %s", len(d), float64(s.settled)/float64(len(d)),
 			percentile(d, 0.5).Round(10*time.Microsecond), d[len(d)-1].Round(10*time.Microsecond))
 	}
-	return s
+	return out
 }
 
 func (p *workerPool) fail(err error) {
@@ -187,10 +240,10 @@ func (p *workerPool) fail(err error) {
 	p.errMu.Unlock()
 }
 
-func (p *workerPool) firstErr() error {
+func (p *workerPool) errs() (int64, error) {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
-	return p.err
+	return p.nerr.Load(), p.err
 }
 
 func (p *workerPool) run() {
@@ -311,17 +364,7 @@ func (p *workerPool) claimLoop(ctx context.Context, worker string) {
 		} else {
 			leases, err = p.q.Claim(ctx, req)
 		}
-		took := time.Since(t0)
-		p.statMu.Lock()
-		if carried > 0 {
-			p.carriers++
-			p.carried += carried
-		}
-		if len(leases) > 0 {
-			p.claimLat = append(p.claimLat, took)
-			p.claimed += len(leases)
-		}
-		p.statMu.Unlock()
+		p.claimDone(time.Since(t0), len(leases), carried)
 		p.release(n - len(leases))
 		if len(leases) == 0 {
 			if ctx.Err() != nil {
@@ -376,11 +419,7 @@ func (p *workerPool) completeLoop() {
 		if err := p.q.Complete(ctx, batch...); err != nil {
 			p.fail(fmt.Errorf("complete: %w", err))
 		}
-		took := time.Since(t0)
+		p.completeDone(time.Since(t0), len(batch))
 		cancel()
-		p.statMu.Lock()
-		p.settleLat = append(p.settleLat, took)
-		p.settled += len(batch)
-		p.statMu.Unlock()
 	}
 }

@@ -68,10 +68,16 @@ func (res *result) compare() {
 		if r.Error != "" || r.Backing == "river" || r.Backing == "asynq" || r.Scenario == "physical" || r.Value == 0 {
 			continue
 		}
-		if p := res.find(r.Scenario, "river", r.Metric, r.Concurrency); p != nil && p.Value > 0 {
+		// The peers run no runner scenario: the runner's figure is set
+		// against their throughput.
+		peerScenario := r.Scenario
+		if peerScenario == "runner" {
+			peerScenario = "throughput"
+		}
+		if p := res.find(peerScenario, "river", r.Metric, r.Concurrency); p != nil && p.Value > 0 {
 			r.VsRiver = r.Value / p.Value
 		}
-		if p := res.find(r.Scenario, "asynq", r.Metric, r.Concurrency); p != nil && p.Value > 0 {
+		if p := res.find(peerScenario, "asynq", r.Metric, r.Concurrency); p != nil && p.Value > 0 {
 			r.VsAsynq = r.Value / p.Value
 		}
 		if r.Unit != "items/s" {

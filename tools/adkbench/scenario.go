@@ -150,31 +150,57 @@ func (h *harness) throughput(ctx context.Context, scenario string, b backing, co
 
 // idlePairs measures the idle scenario on one of our backings as
 // interleaved pairs: the one-tenant figure, then the same with 49 idle
-// tenants beside it, h.cfg.pairs times. On a shared machine two figures
-// taken minutes apart differ by more than the 10% the target allows; a
-// pair taken back to back sees the same machine, and the median of the
-// pairs' ratios discounts the one a burst of other work landed in.
+// tenants beside it.
 func (h *harness) idlePairs(ctx context.Context, b backing, conc int) {
+	h.medianOfPairs(
+		func() row { return h.measureThroughput(ctx, "idle", b, conc, 1, 0) },
+		func() row { return h.measureThroughput(ctx, "idle", b, conc, 1, 49) },
+		"vs 1 tenant")
+}
+
+// runnerPairs measures one busy tenant on one of our backings driven by
+// contract/runner, the loop users run, in interleaved pairs with the
+// harness's worker pool (which the other scenarios use).
+func (h *harness) runnerPairs(ctx context.Context, b *ourBacking, conc int) {
+	h.medianOfPairs(
+		func() row { return h.measureThroughput(ctx, "runner", b, conc, 1, 0) },
+		func() row {
+			b.viaRunner = true
+			defer func() { b.viaRunner = false }()
+			return h.measureThroughput(ctx, "runner", b, conc, 1, 0)
+		},
+		"vs harness pool")
+}
+
+// medianOfPairs measures base and then alt, back to back, h.cfg.pairs
+// times, and adds alt's median row with the median of the pairs' ratios
+// (alt / base), named ratioOf. On a shared machine two figures taken
+// minutes apart differ by more than the 10% a target may allow; a pair
+// taken back to back sees the same machine, and the median of the pairs'
+// ratios discounts the one a burst of other work landed in.
+func (h *harness) medianOfPairs(base, alt func() row, ratioOf string) {
 	var ratios []float64
-	var idles []row
-	for range h.cfg.pairs {
-		one := h.measureThroughput(ctx, "idle", b, conc, 1, 0)
-		idle := h.measureThroughput(ctx, "idle", b, conc, 1, 49)
-		if one.Error != "" || idle.Error != "" || one.Value == 0 {
-			h.add(idle)
+	var alts []row
+	for range max(1, h.cfg.pairs) {
+		one, two := base(), alt()
+		if one.Error != "" || two.Error != "" || one.Value == 0 {
+			if two.Error == "" {
+				two = one
+			}
+			h.add(two)
 			return
 		}
-		ratios = append(ratios, idle.Value/one.Value)
-		idles = append(idles, idle)
+		ratios = append(ratios, two.Value/one.Value)
+		alts = append(alts, two)
 	}
-	slices.SortFunc(idles, func(a, b row) int { return cmp.Compare(a.Value, b.Value) })
-	r := idles[len(idles)/2]
+	slices.SortFunc(alts, func(a, b row) int { return cmp.Compare(a.Value, b.Value) })
+	r := alts[len(alts)/2]
 	var shown []string
 	for _, x := range ratios {
 		shown = append(shown, fmt.Sprintf("%.2f", x))
 	}
 	slices.Sort(ratios)
-	r.Ratio, r.RatioOf = ratios[len(ratios)/2], "vs 1 tenant"
+	r.Ratio, r.RatioOf = ratios[len(ratios)/2], ratioOf
 	r.Note = fmt.Sprintf("median of %d interleaved pairs (%s); %s", len(ratios), strings.Join(shown, ", "), r.Note)
 	h.add(r)
 }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/runner"
+)
+
+// runnerPool works a queue with contract/runner, the loop users run: one
+// claim loop asking for every free slot, one goroutine per handler with
+// its heartbeat, completes batched for CompleteDelay. The runner scenario
+// sets it beside the harness's worker pool on the same backing.
+type runnerPool struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	calls  *countingQueue
+
+	nerr  atomic.Int64
+	errMu sync.Mutex
+	err   error
+}
+
+// startRunner runs a runner over q until halt; handled items go to rec.
+// The runner's claims are timed, so it never carries completes along
+// (the timing wrapper hides CompleteAndClaim).
+func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll time.Duration) (*runnerPool, error) {
+	p := &runnerPool{done: make(chan struct{}), calls: &countingQueue{WorkQueue: q}}
+	handle := func(_ context.Context, l contract.Lease) error {
+		seq, err := strconv.ParseInt(l.Item.ID, 10, 64)
+		if err != nil {
+			seq = -1
+		}
+		rec.handle(seq)
+		return nil
+	}
+	r, err := runner.New(p.calls.queue(), handle, runner.Config{
+		Queue: benchQueue, Worker: "adkbench-runner", Concurrency: conc, BatchSize: min(maxBatch, contract.MaxClaimBatch),
+		LeaseFor: 5 * time.Minute, PollInterval: poll, ReapInterval: -1,
+		OnError: p.fail,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() {
+		defer close(p.done)
+		_ = r.Run(ctx)
+	}()
+	return p, nil
+}
+
+func (p *runnerPool) fail(err error) {
+	p.nerr.Add(1)
+	p.errMu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.errMu.Unlock()
+}
+
+// halt cancels Run, which stops claiming and flushes the pending
+// completes before it returns.
+func (p *runnerPool) halt() {
+	p.cancel()
+	<-p.done
+}
+
+func (p *runnerPool) errs() (int64, error) {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.nerr.Load(), p.err
+}
+
+func (p *runnerPool) summary() string { return p.calls.summary() }
+
+// countingQueue times the runner's Claim and Complete calls.
+type countingQueue struct {
+	contract.WorkQueue
+	callStats
+}
+
+func (c *countingQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	t0 := time.Now()
+	ls, err := c.WorkQueue.Claim(ctx, req)
+	c.claimDone(time.Since(t0), len(ls), 0)
+	return ls, err
+}
+
+func (c *countingQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
+	t0 := time.Now()
+	err := c.WorkQueue.Complete(ctx, leases...)
+	c.completeDone(time.Since(t0), len(leases))
+	return err
+}
+
+var _ contract.Waker = wakingQueue{}
+
+// wakingQueue is a countingQueue over a queue that is a contract.Waker,
+// so that the runner still claims as soon as it is woken.
+type wakingQueue struct {
+	*countingQueue
+	w contract.Waker
+}
+
+func (w wakingQueue) Subscribe(queue string) (<-chan struct{}, func()) { return w.w.Subscribe(queue) }
+
+// queue is c as the runner should see it: a contract.Waker when the
+// queue under it is one.
+func (c *countingQueue) queue() contract.WorkQueue {
+	if w, ok := c.WorkQueue.(contract.Waker); ok {
+		return wakingQueue{c, w}
+	}
+	return c
+}
