@@ -145,7 +145,7 @@ func throughputJobs(n, busy, idle int, peer bool) ([]job, *recorder) {
 }
 
 func (h *harness) throughput(ctx context.Context, scenario string, b backing, conc, busy, idle int) {
-	h.add(h.measureThroughput(ctx, scenario, b, conc, busy, idle))
+	h.add(h.measureThroughput(ctx, scenario, b, conc, h.cfg.items, busy, idle))
 }
 
 // idlePairs measures the idle scenario on one of our backings as
@@ -153,21 +153,24 @@ func (h *harness) throughput(ctx context.Context, scenario string, b backing, co
 // tenants beside it.
 func (h *harness) idlePairs(ctx context.Context, b backing, conc int) {
 	h.medianOfPairs(
-		func() row { return h.measureThroughput(ctx, "idle", b, conc, 1, 0) },
-		func() row { return h.measureThroughput(ctx, "idle", b, conc, 1, 49) },
+		func() row { return h.measureThroughput(ctx, "idle", b, conc, h.cfg.items, 1, 0) },
+		func() row { return h.measureThroughput(ctx, "idle", b, conc, h.cfg.items, 1, 49) },
 		"vs 1 tenant")
 }
 
 // runnerPairs measures one busy tenant on one of our backings driven by
 // contract/runner, the loop users run, in interleaved pairs with the
-// harness's worker pool (which the other scenarios use).
+// harness's worker pool (which the other scenarios use). Half the
+// throughput items is enough for a ratio taken pair by pair, and keeps
+// make bench within its ten minutes.
 func (h *harness) runnerPairs(ctx context.Context, b *ourBacking, conc int) {
+	n := max(1, h.cfg.items/2)
 	h.medianOfPairs(
-		func() row { return h.measureThroughput(ctx, "runner", b, conc, 1, 0) },
+		func() row { return h.measureThroughput(ctx, "runner", b, conc, n, 1, 0) },
 		func() row {
 			b.viaRunner = true
 			defer func() { b.viaRunner = false }()
-			return h.measureThroughput(ctx, "runner", b, conc, 1, 0)
+			return h.measureThroughput(ctx, "runner", b, conc, n, 1, 0)
 		},
 		"vs harness pool")
 }
@@ -205,10 +208,10 @@ func (h *harness) medianOfPairs(base, alt func() row, ratioOf string) {
 	h.add(r)
 }
 
-func (h *harness) measureThroughput(ctx context.Context, scenario string, b backing, conc, busy, idle int) row {
-	jobs, rec := throughputJobs(h.cfg.items, busy, idle, b.peer())
+func (h *harness) measureThroughput(ctx context.Context, scenario string, b backing, conc, items, busy, idle int) row {
+	jobs, rec := throughputJobs(items, busy, idle, b.peer())
 	w := workload{tenants: busy + idle, busy: busy, conc: conc, rec: rec}
-	h.logf("%s %s conc=%d items=%d tenants=%d busy", scenario, b.name(), conc, h.cfg.items, busy)
+	h.logf("%s %s conc=%d items=%d tenants=%d busy", scenario, b.name(), conc, items, busy)
 	m := drain(ctx, b, w, jobs, h.cfg.timeout)
 	r := h.row(scenario, b, conc, m)
 	r.Metric, r.Unit = "claim→complete", "items/s"
