@@ -76,7 +76,9 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	defer stop()
-	waitFor(t, "dead letters and samples", func() bool {
+	// Small tenants' arrivals are random draws: wait until every one of
+	// the 20 has had an item, or the tenants page may be a row short.
+	waitFor(t, "dead letters, samples and all 20 tenants", func() bool {
 		stats, err := store.Tenants(t.Context(), contract.DefaultQueue)
 		if err != nil {
 			return false
@@ -85,7 +87,7 @@ func TestBrowser(t *testing.T) {
 		for _, s := range stats {
 			dead += s.Dead
 		}
-		return dead >= 3 && len(srv.sampler.history()) >= 8
+		return dead >= 3 && len(stats) == 20 && len(srv.sampler.history()) >= 8
 	})
 
 	ctx := newBrowser(t, browser)
