@@ -165,9 +165,7 @@ type workerPool struct {
 	cancel   context.CancelFunc
 	claimWG  sync.WaitGroup
 	settleWG sync.WaitGroup
-	nerr     atomic.Int64
-	errMu    sync.Mutex
-	err      error
+	errCounter
 
 	callStats
 }
@@ -231,19 +229,26 @@ func (s *callStats) summary() string {
 	return out
 }
 
-func (p *workerPool) fail(err error) {
-	p.nerr.Add(1)
-	p.errMu.Lock()
-	if p.err == nil {
-		p.err = err
-	}
-	p.errMu.Unlock()
+// errCounter counts a consumer's errors and keeps the first.
+type errCounter struct {
+	n     atomic.Int64
+	mu    sync.Mutex
+	first error
 }
 
-func (p *workerPool) errs() (int64, error) {
-	p.errMu.Lock()
-	defer p.errMu.Unlock()
-	return p.nerr.Load(), p.err
+func (e *errCounter) fail(err error) {
+	e.n.Add(1)
+	e.mu.Lock()
+	if e.first == nil {
+		e.first = err
+	}
+	e.mu.Unlock()
+}
+
+func (e *errCounter) errs() (int64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n.Load(), e.first
 }
 
 func (p *workerPool) run() {

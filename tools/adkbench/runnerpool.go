@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -20,9 +18,7 @@ type runnerPool struct {
 	done   chan struct{}
 	calls  *countingQueue
 
-	nerr  atomic.Int64
-	errMu sync.Mutex
-	err   error
+	errCounter
 }
 
 // startRunner runs a runner over q until halt; handled items go to rec.
@@ -55,26 +51,11 @@ func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll t
 	return p, nil
 }
 
-func (p *runnerPool) fail(err error) {
-	p.nerr.Add(1)
-	p.errMu.Lock()
-	if p.err == nil {
-		p.err = err
-	}
-	p.errMu.Unlock()
-}
-
 // halt cancels Run, which stops claiming and flushes the pending
 // completes before it returns.
 func (p *runnerPool) halt() {
 	p.cancel()
 	<-p.done
-}
-
-func (p *runnerPool) errs() (int64, error) {
-	p.errMu.Lock()
-	defer p.errMu.Unlock()
-	return p.nerr.Load(), p.err
 }
 
 func (p *runnerPool) summary() string { return p.calls.summary() }
