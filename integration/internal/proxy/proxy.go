@@ -25,7 +25,8 @@ type Proxy struct {
 	accepted atomic.Int64
 	stop     chan struct{}
 	closed   atomic.Bool
-	muted    atomic.Bool // drop what the server sends
+	muted    atomic.Bool  // drop what the server sends
+	delay    atomic.Int64 // nanoseconds each read from the server waits before it is passed on
 }
 
 // Start listens on a free loopback port and forwards every connection to
@@ -92,6 +93,9 @@ func (p *Proxy) pipe(dst, src net.Conn, fromServer bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if d := p.delay.Load(); fromServer && n > 0 && d > 0 {
+			time.Sleep(time.Duration(d))
+		}
 		if n > 0 && !(fromServer && p.muted.Load()) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				break
@@ -126,6 +130,11 @@ func (p *Proxy) Cut() int {
 	p.severed.Add(int64(n))
 	return n
 }
+
+// Delay makes every reply of the server wait d before it is passed on
+// (each read from the server's side, so a reply that arrives in pieces
+// waits once per piece): a slow network, or a server far away.
+func (p *Proxy) Delay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Mute makes the proxy drop every reply of the server, from now until
 // Unmute: requests still arrive and run; their answers are lost.
