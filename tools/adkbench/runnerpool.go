@@ -22,6 +22,9 @@ type runnerPool struct {
 }
 
 // startRunner runs a runner over q until halt; handled items go to rec.
+// BatchSize is what users get by leaving it 0, the concurrency (or
+// -batch where that is lower): a larger one would also make each
+// Complete wait for up to that many items.
 // The runner's claims are timed, so it never carries completes along
 // (the timing wrapper hides CompleteAndClaim).
 func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll time.Duration) (*runnerPool, error) {
@@ -35,7 +38,7 @@ func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll t
 		return nil
 	}
 	r, err := runner.New(p.calls.queue(), handle, runner.Config{
-		Queue: benchQueue, Worker: "adkbench-runner", Concurrency: conc, BatchSize: min(maxBatch, contract.MaxClaimBatch),
+		Queue: benchQueue, Worker: "adkbench-runner", Concurrency: conc, BatchSize: min(maxBatch, conc),
 		LeaseFor: 5 * time.Minute, PollInterval: poll, ReapInterval: -1,
 		OnError: p.fail,
 	})
