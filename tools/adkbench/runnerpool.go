@@ -10,9 +10,10 @@ import (
 )
 
 // runnerPool works a queue with contract/runner, the loop users run: one
-// claim loop asking for every free slot, one goroutine per handler with
-// its heartbeat, completes batched for CompleteDelay. The runner scenario
-// sets it beside the harness's worker pool on the same backing.
+// claim loop asking for every free slot, one goroutine per slot, each
+// running item heartbeated, completes batched for CompleteDelay. The
+// runner scenario sets it beside the harness's worker pool on the same
+// backing.
 type runnerPool struct {
 	cancel context.CancelFunc
 	done   chan struct{}
