@@ -98,3 +98,41 @@ func TestGatherFillsTheBatchWithinItsWindow(t *testing.T) {
 		t.Fatalf("gather counted %d running, want 5: it waited with a batch free", l.inflight)
 	}
 }
+
+// Slot goroutines are started as running items first need them, not one
+// per configured slot: a runner of a thousand slots that has had three
+// items at once runs three goroutines, and reuses them.
+func TestSlotGoroutinesFollowThePeak(t *testing.T) {
+	release := make(chan struct{})
+	r, err := New(&maxRecorder{}, func(ctx context.Context, _ contract.Lease) error {
+		<-release
+		return nil
+	}, Config{Concurrency: 1000, LeaseFor: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &loop{r: r, cfg: r.cfg, log: r.cfg.Logger, detached: context.Background(), handlerCtx: context.Background(),
+		finished: make(chan struct{}, 1000), jobs: make(chan contract.Lease, 1000), completes: make(chan contract.Lease, 1000)}
+	lease := func(id string) contract.Lease {
+		return contract.Lease{Item: contract.Item{Tenant: "t", ID: id}, ExpiresAt: time.Now().Add(time.Hour)}
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		l.start(lease(id))
+	}
+	close(release) // the three handlers return
+	for range 3 {
+		<-l.finished
+		l.inflight--
+	}
+	l.start(lease("d"))
+	<-l.finished
+	l.inflight--
+	close(l.jobs)
+	l.slots.Wait()
+	if l.started != 3 {
+		t.Fatalf("%d slot goroutines started for at most three items at once, want 3", l.started)
+	}
+	if n := len(l.completes); n != 4 {
+		t.Fatalf("%d items completed, want 4", n)
+	}
+}

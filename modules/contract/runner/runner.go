@@ -104,20 +104,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	if cfg.ReapInterval > 0 {
 		background.Go(func() { l.reapLoop(reapCtx) })
 	}
-	// One goroutine per slot for the whole Run: a goroutine per item
-	// would start each handler on a fresh stack and grow it, item after
-	// item.
-	var slots sync.WaitGroup
-	for range cfg.Concurrency {
-		slots.Go(func() { l.work(handlerCtx) })
-	}
+	l.handlerCtx = handlerCtx
 
 	l.claimLoop(ctx, wake)
 
 	stopReaping()
 	l.drain(stopHandlers)
 	close(l.jobs)
-	slots.Wait()
+	l.slots.Wait()
 	close(l.completes)
 	background.Wait()
 	return nil
@@ -130,10 +124,17 @@ type loop struct {
 	log      *slog.Logger
 	detached context.Context // Run's context without its cancellation, for settles
 
-	inflight  int                 // handlers running; touched by the claim goroutine only
-	jobs      chan contract.Lease // claimed leases for the slot goroutines
-	finished  chan struct{}       // one value per handler that returned
-	completes chan contract.Lease
+	inflight int                 // handlers running; touched by the claim goroutine only
+	jobs     chan contract.Lease // claimed leases for the slot goroutines
+	finished chan struct{}       // one value per handler that returned
+	// Slot goroutines run the handlers, one item at a time, for the whole
+	// Run; they are started as the number of running items first needs
+	// them (never more than Concurrency). A goroutine per item would start
+	// each handler on a fresh stack and grow it, item after item.
+	slots      sync.WaitGroup
+	started    int // slot goroutines started; touched by the claim goroutine only
+	handlerCtx context.Context
+	completes  chan contract.Lease
 
 	// cc is the queue when it can complete and claim in one call; the
 	// claim loop then takes the pending completes along with each claim,
@@ -343,9 +344,15 @@ func (l *loop) drain(stopHandlers context.CancelCauseFunc) {
 	}
 }
 
-// start hands a claimed lease to the slot goroutines.
+// start hands a claimed lease to the slot goroutines, starting one more
+// when every one started may be busy: there are never fewer of them than
+// items running or waiting, so no item waits for a slot.
 func (l *loop) start(lease contract.Lease) {
 	l.inflight++
+	if l.started < l.inflight {
+		l.started++
+		l.slots.Go(func() { l.work(l.handlerCtx) })
+	}
 	l.jobs <- lease // never blocks: at most Concurrency are running or waiting
 }
 
