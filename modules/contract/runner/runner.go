@@ -351,31 +351,18 @@ func (l *loop) start(lease contract.Lease) {
 	l.inflight++
 	if l.started < l.inflight {
 		l.started++
-		l.slots.Go(func() { l.work(l.handlerCtx) })
+		l.slots.Go(l.work)
 	}
 	l.jobs <- lease // never blocks: at most Concurrency are running or waiting
 }
 
 // work runs the handlers of the leases it is given, one at a time, until
 // jobs is closed.
-func (l *loop) work(parent context.Context) {
+func (l *loop) work() {
 	for lease := range l.jobs {
-		l.process(parent, lease)
+		l.process(l.handlerCtx, lease)
 		l.finished <- struct{}{}
 	}
-}
-
-// held is a running item's current lease, which heartbeats replace.
-type held struct {
-	mu    sync.Mutex
-	lease contract.Lease
-	lost  bool
-}
-
-func (h *held) get() (contract.Lease, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lease, h.lost
 }
 
 // process runs the handler on one lease, heartbeating meanwhile, and
@@ -383,15 +370,13 @@ func (h *held) get() (contract.Lease, bool) {
 func (l *loop) process(parent context.Context, lease contract.Lease) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	h := &held{lease: lease}
-	hb := l.startHeartbeat(h, cancel)
+	hb := l.startHeartbeat(lease, cancel)
 
 	err := l.call(ctx, lease)
 
 	// Stop heartbeating before reading the lease, so the settle presents
 	// the last token a heartbeat obtained.
-	hb.stop()
-	current, lost := h.get()
+	current, lost := hb.stop()
 	if err == nil && !lost {
 		l.completes <- current
 		return
@@ -400,11 +385,8 @@ func (l *loop) process(parent context.Context, lease contract.Lease) {
 }
 
 // unsuccessful settles an item whose handler failed or whose lease was
-// lost. It is apart from process so that process's own frame stays small:
-// every handler goroutine starts on a small stack, and growing it (copying
-// it whole) was a fifth of the runner's cost per item with no-op handlers.
-//
-//go:noinline
+// lost; the log fields are built here, off the path of items that
+// succeed.
 func (l *loop) unsuccessful(ctx context.Context, lease, current contract.Lease, lost bool, err error) {
 	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
 	if lost {
@@ -438,39 +420,48 @@ func (l *loop) call(ctx context.Context, lease contract.Lease) (err error) {
 	return l.r.handler(ctx, lease)
 }
 
-// heartbeats extend one running item's lease every HeartbeatEvery until
-// stopped. They go on after the handler's context is cancelled: a handler
-// that is slow to return still holds its item, and letting the lease lapse
-// would hand the item to another worker while this one runs. Each beat
-// runs on a timer of its own (time.AfterFunc), so an item whose handler
-// returns before the first beat costs no goroutine for it.
+// heartbeats keep one running item's lease, extending it every
+// HeartbeatEvery until stopped. They go on after the handler's context is
+// cancelled: a handler that is slow to return still holds its item, and
+// letting the lease lapse would hand the item to another worker while
+// this one runs. Each beat runs on a timer of its own (time.AfterFunc), so
+// an item whose handler returns before the first beat costs no goroutine
+// for it.
 type heartbeats struct {
 	l      *loop
-	h      *held
 	cancel context.CancelCauseFunc
 
 	mu      sync.Mutex
+	lease   contract.Lease // the current lease, which each beat replaces
+	lost    bool
 	timer   *time.Timer
 	stopped bool
 	beating sync.WaitGroup // a beat in progress
 }
 
-func (l *loop) startHeartbeat(h *held, cancel context.CancelCauseFunc) *heartbeats {
-	b := &heartbeats{l: l, h: h, cancel: cancel}
+func (l *loop) startHeartbeat(lease contract.Lease, cancel context.CancelCauseFunc) *heartbeats {
+	b := &heartbeats{l: l, cancel: cancel, lease: lease}
 	b.mu.Lock()
 	b.timer = time.AfterFunc(l.cfg.HeartbeatEvery, b.beat)
 	b.mu.Unlock()
 	return b
 }
 
-// stop ends the heartbeats and waits for a beat in progress, so the lease
-// in h is the last one a heartbeat obtained.
-func (b *heartbeats) stop() {
+// stop ends the heartbeats, waits for a beat in progress and returns the
+// last lease they obtained and whether it was lost.
+func (b *heartbeats) stop() (contract.Lease, bool) {
 	b.mu.Lock()
 	b.stopped = true
 	b.timer.Stop()
 	b.mu.Unlock()
 	b.beating.Wait()
+	return b.get()
+}
+
+func (b *heartbeats) get() (contract.Lease, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lease, b.lost
 }
 
 func (b *heartbeats) beat() {
@@ -494,21 +485,21 @@ func (b *heartbeats) beat() {
 
 // extend heartbeats the lease once and reports whether to go on.
 func (b *heartbeats) extend() bool {
-	l, h := b.l, b.h
-	cur, _ := h.get()
+	l := b.l
+	cur, _ := b.get()
 	ctx, c := context.WithTimeout(l.detached, l.cfg.SettleTimeout)
 	next, err := l.r.q.Heartbeat(ctx, cur, l.cfg.LeaseFor)
 	c()
 	if err == nil {
-		h.mu.Lock()
-		h.lease = next
-		h.mu.Unlock()
+		b.mu.Lock()
+		b.lease = next
+		b.mu.Unlock()
 		return true
 	}
 	if lost, ok := errors.AsType[*contract.LeaseLostError](err); ok {
-		h.mu.Lock()
-		h.lost = true
-		h.mu.Unlock()
+		b.mu.Lock()
+		b.lost = true
+		b.mu.Unlock()
 		b.cancel(lost)
 		return false
 	}
