@@ -189,7 +189,8 @@ func (q *RedisWorkQueue) Rotation(ctx context.Context, queue string, n int) (con
 			t, _ := z.Member.(string)
 			due = append(due, placed{t, z.Score})
 		}
-		now, _ := strconv.ParseFloat(micros(q.clock.Now()), 64)
+		// The claim's now: nowMicros, rounded down.
+		now := float64(q.clock.Now().UnixNano() / 1000)
 		var woken []string
 		for _, z := range wait.Val() {
 			t, _ := z.Member.(string)
