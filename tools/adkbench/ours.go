@@ -388,11 +388,7 @@ func (p *workerPool) claimLoop(ctx context.Context, worker string) {
 			continue
 		}
 		for _, l := range leases {
-			seq, err := strconv.ParseInt(l.Item.ID, 10, 64)
-			if err != nil {
-				seq = -1
-			}
-			p.rec.handle(seq)
+			p.rec.handleID(l.Item.ID)
 		}
 		p.release(len(leases))
 		if cc != nil {

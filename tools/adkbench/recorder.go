@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,15 @@ func (r *recorder) watchOnly(w []bool) {
 		}
 	}
 	r.watchLeft.Store(c)
+}
+
+// handleID is handle for an item of our backings, whose ID is its seq.
+func (r *recorder) handleID(id string) {
+	seq, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		seq = -1 // not ours: handle counts it as an anomaly
+	}
+	r.handle(seq)
 }
 
 // handle is the no-op handler. It is safe for concurrent use.

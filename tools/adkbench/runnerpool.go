@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -31,11 +30,7 @@ type runnerPool struct {
 func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll time.Duration) (*runnerPool, error) {
 	p := &runnerPool{done: make(chan struct{}), calls: &countingQueue{WorkQueue: q}}
 	handle := func(_ context.Context, l contract.Lease) error {
-		seq, err := strconv.ParseInt(l.Item.ID, 10, 64)
-		if err != nil {
-			seq = -1
-		}
-		rec.handle(seq)
+		rec.handleID(l.Item.ID)
 		return nil
 	}
 	r, err := runner.New(p.calls.queue(), handle, runner.Config{
