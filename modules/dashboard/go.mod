@@ -6,6 +6,7 @@ require (
 	github.com/PuerkitoBio/goquery v1.13.0
 	github.com/a-h/templ v0.3.1100
 	github.com/adkit/adk/modules/adkotel v0.1.0
+	github.com/adkit/adk/modules/backing v0.1.0
 	github.com/adkit/adk/modules/contract v0.1.0
 	github.com/adkit/adk/modules/pgstore v0.1.0
 	github.com/adkit/adk/modules/policy v0.1.0
@@ -72,6 +73,7 @@ require (
 
 replace (
 	github.com/adkit/adk/modules/adkotel => ../adkotel
+	github.com/adkit/adk/modules/backing => ../backing
 	github.com/adkit/adk/modules/contract => ../contract
 	github.com/adkit/adk/modules/pgstore => ../pgstore
 	github.com/adkit/adk/modules/policy => ../policy

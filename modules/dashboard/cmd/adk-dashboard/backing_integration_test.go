@@ -77,10 +77,11 @@ func TestDemoOnPostgres(t *testing.T) {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 
-	// Without --apply-schema the empty schema is refused with the fix.
+	// Without --apply-schema the empty schema is refused with the fix,
+	// spelled for the command line and for make.
 	err = run(t.Context(), []string{"--addr", "127.0.0.1:0"}, env("ADK_POSTGRES_DSN", u.String()), nopWriter{}, nopWriter{})
-	if err == nil || !strings.Contains(err.Error(), "--apply-schema") {
-		t.Fatalf("unapplied schema: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "add --apply-schema") || !strings.Contains(err.Error(), "DEMO_FLAGS=--apply-schema make demo") {
+		t.Fatalf("unapplied schema: %v; want the fix as a flag and as DEMO_FLAGS=--apply-schema make demo", err)
 	}
 	runDemo(t, []string{"--addr", "127.0.0.1:0", "--demo", "--apply-schema"}, env("ADK_POSTGRES_DSN", u.String()), "postgresql", `"name":"listener","value":"connected"`)
 }

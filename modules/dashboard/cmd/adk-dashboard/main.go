@@ -5,6 +5,9 @@
 //
 //	adk-dashboard [--addr 127.0.0.1:8080] [--demo] [--redis DSN | --postgres DSN [--apply-schema]]
 //
+// Through make, the flags go in DEMO_FLAGS: DEMO_FLAGS="--addr
+// 127.0.0.1:9090" make demo serves on another port.
+//
 // The DSNs may come from ADK_REDIS_DSN / ADK_POSTGRES_DSN instead (better:
 // a flag shows in the process list). Requeue and purge are enabled only
 // when ADK_DASHBOARD_TOKEN is set. When an OTLP endpoint is configured
@@ -27,6 +30,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/modules/adkotel"
+	"github.com/adkit/adk/modules/backing"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/runner"
 	"github.com/adkit/adk/modules/dashboard"
@@ -44,15 +48,12 @@ func main() {
 
 // options are the parsed command line.
 type options struct {
-	addr        string
-	redisDSN    contract.Secret
-	postgresDSN contract.Secret
-	namespace   string
-	queue       string
-	demo        bool
-	applySchema bool
-	token       contract.Secret
-	verbose     bool
+	addr    string
+	backing backing.Config
+	queue   string
+	demo    bool
+	token   contract.Secret
+	verbose bool
 	// tracing is on when an OTLP endpoint is configured: requests, and the
 	// demo's queue calls, are exported through adkotel.Setup.
 	tracing bool
@@ -61,16 +62,13 @@ type options struct {
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	o := options{stderr: stderr}
-	var redisDSN, pgDSN string
 	fs := flag.NewFlagSet("adk-dashboard", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on; keep it on loopback unless a proxy in front adds TLS")
-	fs.StringVar(&redisDSN, "redis", "", "Redis URL (default $ADK_REDIS_DSN); selects the Redis backing")
-	fs.StringVar(&pgDSN, "postgres", "", "PostgreSQL DSN (default $ADK_POSTGRES_DSN); selects the PostgreSQL backing")
-	fs.StringVar(&o.namespace, "redis-namespace", "", "Redis key namespace (default \"adk\")")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on; keep it on loopback unless a proxy in front adds TLS (make demo: DEMO_FLAGS=\"--addr 127.0.0.1:9090\")")
+	o.backing.RegisterFlags(fs)
 	fs.StringVar(&o.queue, "queue", "", "queue shown first (default: \"default\", else the first queue found)")
 	fs.BoolVar(&o.demo, "demo", false, "run a synthetic 20-tenant workload on the backing")
-	fs.BoolVar(&o.applySchema, "apply-schema", false, "PostgreSQL only: apply the expected schema first (development databases only)")
+	fs.BoolVar(&o.backing.ApplySchema, "apply-schema", false, "PostgreSQL only: apply the expected schema first (development databases only)")
 	fs.BoolVar(&o.verbose, "v", false, "log sampler, action and workload events")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: adk-dashboard [flags]\n\nRequeue and purge are enabled when ADK_DASHBOARD_TOKEN is set.\n\nflags:")
@@ -82,26 +80,16 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	o.redisDSN = contract.Secret(cmpOr(redisDSN, getenv("ADK_REDIS_DSN")))
-	o.postgresDSN = contract.Secret(cmpOr(pgDSN, getenv("ADK_POSTGRES_DSN")))
+	o.backing.FillFromEnv(getenv)
+	// On PostgreSQL a LISTEN connection wakes the demo's workers and puts
+	// the listener's health on the health page.
+	o.backing.Listen = true
+	o.backing.Warn = func(msg string) { fmt.Fprintln(stderr, "adk-dashboard: warning:", msg) }
 	o.token = contract.Secret(getenv("ADK_DASHBOARD_TOKEN"))
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
 		o.tracing = o.tracing || getenv(k) != ""
 	}
-	if o.redisDSN.IsSet() && o.postgresDSN.IsSet() {
-		return o, errors.New("both a Redis and a PostgreSQL DSN are set; pick one backing (unset ADK_REDIS_DSN or ADK_POSTGRES_DSN)")
-	}
-	if o.applySchema && !o.postgresDSN.IsSet() {
-		return o, errors.New("--apply-schema needs a PostgreSQL DSN (--postgres or ADK_POSTGRES_DSN)")
-	}
-	return o, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return o, o.backing.Validate()
 }
 
 // run is main without the process: testable, and every resource it opens
@@ -131,11 +119,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}()
 	}
 
-	b, err := openBacking(ctx, o)
+	b, err := openBacking(ctx, o.backing)
 	if err != nil {
 		return err
 	}
-	defer b.close()
+	defer b.Close()
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -143,8 +131,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	loopback := isLoopback(ln.Addr())
 	cfg := dashboard.Config{
-		Queue: b.queue, Inspector: b.inspector, State: b.state,
-		Backing: b.name, DSN: b.dsn, Token: o.token, DefaultQueue: o.queue, Logger: logger,
+		Queue: b.Queue, Inspector: b.Inspector, State: b.State,
+		Backing: b.Name, DSN: b.DSN, Token: o.token, DefaultQueue: o.queue, Logger: logger,
 	}
 	if loopback {
 		cfg.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
@@ -163,11 +151,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	workCtx, stopWork := context.WithCancel(ctx)
 	workDone := make(chan error, 1)
 	if o.demo {
-		dc := demo.Config{Queue: b.queue, Inspector: b.inspector, Logger: logger}
+		dc := demo.Config{Queue: b.Queue, Inspector: b.Inspector, Logger: logger}
 		if o.tracing {
 			// The workload's enqueues, claims and settles become spans,
 			// and each handler call a process span linked to its producer.
-			dc.Queue = adkotel.WrapQueue(b.queue)
+			dc.Queue = adkotel.WrapQueue(b.Queue)
 			dc.Middleware = []runner.Middleware{adkotel.ProcessMiddleware()}
 		}
 		go func() {
@@ -177,7 +165,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		workDone <- nil
 	}
 
-	announce(stdout, ln.Addr(), b.name, o, loopback)
+	announce(stdout, ln.Addr(), b.Name, o, loopback)
 
 	select {
 	case <-ctx.Done():

@@ -7,12 +7,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/adkit/adk/modules/backing"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -27,7 +31,7 @@ func env(kv ...string) func(string) string {
 
 func TestParse(t *testing.T) {
 	o, err := parse(nil, env("ADK_REDIS_DSN", "redis://:pw@127.0.0.1:6379/0", "ADK_DASHBOARD_TOKEN", "t"), io.Discard)
-	if err != nil || !o.redisDSN.IsSet() || o.postgresDSN.IsSet() || o.addr != "127.0.0.1:8080" || !o.token.IsSet() {
+	if err != nil || o.backing.Kind() != backing.Redis || o.addr != "127.0.0.1:8080" || !o.token.IsSet() {
 		t.Fatalf("parse: %+v %v", o, err)
 	}
 	if _, err := parse(nil, env("ADK_REDIS_DSN", "redis://x", "ADK_POSTGRES_DSN", "postgres://y"), io.Discard); err == nil {
@@ -132,5 +136,50 @@ func TestDemoExportsTraces(t *testing.T) {
 	runDemo(t, []string{"--addr", "127.0.0.1:0", "--demo"}, func(k string) string { return os.Getenv(k) }, "memory")
 	if posts.Load() == 0 {
 		t.Error("no trace export reached the collector")
+	}
+}
+
+// The way to serve `make demo` on another port is written where a user
+// looks (make help, the Makefile's comment, the README, the dashboard's
+// README), and the documented line does what it says: make passes the
+// flag on, and the command listens there.
+func TestMakeDemoPortIsDocumented(t *testing.T) {
+	root, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const example = `DEMO_FLAGS="--addr 127.0.0.1:9090" make demo`
+	for _, f := range []string{"Makefile", "README.md", "modules/dashboard/README.md"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), example) {
+			t.Errorf("%s does not show how to change the demo's port (%s)", f, example)
+		}
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatal("make is not installed; install it (apt-get install make) to run this test")
+	}
+	makeCmd := func(args ...string) string {
+		cmd := exec.Command("make", append([]string{"-s", "-C", root}, args...)...)
+		cmd.Env = append(os.Environ(), "DEMO_FLAGS=--addr 127.0.0.1:9090")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("make %v: %v", args, err)
+		}
+		return string(out)
+	}
+	if help := makeCmd("help"); !strings.Contains(help, example) {
+		t.Errorf("make help does not show how to change the demo's port:\n%s", help)
+	}
+	dry := makeCmd("-n", "demo")
+	_, flags, ok := strings.Cut(dry, "./cmd/adk-dashboard ")
+	if !ok {
+		t.Fatalf("make -n demo runs no adk-dashboard: %q", dry)
+	}
+	o, err := parse(strings.Fields(flags), env(), io.Discard)
+	if err != nil || o.addr != "127.0.0.1:9090" || !o.demo {
+		t.Fatalf("make demo with DEMO_FLAGS=--addr runs %q: addr %q, demo %v, %v", strings.TrimSpace(flags), o.addr, o.demo, err)
 	}
 }

@@ -1,0 +1,257 @@
+package backing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/memstore"
+	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/redisstore"
+)
+
+// Names of the backings, as [Backing.Name] and contract.Health.Backing
+// spell them.
+const (
+	Memory     = "memory"
+	Redis      = "redis"
+	PostgreSQL = "postgresql"
+)
+
+// Config says which backing to open and how. The zero Config opens the
+// in-memory store.
+type Config struct {
+	// RedisDSN selects Redis: redis://[user:password@]host:port/db (or
+	// rediss:// for TLS).
+	RedisDSN contract.Secret
+	// PostgresDSN selects PostgreSQL: a URL or keyword/value connection
+	// string. A statement_timeout of 30s is added when it sets none,
+	// because pgstore refuses connections whose statements may run
+	// forever.
+	PostgresDSN contract.Secret
+
+	// RedisNamespace is redisstore.Settings.Namespace (default "adk").
+	RedisNamespace string
+	// RedisVolatile and RedisAssumeDurable are the redisstore settings of
+	// the same names: they change the preflight verdict, so set them as
+	// the deployment does or the verdict is not the deployment's.
+	RedisVolatile      bool
+	RedisAssumeDurable bool
+
+	// Tables are the PostgreSQL table names (zero fields: the defaults).
+	Tables pgstore.StateTables
+	// ApplySchema applies pgstore's schema for Tables before verifying:
+	// for development databases only (the library itself never does).
+	ApplySchema bool
+	// Listen starts a PostgreSQL LISTEN connection outside the pool, so
+	// the queue's claimers are woken rather than polling. Processes that
+	// claim want it; a command that only inspects does not. When it
+	// cannot start, Open warns and goes on: polling is slower, not wrong.
+	Listen bool
+
+	// Clock is handed to every store; nil means the system clock.
+	Clock contract.Clock
+	// Warn receives problems Open works around (a LISTEN connection that
+	// would not start). nil discards them. Messages never hold a secret.
+	Warn func(msg string)
+}
+
+// Validate refuses a Config that names two backings or asks for a
+// schema without PostgreSQL, saying which setting to change.
+func (c Config) Validate() error {
+	if c.RedisDSN.IsSet() && c.PostgresDSN.IsSet() {
+		return errors.New("both a Redis and a PostgreSQL DSN are set; pick one backing (unset ADK_REDIS_DSN or ADK_POSTGRES_DSN, or drop --redis or --postgres)")
+	}
+	if c.ApplySchema && !c.PostgresDSN.IsSet() {
+		return errors.New("--apply-schema needs a PostgreSQL DSN (--postgres or ADK_POSTGRES_DSN)")
+	}
+	return nil
+}
+
+// Kind is the name of the backing the Config selects: Memory, Redis or
+// PostgreSQL.
+func (c Config) Kind() string {
+	switch {
+	case c.RedisDSN.IsSet():
+		return Redis
+	case c.PostgresDSN.IsSet():
+		return PostgreSQL
+	}
+	return Memory
+}
+
+// Backing is an opened backing: the queue, its inspector and the state
+// store over one connection, and the verdict of the server's checks.
+// Close it to let go of every connection it opened.
+type Backing struct {
+	// Name is Memory, Redis or PostgreSQL.
+	Name string
+	// DSN is the DSN it was opened with ("" for memory), for showing
+	// which server is in use; it prints as [redacted].
+	DSN       contract.Secret
+	Queue     contract.WorkQueue
+	Inspector contract.Inspector
+	State     contract.StateStore
+	// Verdict is why the server is unfit for the kit, nil when it passed:
+	// redisstore.Preflight's refusal for Redis, pgstore.Verify's for
+	// PostgreSQL. Open does not refuse on it, so that a tool can still
+	// show a misconfigured server (Inspector.Health reports the same
+	// checks with their fixes); a process that runs work should.
+	Verdict error
+
+	closers []func() error
+}
+
+// Close releases everything Open opened, last opened first. It is safe on
+// a nil or zero Backing and idempotent.
+func (b *Backing) Close() error {
+	if b == nil {
+		return nil
+	}
+	var errs []error
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		errs = append(errs, b.closers[i]())
+	}
+	b.closers = nil
+	return errors.Join(errs...)
+}
+
+func (b *Backing) onClose(f func() error) { b.closers = append(b.closers, f) }
+
+// Open connects to the backing c selects, runs the server's checks
+// (Preflight on Redis, Verify on PostgreSQL; their verdict lands in
+// Backing.Verdict) and builds the stores. A server that cannot be reached
+// is an error naming the host and the cause, never the DSN or password;
+// on error nothing stays open.
+func Open(ctx context.Context, c Config) (*Backing, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	switch c.Kind() {
+	case Redis:
+		return openRedis(ctx, c)
+	case PostgreSQL:
+		return openPostgres(ctx, c)
+	}
+	s := memstore.New(c.Clock)
+	return &Backing{Name: Memory, Queue: s, Inspector: s, State: s}, nil
+}
+
+func openRedis(ctx context.Context, c Config) (*Backing, error) {
+	dsn := c.RedisDSN
+	opts, err := redis.ParseURL(dsn.Reveal())
+	if err != nil {
+		return nil, fmt.Errorf("the Redis DSN does not parse (want redis://[user:password@]host:port/db): %s", redact(err.Error(), dsn))
+	}
+	client := redis.NewClient(opts)
+	b := &Backing{Name: Redis, DSN: dsn}
+	b.onClose(client.Close)
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("cannot reach Redis at %s: %s (check the DSN and that the server is up)", hostOf(dsn), redact(err.Error(), dsn))
+	}
+	settings := redisstore.Settings{DSN: dsn, Namespace: c.RedisNamespace, Volatile: c.RedisVolatile, AssumeDurable: c.RedisAssumeDurable}
+	// The server answered, so a failed preflight is a verdict on it
+	// (settings, or CONFIG hidden from this user), not a reason to fail.
+	if _, err := redisstore.Preflight(ctx, client, settings); err != nil {
+		b.Verdict = scrubbed(err, dsn)
+	}
+	q, err := redisstore.NewQueue(client, c.Clock, settings)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	b.onClose(q.Close)
+	st, err := redisstore.NewState(client, c.Clock, settings)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	b.Queue, b.Inspector, b.State = q, q, st
+	return b, nil
+}
+
+func openPostgres(ctx context.Context, c Config) (*Backing, error) {
+	dsn := c.PostgresDSN
+	schema, err := pgstore.Schema(c.Tables)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn.Reveal())
+	if err != nil {
+		return nil, fmt.Errorf("the PostgreSQL DSN does not parse (want postgres://user[:password]@host:port/db or host=... dbname=...): %s", redact(err.Error(), dsn))
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !ok {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "30000"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open PostgreSQL at %s: %s", hostOf(dsn), redact(err.Error(), dsn))
+	}
+	b := &Backing{Name: PostgreSQL, DSN: dsn}
+	b.onClose(func() error { pool.Close(); return nil })
+	if err := pool.Ping(ctx); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %s (check the DSN and that the server is up)", hostOf(dsn), redact(err.Error(), dsn))
+	}
+	if c.ApplySchema {
+		// One simple-protocol round trip: the statements run as one
+		// transaction, so a failure applies none of them.
+		if _, err := pool.Exec(ctx, schema); err != nil {
+			_ = b.Close()
+			return nil, fmt.Errorf("apply the schema: %s", redact(err.Error(), dsn))
+		}
+	}
+	if err := pgstore.Verify(ctx, pool, c.Tables); err != nil {
+		b.Verdict = scrubbed(err, dsn)
+	}
+	settings := pgstore.Settings{DSN: dsn, Tables: c.Tables}
+	if c.Listen {
+		l, err := startListener(ctx, cfg.ConnConfig, pgstore.NotifyChannel(c.Tables))
+		if err != nil {
+			c.warn("no LISTEN connection, the queue polls instead: " + redact(err.Error(), dsn))
+		} else {
+			settings.Listener = l
+			b.onClose(l.Close)
+		}
+	}
+	q, err := pgstore.NewWorkQueue(pool, c.Clock, settings)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	st, err := pgstore.NewStateStore(pool, c.Clock, settings)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	b.Queue, b.Inspector, b.State = q, q, st
+	return b, nil
+}
+
+func startListener(ctx context.Context, cfg *pgx.ConnConfig, channel string) (*pgstore.Listener, error) {
+	l, err := pgstore.NewListener(cfg, pgstore.ListenerSettings{})
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Start(ctx); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	if err := l.Listen(ctx, channel); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (c Config) warn(msg string) {
+	if c.Warn != nil {
+		c.Warn(msg)
+	}
+}

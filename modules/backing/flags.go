@@ -1,0 +1,50 @@
+package backing
+
+import (
+	"flag"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// The environment variables FromEnv reads, the ones `make demo` passes on.
+const (
+	EnvRedisDSN    = "ADK_REDIS_DSN"
+	EnvPostgresDSN = "ADK_POSTGRES_DSN"
+)
+
+// RegisterFlags defines the flags every command of the kit uses to pick
+// a backing — --redis, --postgres, --redis-namespace, --redis-volatile,
+// --redis-assume-durable and the PostgreSQL table names — writing into c.
+// Call [Config.FillFromEnv] after parsing, so that a flag overrides the
+// environment.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar((*string)(&c.RedisDSN), "redis", "", "Redis URL (default $"+EnvRedisDSN+"); selects the Redis backing. Prefer the variable: a flag shows in the process list")
+	fs.StringVar((*string)(&c.PostgresDSN), "postgres", "", "PostgreSQL DSN (default $"+EnvPostgresDSN+"); selects the PostgreSQL backing. Prefer the variable: a flag shows in the process list")
+	fs.StringVar(&c.RedisNamespace, "redis-namespace", "", `Redis key namespace (default "adk")`)
+	fs.BoolVar(&c.RedisVolatile, "redis-volatile", false, "Redis: the deployment runs without persistence on purpose (Settings.Volatile); preflight accepts it")
+	fs.BoolVar(&c.RedisAssumeDurable, "redis-assume-durable", false, "Redis: CONFIG is hidden (managed Redis) and the provider guarantees persistence (Settings.AssumeDurable)")
+	fs.StringVar(&c.Tables.Runs, "runs-table", "", "PostgreSQL runs table (default adk_runs)")
+	fs.StringVar(&c.Tables.Work, "work-table", "", "PostgreSQL work table (default adk_work)")
+	fs.StringVar(&c.Tables.Turns, "turns-table", "", "PostgreSQL tenant rotation table (default adk_queue_turns)")
+	fs.StringVar(&c.Tables.Blobs, "blobs-table", "", "PostgreSQL claim-check blob table (default adk_blobs)")
+}
+
+// FillFromEnv reads the DSNs from ADK_REDIS_DSN and ADK_POSTGRES_DSN
+// unless a flag already chose a backing: --redis overrides an exported
+// ADK_POSTGRES_DSN as well as ADK_REDIS_DSN, so naming a server on the
+// command line is always enough.
+func (c *Config) FillFromEnv(getenv func(string) string) {
+	if c.RedisDSN.IsSet() || c.PostgresDSN.IsSet() {
+		return
+	}
+	c.RedisDSN = contract.Secret(getenv(EnvRedisDSN))
+	c.PostgresDSN = contract.Secret(getenv(EnvPostgresDSN))
+}
+
+// FromEnv is the Config `make demo` runs with: the DSNs from the
+// environment, every other field zero.
+func FromEnv(getenv func(string) string) Config {
+	var c Config
+	c.FillFromEnv(getenv)
+	return c
+}

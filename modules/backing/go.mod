@@ -1,0 +1,31 @@
+module github.com/adkit/adk/modules/backing
+
+go 1.26.0
+
+require (
+	github.com/adkit/adk/modules/contract v0.1.0
+	github.com/adkit/adk/modules/pgstore v0.1.0
+	github.com/adkit/adk/modules/redisstore v0.1.0
+	github.com/jackc/pgx/v5 v5.13.0
+	github.com/redis/go-redis/v9 v9.23.0
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/adkit/adk/modules/policy v0.1.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)
+
+replace (
+	github.com/adkit/adk/modules/contract => ../contract
+	github.com/adkit/adk/modules/pgstore => ../pgstore
+	github.com/adkit/adk/modules/policy => ../policy
+	github.com/adkit/adk/modules/redisstore => ../redisstore
+)
