@@ -12,13 +12,14 @@ import (
 // a filter that matches few of 100,000 never blocks the server for long.
 const deadScanBudget = 2000
 
-// deadSource picks the set to scan: one tenant's dead letters when the
-// filter names the tenant, the queue's otherwise.
-func (q *RedisWorkQueue) deadSource(prefix string, f contract.DeadLetterFilter) string {
+// deadSource picks the dead letters to scan: one tenant's range of the
+// per-tenant set when the filter names the tenant ("lp(tenant)"), the
+// queue's set otherwise ("").
+func deadSource(f contract.DeadLetterFilter) string {
 	if f.Tenant != "" {
-		return prefix + "dead:" + lp(f.Tenant)
+		return lp(f.Tenant)
 	}
-	return prefix + "dead"
+	return ""
 }
 
 type deadHit struct {
@@ -54,10 +55,11 @@ func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilt
 		}
 		return nil
 	}
-	src := q.deadSource(prefix, f)
+	src := deadSource(f)
 	pos := strconv.FormatInt(after, 10)
+	keys := q.queueKeys(name)
 	for {
-		res, err := q.run(ctx, scriptDeadPage, prefix, prefix, q.keys.ns, src, pos, deadScanBudget, want, f.Tenant, f.ID, f.ErrorContains)
+		res, err := q.run(ctx, scriptDeadPage, keys, src, pos, deadScanBudget, want, f.Tenant, f.ID, f.ErrorContains)
 		if err != nil {
 			return err
 		}
@@ -140,7 +142,6 @@ func (q *RedisWorkQueue) moveDead(ctx context.Context, f contract.DeadLetterFilt
 		return 0, err
 	}
 	name := contract.QueueName(f.Queue)
-	prefix := q.keys.queue(name)
 	const chunk = 500
 	total := 0
 	var after int64
@@ -158,9 +159,9 @@ func (q *RedisWorkQueue) moveDead(ctx context.Context, f contract.DeadLetterFilt
 			return total, nil
 		}
 		now := q.clock.Now()
-		args := append([]any{prefix, q.keys.ns, mode, nowMicros(now), nanos(now), wakeChannel(q.settings.Namespace, name),
+		args := append([]any{mode, nowMicros(now), dueHex(now, now), nanos(now), wakeChannel(q.settings.Namespace, name),
 			f.Tenant, f.ID, f.ErrorContains}, refs...)
-		res, err := q.run(ctx, scriptDeadMove, prefix, args...)
+		res, err := q.run(ctx, scriptDeadMove, q.queueKeys(name), args...)
 		if err != nil {
 			return total, err
 		}

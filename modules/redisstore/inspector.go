@@ -41,9 +41,12 @@ func (q *RedisWorkQueue) Queues(ctx context.Context) ([]string, error) {
 		cards := make([][]*redis.IntCmd, len(names))
 		for i, name := range names {
 			p := q.keys.queue(name)
-			for _, k := range []string{"rot", "wait", "leases", "dead"} {
-				cards[i] = append(cards[i], pipe.ZCard(ctx, p+k))
+			// The ranges leave out the placeholders (score +inf, or -1 in
+			// the dead set; see queue_lib.lua).
+			for _, k := range []string{"rot", "wait", "leases"} {
+				cards[i] = append(cards[i], pipe.ZCount(ctx, p+k, "-inf", "(+inf"))
 			}
+			cards[i] = append(cards[i], pipe.ZCount(ctx, p+"dead", "0", "+inf"))
 		}
 		if _, err := pipe.Exec(ctx); err != nil && len(names) > 0 {
 			return err
@@ -72,7 +75,6 @@ func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.
 	}
 	p := q.keys.queue(name)
 	now := q.clock.Now()
-	nowUS := nowMicros(now)
 	out := []contract.TenantStats{}
 	err := q.read(ctx, func(ctx context.Context) error {
 		out = out[:0]
@@ -97,16 +99,19 @@ func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.
 		}
 		pipe := q.client.Pipeline()
 		cs := make([]cmds, len(tenants))
+		ready, nextHex := p+"ready", nextMicrosHex(now)
 		for i, t := range tenants {
-			rk := p + "ready:" + lp(t)
+			// A tenant's queued items are the lex range of READY that
+			// starts with lp(t); its due ones end before lp(t)+hex(now+1).
+			lt := lp(t)
 			cs[i] = cmds{
-				ready:  pipe.ZCount(ctx, rk, "-inf", nowUS),
-				queued: pipe.ZCard(ctx, rk),
-				dead:   pipe.ZCard(ctx, p+"dead:"+lp(t)),
+				ready:  pipe.ZLexCount(ctx, ready, "["+lt, "("+lt+nextHex),
+				queued: pipe.ZLexCount(ctx, ready, "["+lt, "("+lt+"g"),
+				dead:   pipe.ZLexCount(ctx, p+"tdead", "["+lt, "("+lt+"g"),
 				served: pipe.HGet(ctx, p+"served", t),
 				// Due items are ordered by due time, not enqueue time;
 				// the oldest is looked for among the first hundred.
-				due: pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: rk, Start: "-inf", Stop: nowUS, ByScore: true, Count: 100}),
+				due: pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: ready, Start: "[" + lt, Stop: "(" + lt + nextHex, ByLex: true, Count: 100}),
 			}
 		}
 		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
@@ -114,10 +119,11 @@ func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.
 		}
 		pipe = q.client.Pipeline()
 		eas := make([][]*redis.StringCmd, len(tenants))
-		for i := range tenants {
+		for i, t := range tenants {
+			skip := len(lp(t)) + 32 // lp(t), due, seq, then the ref
 			for _, m := range cs[i].due.Val() {
-				if len(m) > 16 {
-					eas[i] = append(eas[i], pipe.HGet(ctx, p+"items", m[16:]))
+				if len(m) > skip {
+					eas[i] = append(eas[i], pipe.HGet(ctx, p+"items", m[skip:]))
 				}
 			}
 		}
@@ -167,8 +173,9 @@ func (q *RedisWorkQueue) Rotation(ctx context.Context, queue string, n int) (con
 	err := q.read(ctx, func(ctx context.Context) error {
 		out = contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
 		pipe := q.client.Pipeline()
-		rot := pipe.ZRangeWithScores(ctx, p+"rot", 0, -1)
-		wait := pipe.ZRangeWithScores(ctx, p+"wait", 0, -1)
+		// The placeholders (score +inf) are left out.
+		rot := pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: p + "rot", Start: "-inf", Stop: "(+inf", ByScore: true})
+		wait := pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: p + "wait", Start: "-inf", Stop: "(+inf", ByScore: true})
 		var logCmd *redis.StringSliceCmd
 		if keep := min(n, q.settings.RecentTurns); keep > 0 {
 			// The claim trims the log in steps, so it may hold a few more.
@@ -285,7 +292,7 @@ func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract
 		out = contract.LeasePage{Leases: []contract.Lease{}}
 		var refs []redis.Z
 		for offset := int64(0); len(refs) <= limit; {
-			batch, err := q.client.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: p + "leases", Start: afterScore, Stop: "+inf",
+			batch, err := q.client.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: p + "leases", Start: afterScore, Stop: "(+inf",
 				ByScore: true, Offset: offset, Count: int64(limit + 1)}).Result()
 			if err != nil {
 				return err

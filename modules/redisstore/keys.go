@@ -40,10 +40,57 @@ type queueKeys struct {
 
 func newQueueKeys(ns string) queueKeys { return queueKeys{ns: "{" + ns + ":queue}:"} }
 
-// queue is the prefix of every key of one queue; the scripts append the
-// per-tenant suffixes themselves (see scripts/*.lua).
+// queue is the prefix of every key of one queue.
 func (k queueKeys) queue(name string) string { return k.ns + "q:" + lp(name) + ":" }
 func (k queueKeys) queues() string           { return k.ns + "queues" }
+func (k queueKeys) token() string            { return k.ns + "token" }
+
+// The keys of one queue, in the order every queue script declares them
+// (queue_lib.lua unpacks KEYS in this order). A script names every key it
+// touches in KEYS, so that Redis Cluster routes it by all of them and, on
+// a slot being migrated, refuses it whole (ASK or TRYAGAIN) unless every
+// key is on the node that received it; a key a script built for itself
+// would be looked up only when the script reached it, after its first
+// writes.
+var queueKeySuffixes = [...]string{
+	"ready", "rot", "wait", "turns", "turn", "seq", "items", "lease", "leases",
+	"dead", "tdead", "served", "tenants", "log", "claims", "claimlog",
+}
+
+// nQueueKeys is how many keys a queue script declares: the queue's own,
+// then the namespace's fencing token and queue list.
+const nQueueKeys = len(queueKeySuffixes) + 2
+
+// list returns the keys of queue name in script order.
+func (k queueKeys) list(name string) []string {
+	p := k.queue(name)
+	out := make([]string, 0, nQueueKeys)
+	for _, s := range queueKeySuffixes {
+		out = append(out, p+s)
+	}
+	return append(out, k.token(), k.queues())
+}
+
+// completeKeys returns the three keys the complete step of queue name
+// touches (its records, lease values and lease expiries), in the order
+// complete_lib.lua reads them.
+func (k queueKeys) completeKeys(name string) []string {
+	p := k.queue(name)
+	return []string{p + "items", p + "lease", p + "leases"}
+}
+
+// hex16 is n as 16 lower-case hex digits: the fixed-width form in which
+// due times and sequence numbers sort as strings in the ready and dead
+// sets.
+func hex16(n int64) string {
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[n&15]
+		n >>= 4
+	}
+	return string(b[:])
+}
 
 // itemRef names an item within its queue: the member of the lease and
 // dead-letter sets, and the suffix of its record key.

@@ -40,6 +40,9 @@ type RedisWorkQueue struct {
 
 	subMu sync.Mutex
 	subs  map[string]*wakeHub
+
+	keyMu   sync.Mutex
+	keyList map[string][]string // queue name -> the keys its scripts declare
 }
 
 var (
@@ -65,7 +68,7 @@ func NewQueue(client redis.UniversalClient, clock contract.Clock, settings Setti
 	return &RedisWorkQueue{client: client, clock: clock, settings: s, policy: s.Policy,
 		keys:  newQueueKeys(s.Namespace),
 		retry: retrier{budget: s.RetryBudget, unavailable: queueUnavailable},
-		subs:  map[string]*wakeHub{}}, nil
+		subs:  map[string]*wakeHub{}, keyList: map[string][]string{}}, nil
 }
 
 // OpenQueue runs Preflight against the server (waiting out a failover
@@ -89,10 +92,26 @@ func OpenQueue(ctx context.Context, client redis.UniversalClient, clock contract
 // Settings returns the effective settings (defaults filled in).
 func (q *RedisWorkQueue) Settings() Settings { return q.settings }
 
-func (q *RedisWorkQueue) run(ctx context.Context, sc *redis.Script, queuePrefix string, args ...any) (any, error) {
+// queueKeys returns the keys every script of queue name declares (see
+// queueKeySuffixes), built once per queue.
+func (q *RedisWorkQueue) queueKeys(name string) []string {
+	q.keyMu.Lock()
+	defer q.keyMu.Unlock()
+	ks, ok := q.keyList[name]
+	if !ok {
+		ks = q.keys.list(name)
+		if len(q.keyList) < 1024 { // a bound for a process that names queues without end
+			q.keyList[name] = ks
+		}
+	}
+	return ks
+}
+
+// run runs a queue script with keys under the retry budget.
+func (q *RedisWorkQueue) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
 	var res any
 	err := q.retry.do(ctx, func(ctx context.Context) error {
-		v, err := sc.Run(ctx, q.client, []string{queuePrefix + "rot"}, args...).Result()
+		v, err := sc.Run(ctx, q.client, keys, args...).Result()
 		if err == redis.Nil {
 			v, err = nil, nil
 		}
@@ -126,6 +145,22 @@ func dueMicros(at, now time.Time) string {
 // nowMicros is t as unix microseconds, rounded down.
 func nowMicros(t time.Time) string { return strconv.FormatInt(t.UnixNano()/1000, 10) }
 
+// dueHex is dueMicros as the 16 hex digits of ready members.
+func dueHex(at, now time.Time) string {
+	us := now.UnixNano() / 1000
+	if at.After(now) {
+		us = at.UnixNano() / 1000
+		if at.UnixNano()%1000 > 0 {
+			us++
+		}
+	}
+	return hex16(max(us, 0))
+}
+
+// nextMicrosHex is now+1us (rounded down) as 16 hex digits: the end,
+// exclusive, of a tenant's due items in the ready set.
+func nextMicrosHex(now time.Time) string { return hex16(max(now.UnixNano()/1000+1, 0)) }
+
 func nanos(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
 
 // Enqueue adds the items. Items of one queue go in one script call per
@@ -144,9 +179,8 @@ func (q *RedisWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) er
 		if len(args) == 0 {
 			return nil
 		}
-		prefix := q.keys.queue(name)
-		head := []any{prefix, q.keys.ns, wakeChannel(q.settings.Namespace, name), nowMicros(now), nanos(now), name}
-		_, err := q.run(ctx, scriptEnqueue, prefix, append(head, args...)...)
+		head := []any{nowMicros(now), nanos(now), wakeChannel(q.settings.Namespace, name), name}
+		_, err := q.run(ctx, scriptEnqueue, q.queueKeys(name), append(head, args...)...)
 		byQueue[name] = nil
 		sizes[name] = 0
 		return err
@@ -174,9 +208,9 @@ func (q *RedisWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) er
 		ref := itemRef(it.Tenant, it.ID)
 		head := record{fState: "q", fAttempts: "0", fNotBefore: nb, fEnqueuedAt: ea, fTenant: it.Tenant, fID: it.ID, fMetadata: md, fPayload: string(it.Payload)}
 		rec := head.encodeHead()
-		byQueue[name] = append(byQueue[name], it.Tenant, ref, rec, dueMicros(it.NotBefore, now))
+		byQueue[name] = append(byQueue[name], it.Tenant, ref, rec, dueMicros(it.NotBefore, now), dueHex(it.NotBefore, now))
 		sizes[name] += len(rec)
-		if len(byQueue[name]) >= 500*4 || sizes[name] >= 8<<20 {
+		if len(byQueue[name]) >= 500*5 || sizes[name] >= 8<<20 {
 			if err := flush(name); err != nil {
 				return err
 			}
@@ -199,10 +233,9 @@ func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) (
 		return nil, err
 	}
 	name := contract.QueueName(req.Queue)
-	prefix := q.keys.queue(name)
 	now := q.clock.Now()
 	exp := now.Add(req.LeaseFor)
-	res, err := q.run(ctx, scriptClaim, prefix, prefix, q.keys.ns, nowMicros(now), nanos(now),
+	res, err := q.run(ctx, scriptClaim, q.queueKeys(name), nowMicros(now), nextMicrosHex(now), nanos(now),
 		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, nonce())
 	if err != nil {
 		return nil, err
@@ -235,11 +268,12 @@ func claimedLeases(rows []any, name, worker string, exp time.Time) ([]contract.L
 	return out, nil
 }
 
-// completeArgs appends leases to args in the groups the complete script
-// reads (queue prefix, count, then ref and token per lease) and returns
-// the position of each script argument's lease in leases: the script
-// names lost leases by their 1-based place in the groups.
-func (q *RedisWorkQueue) completeArgs(args []any, leases []contract.Lease) ([]any, []int) {
+// completeArgs appends leases to keys and args in the groups the
+// complete script reads (per queue its three keys; the count, then ref
+// and token per lease) and returns the position of each script
+// argument's lease in leases: the script names lost leases by their
+// 1-based place in the groups.
+func (q *RedisWorkQueue) completeArgs(keys []string, args []any, leases []contract.Lease) ([]string, []any, []int) {
 	byQueue := map[string][]int{}
 	var names []string
 	for i, l := range leases {
@@ -252,14 +286,15 @@ func (q *RedisWorkQueue) completeArgs(args []any, leases []contract.Lease) ([]an
 	order := make([]int, 0, len(leases))
 	for _, name := range names {
 		idx := byQueue[name]
-		args = append(args, q.keys.queue(name), len(idx))
+		keys = append(keys, q.keys.completeKeys(name)...)
+		args = append(args, len(idx))
 		for _, i := range idx {
 			l := leases[i]
 			args = append(args, itemRef(l.Item.Tenant, l.Item.ID), l.Token)
 		}
 		order = append(order, idx...)
 	}
-	return args, order
+	return keys, args, order
 }
 
 // lostLeases maps the lost positions of a complete script reply back to
@@ -294,8 +329,8 @@ func (q *RedisWorkQueue) CompleteAndClaim(ctx context.Context, done []contract.L
 }
 
 func (q *RedisWorkQueue) completeAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest, id string) ([]contract.Lease, error) {
-	// With Max 0 only the queue's key prefix is used: the script still
-	// runs there.
+	// With Max 0 only the queue's keys are used: the script still routes
+	// by them.
 	if err := contract.ValidateCompleteAndClaim(done, req); err != nil {
 		return nil, err
 	}
@@ -311,14 +346,14 @@ func (q *RedisWorkQueue) completeAndClaim(ctx context.Context, done []contract.L
 		done = done[len(done)-1000:]
 	}
 	name := contract.QueueName(req.Queue)
-	prefix := q.keys.queue(name)
 	now := q.clock.Now()
 	exp := now.Add(req.LeaseFor)
-	args := make([]any, 0, 12+2*len(done))
-	args = append(args, prefix, q.keys.ns, nowMicros(now), nanos(now),
+	args := make([]any, 0, 11+2*len(done))
+	args = append(args, nowMicros(now), nextMicrosHex(now), nanos(now),
 		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, id)
-	args, order := q.completeArgs(args, done)
-	res, err := q.run(ctx, scriptCompleteClaim, prefix, args...)
+	keys := append(make([]string, 0, nQueueKeys+3), q.queueKeys(name)...)
+	keys, args, order := q.completeArgs(keys, args, done)
+	res, err := q.run(ctx, scriptCompleteClaim, keys, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -353,10 +388,9 @@ func (q *RedisWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend
 		return contract.Lease{}, err
 	}
 	name := contract.QueueName(l.Item.Queue)
-	prefix := q.keys.queue(name)
 	now := q.clock.Now()
 	exp := now.Add(extend)
-	res, err := q.run(ctx, scriptHeartbeat, prefix, prefix, q.keys.ns, itemRef(l.Item.Tenant, l.Item.ID),
+	res, err := q.run(ctx, scriptHeartbeat, q.queueKeys(name), itemRef(l.Item.Tenant, l.Item.ID),
 		l.Token, nowMicros(now), nowMicros(exp), nanos(exp), nonce())
 	if err != nil {
 		return contract.Lease{}, err
@@ -383,13 +417,8 @@ func (q *RedisWorkQueue) Complete(ctx context.Context, leases ...contract.Lease)
 	var lost []contract.ItemKey
 	for start := 0; start < len(leases); start += 1000 {
 		chunk := leases[start:min(start+1000, len(leases))]
-		args, order := q.completeArgs(append(make([]any, 0, 3+2*len(chunk)), q.keys.ns), chunk)
-		var res any
-		err := q.retry.do(ctx, func(ctx context.Context) error {
-			v, err := scriptComplete.Run(ctx, q.client, []string{q.keys.ns + "queues"}, args...).Result()
-			res = v
-			return err
-		})
+		keys, args, order := q.completeArgs(make([]string, 0, 3), make([]any, 0, 1+2*len(chunk)), chunk)
+		res, err := q.run(ctx, scriptComplete, keys, args...)
 		if err != nil {
 			return err
 		}
@@ -410,14 +439,13 @@ func (q *RedisWorkQueue) Fail(ctx context.Context, l contract.Lease, cause error
 		return policy.Decision{}, err
 	}
 	name := contract.QueueName(l.Item.Queue)
-	prefix := q.keys.queue(name)
 	ref := itemRef(l.Item.Tenant, l.Item.ID)
 	attempts := l.Item.Attempts
 	id := nonce()
 	for range 4 {
 		now := q.clock.Now()
 		d := q.policy.Decide(attempts+1, cause, now)
-		res, err := q.run(ctx, scriptSettle, prefix, q.settleArgs(prefix, name, now,
+		res, err := q.run(ctx, scriptSettle, q.queueKeys(name), q.settleArgs(name, now,
 			settleEntry{ref: ref, token: l.Token, maxScore: "+inf", attempts: attempts, decision: d, cause: cause, nonce: id})...)
 		if err != nil {
 			return policy.Decision{}, err
@@ -448,17 +476,17 @@ type settleEntry struct {
 	nonce    string // "" for none (Reap: a retried scan finds nothing left to settle)
 }
 
-func (q *RedisWorkQueue) settleArgs(prefix, name string, now time.Time, entries ...settleEntry) []any {
-	args := make([]any, 0, 5+9*len(entries))
-	args = append(args, prefix, q.keys.ns, nowMicros(now), nanos(now), wakeChannel(q.settings.Namespace, name))
+func (q *RedisWorkQueue) settleArgs(name string, now time.Time, entries ...settleEntry) []any {
+	args := make([]any, 0, 3+10*len(entries))
+	args = append(args, nowMicros(now), nanos(now), wakeChannel(q.settings.Namespace, name))
 	for _, e := range entries {
-		retry, due, nb := "0", "", ""
+		retry, due, dx, nb := "0", "", "", ""
 		if e.decision.Retry {
 			retry = "1"
 			nb = nanos(e.decision.At)
-			due = dueMicros(e.decision.At, now)
+			due, dx = dueMicros(e.decision.At, now), dueHex(e.decision.At, now)
 		}
-		args = append(args, e.ref, e.token, e.maxScore, e.attempts, retry, due, nb, contract.ErrorText(e.cause), e.nonce)
+		args = append(args, e.ref, e.token, e.maxScore, e.attempts, retry, due, dx, nb, contract.ErrorText(e.cause), e.nonce)
 	}
 	return args
 }
@@ -471,12 +499,12 @@ func (q *RedisWorkQueue) Reap(ctx context.Context, queue string) (int, error) {
 	if err := contract.ValidateName("queue", name); err != nil {
 		return 0, err
 	}
-	prefix := q.keys.queue(name)
+	keys := q.queueKeys(name)
 	now := q.clock.Now()
 	const batch = 500
 	total := 0
 	for round := 0; round < 10000; round++ {
-		res, err := q.run(ctx, scriptReapScan, prefix, prefix, q.keys.ns, nowMicros(now), batch)
+		res, err := q.run(ctx, scriptReapScan, keys, nowMicros(now), batch)
 		if err != nil {
 			return total, err
 		}
@@ -495,7 +523,7 @@ func (q *RedisWorkQueue) Reap(ctx context.Context, queue string) (int, error) {
 			entries = append(entries, settleEntry{ref: ref, token: token, maxScore: score, attempts: attempts,
 				decision: q.policy.Decide(attempts+1, contract.ErrLeaseExpired, now), cause: contract.ErrLeaseExpired})
 		}
-		res, err = q.run(ctx, scriptSettle, prefix, q.settleArgs(prefix, name, now, entries...)...)
+		res, err = q.run(ctx, scriptSettle, keys, q.settleArgs(name, now, entries...)...)
 		if err != nil {
 			return total, err
 		}

@@ -82,10 +82,10 @@ func TestRetriedScriptsApplyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := q.keys.queue("default")
+	keys := q.queueKeys("default")
 	hb := func() (any, error) {
 		exp := clock.Now().Add(time.Minute)
-		return q.run(ctx, scriptHeartbeat, prefix, prefix, q.keys.ns, itemRef("acme", "i"), ls[0].Token,
+		return q.run(ctx, scriptHeartbeat, keys, itemRef("acme", "i"), ls[0].Token,
 			nowMicros(clock.Now()), nowMicros(exp), nanos(exp), "hb-nonce")
 	}
 	first, err1 := hb()
@@ -97,7 +97,7 @@ func TestRetriedScriptsApplyOnce(t *testing.T) {
 	l.Token = first.(int64)
 	entry := settleEntry{ref: itemRef("acme", "i"), token: l.Token, maxScore: "+inf", decision: q.policy.Decide(1, errors.New("x"), clock.Now()), cause: errors.New("x"), nonce: "fail-nonce"}
 	for i := range 2 {
-		res, err := q.run(ctx, scriptSettle, prefix, q.settleArgs(prefix, "default", clock.Now(), entry)...)
+		res, err := q.run(ctx, scriptSettle, keys, q.settleArgs("default", clock.Now(), entry)...)
 		if r, _ := res.([]any); err != nil || len(r) != 1 || r[0] != int64(1) {
 			t.Errorf("fail try %d: %v, %v; want applied", i+1, res, err)
 		}
@@ -124,10 +124,10 @@ func TestRetriedClaimReturnsTheSameLeases(t *testing.T) {
 			}
 		}
 	}
-	prefix := q.keys.queue("default")
+	keys := q.queueKeys("default")
 	now, exp := clock.Now(), clock.Now().Add(time.Minute)
 	claim := func(id string) []any {
-		res, err := q.run(ctx, scriptClaim, prefix, prefix, q.keys.ns, nowMicros(now), nanos(now), nowMicros(exp), nanos(exp), "w", 4, 1000, id)
+		res, err := q.run(ctx, scriptClaim, keys, nowMicros(now), nextMicrosHex(now), nanos(now), nowMicros(exp), nanos(exp), "w", 4, 1000, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,10 +160,10 @@ func TestReaperLosesToHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := q.keys.queue("default")
+	keys := q.queueKeys("default")
 	clock.Advance(time.Minute) // expires at exactly now: the reaper may take it
 
-	res, err := q.run(ctx, scriptReapScan, prefix, prefix, q.keys.ns, nowMicros(clock.Now()), 10)
+	res, err := q.run(ctx, scriptReapScan, keys, nowMicros(clock.Now()), 10)
 	flat, _ := res.([]any)
 	if err != nil || len(flat) != 4 {
 		t.Fatalf("scan: %v, %v", res, err)
@@ -183,7 +183,7 @@ func TestReaperLosesToHeartbeat(t *testing.T) {
 
 	entry := settleEntry{ref: itemRef("acme", "i"), token: atoi64(seenToken), maxScore: seenScore,
 		decision: q.policy.Decide(1, contract.ErrLeaseExpired, clock.Now()), cause: contract.ErrLeaseExpired}
-	res, err = q.run(ctx, scriptSettle, prefix, q.settleArgs(prefix, "default", clock.Now(), entry)...)
+	res, err = q.run(ctx, scriptSettle, keys, q.settleArgs("default", clock.Now(), entry)...)
 	if r, _ := res.([]any); err != nil || len(r) != 1 || r[0] != int64(0) {
 		t.Fatalf("the late reaper's write: %v, %v; want nothing applied", res, err)
 	}

@@ -25,8 +25,15 @@ const (
 
 // classify decides whether err is worth waiting out. Replies that mean the
 // server is coming back (LOADING, READONLY after a failover, CLUSTERDOWN)
-// are transient like a refused or dropped connection; any other reply is a
-// real answer.
+// are transient like a refused or dropped connection, and so are the
+// replies of a cluster whose slots are moving: a redirect go-redis did
+// not follow to the end (MOVED, ASK), TRYAGAIN while a slot's keys are
+// split between two nodes, CROSSSLOT, and a script refused for a key not
+// on the node it reached. Retrying those is safe because Redis refuses a
+// script before it runs when any declared key is elsewhere, and every
+// queue script declares its keys and makes its checks before its first
+// write, so a refused script wrote nothing. Any other reply is a real
+// answer.
 func classify(err error) errKind {
 	switch {
 	case errors.Is(err, redis.ErrPoolTimeout):
@@ -41,8 +48,13 @@ func classify(err error) errKind {
 	var re redis.Error
 	if errors.As(err, &re) {
 		msg := re.Error()
-		for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "ERR max number of clients"} {
+		for _, p := range transientReplies {
 			if strings.HasPrefix(msg, p) {
+				return kindTransient
+			}
+		}
+		for _, p := range transientScriptReplies {
+			if strings.Contains(msg, p) {
 				return kindTransient
 			}
 		}
@@ -52,6 +64,23 @@ func classify(err error) errKind {
 		return kindFatal
 	}
 	return kindTransient
+}
+
+// transientReplies are the error prefixes of a server that is coming back
+// or a cluster whose slots are moving.
+var transientReplies = []string{
+	"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "ERR max number of clients",
+	"MOVED ", "ASK ", "CROSSSLOT",
+}
+
+// transientScriptReplies are what Redis says, inside an ERR, when it stops
+// a script at a command whose key is not served by this node (a slot
+// migrating or just moved) or while the cluster is down.
+var transientScriptReplies = []string{
+	"Script attempted to access a non local key in a cluster node",
+	"Script attempted to access keys that do not hash to the same slot",
+	"Script attempted to execute a command while the cluster is down",
+	"Script attempted to execute a write command while the cluster is down",
 }
 
 // retrier runs calls under a RetryBudget.

@@ -111,6 +111,14 @@ func TestClassify(t *testing.T) {
 		{proto("LOADING Redis is loading the dataset in memory"), kindTransient},
 		{proto("READONLY You can't write against a read only replica."), kindTransient},
 		{proto("CLUSTERDOWN The cluster is down"), kindTransient},
+		// A slot on the move: the redirects and refusals a reshard makes.
+		{proto("TRYAGAIN Multiple keys request during rehashing of slot"), kindTransient},
+		{proto("ASK 15891 127.0.0.1:17001"), kindTransient},
+		{proto("MOVED 15891 127.0.0.1:17001"), kindTransient},
+		{proto("CROSSSLOT Keys in request don't hash to the same slot"), kindTransient},
+		{proto("ERR Script attempted to access a non local key in a cluster node script: 00092e65c9bd9f0e53ea9bdeeb68ab90f5d0cf83, on @user_script:1."), kindTransient},
+		{proto("ERR Script attempted to execute a command while the cluster is down script: 0009, on @user_script:1."), kindTransient},
+		{proto("NOREPLICAS Not enough good replicas to write."), kindTransient},
 		{proto("ERR user_script:1: oops"), kindFatal},
 		{proto("OOM command not allowed when used memory > 'maxmemory'."), kindFull},
 	}

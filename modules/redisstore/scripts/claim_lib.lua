@@ -1,23 +1,24 @@
 -- Leases up to max due items of one queue in tenant rotation: the tenant
 -- at the head of the rotation gives its first due item and goes to the
 -- back, round after round, until the batch is full or no tenant has a due
--- item. Taking the item out of its ready set and writing its lease happen
--- in this one script, so there is no window in which an item is in
--- neither place.
+-- item. Taking the item out of READY and writing its lease happen in this
+-- one script, so there is no window in which an item is in neither place.
 --
 -- The rounds are worked out in memory first: the first max tenants of
 -- the rotation are the only ones a batch of max can reach (each has a due
 -- item, or it would not be there), and each tenant's due items are read
--- in one range. The writes then go per tenant, not per turn.
+-- in one range. Everything the claim decides on is read before its first
+-- write; the writes then go once per key, not per turn.
 --
--- ARGV[3] now (us)   ARGV[4] now (ns)   ARGV[5] expiry (us)   ARGV[6] expiry (ns)
--- ARGV[7] worker   ARGV[8] max   ARGV[9] how many turns the log keeps
--- ARGV[10] nonce of this call: the refs and token of the last 1024 claims
+-- ARGV[1] now (us)   ARGV[2] now+1us as 16 hex digits   ARGV[3] now (ns)
+-- ARGV[4] expiry (us)   ARGV[5] expiry (ns)   ARGV[6] worker   ARGV[7] max
+-- ARGV[8] how many turns the log keeps
+-- ARGV[9] nonce of this call: the refs and token of the last 1024 claims
 -- are kept by nonce, so a retry of a claim whose reply was lost gets the
 -- same leases back (those still held) instead of leasing more.
 -- claim returns the token, then the records of the items it leased; the
 -- caller fills in the leases. It reads its arguments from ARGV, so a
--- script that calls it keeps ARGV[1..10] as above.
+-- script that calls it keeps ARGV[1..9] as above.
 --
 -- One claim issues one fencing token for its whole batch: a token is
 -- never issued twice for the same item, which is what fencing needs, and
@@ -28,13 +29,16 @@
 -- thousands), so each item costs the strings Redis hands the script (its
 -- ready member and record) and one cut for its ref; everything written
 -- per claim is built once.
-local function claim()
-  local now = tonumber(ARGV[3])
-  local max = tonumber(ARGV[8])
+-- claimRead does every read and returns either the reply (a replay or
+-- an empty claim that changes nothing) or the plan claimWrite carries out.
+local function claimRead()
+  local now = tonumber(ARGV[1])
+  local NX = ARGV[2]
+  local max = tonumber(ARGV[7])
 
   -- The memo is the token, ':', then the refs (each lp(tenant) lp(id),
   -- which delimits itself).
-  local done = recall(ARGV[10])
+  local done = recall(ARGV[9])
   if done then
     local c = string.find(done, ':', 1, true)
     local tok = string.sub(done, 1, c - 1)
@@ -47,37 +51,60 @@ local function claim()
       end
     end
     if #out == 1 then
-      return {}
+      return {reply = {}}
     end
-    return out
+    return {reply = out}
   end
 
-  -- Tenants whose delayed items fell due rejoin the rotation at their stamp.
-  local woke = redis.call('ZRANGE', WAIT, '-inf', ARGV[3], 'BYSCORE')
+  -- The rotation's head. Tenants whose delayed items fell due rejoin it
+  -- at their stamp.
+  local L, S = {}, {}
+  local head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
+  for j = 1, #head, 2 do
+    L[#L + 1], S[#S + 1] = head[j], tonumber(head[j + 1])
+  end
+  local woke = redis.call('ZRANGE', WAIT, '-inf', ARGV[1], 'BYSCORE')
+  local fromWait = {}
   if #woke > 0 then
-    redis.call('ZREMRANGEBYSCORE', WAIT, '-inf', ARGV[3])
-    for _, t in ipairs(woke) do
-      place(t, now)
+    local stamps = redis.call('HMGET', TURNS, unpack(woke))
+    local all = {}
+    for j = 1, #L do
+      all[j] = {L[j], S[j]}
+    end
+    for j, t in ipairs(woke) do
+      fromWait[t] = stamps[j] or '0'
+      all[#all + 1] = {t, tonumber(fromWait[t])}
+    end
+    table.sort(all, function(a, b)
+      if a[2] ~= b[2] then
+        return a[2] < b[2]
+      end
+      return a[1] < b[1]
+    end)
+    L, S = {}, {}
+    for j = 1, math.min(#all, max) do
+      L[j], S[j] = all[j][1], all[j][2]
     end
   end
-
-  local L = redis.call('ZRANGE', ROT, 0, max - 1)
   if #L == 0 then
-    return {}
+    return {reply = {}}
   end
 
   -- Plan the rounds.
-  local due, pos, fetched, more = {}, {}, {}, {}
+  local due, pos, fetched, more, lts = {}, {}, {}, {}, {}
   local chunk = math.ceil(max / #L) + 1 -- one more than a round needs: a look at what stays due
   for i, t in ipairs(L) do
-    local ms = redis.call('ZRANGE', kready(t), '-inf', ARGV[3], 'BYSCORE', 'LIMIT', 0, chunk)
-    due[i], pos[i], fetched[i], more[i] = ms, 1, #ms, #ms == chunk
+    local lt = lp(t)
+    local ms = redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. NX, 'BYLEX', 'LIMIT', 0, chunk)
+    lts[i], due[i], pos[i], fetched[i], more[i] = lt, ms, 1, #ms, #ms == chunk
   end
-  local turn = tonumber(redis.call('GET', Q .. 'turn') or '0')
-  local pt, pm, np = {}, {}, 0 -- the plan: tenant index and member of each item
-  local served = {}     -- tenant index -> members taken
-  local stamp = {}      -- tenant index -> its last turn
-  local touched = {}    -- tenant index -> true when served or found empty
+  local turn = tonumber(redis.call('GET', TURN) or '0')
+  local turn0 = turn
+  local np = 0
+  local taken, refs = {}, {} -- READY members and refs of the batch
+  local served = {}   -- tenant index -> items taken
+  local stamp = {}    -- tenant index -> its last turn
+  local touched = {}  -- tenant index -> true when served or found empty
   local active = #L
   while np < max and active > 0 do
     active = 0
@@ -87,22 +114,18 @@ local function claim()
       end
       if pos[i] > #due[i] and more[i] then
         local want = max - np
-        local ms = redis.call('ZRANGE', kready(L[i]), '-inf', ARGV[3], 'BYSCORE', 'LIMIT', fetched[i], want)
+        local ms = redis.call('ZRANGE', READY, '[' .. lts[i], '(' .. lts[i] .. NX, 'BYLEX', 'LIMIT', fetched[i], want)
         due[i], pos[i], fetched[i], more[i] = ms, 1, fetched[i] + #ms, #ms == want
       end
       if pos[i] <= #due[i] then
         local m = due[i][pos[i]]
         pos[i] = pos[i] + 1
         np = np + 1
-        pt[np], pm[np] = i, m
+        taken[np] = m
+        refs[np] = string.sub(m, #lts[i] + 33)
         turn = turn + 1
         stamp[i] = turn
-        local s = served[i]
-        if not s then
-          s = {}
-          served[i] = s
-        end
-        s[#s + 1] = m
+        served[i] = (served[i] or 0) + 1
         touched[i] = true
         active = active + 1
       elseif fetched[i] == 0 then
@@ -111,76 +134,123 @@ local function claim()
     end
   end
 
-  -- Take the items out of the ready sets and give each touched tenant its
-  -- new place: the back of the rotation if it still has a due item.
+  -- Where each touched tenant goes: the back of the rotation while it
+  -- has a due item left, the waiting set when its first item is delayed,
+  -- nowhere when it has none. Untouched tenants woken from the waiting
+  -- set join the rotation at their stamp.
+  local rotAdd, rotDel, waitAdd, turnsSet = {}, {}, {}, {}
   for i = 1, #L do
+    local t, lt = L[i], lts[i]
     if touched[i] then
-      local t = L[i]
-      local rk = kready(t)
-      if served[i] then
-        redis.call('ZREM', rk, unpack(served[i]))
-        redis.call('HSET', TURNS, t, stamp[i])
-        redis.call('HINCRBY', Q .. 'served', t, #served[i])
+      local left = pos[i] <= #due[i]
+      if not left and more[i] then
+        left = #redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. NX, 'BYLEX', 'LIMIT', fetched[i], 1) > 0
       end
-      if stamp[i] and pos[i] <= #due[i] then
-        -- Items this claim read but did not take are due: back of the rotation.
-        redis.call('ZADD', ROT, stamp[i], t)
+      if left then
+        rotAdd[#rotAdd + 1] = stamp[i] or S[i]
+        rotAdd[#rotAdd + 1] = t
       else
-        local first = redis.call('ZRANGE', rk, 0, 0, 'WITHSCORES')
-        if #first == 0 then
-          redis.call('ZREM', ROT, t)
-        elseif tonumber(first[2]) <= now then
-          if stamp[i] then
-            redis.call('ZADD', ROT, stamp[i], t)
-          end
-        else
-          redis.call('ZREM', ROT, t)
-          redis.call('ZADD', WAIT, first[2], t)
+        local f = redis.call('ZRANGE', READY, '[' .. lt .. NX, '(' .. lt .. 'g', 'BYLEX', 'LIMIT', 0, 1)[1]
+        if not fromWait[t] then
+          rotDel[#rotDel + 1] = t
+        end
+        if f then
+          waitAdd[#waitAdd + 1] = dueOf(lt, f)
+          waitAdd[#waitAdd + 1] = t
         end
       end
+      if stamp[i] then
+        turnsSet[#turnsSet + 1] = t
+        turnsSet[#turnsSet + 1] = stamp[i]
+      end
+    elseif fromWait[t] then
+      rotAdd[#rotAdd + 1] = fromWait[t]
+      rotAdd[#rotAdd + 1] = t
     end
   end
-  redis.call('SET', Q .. 'turn', turn)
+  if #woke > 0 then
+    -- Woken tenants the batch could not reach go back to their turn too.
+    local inL = {}
+    for i = 1, #L do
+      inL[L[i]] = true
+    end
+    for _, t in ipairs(woke) do
+      if not inL[t] then
+        rotAdd[#rotAdd + 1] = fromWait[t]
+        rotAdd[#rotAdd + 1] = t
+      end
+    end
+  end
+  local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
+  return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
+    refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0}
+end
 
-  -- Lease the items: one HMGET of the records, one HSET of the lease
-  -- hash and one ZADD for the batch.
-  if np == 0 then
+local function claimWrite(c)
+  if c.reply then
+    return c.reply
+  end
+  if c.woke then
+    redis.call('ZREMRANGEBYSCORE', WAIT, '-inf', ARGV[1])
+  end
+  if #c.waitAdd > 0 then
+    redis.call('ZADD', WAIT, unpack(c.waitAdd))
+  end
+  if #c.rotAdd > 0 then
+    redis.call('ZADD', ROT, unpack(c.rotAdd))
+  end
+  if #c.rotDel > 0 then
+    redis.call('ZREM', ROT, unpack(c.rotDel))
+  end
+  if c.np == 0 then
     return {}
   end
-  local refs = {}
-  for k = 1, np do
-    refs[k] = string.sub(pm[k], 17)
-  end
-  local recs = redis.call('HMGET', ITEMS, unpack(refs))
-  local out, taken = {0}, {}
-  for k = 1, np do
-    local rec = recs[k]
-    if rec then
-      local j = #taken + 1
-      taken[j], out[j + 1] = refs[k], rec
+  redis.call('ZREM', READY, unpack(c.taken))
+  redis.call('HSET', TURNS, unpack(c.turnsSet))
+  for i = 1, #c.L do
+    if c.served[i] then
+      redis.call('HINCRBY', SERVED, c.L[i], c.served[i])
     end
   end
-  local n = #taken
+  if c.turn ~= c.turn0 then
+    redis.call('SET', TURN, c.turn)
+  end
+
+  -- Lease the items: one HSET of the lease hash and one ZADD for the
+  -- batch. A member whose record is gone (none should be) is dropped.
+  local out, got = {0}, {}
+  for k = 1, c.np do
+    local rec = c.recs[k]
+    if rec then
+      local j = #got + 1
+      got[j], out[j + 1] = c.refs[k], rec
+    end
+  end
+  local n = #got
   if n == 0 then
     return {}
   end
   local tok, stok = nextToken()
   out[1] = tok
-  local val = stok .. '|' .. ARGV[5] .. '|' .. ARGV[6] .. '|||' .. ARGV[7]
+  local val = stok .. '|' .. ARGV[4] .. '|' .. ARGV[5] .. '|||' .. ARGV[6]
   local lv, lz = {}, {}
   for j = 1, n do
-    lv[2 * j - 1], lv[2 * j] = taken[j], val
-    lz[2 * j - 1], lz[2 * j] = ARGV[5], taken[j]
+    lv[2 * j - 1], lv[2 * j] = got[j], val
+    lz[2 * j - 1], lz[2 * j] = ARGV[4], got[j]
   end
   redis.call('HSET', LEASE, unpack(lv))
-  local all = table.concat(taken)
-  remember(ARGV[10], stok .. ':' .. all)
+  local all = table.concat(got)
+  remember(ARGV[9], stok .. ':' .. all)
   redis.call('ZADD', LEASES, unpack(lz))
   -- One log entry per claim; the log keeps as many claims as turns are
   -- wanted (each claim holds one turn or more), trimmed in steps of 64.
-  local keep = tonumber(ARGV[9])
-  if redis.call('LPUSH', Q .. 'log', lp(ARGV[7]) .. lp(ARGV[4]) .. all) > keep + 64 then
-    redis.call('LTRIM', Q .. 'log', 0, keep - 1)
+  local keep = tonumber(ARGV[8])
+  if redis.call('LPUSH', LOG, lp(ARGV[6]) .. lp(ARGV[3]) .. all) > keep + 64 then
+    redis.call('LTRIM', LOG, 0, keep - 1)
   end
   return out
+end
+
+local function claim()
+  return claimWrite(claimRead())
 end

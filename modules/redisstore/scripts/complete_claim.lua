@@ -1,7 +1,8 @@
--- Completes the leases from ARGV[11] on (grouped by queue,
--- as complete reads them), then claims as claim does with ARGV[1..10];
--- max 0 only completes. One call instead of two is the point: a worker
--- loop spends most of its time in round trips.
+-- Completes the leases from ARGV[10] on (grouped by queue, with their keys
+-- from KEYS[19] on, as complete reads them), then claims as claim does
+-- with ARGV[1..9] and KEYS[1..18]; max 0 only completes. One call instead
+-- of two is the point: a worker loop spends most of its time in round
+-- trips.
 --
 -- A retry after a lost reply carries the same nonce. The claim half then
 -- replays its own memo; the complete half must not run again, or leases
@@ -9,23 +10,25 @@
 -- it found lost are kept by nonce next to the claim memos (and leave with
 -- them, through the claim log) and a retry returns them instead.
 -- Returns {lost positions, {token, record, record, ...}}.
-local key = 'done:' .. ARGV[10]
-local lost
-if #ARGV > 10 then
+-- Both halves read before either writes.
+local key = 'done:' .. ARGV[9]
+local lost, drops = {}, nil
+if #ARGV > 9 then
   local seen = recall(key)
   if seen then
-    lost = {}
     for p in string.gmatch(seen, '%d+') do
       lost[#lost + 1] = tonumber(p)
     end
   else
-    lost = complete(11)
-    remember(key, table.concat(lost, ','))
+    lost, drops = completeRead(10, 19)
   end
-else
-  lost = {}
 end
-if tonumber(ARGV[8]) == 0 then
+local c = tonumber(ARGV[7]) ~= 0 and claimRead()
+if drops then
+  completeWrite(drops)
+  remember(key, table.concat(lost, ','))
+end
+if not c then
   return {lost, {}}
 end
-return {lost, claim()}
+return {lost, claimWrite(c)}

@@ -2,29 +2,51 @@
 -- here, so a bulk action never touches an item outside it even if the
 -- item changed since the caller listed it.
 --
--- ARGV[3] 'requeue' or 'purge'   ARGV[4] now (us)   ARGV[5] now (ns)   ARGV[6] wake channel
--- ARGV[7] tenant ('' any)   ARGV[8] id ('' any)   ARGV[9] error substring ('' any)
+-- ARGV[1] 'requeue' or 'purge'   ARGV[2] now (us)   ARGV[3] now as 16 hex
+-- digits   ARGV[4] now (ns)   ARGV[5] wake channel
+-- ARGV[6] tenant ('' any)   ARGV[7] id ('' any)   ARGV[8] error substring ('' any)
 -- then refs. Returns how many moved.
-local now = tonumber(ARGV[4])
-local n = 0
-for i = 10, #ARGV do
+local now = tonumber(ARGV[2])
+local requeue = ARGV[1] == 'requeue'
+local seq = tonumber(redis.call('GET', SEQ) or '0')
+local P = newPushes()
+local moved, tmoved, recs, purged, seen = {}, {}, {}, {}, {}
+for i = 9, #ARGV do
   local ref = ARGV[i]
-  local r = decode(redis.call('HGET', ITEMS, ref))
-  if r and r.s == 'd' and (ARGV[7] == '' or r.t == ARGV[7]) and (ARGV[8] == '' or r.i == ARGV[8])
-      and (ARGV[9] == '' or string.find(r.e, ARGV[9], 1, true)) then
-    redis.call('ZREM', DEAD, ref)
-    redis.call('ZREM', kdead(r.t), ref)
-    if ARGV[3] == 'requeue' then
-      r.a, r.da, r.ds, r.nb, r.ea = '0', '', '', '', ARGV[5]
-      push(r, ARGV[4], now)
-      redis.call('HSET', ITEMS, ref, encode(r))
+  local r = not seen[ref] and decode(redis.call('HGET', ITEMS, ref))
+  if r and r.s == 'd' and (ARGV[6] == '' or r.t == ARGV[6]) and (ARGV[7] == '' or r.i == ARGV[7])
+      and (ARGV[8] == '' or string.find(r.e, ARGV[8], 1, true)) then
+    seen[ref] = true
+    moved[#moved + 1] = ref
+    tmoved[#tmoved + 1] = lp(r.t) .. hex16(tonumber(r.ds) or 0) .. ref
+    if requeue then
+      r.a, r.da, r.ds, r.nb, r.ea = '0', '', '', '', ARGV[4]
+      seq = seq + 1
+      add(P, r, ref, ARGV[2], ARGV[3], seq)
+      recs[#recs + 1] = ref
+      recs[#recs + 1] = r
     else
-      redis.call('HDEL', ITEMS, ref)
+      purged[#purged + 1] = ref
     end
-    n = n + 1
   end
 end
-if n > 0 and ARGV[3] == 'requeue' then
-  redis.call('PUBLISH', ARGV[6], '1')
+if #moved == 0 then
+  return 0
 end
-return n
+plan(P)
+
+-- Writes from here on.
+redis.call('ZREM', DEAD, unpack(moved))
+redis.call('ZREM', TDEAD, unpack(tmoved))
+if requeue then
+  for j = 2, #recs, 2 do
+    recs[j] = encode(recs[j])
+  end
+  redis.call('HSET', ITEMS, unpack(recs))
+  redis.call('SET', SEQ, string.format('%d', seq))
+  apply(P, now)
+  redis.call('PUBLISH', ARGV[5], '1')
+else
+  redis.call('HDEL', ITEMS, unpack(purged))
+end
+return #moved

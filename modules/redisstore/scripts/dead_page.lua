@@ -1,30 +1,44 @@
 -- Scans dead letters in dead order after a cursor and returns those that
 -- match the filter. The scan is bounded per call so a filter that matches
 -- little cannot hold the server; the caller continues from the returned
--- position.
+-- position. Reads only.
 --
--- ARGV[3] the dead set to scan (the queue's, or one tenant's)
--- ARGV[4] after dead seq (exclusive)   ARGV[5] scan budget   ARGV[6] matches wanted
--- ARGV[7] tenant ('' any)   ARGV[8] id ('' any)   ARGV[9] error substring ('' any)
+-- ARGV[1] '' to scan the queue's dead set, or lp(tenant) to scan that
+-- tenant's range of TDEAD   ARGV[2] after dead seq (exclusive)
+-- ARGV[3] scan budget   ARGV[4] matches wanted
+-- ARGV[5] tenant ('' any)   ARGV[6] id ('' any)   ARGV[7] error substring ('' any)
 -- Returns {last seq scanned, 1 if the set is exhausted, {seq, record}...}
-local refs = redis.call('ZRANGE', ARGV[3], '(' .. ARGV[4], '+inf', 'BYSCORE', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[5]))
-local want = tonumber(ARGV[6])
+local budget = tonumber(ARGV[3])
+local refs, seqs = {}, {}
+if ARGV[1] == '' then
+  local zs = redis.call('ZRANGE', DEAD, '(' .. ARGV[2], '+inf', 'BYSCORE', 'WITHSCORES', 'LIMIT', 0, budget)
+  for j = 1, #zs, 2 do
+    refs[#refs + 1], seqs[#seqs + 1] = zs[j], zs[j + 1]
+  end
+else
+  local lt = ARGV[1]
+  local ms = redis.call('ZRANGE', TDEAD, '[' .. lt .. hex16(tonumber(ARGV[2]) + 1), '(' .. lt .. 'g', 'BYLEX', 'LIMIT', 0, budget)
+  for j, m in ipairs(ms) do
+    refs[j] = string.sub(m, #lt + 17)
+    seqs[j] = string.format('%d', tonumber(string.sub(m, #lt + 1, #lt + 16), 16))
+  end
+end
+local want = tonumber(ARGV[4])
 local found = {}
-local pos = ARGV[4]
+local pos = ARGV[2]
 local exhausted = 1
-if #refs / 2 >= tonumber(ARGV[5]) then
+if #refs >= budget then
   exhausted = 0
 end
-for j = 1, #refs, 2 do
-  local ref = refs[j]
-  pos = refs[j + 1]
+for j, ref in ipairs(refs) do
+  pos = seqs[j]
   local v = redis.call('HGET', ITEMS, ref)
   local r = decode(v)
-  if r and r.s == 'd' and (ARGV[7] == '' or r.t == ARGV[7]) and (ARGV[8] == '' or r.i == ARGV[8])
-      and (ARGV[9] == '' or string.find(r.e, ARGV[9], 1, true)) then
+  if r and r.s == 'd' and (ARGV[5] == '' or r.t == ARGV[5]) and (ARGV[6] == '' or r.i == ARGV[6])
+      and (ARGV[7] == '' or string.find(r.e, ARGV[7], 1, true)) then
     found[#found + 1] = {pos, v}
     if #found >= want then
-      if j + 1 < #refs then
+      if j < #refs then
         exhausted = 0
       end
       break

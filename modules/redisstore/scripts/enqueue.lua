@@ -1,65 +1,81 @@
 -- Adds items to one queue. An item whose id is queued, leased or dead is
--- left as it is, so a repeated enqueue is harmless. Items are grouped by
--- tenant so each tenant's ready set and place are written once.
+-- left as it is, so a repeated enqueue is harmless; a queued record found
+-- without its ready member or a lease (what a script of an earlier release
+-- could leave when it stopped half-way) is queued again, so the retry of
+-- a half-written enqueue repairs it.
 --
--- ARGV[3] wake channel   ARGV[4] now (us)   ARGV[5] now (ns)   ARGV[6] queue name
+-- ARGV[1] now (us)   ARGV[2] now (ns)   ARGV[3] wake channel   ARGV[4] queue name
 -- then per item: tenant, ref, the record encoded up to its last field
--- (the ready member, appended here), due (us).
--- Returns how many items were added.
-local now = tonumber(ARGV[4])
-local seq = tonumber(redis.call('GET', Q .. 'seq') or '0')
-local groups, order = {}, {}
+-- (the ready member, appended here), due (us), due as 16 hex digits.
+-- Returns how many items were added (repairs included).
+local now = tonumber(ARGV[1])
+local seq0 = redis.call('GET', SEQ)
+local seq = tonumber(seq0 or '0')
+local P = newPushes()
 local added, wake = 0, false
 -- Which items exist already: one HMGET for the batch (and a table for ids
 -- repeated within it), then one HSET of the new records.
 local refs = {}
-for i = 7, #ARGV, 4 do
+for i = 5, #ARGV, 5 do
   refs[#refs + 1] = ARGV[i + 1]
 end
 local have = redis.call('HMGET', ITEMS, unpack(refs))
 local seen, recs = {}, {}
 for k, ref in ipairs(refs) do
-  if not have[k] and not seen[ref] then
+  local i = 5 + 5 * (k - 1)
+  if not seen[ref] then
     seen[ref] = true
-    local i = 7 + 4 * (k - 1)
-    local t = ARGV[i]
-    seq = seq + 1
-    local m = string.format('%016x', seq) .. ref
-    recs[#recs + 1] = ref
-    recs[#recs + 1] = ARGV[i + 2] .. #m .. ':' .. m
-    local g = groups[t]
-    if not g then
-      g = {}
-      groups[t] = g
-      order[#order + 1] = t
+    local r, fresh
+    if not have[k] then
+      r, fresh = {t = ARGV[i]}, true
+    else
+      -- A queued record must have its member in READY, or a lease.
+      local old = decode(have[k])
+      if old and old.s == 'q' and (old.m == '' or not redis.call('ZSCORE', READY, old.m))
+          and redis.call('HEXISTS', LEASE, ref) == 0 then
+        r = old
+      end
     end
-    g[#g + 1] = ARGV[i + 3]
-    g[#g + 1] = m
-    added = added + 1
-    if tonumber(ARGV[i + 3]) <= now then
-      wake = true
+    if r then
+      seq = seq + 1
+      local due = ARGV[i + 3]
+      add(P, r, ref, due, ARGV[i + 4], seq)
+      recs[#recs + 1] = ref
+      if fresh then
+        recs[#recs + 1] = ARGV[i + 2] .. #r.m .. ':' .. r.m
+      else
+        recs[#recs + 1] = encode(r)
+      end
+      added = added + 1
+      if tonumber(due) <= now then
+        wake = true
+      end
     end
   end
 end
 if added == 0 then
   return 0
 end
-redis.call('HSET', ITEMS, unpack(recs))
-redis.call('SET', Q .. 'seq', seq)
-for _, t in ipairs(order) do
-  local rk = kready(t)
-  if redis.call('ZCARD', rk) == 0 then
-    -- No queued work until now: the tenant joins at the back.
-    redis.call('HSET', TURNS, t, redis.call('INCR', Q .. 'turn'))
-  end
-  redis.call('ZADD', rk, unpack(groups[t]))
-  if not redis.call('ZSCORE', ROT, t) then
-    redis.call('ZREM', WAIT, t)
-    place(t, now)
-  end
+plan(P)
+
+-- Writes from here on; everything above only read.
+if not seq0 then
+  -- The queue's first enqueue: the placeholders that keep its keys from
+  -- ever running empty (see the prelude).
+  redis.call('ZADD', READY, 0, '')
+  redis.call('ZADD', ROT, '+inf', '')
+  redis.call('ZADD', WAIT, '+inf', '')
+  redis.call('HSET', ITEMS, '', '')
+  redis.call('HSET', LEASE, '', '')
+  redis.call('ZADD', LEASES, '+inf', '')
+  redis.call('ZADD', DEAD, -1, '')
+  redis.call('ZADD', TDEAD, 0, '')
 end
-redis.call('SADD', Q .. 'tenants', unpack(order))
-redis.call('SADD', NS .. 'queues', ARGV[6])
+redis.call('HSET', ITEMS, unpack(recs))
+redis.call('SET', SEQ, string.format('%d', seq))
+apply(P, now)
+redis.call('SADD', TENANTS, unpack(P.order))
+redis.call('SADD', QUEUES, ARGV[4])
 if wake then
   redis.call('PUBLISH', ARGV[3], '1')
 end

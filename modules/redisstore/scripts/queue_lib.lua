@@ -1,46 +1,59 @@
 -- Shared prelude of the queue scripts (prepended to each when loaded).
 --
--- Every queue script takes ARGV[1] = the queue's key prefix Q and
--- ARGV[2] = the namespace prefix NS; both carry the namespace hash tag, so
--- every key below lives in one cluster slot.
+-- Every key a queue script touches is declared: KEYS[1..18] are the keys
+-- of one queue and its namespace, in the order below (keys.go builds the
+-- list). Redis Cluster then routes the script by all of them, and while
+-- the queue's slot is being migrated it refuses the call whole (ASK or
+-- TRYAGAIN, which the caller retries) unless every key is on the node it
+-- reached. Inside the script a key that does not exist at that moment is
+-- refused too, so no queue key may vanish mid-script: every set and hash
+-- below that can run empty keeps a placeholder entry, the empty string,
+-- written by the first enqueue and never removed (scores that keep it out
+-- of every range the scripts read: +inf, or -1 in the dead set). The lists
+-- and counters are never emptied once written.
 --
--- Keys of a queue:
---   Q..'rot'            zset  tenants with a due item, by turn stamp
---   Q..'wait'           zset  tenants whose items are all delayed, by first due time (us)
---   Q..'turns'          hash  tenant -> turn stamp (its place in the rotation)
---   Q..'turn'           string  the last stamp given
---   Q..'seq'            string  orders ready items and dead letters
---   Q..'ready:'..lp(t)  zset  a tenant's queued items: score due (us), member
---                             seq (16 hex digits) then ref
---   Q..'items'          hash  ref -> the item record (ref = lp(tenant)..lp(id)),
---                             length-prefixed fields in RECORD order; its
---                             state says queued or dead, never leased
---   Q..'lease'          hash  ref -> 'token|expiry us|expiry ns|previous token|
---                             heartbeat nonce|worker' while the item is leased
---   Q..'leases'         zset  leased refs by expiry (us)
---   Q..'dead'           zset  dead refs by dead seq; Q..'dead:'..lp(t) per tenant
---   Q..'served'         hash  tenant -> turns served
---   Q..'tenants'        set   tenants that ever had an item
---   Q..'log'            list  recent claims, newest first: each lp(worker)
---                             lp(unix ns) then the refs it served, in turn order
---   Q..'claims'         hash  claim nonce -> the refs and tokens it leased;
---                             'done:'..nonce -> the lost positions of a
---                             complete_claim call's complete half
---   Q..'claimlog'       list  the nonces in Q..'claims', newest first (1024 kept)
---   NS..'token'         string  the last fencing token (namespace-wide; see nextToken)
---   NS..'queues'        set   queue names
+--   READY    zset  every queued item, score 0, member lp(tenant) then the
+--                  due time (us) and the ready seq as 16 hex digits each,
+--                  then the ref: one tenant's items, in due order, are the
+--                  lex range from lp(tenant), and its due ones end before
+--                  lp(tenant)..hex(now+1)
+--   ROT      zset  tenants with a due item, by turn stamp
+--   WAIT     zset  tenants whose items are all delayed, by first due time (us)
+--   TURNS    hash  tenant -> turn stamp (its place in the rotation)
+--   TURN     string  the last stamp given
+--   SEQ      string  orders ready items and dead letters
+--   ITEMS    hash  ref -> the item record (ref = lp(tenant)..lp(id)),
+--                  length-prefixed fields in RECORD order; its state says
+--                  queued or dead, never leased
+--   LEASE    hash  ref -> 'token|expiry us|expiry ns|previous token|
+--                  heartbeat nonce|worker' while the item is leased
+--   LEASES   zset  leased refs by expiry (us)
+--   DEAD     zset  dead refs by dead seq
+--   TDEAD    zset  dead letters by tenant: score 0, member lp(tenant),
+--                  the dead seq as 16 hex digits, then the ref
+--   SERVED   hash  tenant -> turns served
+--   TENANTS  set   tenants that ever had an item
+--   LOG      list  recent claims, newest first: each lp(worker) lp(unix ns)
+--                  then the refs it served, in turn order
+--   CLAIMS   hash  claim nonce -> the refs and tokens it leased;
+--                  'done:'..nonce -> the lost positions of a
+--                  complete_claim call's complete half
+--   RECENT   list  the nonces in CLAIMS, newest first (1024 kept)
+--   TOKEN    string  the last fencing token (namespace-wide; see nextToken)
+--   QUEUES   set   queue names
 --
 -- Times: scores are unix microseconds (exact in a double until year 2255);
 -- lease fields ending in 'n' and record fields ea/da/nb are unix nanoseconds kept
 -- as strings, never used in arithmetic here. Numbers computed in Lua are
--- only ever small counters, because Redis formats Lua numbers with limited
--- precision when they are passed back to redis.call.
+-- passed back to redis.call as strings made with '%d', because Redis
+-- formats a Lua number with 14 significant digits.
+--
+-- Each script reads everything it decides on before its first write: a
+-- Redis script does not roll back, so a script that stops half-way (an
+-- error, a refused key) must have written nothing.
+local READY, ROT, WAIT, TURNS, TURN, SEQ, ITEMS, LEASE, LEASES, DEAD, TDEAD, SERVED, TENANTS, LOG, CLAIMS, RECENT, TOKEN, QUEUES =
+  unpack(KEYS, 1, 18)
 local function lp(s) return #s .. ':' .. s end
-local Q, NS = ARGV[1], ARGV[2]
-local ROT, WAIT, TURNS, LEASES, DEAD = Q .. 'rot', Q .. 'wait', Q .. 'turns', Q .. 'leases', Q .. 'dead'
-local function kready(t) return Q .. 'ready:' .. lp(t) end
-local function kdead(t) return Q .. 'dead:' .. lp(t) end
-local ITEMS, LEASE = Q .. 'items', Q .. 'lease'
 
 -- refsIn splits s from position pos into refs (each lp(tenant) lp(id),
 -- so a run of them needs no separator).
@@ -58,10 +71,8 @@ local function refsIn(s, pos)
 end
 
 -- Memos of recent calls, by nonce, so a retry after a lost reply replays
--- the first outcome: the last 1024 are kept (Q..'claims', with their order
--- in Q..'claimlog').
-local CLAIMS, RECENT = Q .. 'claims', Q .. 'claimlog'
-
+-- the first outcome: the last 1024 are kept (CLAIMS, with their order in
+-- RECENT).
 local function recall(nonce)
   return redis.call('HGET', CLAIMS, nonce)
 end
@@ -76,19 +87,19 @@ end
 -- nextToken issues a fencing token: one more than the last, and never
 -- below the server clock in microseconds. The floor is what keeps a token
 -- from being issued twice when the server comes back with less than it
--- acknowledged (an everysec AOF after a host crash loses up to a second):
--- the counter rolls back with the data, the clock does not, and the
--- counter cannot run ahead of it (that would take a million claims a
--- second). It returns the token as a number and as the decimal string the
--- lease keeps (Lua's own number format would print 16 digits as 1.8e+15).
+-- acknowledged (an everysec AOF after a host crash loses up to a second,
+-- a promoted replica what it had not received): the counter rolls back
+-- with the data, the clock does not, and the counter cannot run ahead of
+-- it (that would take a million claims a second). It returns the token as
+-- a number and as the decimal string the lease keeps (Lua's own number
+-- format would print 16 digits as 1.8e+15).
 local function nextToken()
-  local key = NS .. 'token'
-  local tok = redis.call('INCR', key)
+  local tok = redis.call('INCR', TOKEN)
   local now = redis.call('TIME')
   local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
   if tok < floor then
     tok = floor
-    redis.call('SET', key, string.format('%d', floor))
+    redis.call('SET', TOKEN, string.format('%d', floor))
   end
   return tok, string.format('%d', tok)
 end
@@ -117,13 +128,19 @@ end
 local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p', 'm'}
 
 local function decode(v)
-  if not v then
+  if not v or v == '' then
     return nil
   end
   local r, pos = {}, 1
   for _, f in ipairs(RECORD) do
     local c = string.find(v, ':', pos, true)
+    if not c then
+      return nil
+    end
     local n = tonumber(string.sub(v, pos, c - 1))
+    if not n then
+      return nil
+    end
     r[f] = string.sub(v, c + 1, c + n)
     pos = c + n + 1
   end
@@ -139,35 +156,96 @@ local function encode(r)
   return table.concat(parts)
 end
 
--- place puts tenant t where its earliest queued item says: the rotation
--- when it is due by now, the waiting set when it is delayed, nowhere when
--- it has none. The caller has taken t out of both first.
-local function place(t, now)
-  local first = redis.call('ZRANGE', kready(t), 0, 0, 'WITHSCORES')
-  if #first == 0 then
-    return
+-- hex16 is n (a whole number below 2^53) as 16 hex digits, the width of
+-- the due times and seqs in READY and TDEAD members.
+local function hex16(n)
+  return string.format('%016x', n)
+end
+
+-- firstOf returns the first queued member of tenant t (lp(t) is lt), or
+-- nil: its due time is the 16 hex digits after lt.
+local function firstOf(lt)
+  return redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. 'g', 'BYLEX', 'LIMIT', 0, 1)[1]
+end
+
+local function dueOf(lt, m)
+  return string.format('%d', tonumber(string.sub(m, #lt + 1, #lt + 16), 16))
+end
+
+-- Pushes queue items back for several tenants at once (a settle that
+-- retries, a requeue of dead letters): add and plan read what each
+-- tenant's place depends on, apply writes it. A tenant that had no queued
+-- work takes a new stamp (the back of the rotation); one that had keeps
+-- its place.
+local function newPushes()
+  return {order = {}, by = {}, members = {}}
+end
+
+-- add records that item ref, whose decoded record is r, goes back to the
+-- queue due at due (us, decimal string), also given as 16 hex digits dx;
+-- seq is its new ready seq. It sets r.s and r.m; the caller writes the
+-- record.
+local function add(P, r, ref, due, dx, seq)
+  local t = r.t
+  local g = P.by[t]
+  if not g then
+    g = {lt = lp(t)}
+    P.by[t] = g
+    P.order[#P.order + 1] = t
   end
-  if tonumber(first[2]) <= now then
-    redis.call('ZADD', ROT, redis.call('HGET', TURNS, t) or 0, t)
-  else
-    redis.call('ZADD', WAIT, first[2], t)
+  r.s = 'q'
+  r.m = g.lt .. dx .. hex16(seq) .. ref
+  local ms = P.members
+  ms[#ms + 1] = 0
+  ms[#ms + 1] = r.m
+  if not g.min or tonumber(due) < tonumber(g.min) then
+    g.min = due
   end
 end
 
--- push queues the item whose decoded record is r (written back by the
--- caller) for tenant t, due at score due (a string). A tenant that had no
--- queued work takes a new stamp (the back of the rotation); one that had
--- keeps its place.
-local function push(r, due, now)
-  local t = r.t
-  local seq = redis.call('INCR', Q .. 'seq')
-  r.s = 'q'
-  r.m = string.format('%016x', seq) .. lp(t) .. lp(r.i)
-  local placed = redis.call('ZREM', ROT, t) + redis.call('ZREM', WAIT, t)
-  if placed == 0 then
-    local turn = redis.call('INCR', Q .. 'turn')
-    redis.call('HSET', TURNS, t, turn)
+-- plan reads, per tenant, whether it is placed (in the rotation or
+-- waiting), its stamp and its first queued item.
+local function plan(P)
+  for _, t in ipairs(P.order) do
+    local g = P.by[t]
+    g.rot = redis.call('ZSCORE', ROT, t)
+    if not g.rot then
+      g.wait = redis.call('ZSCORE', WAIT, t)
+      g.stamp = redis.call('HGET', TURNS, t)
+      local f = firstOf(g.lt)
+      if f then
+        local d = dueOf(g.lt, f)
+        if tonumber(d) < tonumber(g.min) then
+          g.min = d
+        end
+      end
+    end
   end
-  redis.call('ZADD', kready(t), due, r.m)
-  place(t, now)
+end
+
+-- apply writes what add and plan worked out, now being the current time
+-- (us, a number).
+local function apply(P, now)
+  if #P.members == 0 then
+    return
+  end
+  redis.call('ZADD', READY, unpack(P.members))
+  for _, t in ipairs(P.order) do
+    local g = P.by[t]
+    if not g.rot then
+      local stamp = g.stamp
+      if not g.wait then
+        stamp = redis.call('INCR', TURN)
+        redis.call('HSET', TURNS, t, stamp)
+      end
+      if tonumber(g.min) <= now then
+        redis.call('ZADD', ROT, stamp or 0, t)
+        if g.wait then
+          redis.call('ZREM', WAIT, t)
+        end
+      else
+        redis.call('ZADD', WAIT, g.min, t)
+      end
+    end
+  end
 end

@@ -2,9 +2,9 @@
 -- for the caller to put to the policy. Writes nothing except dropping a
 -- lease entry that has no lease or no record left (it cannot be settled).
 --
--- ARGV[3] now (us)   ARGV[4] how many
+-- ARGV[1] now (us)   ARGV[2] how many
 -- Returns a flat list: ref, token, attempts, score, ...
-local refs = redis.call('ZRANGE', LEASES, '-inf', ARGV[3], 'BYSCORE', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[4]))
+local refs = redis.call('ZRANGE', LEASES, '-inf', ARGV[1], 'BYSCORE', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
 if #refs == 0 then
   return {}
 end
@@ -13,19 +13,22 @@ for j = 1, #refs, 2 do
   names[#names + 1] = refs[j]
 end
 local vals = redis.call('HMGET', LEASE, unpack(names))
-local out = {}
+local out, orphans = {}, {}
 for j, ref in ipairs(names) do
   local l = lease(vals[j])
   local r = l and decode(redis.call('HGET', ITEMS, ref))
   local a = r and r.a
   if not a then
-    redis.call('ZREM', LEASES, ref)
-    redis.call('HDEL', LEASE, ref)
+    orphans[#orphans + 1] = ref
   else
     out[#out + 1] = ref
     out[#out + 1] = l.tok
     out[#out + 1] = a
     out[#out + 1] = refs[2 * j]
   end
+end
+if #orphans > 0 then
+  redis.call('ZREM', LEASES, unpack(orphans))
+  redis.call('HDEL', LEASE, unpack(orphans))
 end
 return out

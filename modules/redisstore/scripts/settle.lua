@@ -3,50 +3,74 @@
 -- was heartbeated since (new token, later expiry) is left alone, so a
 -- reaper that lost the race to a heartbeat writes nothing.
 --
--- ARGV[3] now (us)   ARGV[4] now (ns)   ARGV[5] wake channel
+-- ARGV[1] now (us)   ARGV[2] now (ns)   ARGV[3] wake channel
 -- then per lease: ref, token, highest lease score accepted ('+inf' for
--- Fail), attempts the decision assumed, retry ('1' or '0'), due (us),
--- not-before (ns), error text, nonce of the call ('' for none: a retry of
--- a settle that landed finds its nonce and reports it applied)
+-- Fail), attempts the decision assumed, retry ('1' or '0'), due (us), due
+-- as 16 hex digits, not-before (ns), error text, nonce of the call (''
+-- for none: a retry of a settle that landed finds its nonce and reports
+-- it applied)
 -- Returns per lease: 1 applied, 0 lost, or -(stored attempts) when the
 -- decision assumed a different attempt count (nothing written; decide
 -- again).
-local now = tonumber(ARGV[3])
+local now = tonumber(ARGV[1])
 local res = {}
 local wake = false
-for i = 6, #ARGV, 9 do
+local seq = tonumber(redis.call('GET', SEQ) or '0')
+local P = newPushes()
+local drops, recs, dead, tdead, seen = {}, {}, {}, {}, {}
+for i = 4, #ARGV, 10 do
   local ref, tok, maxs = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local r = decode(redis.call('HGET', ITEMS, ref))
   local l = lease(redis.call('HGET', LEASE, ref))
   local score = redis.call('ZSCORE', LEASES, ref)
-  if r and ARGV[i + 8] ~= '' and r.fn == ARGV[i + 8] then
+  if r and ARGV[i + 9] ~= '' and r.fn == ARGV[i + 9] then
     res[#res + 1] = 1
-  elseif not r or not l or l.tok ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
+  elseif seen[ref] or not r or not l or l.tok ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
     res[#res + 1] = 0
   elseif r.a ~= ARGV[i + 3] then
     res[#res + 1] = -tonumber(r.a) - 1
   else
-    local t = r.t
-    redis.call('HDEL', LEASE, ref)
-    redis.call('ZREM', LEASES, ref)
+    seen[ref] = true
+    drops[#drops + 1] = ref
     r.a = tostring(tonumber(r.a) + 1)
-    r.e = ARGV[i + 7]
-    r.fn = ARGV[i + 8]
+    r.e = ARGV[i + 8]
+    r.fn = ARGV[i + 9]
+    seq = seq + 1
     if ARGV[i + 4] == '1' then
-      r.nb = ARGV[i + 6]
-      push(r, ARGV[i + 5], now)
+      r.nb = ARGV[i + 7]
+      add(P, r, ref, ARGV[i + 5], ARGV[i + 6], seq)
       wake = true
     else
-      local seq = redis.call('INCR', Q .. 'seq')
-      r.s, r.da, r.ds = 'd', ARGV[4], tostring(seq)
-      redis.call('ZADD', DEAD, seq, ref)
-      redis.call('ZADD', kdead(t), seq, ref)
+      local s = string.format('%d', seq)
+      r.s, r.da, r.ds = 'd', ARGV[2], s
+      dead[#dead + 1] = s
+      dead[#dead + 1] = ref
+      tdead[#tdead + 1] = 0
+      tdead[#tdead + 1] = lp(r.t) .. hex16(seq) .. ref
     end
-    redis.call('HSET', ITEMS, ref, encode(r))
+    recs[#recs + 1] = ref
+    recs[#recs + 1] = r
     res[#res + 1] = 1
   end
 end
+plan(P)
+
+-- Writes from here on.
+if #drops > 0 then
+  redis.call('HDEL', LEASE, unpack(drops))
+  redis.call('ZREM', LEASES, unpack(drops))
+  for j = 2, #recs, 2 do
+    recs[j] = encode(recs[j])
+  end
+  redis.call('HSET', ITEMS, unpack(recs))
+  redis.call('SET', SEQ, string.format('%d', seq))
+end
+apply(P, now)
+if #dead > 0 then
+  redis.call('ZADD', DEAD, unpack(dead))
+  redis.call('ZADD', TDEAD, unpack(tdead))
+end
 if wake then
-  redis.call('PUBLISH', ARGV[5], '1')
+  redis.call('PUBLISH', ARGV[3], '1')
 end
 return res
