@@ -33,6 +33,15 @@ type Target struct {
 	Namespace string `json:"namespace,omitempty"` // Redis key namespace
 	DSN       string `json:"dsn,omitempty"`       // PostgreSQL
 	Schema    string `json:"schema,omitempty"`    // PostgreSQL search_path
+	// Cluster, when set, are the seed addresses of a Redis Cluster (Addr
+	// is then unused).
+	Cluster []string `json:"cluster,omitempty"`
+	// Sentinels and MasterName, when set, reach Redis through Sentinel
+	// with go-redis's failover client (Addr is then unused).
+	Sentinels  []string `json:"sentinels,omitempty"`
+	MasterName string   `json:"master_name,omitempty"`
+	// RetryBudget is redisstore's Settings.RetryBudget (zero: its default).
+	RetryBudget redisstore.RetryBudget `json:"retry_budget,omitempty"`
 }
 
 // OpenOptions tune the clients of one process.
@@ -60,9 +69,13 @@ type Stores struct {
 	// work bound to a transaction (nil on Redis).
 	PGState *pgstore.PostgresStateStore
 	PGQueue *pgstore.PostgresWorkQueue
-	// Redis is the Redis client (nil on PostgreSQL).
+	// Redis is the Redis client of a single server or of Sentinel's
+	// master (nil on PostgreSQL and on a cluster).
 	Redis *redis.Client
-	close []func()
+	// RedisAny is the Redis client whatever the topology (nil on
+	// PostgreSQL).
+	RedisAny redis.UniversalClient
+	close    []func()
 }
 
 // Close releases the clients.
@@ -80,7 +93,7 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 	}
 	switch t.Backing {
 	case Redis:
-		opt := &redis.Options{Addr: t.Addr, DialTimeout: time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second}
+		opt := &redis.UniversalOptions{Addrs: []string{t.Addr}, DialTimeout: time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second}
 		if o.PoolSize > 0 {
 			opt.PoolSize = o.PoolSize
 		}
@@ -90,9 +103,23 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 		if o.NoClientRetries {
 			opt.MaxRetries = -1
 		}
-		c := redis.NewClient(opt)
-		s := &Stores{Redis: c, close: []func(){func() { _ = c.Close() }}}
-		settings := redisstore.Settings{Namespace: t.Namespace, Policy: o.Policy}
+		var c redis.UniversalClient
+		s := &Stores{}
+		switch {
+		case len(t.Cluster) > 0:
+			opt.Addrs = t.Cluster
+			c = redis.NewClusterClient(opt.Cluster())
+		case len(t.Sentinels) > 0:
+			opt.Addrs, opt.MasterName = t.Sentinels, t.MasterName
+			s.Redis = redis.NewFailoverClient(opt.Failover())
+			c = s.Redis
+		default:
+			s.Redis = redis.NewClient(opt.Simple())
+			c = s.Redis
+		}
+		s.RedisAny = c
+		s.close = append(s.close, func() { _ = c.Close() })
+		settings := redisstore.Settings{Namespace: t.Namespace, Policy: o.Policy, RetryBudget: t.RetryBudget}
 		st, err := redisstore.NewState(c, o.Clock, settings)
 		if err != nil {
 			s.Close()
