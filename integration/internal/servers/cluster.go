@@ -114,15 +114,20 @@ func crc16(s string) uint16 {
 func (c *Cluster) Owner(ctx context.Context, slot int) (int, error) {
 	n := c.node(ctx, 0)
 	defer n.Close()
-	slots, err := n.ClusterSlots(ctx).Result()
+	shards, err := n.ClusterShards(ctx).Result()
 	if err != nil {
 		return 0, err
 	}
-	for _, s := range slots {
-		if int(s.Start) <= slot && slot <= int(s.End) && len(s.Nodes) > 0 {
-			for i, id := range c.ids {
-				if s.Nodes[0].ID == id {
-					return i, nil
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if int(r.Start) > slot || slot > int(r.End) {
+				continue
+			}
+			for _, nd := range sh.Nodes {
+				for i, id := range c.ids {
+					if nd.Role == "master" && nd.ID == id {
+						return i, nil
+					}
 				}
 			}
 		}
