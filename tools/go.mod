@@ -3,11 +3,19 @@ module github.com/adkit/adk/tools
 go 1.26.0
 
 require (
+	github.com/adkit/adk/modules/backing v0.1.0
 	github.com/adkit/adk/modules/contract v0.1.0
 	github.com/adkit/adk/modules/pgstore v0.1.0
+	github.com/adkit/adk/modules/policy v0.1.0
+	github.com/adkit/adk/modules/redisstore v0.1.0
+	github.com/jackc/pgx/v5 v5.13.0
+	github.com/redis/go-redis/v9 v9.23.0
 )
 
-require github.com/adkit/adk/modules/policy v0.1.0 // indirect
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+)
 
 require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
@@ -20,7 +28,6 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.13.0
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
@@ -36,6 +43,7 @@ require (
 )
 
 replace (
+	github.com/adkit/adk/modules/backing => ../modules/backing
 	github.com/adkit/adk/modules/contract => ../modules/contract
 	github.com/adkit/adk/modules/pgstore => ../modules/pgstore
 	github.com/adkit/adk/modules/policy => ../modules/policy

@@ -146,14 +146,14 @@ func openRedis(ctx context.Context, c Config) (*Backing, error) {
 	dsn := c.RedisDSN
 	opts, err := redis.ParseURL(dsn.Reveal())
 	if err != nil {
-		return nil, fmt.Errorf("the Redis DSN does not parse (want redis://[user:password@]host:port/db): %s", redact(err.Error(), dsn))
+		return nil, fmt.Errorf("the Redis DSN does not parse (want redis://[user:password@]host:port/db): %s", Redact(err.Error(), dsn))
 	}
 	client := redis.NewClient(opts)
 	b := &Backing{Name: Redis, DSN: dsn}
 	b.onClose(client.Close)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = b.Close()
-		return nil, fmt.Errorf("cannot reach Redis at %s: %s (check the DSN and that the server is up)", hostOf(dsn), redact(err.Error(), dsn))
+		return nil, fmt.Errorf("cannot reach Redis at %s: %s (check the DSN and that the server is up)", hostOf(dsn), Redact(err.Error(), dsn))
 	}
 	settings := redisstore.Settings{DSN: dsn, Namespace: c.RedisNamespace, Volatile: c.RedisVolatile, AssumeDurable: c.RedisAssumeDurable}
 	// The server answered, so a failed preflight is a verdict on it
@@ -184,27 +184,27 @@ func openPostgres(ctx context.Context, c Config) (*Backing, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(dsn.Reveal())
 	if err != nil {
-		return nil, fmt.Errorf("the PostgreSQL DSN does not parse (want postgres://user[:password]@host:port/db or host=... dbname=...): %s", redact(err.Error(), dsn))
+		return nil, fmt.Errorf("the PostgreSQL DSN does not parse (want postgres://user[:password]@host:port/db or host=... dbname=...): %s", Redact(err.Error(), dsn))
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !ok {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "30000"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open PostgreSQL at %s: %s", hostOf(dsn), redact(err.Error(), dsn))
+		return nil, fmt.Errorf("cannot open PostgreSQL at %s: %s", hostOf(dsn), Redact(err.Error(), dsn))
 	}
 	b := &Backing{Name: PostgreSQL, DSN: dsn}
 	b.onClose(func() error { pool.Close(); return nil })
 	if err := pool.Ping(ctx); err != nil {
 		_ = b.Close()
-		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %s (check the DSN and that the server is up)", hostOf(dsn), redact(err.Error(), dsn))
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %s (check the DSN and that the server is up)", hostOf(dsn), Redact(err.Error(), dsn))
 	}
 	if c.ApplySchema {
 		// One simple-protocol round trip: the statements run as one
 		// transaction, so a failure applies none of them.
 		if _, err := pool.Exec(ctx, schema); err != nil {
 			_ = b.Close()
-			return nil, fmt.Errorf("apply the schema: %s", redact(err.Error(), dsn))
+			return nil, fmt.Errorf("apply the schema: %s", Redact(err.Error(), dsn))
 		}
 	}
 	if err := pgstore.Verify(ctx, pool, c.Tables); err != nil {
@@ -214,7 +214,7 @@ func openPostgres(ctx context.Context, c Config) (*Backing, error) {
 	if c.Listen {
 		l, err := startListener(ctx, cfg.ConnConfig, pgstore.NotifyChannel(c.Tables))
 		if err != nil {
-			c.warn("no LISTEN connection, the queue polls instead: " + redact(err.Error(), dsn))
+			c.warn("no LISTEN connection, the queue polls instead: " + Redact(err.Error(), dsn))
 		} else {
 			settings.Listener = l
 			b.onClose(l.Close)

@@ -160,9 +160,12 @@ func TestOpenErrorsNeverPrintThePassword(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	dsn := contract.Secret("postgres://u:s3cr3t@db.internal:5432/app")
-	msg := redact("failed: postgres://u:s3cr3t@db.internal:5432/app and again s3cr3t", dsn)
+	msg := Redact("failed: postgres://u:s3cr3t@db.internal:5432/app and again s3cr3t", dsn)
 	if strings.Contains(msg, "s3cr3t") {
 		t.Fatal(msg)
+	}
+	if kv := Redact("auth failed for password=hunter2", "host=db user=u password=hunter2"); strings.Contains(kv, "hunter2") {
+		t.Error(kv)
 	}
 	if hostOf(dsn) != "db.internal:5432" || hostOf("host=x password=y") != "the configured server" {
 		t.Errorf("hostOf: %q", hostOf(dsn))

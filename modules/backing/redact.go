@@ -16,20 +16,26 @@ func hostOf(dsn contract.Secret) string {
 	return u.Host
 }
 
-// redact removes the DSN, and its password, from a driver's message:
-// drivers quote what they could not parse.
-func redact(msg string, dsn contract.Secret) string {
+// Redact removes the DSN and its password from text — a driver's message,
+// a health value, a worker's error — for URL DSNs
+// (postgres://u:pw@host) and keyword/value ones (password=pw) alike.
+func Redact(text string, dsn contract.Secret) string {
 	raw := dsn.Reveal()
 	if raw == "" {
-		return msg
+		return text
 	}
-	msg = strings.ReplaceAll(msg, raw, "[redacted]")
+	text = strings.ReplaceAll(text, raw, "[redacted]")
 	if u, err := url.Parse(raw); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "[redacted]")
+			text = strings.ReplaceAll(text, pw, "[redacted]")
 		}
 	}
-	return msg
+	for _, field := range strings.Fields(raw) {
+		if k, v, ok := strings.Cut(field, "="); ok && strings.EqualFold(k, "password") && v != "" {
+			text = strings.ReplaceAll(text, strings.Trim(v, "'"), "[redacted]")
+		}
+	}
+	return text
 }
 
 // scrubbed returns err itself when its text holds nothing of the DSN, and
@@ -37,7 +43,7 @@ func redact(msg string, dsn contract.Secret) string {
 // errors.As finds the typed refusal either way.
 func scrubbed(err error, dsn contract.Secret) error {
 	msg := err.Error()
-	if clean := redact(msg, dsn); clean != msg {
+	if clean := Redact(msg, dsn); clean != msg {
 		return &redactedError{msg: clean, err: err}
 	}
 	return err

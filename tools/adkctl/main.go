@@ -1,12 +1,21 @@
-// Command adkctl is the operator's tool for the adk kit. Its schema
-// commands print, apply and verify the PostgreSQL schema the pgstore
-// backings read:
+// Command adkctl is the operator's terminal tool for the adk kit: it shows
+// and acts on a Redis or PostgreSQL backing as the dashboard does — queues,
+// tenants and their rotation, leases, dead letters (list, count, requeue,
+// purge), one item, health — and prints, applies and verifies the
+// PostgreSQL schema:
 //
-//	adkctl schema print                 # the SQL, for your migration tool
-//	adkctl schema apply  --dsn URL      # apply it (development; explicit)
-//	adkctl schema verify --dsn URL      # what OpenStateStore checks; exit 1 on refusal
+//	adkctl queues
+//	adkctl tenants --queue agent
+//	adkctl dead list --tenant acme --error timeout
+//	adkctl dead purge --error "invalid payload" --yes
+//	adkctl item --tenant acme --id run-42 --json
+//	adkctl health
+//	adkctl schema apply --dsn URL
 //
-// The DSN comes from --dsn or ADK_POSTGRES_DSN and is never printed.
+// The backing comes from ADK_REDIS_DSN or ADK_POSTGRES_DSN, as for make
+// demo, or from --redis / --postgres; DSNs are never printed. Every verb
+// takes --json. Exit codes: 0 done, 1 failure or refusal (health red, a bulk
+// action without --yes), 2 usage error, 3 not found. See tools/README.md.
 package main
 
 import (
@@ -15,34 +24,89 @@ import (
 	"io"
 	"os"
 	"os/signal"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/adkit/adk/modules/contract"
 )
 
 func main() {
+	// go-redis logs failed dials on its own; the error that matters comes
+	// back to the command, which reports it once with the fix.
+	redis.SetLogger(quiet{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)
 }
 
-const usage = `usage: adkctl <command> ...
+type quiet struct{}
 
-commands:
-  schema print|apply|verify   the PostgreSQL schema of pgstore (adkctl schema -h)
+func (quiet) Printf(context.Context, string, ...any) {}
+
+const usage = `usage: adkctl <verb> [flags]
+
+adkctl shows and acts on an adk backing from a terminal: what the dashboard
+shows and does, for people and for scripts (--json on every verb). The
+backing is Redis when ADK_REDIS_DSN is set and PostgreSQL when
+ADK_POSTGRES_DSN is (the variables make demo reads); --redis and
+--postgres override them. DSNs are never printed.
+
+verbs (adkctl <verb> --help for the flags and more examples):
+  queues                     every queue that holds items, with its totals
+                               adkctl queues
+  tenants                    a queue's tenants in rotation order, and the recent turns
+                               adkctl tenants --queue agent --turns 50
+  leases                     live leases, soonest expiry first; expired ones marked
+                               adkctl leases --all
+  dead list|count            dead letters matching --tenant, --id, --error
+                               adkctl dead list --tenant acme --error timeout
+  dead requeue|purge         one letter (--tenant and --id), or every match with --yes
+                               adkctl dead requeue --error "rate limited" --yes
+  item                       one item by tenant and id, with its lease and its run
+                               adkctl item --tenant acme --id run-42
+  health                     the backing's checks and its preflight/verify verdict
+                               adkctl health
+  schema print|apply|verify  the PostgreSQL schema of pgstore
+                               adkctl schema apply --dsn postgres://localhost/dev
+
+exit codes:
+  0  done (health: no check failed)
+  1  a failure or refusal: server unreachable or unfit, health red, bulk action without --yes
+  2  usage error: unknown verb or flag, bad value, no backing named
+  3  not found: no such item or dead letter
 `
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, clock: contract.SystemClock{}, open: openServer}
+	return a.run(ctx, args)
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+		fmt.Fprint(a.stderr, usage)
+		return exitUsage
 	}
 	switch args[0] {
+	case "queues":
+		return a.queues(ctx, args[1:])
+	case "tenants":
+		return a.tenants(ctx, args[1:])
+	case "leases":
+		return a.leases(ctx, args[1:])
+	case "dead":
+		return a.dead(ctx, args[1:])
+	case "item":
+		return a.item(ctx, args[1:])
+	case "health":
+		return a.health(ctx, args[1:])
 	case "schema":
-		return runSchema(ctx, args[1:], stdout, stderr, getenv)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		return runSchema(ctx, args[1:], a.stdout, a.stderr, a.getenv)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(a.stdout, usage)
+		return exitOK
 	}
-	fmt.Fprintf(stderr, "adkctl: unknown command %q\n%s", args[0], usage)
-	return 2
+	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, item, health, schema (adkctl --help)\n", args[0])
+	return exitUsage
 }

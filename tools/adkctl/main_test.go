@@ -34,7 +34,7 @@ func TestSchemaRefusals(t *testing.T) {
 		want string
 	}{
 		{nil, 2, "usage"},
-		{[]string{"nope"}, 2, "unknown command"},
+		{[]string{"nope"}, 2, "unknown verb"},
 		{[]string{"schema"}, 2, "usage"},
 		{[]string{"schema", "frob"}, 2, "unknown command"},
 		{[]string{"schema", "print", "--runs-table", "runs; drop table x"}, 2, "plain identifier"},

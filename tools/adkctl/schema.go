@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/adkit/adk/modules/backing"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore"
 )
@@ -20,6 +22,11 @@ const schemaUsage = `usage: adkctl schema <print|apply|verify> [flags]
   print    write the expected schema (SQL) to standard output
   apply    apply it to the database (the explicit way; the library never does)
   verify   check the database as OpenStateStore does; exit 1 with the reason
+
+examples:
+  adkctl schema print > migrations/0001_adk.sql
+  adkctl schema apply --dsn postgres://localhost/dev
+  ADK_POSTGRES_DSN="$DATABASE_URL" adkctl schema verify --json
 
 flags:
 `
@@ -37,7 +44,9 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		fs.PrintDefaults()
 	}
 	dsnFlag := fs.String("dsn", "", "PostgreSQL connection string (default $ADK_POSTGRES_DSN); never printed")
+	fs.StringVar(dsnFlag, "postgres", "", "the same as --dsn, as the other verbs spell it")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	asJSON := fs.Bool("json", false, `print JSON: {"schema_version","sql"} for print, {"schema_version","ok"[,"error"]} for apply and verify`)
 	var tables pgstore.StateTables
 	fs.StringVar(&tables.Runs, "runs-table", "", "runs table name (default adk_runs)")
 	fs.StringVar(&tables.Work, "work-table", "", "work table name (default adk_work)")
@@ -66,6 +75,9 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	}
 	switch sub {
 	case "print":
+		if *asJSON {
+			return emitSchema(stdout, schemaOut{SchemaVersion: pgstore.SchemaVersion, SQL: sql})
+		}
 		fmt.Fprint(stdout, sql)
 		return 0
 	case "apply", "verify":
@@ -90,23 +102,54 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		fmt.Fprintln(stderr, "adkctl:", err)
 		return 1
 	}
+	// fail reports a refusal: on stderr, and in the JSON for scripts.
+	fail := func(msg string) int {
+		msg = backing.Redact(msg, dsn)
+		if *asJSON {
+			emitSchema(stdout, schemaOut{SchemaVersion: pgstore.SchemaVersion, OK: new(false), Error: msg})
+		}
+		fmt.Fprintln(stderr, msg)
+		return 1
+	}
 	defer conn.Close(context.Background())
 
 	if sub == "apply" {
 		// One simple-protocol round trip: PostgreSQL runs the statements
 		// as one transaction, so a failure applies none of them.
 		if _, err := conn.Exec(ctx, sql); err != nil {
-			fmt.Fprintln(stderr, "adkctl: apply the schema:", err)
-			return 1
+			return fail("adkctl: apply the schema: " + err.Error())
+		}
+		if *asJSON {
+			return emitSchema(stdout, schemaOut{SchemaVersion: pgstore.SchemaVersion, OK: new(true)})
 		}
 		fmt.Fprintf(stdout, "schema version %d applied\n", pgstore.SchemaVersion)
 		return 0
 	}
 	if err := pgstore.Verify(ctx, conn, tables); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+		return fail(err.Error())
+	}
+	if *asJSON {
+		return emitSchema(stdout, schemaOut{SchemaVersion: pgstore.SchemaVersion, OK: new(true)})
 	}
 	fmt.Fprintf(stdout, "ok: schema version %d, tables present, statement_timeout set\n", pgstore.SchemaVersion)
+	return 0
+}
+
+// schemaOut is `adkctl schema ... --json`.
+type schemaOut struct {
+	SchemaVersion int    `json:"schema_version"`
+	SQL           string `json:"sql,omitempty"`
+	OK            *bool  `json:"ok,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+func emitSchema(w io.Writer, v schemaOut) int {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return 1
+	}
 	return 0
 }
 
@@ -119,23 +162,11 @@ func connect(ctx context.Context, dsn contract.Secret) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s:%d as %s: %w", cfg.Host, cfg.Port, cfg.User, scrub(err, cfg.Password))
+		msg := backing.Redact(err.Error(), dsn)
+		if cfg.Password != "" {
+			msg = strings.ReplaceAll(msg, cfg.Password, "[redacted]")
+		}
+		return nil, fmt.Errorf("connect to %s:%d as %s: %s (check the DSN and that the server is up)", cfg.Host, cfg.Port, cfg.User, msg)
 	}
 	return conn, nil
-}
-
-// scrubbed is an error whose text has the password removed.
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
-
-func scrub(err error, password string) error {
-	if password == "" {
-		return err
-	}
-	return &scrubbed{msg: strings.ReplaceAll(err.Error(), password, "[redacted]"), err: err}
 }

@@ -22,9 +22,7 @@ func scratchDSN(t *testing.T, statementTimeout string) string {
 	if dsn == "" {
 		t.Fatal("set ADK_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the adkctl integration tests")
 	}
-	var raw [6]byte
-	_, _ = rand.Read(raw[:])
-	schema := "adk_t_" + hex.EncodeToString(raw[:])
+	schema := "adk_t_" + randomHex()
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -87,4 +85,10 @@ func TestSchemaVerifyRefusesNoStatementTimeout(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "statement_timeout") {
 		t.Fatalf("verify with statement_timeout 0: exit %d, %q; want exit 1 naming statement_timeout", code, errOut)
 	}
+}
+
+func randomHex() string {
+	var raw [6]byte
+	_, _ = rand.Read(raw[:])
+	return hex.EncodeToString(raw[:])
 }
