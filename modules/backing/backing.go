@@ -93,7 +93,10 @@ type Backing struct {
 	Name string
 	// DSN is the DSN it was opened with ("" for memory), for showing
 	// which server is in use; it prints as [redacted].
-	DSN       contract.Secret
+	DSN contract.Secret
+	// Queue, Inspector and State are the backing's work queue, its
+	// read-only snapshots (the same value as Queue) and its run state
+	// store, over one client or pool.
 	Queue     contract.WorkQueue
 	Inspector contract.Inspector
 	State     contract.StateStore

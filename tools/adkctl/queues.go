@@ -26,8 +26,9 @@ type queueRow struct {
 	Dead    int64  `json:"dead"`
 	Served  int64  `json:"served"`
 	// OldestReady is the enqueue time of the oldest item due now, over all
-	// tenants; its age is the queue's latency.
-	OldestReady time.Time `json:"oldest_ready,omitzero"`
+	// tenants; its age, LatencySeconds, is the queue's latency.
+	OldestReady    time.Time `json:"oldest_ready,omitzero"`
+	LatencySeconds float64   `json:"latency_seconds"`
 }
 
 type queuesOut struct {
@@ -60,6 +61,9 @@ func (a *app) queues(ctx context.Context, args []string) int {
 				if !t.OldestReady.IsZero() && (r.OldestReady.IsZero() || t.OldestReady.Before(r.OldestReady)) {
 					r.OldestReady = t.OldestReady
 				}
+			}
+			if !r.OldestReady.IsZero() {
+				r.LatencySeconds = max(c.clock.Now().Sub(r.OldestReady).Seconds(), 0)
 			}
 			out.Queues = append(out.Queues, r)
 		}

@@ -15,9 +15,11 @@ const tenantsHelp = `usage: adkctl tenants [--queue NAME] [--turns N] [flags]
 
 The queue's tenants in rotation order (the tenant served next first), each
 with its ready, delayed, leased and dead counts, the turns it was served and
-its queue latency (the age of its oldest ready item), then the last N turns
-the claims gave out, most recent last. Tenants with nothing queued are not
-in the rotation and come last.
+its queue latency (the age of its oldest ready item) and its share of the
+last N turns the claims gave out, then those turns, most recent last. A
+tenant whose ready work is older than all N turns and got none of them is
+marked WAITING: it is being starved. Tenants with nothing queued are not in
+the rotation and come last.
 
 example:
   adkctl tenants --queue agent --turns 50
@@ -32,6 +34,11 @@ type tenantRow struct {
 	// LatencySeconds is the age of OldestReady: how long the tenant's
 	// oldest due item has waited. 0 when nothing is due.
 	LatencySeconds float64 `json:"latency_seconds"`
+	// TurnsInWindow counts the tenant's turns among the recent turns.
+	TurnsInWindow int `json:"turns_in_window"`
+	// Waiting means starved, as the dashboard says it: ready work older
+	// than the whole window of recent turns, and none of those turns.
+	Waiting bool `json:"waiting"`
 }
 
 type turnRow struct {
@@ -43,9 +50,10 @@ type turnRow struct {
 
 type tenantsOut struct {
 	Queue string `json:"queue"`
-	// Rotation lists the tenants with queued work, next to be served first.
-	Rotation []string    `json:"rotation"`
-	Tenants  []tenantRow `json:"tenants"`
+	// Order is the rotation: the tenants with queued work, next to be
+	// served first.
+	Order   []string    `json:"order"`
+	Tenants []tenantRow `json:"tenants"`
 	// RecentTurns are the last turns given, most recent last.
 	RecentTurns []turnRow `json:"recent_turns"`
 }
@@ -73,16 +81,23 @@ func (a *app) tenants(ctx context.Context, args []string) int {
 			recent = nil
 		}
 		now := c.clock.Now()
-		out := tenantsOut{Queue: c.queue, Rotation: append([]string{}, rot.Order...), Tenants: []tenantRow{}, RecentTurns: []turnRow{}}
+		out := tenantsOut{Queue: c.queue, Order: append([]string{}, rot.Order...), Tenants: []tenantRow{}, RecentTurns: []turnRow{}}
 		pos := make(map[string]int, len(rot.Order))
 		for i, t := range rot.Order {
 			pos[t] = i + 1
 		}
+		turnsOf := map[string]int{}
+		for _, t := range recent {
+			turnsOf[t.Tenant]++
+		}
 		for _, s := range stats {
-			r := tenantRow{Position: pos[s.Tenant], TenantStats: s}
+			r := tenantRow{Position: pos[s.Tenant], TenantStats: s, TurnsInWindow: turnsOf[s.Tenant]}
 			if !s.OldestReady.IsZero() {
 				r.LatencySeconds = max(now.Sub(s.OldestReady).Seconds(), 0)
 			}
+			// Work that arrived during the window has simply not come up yet.
+			r.Waiting = s.Ready > 0 && r.TurnsInWindow == 0 && len(recent) > 0 &&
+				!s.OldestReady.IsZero() && s.OldestReady.Before(recent[0].At)
 			out.Tenants = append(out.Tenants, r)
 		}
 		slices.SortStableFunc(out.Tenants, func(x, y tenantRow) int {
@@ -107,8 +122,13 @@ func (a *app) tenants(ctx context.Context, args []string) int {
 			c.noteEmptyQueue(ctx)
 			return nil
 		}
-		fmt.Fprintf(c.stdout, "queue %s: %s, %d in the rotation\n", quoteIfNeeded(clean(c.queue)), plural(len(out.Tenants), "tenant", "tenants"), len(out.Rotation))
-		tw := c.table("NEXT", "TENANT", "READY", "LATER", "LEASED", "DEAD", "SERVED", "LATENCY")
+		fmt.Fprintf(c.stdout, "queue %s: %s, %d in the rotation\n", quoteIfNeeded(clean(c.queue)), plural(len(out.Tenants), "tenant", "tenants"), len(out.Order))
+		header := []string{"NEXT", "TENANT", "READY", "LATER", "LEASED", "DEAD", "SERVED", "LATENCY"}
+		if *turns > 0 {
+			header = append(header, "TURNS", "")
+		}
+		tw := c.table(header...)
+		waiting := 0
 		for _, r := range out.Tenants {
 			p, latency := "-", "-"
 			if r.Position > 0 {
@@ -117,13 +137,25 @@ func (a *app) tenants(ctx context.Context, args []string) int {
 			if !r.OldestReady.IsZero() {
 				latency = age(now.Sub(r.OldestReady))
 			}
-			row(tw, p, clean(r.Tenant), num(r.Ready), num(r.Later), num(r.Leased), num(r.Dead), num(r.Served), latency)
+			cells := []string{p, clean(r.Tenant), num(r.Ready), num(r.Later), num(r.Leased), num(r.Dead), num(r.Served), latency}
+			if *turns > 0 {
+				mark := ""
+				if r.Waiting {
+					mark, waiting = "WAITING", waiting+1
+				}
+				cells = append(cells, strconv.Itoa(r.TurnsInWindow), mark)
+			}
+			row(tw, cells...)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		if *turns == 0 {
 			return nil
+		}
+		if waiting > 0 {
+			fmt.Fprintf(c.stdout, "%s WAITING: ready work older than the last %s and not one of them (starved)\n",
+				plural(waiting, "tenant", "tenants"), plural(len(out.RecentTurns), "turn", "turns"))
 		}
 		if len(out.RecentTurns) == 0 {
 			fmt.Fprintln(c.stdout, "\nno turns given yet")

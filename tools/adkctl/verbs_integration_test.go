@@ -195,7 +195,7 @@ func exercise(t *testing.T, name string, env map[string]string, flags []string, 
 	}
 
 	v = decode(exitOK, cmd("tenants")...)
-	if rot := v["rotation"].([]any); len(rot) != 2 || !slices.Contains(rot, any("acme")) || !slices.Contains(rot, any("initech")) {
+	if rot := v["order"].([]any); len(rot) != 2 || !slices.Contains(rot, any("acme")) || !slices.Contains(rot, any("initech")) {
 		t.Errorf("%s: rotation %v", name, rot)
 	}
 	if turns := v["recent_turns"].([]any); len(turns) != 6 || turns[5].(map[string]any)["id"] != "live-1" {

@@ -196,7 +196,7 @@ func TestQueues(t *testing.T) {
 	if len(qs) != 2 {
 		t.Fatalf("queues: %v", qs)
 	}
-	keysOf(t, "a queue", qs[1], "queue", "tenants", "ready", "later", "leased", "dead", "served", "oldest_ready")
+	keysOf(t, "a queue", qs[1], "queue", "tenants", "ready", "later", "leased", "dead", "served", "oldest_ready", "latency_seconds")
 	if q := qs[1].(map[string]any); q["queue"] != "default" || q["dead"] != 5.0 || q["leased"] != 1.0 {
 		t.Errorf("default queue: %v", q)
 	}
@@ -224,12 +224,12 @@ func TestTenants(t *testing.T) {
 	}
 
 	v := f.json(exitOK, "tenants", "--turns", "3")
-	keysOf(t, "tenants output", v, "queue", "rotation", "tenants", "recent_turns")
-	if rot := list(t, v, "rotation"); len(rot) != 2 || rot[0] != "acme" || rot[1] != "globex" {
+	keysOf(t, "tenants output", v, "queue", "order", "tenants", "recent_turns")
+	if rot := list(t, v, "order"); len(rot) != 2 || rot[0] != "acme" || rot[1] != "globex" {
 		t.Errorf("rotation %v", rot)
 	}
 	ts := list(t, v, "tenants")
-	keysOf(t, "a tenant", ts[0], "position", "tenant", "ready", "later", "leased", "dead", "served", "oldest_ready", "latency_seconds")
+	keysOf(t, "a tenant", ts[0], "position", "tenant", "ready", "later", "leased", "dead", "served", "oldest_ready", "latency_seconds", "turns_in_window", "waiting")
 	if a := ts[0].(map[string]any); a["tenant"] != "acme" || a["position"] != 1.0 || a["latency_seconds"] != 10.0 {
 		t.Errorf("acme: %v", a)
 	}
@@ -730,5 +730,37 @@ func TestClean(t *testing.T) {
 	}
 	if got := age(3*time.Hour + 5*time.Minute); got != "3h05m" {
 		t.Errorf("age: %q", got)
+	}
+}
+
+// A tenant whose ready work is older than every recent turn, and got none
+// of them, is marked as starving, as the dashboard marks it.
+func TestTenantsWaiting(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	start := f.clock.Now()
+	f.must(f.store.Enqueue(ctx, contract.Item{Tenant: "late", Queue: "w", ID: "l1", NotBefore: start.Add(time.Minute)}))
+	for i := range 3 {
+		f.clock.Advance(time.Second)
+		f.must(f.store.Enqueue(ctx, contract.Item{Tenant: "busy", Queue: "w", ID: fmt.Sprint("b", i)}))
+		_, err := f.store.Claim(ctx, contract.ClaimRequest{Queue: "w", Worker: "w1", LeaseFor: time.Hour, Max: 1})
+		f.must(err)
+	}
+	f.clock.Advance(2 * time.Minute) // l1 is due now, older than every turn
+	ts := list(t, f.json(exitOK, "tenants", "--queue", "w"), "tenants")
+	got := map[string]bool{}
+	for _, r := range ts {
+		m := r.(map[string]any)
+		got[m["tenant"].(string)] = m["waiting"].(bool)
+	}
+	if !got["late"] || got["busy"] {
+		t.Errorf("waiting: %v, want late only", got)
+	}
+	out := f.ok("tenants", "--queue", "w")
+	if !strings.Contains(out, "WAITING\n") || !strings.Contains(out, "1 tenant WAITING: ready work older than the last 3 turns") {
+		t.Errorf("the starved tenant is not marked:\n%s", out)
+	}
+	if out := f.ok("tenants"); strings.Contains(out, "WAITING") {
+		t.Errorf("a tenant marked waiting on the fixture's queue:\n%s", out)
 	}
 }
