@@ -39,7 +39,7 @@ const hostile = "rtl\u202Eevil.exe"
 //
 //	globex/g1   leased (token from the claim), attempt 1
 //	acme/a1..a3 ready; globex/g2 due in an hour
-//	dead: initech/d1 "timeout calling model", initech/d2 "Timeout calling tools",
+//	dead: initech/d1 "timeout calling model", initech/d2 "tools timed out",
 //	      initech/d3 "invalid payload", globex/d5 "timeout calling model",
 //	      hostile/d4 an error with a terminal escape sequence
 //
@@ -52,7 +52,7 @@ func newFixture(t *testing.T) *fixture {
 	ctx := t.Context()
 	dead := map[contract.ItemKey]string{
 		{Tenant: "initech", ID: "d1"}: "timeout calling model",
-		{Tenant: "initech", ID: "d2"}: "Timeout calling tools",
+		{Tenant: "initech", ID: "d2"}: "tools timed out",
 		{Tenant: "initech", ID: "d3"}: "invalid payload",
 		{Tenant: hostile, ID: "d4"}:   "boom \x1b[31mred\x1b[0m",
 		{Tenant: "globex", ID: "d5"}:  "timeout calling model",
@@ -427,8 +427,6 @@ func TestDeadBulkTouchesOnlyTheFilter(t *testing.T) {
 	if code != exitOK || out != "2 dead letters match --queue default --error \"timeout calling\"; requeuing them\nrequeued 2 dead letters\n" {
 		t.Fatalf("requeue --yes: exit %d %q %q", code, out, errOut)
 	}
-	// "Timeout calling tools" differs in case: the backing's match decides,
-	// and memstore's is case-sensitive.
 	if got, want := f.dead("default"), []string{"initech/d2", "initech/d3", hostile + "/d4"}; !slices.Equal(got, want) {
 		t.Fatalf("after requeue: %q, want %q", got, want)
 	}
