@@ -48,10 +48,14 @@ type db struct {
 	bound          bool
 	acquireTimeout time.Duration
 	counters       *poolCounters
+	// mode is the executor's default exec mode (0 when it cannot be
+	// known), named in the error a transaction pooler's lost prepared
+	// statements become.
+	mode pgx.QueryExecMode
 }
 
 func newDB(exec Executor, acquireTimeout time.Duration) *db {
-	d := &db{exec: exec, acquireTimeout: acquireTimeout, counters: &poolCounters{}}
+	d := &db{exec: exec, acquireTimeout: acquireTimeout, counters: &poolCounters{}, mode: execModeOf(exec)}
 	if p, ok := exec.(*pgxpool.Pool); ok {
 		d.pool = p
 	}
@@ -60,7 +64,25 @@ func newDB(exec Executor, acquireTimeout time.Duration) *db {
 
 // boundTo returns a db that runs every statement in tx and retries nothing.
 func (d *db) boundTo(tx pgx.Tx) *db {
-	return &db{exec: tx, bound: true, acquireTimeout: d.acquireTimeout, counters: d.counters}
+	return &db{exec: tx, bound: true, acquireTimeout: d.acquireTimeout, counters: d.counters, mode: execModeOf(tx)}
+}
+
+// execModeOf returns the default exec mode of the pgx executors, 0 for
+// any other.
+func execModeOf(e Executor) pgx.QueryExecMode {
+	switch c := e.(type) {
+	case *pgxpool.Pool:
+		return c.Config().ConnConfig.DefaultQueryExecMode
+	case *pgxpool.Conn:
+		return c.Conn().Config().DefaultQueryExecMode
+	case *pgx.Conn:
+		return c.Config().DefaultQueryExecMode
+	case pgx.Tx:
+		if c.Conn() != nil {
+			return c.Conn().Config().DefaultQueryExecMode
+		}
+	}
+	return 0
 }
 
 // retryDelays is the small budget for statements that failed before
@@ -69,8 +91,13 @@ func (d *db) boundTo(tx pgx.Tx) *db {
 var retryDelays = []time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond}
 
 // run calls fn with a connection. Statements that never reached the
-// server are retried within retryDelays unless bound.
+// server are retried within retryDelays unless bound. What a connection
+// pooler refused comes back as a *PoolerError, bound or not.
 func (d *db) run(ctx context.Context, fn func(ctx context.Context, e Executor) error) error {
+	return poolerErr(d.runOnce(ctx, fn), d.mode)
+}
+
+func (d *db) runOnce(ctx context.Context, fn func(ctx context.Context, e Executor) error) error {
 	if d.bound {
 		return fn(ctx, d.exec)
 	}
@@ -133,7 +160,7 @@ func (d *db) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 // otherwise (committed when fn returns nil).
 func (d *db) tx(ctx context.Context, fn func(ctx context.Context, e Executor) error) error {
 	if d.bound {
-		return fn(ctx, d.exec)
+		return poolerErr(fn(ctx, d.exec), d.mode)
 	}
 	return d.run(ctx, func(ctx context.Context, e Executor) error { return inTx(ctx, e, fn) })
 }
@@ -206,10 +233,11 @@ func passThrough(err error) bool {
 		sp *contract.StatePersistenceError
 		qu *contract.QueueUnavailableError
 		se *contract.SchemaError
+		po *PoolerError
 	)
 	return errors.Is(err, contract.ErrNotFound) || errors.Is(err, contract.ErrEmpty) ||
 		errors.As(err, &v) || errors.As(err, &pe) || errors.As(err, &ll) || errors.As(err, &sc) ||
-		errors.As(err, &sp) || errors.As(err, &qu) || errors.As(err, &se)
+		errors.As(err, &sp) || errors.As(err, &qu) || errors.As(err, &se) || errors.As(err, &po)
 }
 
 // stateErr maps a driver error for the state store.

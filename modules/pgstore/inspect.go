@@ -249,12 +249,24 @@ func (q *PostgresWorkQueue) Health(ctx context.Context) (contract.Health, error)
 	if l := q.settings.Listener; l != nil {
 		st := l.Stats()
 		c := contract.HealthCheck{Name: "listener", Value: "connected", Status: contract.HealthOK}
-		if !st.Connected {
+		var probeErr *ListenerProbeError
+		switch {
+		case st.Connected:
+		case errors.As(st.Err, &probeErr):
+			// Not an outage that ends by itself: this path never delivers.
+			c = contract.HealthCheck{Name: "listener", Value: "not delivering: its probe NOTIFY did not come back within " + probeErr.Timeout.String(), Status: contract.HealthFail,
+				Fix: probeErr.Fix() + "; until then claimers wake only on their re-poll interval"}
+		default:
 			c = contract.HealthCheck{Name: "listener", Value: "reconnecting", Status: contract.HealthWarn,
 				Fix: "claimers fall back to their re-poll interval until the listener is back; check the server and the connection budget (pool size + 1)"}
 		}
 		h.Checks = append(h.Checks, c)
 		h.Details["listener reconnects"] = strconv.FormatInt(st.Reconnects, 10)
+		h.Details["listener probes"] = strconv.FormatInt(st.Probes, 10)
+		h.Details["listener probe failures"] = strconv.FormatInt(st.ProbeFailures, 10)
+		if st.ProbeRoundTrip > 0 {
+			h.Details["listener probe round trip"] = st.ProbeRoundTrip.String()
+		}
 		h.Details["listener notifications"] = strconv.FormatInt(st.Received, 10)
 		h.Details["listener dropped wakes"] = strconv.FormatInt(st.Dropped, 10)
 		if !st.LastWake.IsZero() {

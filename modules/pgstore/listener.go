@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -24,6 +26,9 @@ const (
 	DefaultMaxBackoff = 2 * time.Second
 	// DefaultConnectTimeout bounds one connection attempt.
 	DefaultConnectTimeout = 5 * time.Second
+	// DefaultProbeTimeout is how long a new connection's probe NOTIFY may
+	// take to come back before the connection counts as not delivering.
+	DefaultProbeTimeout = 5 * time.Second
 )
 
 // ListenerSettings tune a [Listener]. The zero value is usable.
@@ -39,6 +44,12 @@ type ListenerSettings struct {
 	// ConnectTimeout bounds one connection attempt. Zero means
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// ProbeTimeout bounds the wait for the probe NOTIFY each new
+	// connection sends itself (from a second, short-lived connection)
+	// once it LISTENs: a connection whose probe does not come back in time
+	// delivers nothing and is dropped with a *ListenerProbeError. Zero
+	// means DefaultProbeTimeout.
+	ProbeTimeout time.Duration
 }
 
 // Notification is a NOTIFY the listener received, or a synthetic wake.
@@ -53,13 +64,26 @@ type Notification struct {
 
 // ListenerStats are the listener's counters.
 type ListenerStats struct {
+	// Connected is true while the connection is up, LISTENs every channel
+	// and has had its probe NOTIFY back: it is known to deliver.
 	Connected  bool
-	BackendPID uint32 // the server process of the current connection; 0 when down
+	BackendPID uint32 // the server process of the current connection, as given at start-up; 0 when down
 	Reconnects int64  // connections re-established after the first
-	Received   int64  // notifications received from the server
+	Received   int64  // notifications received from the server (probes not counted)
 	Dropped    int64  // deliveries dropped because a subscriber's buffer was full
 	Synthetic  int64  // synthetic wakes sent (one per reconnect)
 	LastWake   time.Time
+	// Probes counts probe NOTIFYs that came back (one per connection),
+	// ProbeFailures the connections dropped because theirs did not.
+	Probes, ProbeFailures int64
+	// ProbeRoundTrip is the last successful probe's time from send to
+	// receipt.
+	ProbeRoundTrip time.Duration
+	// Err is why the listener is not connected: the last failed
+	// connection attempt or probe (a *ListenerProbeError when the
+	// connection took its LISTENs and delivered nothing). Nil while
+	// connected.
+	Err error
 }
 
 // Listener receives PostgreSQL notifications on a dedicated connection
@@ -77,7 +101,11 @@ type ListenerStats struct {
 // subscriber a synthetic wake.
 type Listener struct {
 	config   *pgx.ConnConfig
+	probeCfg *pgx.ConnConfig // the probe sender's: the caller's config as given
 	settings ListenerSettings
+	// probeChannel is this listener's own channel for its probes, so
+	// listeners in other processes never see them.
+	probeChannel string
 
 	mu        sync.Mutex
 	want      map[string]bool // channels to LISTEN
@@ -96,6 +124,12 @@ type Listener struct {
 	dropped    atomic.Int64
 	synthetic  atomic.Int64
 	lastWake   atomic.Int64 // unix nanoseconds
+	probes     atomic.Int64
+	probeFails atomic.Int64
+	probeRTT   atomic.Int64 // nanoseconds
+	readyAt    atomic.Int64 // unix nanoseconds: when the current connection was proved
+	errMu      sync.Mutex
+	err        error // Stats().Err
 }
 
 type subscriber struct {
@@ -131,8 +165,13 @@ func NewListener(config *pgx.ConnConfig, s ListenerSettings) (*Listener, error) 
 	if s.ConnectTimeout <= 0 {
 		s.ConnectTimeout = DefaultConnectTimeout
 	}
+	if s.ProbeTimeout <= 0 {
+		s.ProbeTimeout = DefaultProbeTimeout
+	}
+	var raw [8]byte
+	_, _ = rand.Read(raw[:])
 	return &Listener{
-		config: cfg, settings: s,
+		config: cfg, probeCfg: config.Copy(), settings: s, probeChannel: "adk_probe_" + hex.EncodeToString(raw[:]),
 		want: map[string]bool{}, have: map[string]bool{}, changed: make(chan struct{}),
 		subs: map[*subscriber]struct{}{},
 	}, nil
@@ -162,9 +201,14 @@ func Listen(ctx context.Context, dsn contract.Secret, s ListenerSettings, channe
 }
 
 // Start connects, LISTENs the channels asked for so far and starts the
-// receive loop; it returns once the loop is waiting. If the first
-// connection fails, Start returns its error and nothing keeps running.
-// Later failures are reconnected in the background until Close.
+// receive loop; it returns once the connection has proved that it
+// delivers: a probe NOTIFY sent from a second connection came back. If
+// the first connection fails, Start returns its error and nothing keeps
+// running: a *ListenerProbeError when the probe did not come back within
+// ProbeTimeout (PgBouncer in transaction mode, say), a *PoolerError when
+// a pooler refused the connection's startup parameters. Later failures
+// are reconnected in the background until Close; every new connection is
+// probed the same way before it counts as connected.
 func (l *Listener) Start(ctx context.Context) error {
 	l.mu.Lock()
 	if l.started {
@@ -284,28 +328,47 @@ func (l *Listener) subscribe(channel string, deliver func(Notification) bool) fu
 // Stats returns the listener's counters.
 func (l *Listener) Stats() ListenerStats {
 	st := ListenerStats{
-		Connected:  l.connected.Load(),
-		BackendPID: l.pid.Load(),
-		Reconnects: l.reconnects.Load(),
-		Received:   l.received.Load(),
-		Dropped:    l.dropped.Load(),
-		Synthetic:  l.synthetic.Load(),
+		Connected:      l.connected.Load(),
+		BackendPID:     l.pid.Load(),
+		Reconnects:     l.reconnects.Load(),
+		Received:       l.received.Load(),
+		Dropped:        l.dropped.Load(),
+		Synthetic:      l.synthetic.Load(),
+		Probes:         l.probes.Load(),
+		ProbeFailures:  l.probeFails.Load(),
+		ProbeRoundTrip: time.Duration(l.probeRTT.Load()),
 	}
 	if ns := l.lastWake.Load(); ns != 0 {
 		st.LastWake = time.Unix(0, ns).UTC()
 	}
+	if !st.Connected {
+		l.errMu.Lock()
+		st.Err = l.err
+		l.errMu.Unlock()
+	}
 	return st
 }
 
+func (l *Listener) setErr(err error) {
+	l.errMu.Lock()
+	l.err = err
+	l.errMu.Unlock()
+}
+
+// ProbeChannel is the channel of the listener's own probes.
+func (l *Listener) ProbeChannel() string { return l.probeChannel }
+
 func (l *Listener) loop(ctx context.Context, first chan<- error) {
 	defer close(l.done)
-	// failures counts consecutive attempts that failed to connect or whose
-	// connection broke soon after: the first reconnect after a connection
-	// that lived is immediate, a flapping server gets the backoff.
+	// failures counts consecutive attempts that failed to connect, to
+	// deliver, or whose connection broke soon after: the first reconnect
+	// after a connection that lived is immediate, a flapping server (or a
+	// path that never delivers) gets the backoff.
 	failures := 0
 	for {
 		conn, err := l.connect(ctx)
 		if err != nil {
+			l.setErr(err)
 			if first != nil {
 				first <- err
 				return
@@ -316,10 +379,11 @@ func (l *Listener) loop(ctx context.Context, first chan<- error) {
 			failures++
 			continue
 		}
-		connectedAt := time.Now()
 		ready, err := l.receive(ctx, conn, first)
+		var readyAt time.Time
 		if ready {
 			first = nil
+			readyAt = l.connectedSince()
 		}
 		l.connected.Store(false)
 		l.pid.Store(0)
@@ -328,18 +392,18 @@ func (l *Listener) loop(ctx context.Context, first chan<- error) {
 		close(l.changed)
 		l.changed = make(chan struct{})
 		l.mu.Unlock()
-		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = conn.Close(closeCtx)
-		cancel()
+		closeConn(conn)
 		if ctx.Err() != nil || err == nil {
 			return
 		}
+		l.setErr(err)
 		if first != nil {
-			// The first connection broke before it was ready: Start fails.
-			first <- &contract.QueueUnavailableError{Err: err}
+			// The first connection broke or did not deliver before it was
+			// ready: Start fails.
+			first <- startErr(err)
 			return
 		}
-		if time.Since(connectedAt) >= l.settings.MaxBackoff {
+		if ready && time.Since(readyAt) >= l.settings.MaxBackoff {
 			failures = 0
 			continue
 		}
@@ -348,6 +412,18 @@ func (l *Listener) loop(ctx context.Context, first chan<- error) {
 		}
 		failures++
 	}
+}
+
+// startErr is what Start returns for a first connection that failed
+// after it was made: configuration errors as they are, anything else as
+// the retryable outage it is.
+func startErr(err error) error {
+	var pe *ListenerProbeError
+	var po *PoolerError
+	if errors.As(err, &pe) || errors.As(err, &po) {
+		return err
+	}
+	return &contract.QueueUnavailableError{Err: err}
 }
 
 func (l *Listener) backoff(failures int) time.Duration {
@@ -374,16 +450,47 @@ func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, l.config)
 	if err != nil {
+		if perr := poolerErr(err, 0); perr != err {
+			return nil, perr
+		}
 		return nil, &contract.QueueUnavailableError{Err: err}
 	}
 	return conn, nil
 }
 
-// receive LISTENs what is wanted and dispatches notifications until the
-// connection breaks (an error) or ctx ends (nil). ready reports whether
-// it got as far as waiting for notifications.
+// connectedSince is when the current connection was proved.
+func (l *Listener) connectedSince() time.Time {
+	return time.Unix(0, l.readyAt.Load())
+}
+
+// probe is the state of one connection's proof that it delivers.
+type probe struct {
+	nonce    string
+	sentAt   time.Time
+	deadline time.Time
+	result   chan error // the sender's outcome
+	pooled   bool
+}
+
+// receive LISTENs what is wanted, proves with a probe that notifications
+// arrive, and dispatches them until the connection breaks (an error) or
+// ctx ends (nil). ready reports whether the probe came back.
 func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- error) (ready bool, err error) {
 	reconnected := first == nil
+	// The probe's sender runs beside the loop; it must not outlive it.
+	pctx, stopProbe := context.WithCancel(ctx)
+	var senders sync.WaitGroup
+	defer func() {
+		stopProbe()
+		senders.Wait()
+	}()
+	var pending *probe
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.probeChannel}.Sanitize()); err != nil {
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		return false, err
+	}
 	for {
 		l.mu.Lock()
 		var missing []string
@@ -396,6 +503,9 @@ func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- err
 		var cancel context.CancelFunc
 		if len(missing) == 0 {
 			wctx, cancel = context.WithCancel(ctx)
+			if pending != nil {
+				wctx, cancel = context.WithDeadline(ctx, pending.deadline)
+			}
 			l.interrupt = cancel
 		}
 		l.mu.Unlock()
@@ -419,19 +529,18 @@ func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- err
 			continue
 		}
 
-		// Every channel is listened: the loop is ready.
-		if !ready {
-			ready = true
-			l.connected.Store(true)
-			l.pid.Store(conn.PgConn().PID())
-			if first != nil {
-				first <- nil
-				first = nil
+		// Every channel is listened: prove that notifications arrive.
+		if !ready && pending == nil {
+			pending, err = l.sendProbe(ctx, pctx, conn, &senders)
+			if err != nil {
+				cancel()
+				if ctx.Err() != nil {
+					return false, nil
+				}
+				return false, err
 			}
-			if reconnected {
-				l.reconnects.Add(1)
-				l.wakeAll()
-			}
+			cancel()
+			continue // wait again, now with the probe's deadline
 		}
 
 		n, err := conn.WaitForNotification(wctx)
@@ -442,14 +551,73 @@ func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- err
 		switch {
 		case ctx.Err() != nil:
 			return ready, nil
+		case err != nil && pending != nil && !time.Now().Before(pending.deadline) && !conn.IsClosed():
+			l.probeFails.Add(1)
+			perr := &ListenerProbeError{Channel: l.probeChannel, Timeout: l.settings.ProbeTimeout, Pooled: pending.pooled}
+			select {
+			case perr.Err = <-pending.result:
+			default:
+			}
+			return false, perr
 		case err != nil && wctx.Err() != nil && !conn.IsClosed():
 			continue // interrupted to LISTEN a new channel
 		case err != nil:
 			return ready, err
 		}
+		if n.Channel == l.probeChannel {
+			if pending != nil && n.Payload == pending.nonce {
+				// The connection delivers: it is ready.
+				l.probes.Add(1)
+				l.probeRTT.Store(int64(time.Since(pending.sentAt)))
+				pending = nil
+				ready = true
+				l.readyAt.Store(time.Now().UnixNano())
+				l.connected.Store(true)
+				l.pid.Store(conn.PgConn().PID())
+				l.setErr(nil)
+				if first != nil {
+					first <- nil
+					first = nil
+				}
+				if reconnected {
+					l.reconnects.Add(1)
+					l.wakeAll()
+				}
+			}
+			continue // a late probe of an earlier connection
+		}
 		l.received.Add(1)
 		l.dispatch(Notification{Channel: n.Channel, Payload: n.Payload})
 	}
+}
+
+// sendProbe notes whether conn goes through a pooler and sends the probe
+// NOTIFY from a connection of its own, in the background: a
+// notification a connection sends itself comes back even through
+// PgBouncer in transaction mode (it is delivered to whichever client the
+// sending server connection serves at commit), so it would prove
+// nothing. The sender is a short-lived extra connection, once per
+// connection of the listener.
+func (l *Listener) sendProbe(ctx, pctx context.Context, conn *pgx.Conn, senders *sync.WaitGroup) (*probe, error) {
+	pid, err := backendPID(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	var raw [8]byte
+	_, _ = rand.Read(raw[:])
+	p := &probe{nonce: hex.EncodeToString(raw[:]), sentAt: time.Now(), result: make(chan error, 1), pooled: pid != conn.PgConn().PID()}
+	p.deadline = p.sentAt.Add(l.settings.ProbeTimeout)
+	senders.Go(func() {
+		sctx, cancel := context.WithDeadline(pctx, p.deadline)
+		defer cancel()
+		c, err := pgx.ConnectConfig(sctx, l.probeCfg)
+		if err == nil {
+			_, err = c.Exec(sctx, "SELECT pg_notify($1, $2)", pgx.QueryExecModeSimpleProtocol, l.probeChannel, p.nonce)
+			closeConn(c)
+		}
+		p.result <- err
+	})
+	return p, nil
 }
 
 func (l *Listener) dispatch(n Notification) {
