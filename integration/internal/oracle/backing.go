@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -42,6 +43,13 @@ type Target struct {
 	MasterName string   `json:"master_name,omitempty"`
 	// RetryBudget is redisstore's Settings.RetryBudget (zero: its default).
 	RetryBudget redisstore.RetryBudget `json:"retry_budget,omitempty"`
+	// RoleSettings (PostgreSQL): DSN reaches the server through a
+	// transaction pooler, which refuses startup parameters, so the role
+	// carries search_path and statement_timeout and none are sent.
+	RoleSettings bool `json:"role_settings,omitempty"`
+	// ListenDSN (PostgreSQL), when set, is where the listener connects
+	// instead of DSN: PostgreSQL itself when DSN is a transaction pooler.
+	ListenDSN string `json:"listen_dsn,omitempty"`
 }
 
 // OpenOptions tune the clients of one process.
@@ -138,8 +146,10 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.ConnConfig.RuntimeParams["search_path"] = t.Schema
-		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "20s"
+		if !t.RoleSettings {
+			cfg.ConnConfig.RuntimeParams["search_path"] = t.Schema
+			cfg.ConnConfig.RuntimeParams["statement_timeout"] = "20s"
+		}
 		cfg.ConnConfig.ConnectTimeout = 2 * time.Second
 		if o.PoolSize > 0 {
 			cfg.MaxConns = int32(o.PoolSize)
@@ -156,6 +166,12 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 				app = "adk-listener"
 			}
 			lcfg := cfg.ConnConfig.Copy()
+			if t.ListenDSN != "" {
+				if lcfg, err = pgx.ParseConfig(t.ListenDSN); err != nil {
+					s.Close()
+					return nil, err
+				}
+			}
 			lcfg.RuntimeParams["application_name"] = app
 			l, err := pgstore.NewListener(lcfg, pgstore.ListenerSettings{})
 			if err != nil {
