@@ -245,20 +245,20 @@ func verifyTimeout(ctx context.Context, e Executor, pooled bool) error {
 		return nil
 	}
 	alter := "ALTER ROLE " + pgx.Identifier{role}.Sanitize() + " SET statement_timeout = '30s' (or ALTER DATABASE " + pgx.Identifier{db}.Sanitize() + " SET statement_timeout = '30s')"
-	reconnect := "then run RECONNECT in PgBouncer's admin console (psql -p <pgbouncer port> pgbouncer -c RECONNECT), or restart it, so that the server connections opened before the setting are replaced"
+	reconnect := "run RECONNECT in PgBouncer's admin console (psql -p <pgbouncer port> pgbouncer -c RECONNECT), or restart it, so that the server connections opened before the setting are replaced"
 	switch {
 	case configured != "" && configured != "0" && start == "0":
 		return &contract.PreflightError{Setting: "statement_timeout", Value: shown + " on a server connection opened before statement_timeout = " + configured + " was set for this role or database",
-			Fix: "behind a connection pooler server connections keep the settings they started with: " + reconnect}
+			Fix: "behind a connection pooler each server connection keeps the settings it started with: " + reconnect}
 	case shown != "0":
 		return &contract.PreflightError{Setting: "statement_timeout", Value: shown + " on this server connection only (a SET: server connections start with 0)",
 			Fix: "behind a connection pooler a SET (in AfterConnect, in PgBouncer's connect_query, or by another client) stays on whichever server connection ran it, so other transactions run without a timeout; set it where every server connection starts with it: " +
-				alter + ", " + reconnect}
+				alter + ", then " + reconnect}
 	case start != "0":
 		return &contract.PreflightError{Setting: "statement_timeout", Value: shown + " on this server connection (a SET by a client that ran on it before)",
 			Fix: "behind a connection pooler a SET stays on the server connection that ran it; find the client that turns the timeout off, and keep " + alter}
 	}
 	return &contract.PreflightError{Setting: "statement_timeout", Value: shown,
-		Fix: "behind a connection pooler set it where every server connection starts with it: " + alter + ", " + reconnect +
+		Fix: "behind a connection pooler set it where every server connection starts with it: " + alter + ", then " + reconnect +
 			"; RuntimeParams[\"statement_timeout\"] and the options parameter are startup parameters PgBouncer refuses (or drops, when listed in ignore_startup_parameters), and a SET in AfterConnect stays on whichever server connection ran it"}
 }
