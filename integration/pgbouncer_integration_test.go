@@ -707,3 +707,59 @@ func benchWake(b *testing.B, pool *pgxpool.Pool, s pgstore.Settings) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 }
+
+// BenchmarkPgBouncerClaimComplete measures what the exec mode PgBouncer
+// needs costs: batches of 100 enqueued, claimed and completed, straight
+// to PostgreSQL with pgx's default mode and with exec, and through
+// PgBouncer in transaction mode with exec.
+func BenchmarkPgBouncerClaimComplete(b *testing.B) {
+	bn := newBouncer(b, map[string]string{"statement_timeout": "30s"}, servers.PgBouncerConfig{})
+	if err := bn.role.Exec(context.Background(), pgstore.ExpectedSchema); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, dsn string }{
+		{"direct-cache_statement", bn.directDSN(b)},
+		{"direct-exec", bn.directDSN(b) + "&default_query_exec_mode=exec"},
+		{"pgbouncer-exec", bn.dsn("exec")},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			cfg, err := pgxpool.ParseConfig(c.dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.MaxConns = 4
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			q, err := pgstore.NewWorkQueue(pool, nil, pgstore.Settings{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			const batch = 100
+			items := make([]contract.Item, batch)
+			b.ResetTimer()
+			for i := range b.N {
+				for j := range items {
+					items[j] = contract.Item{Tenant: "acme", ID: fmt.Sprintf("%s-%d-%d", c.name, i, j)}
+				}
+				if err := q.Enqueue(ctx, items...); err != nil {
+					b.Fatal(err)
+				}
+				for got := 0; got < batch; {
+					ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: batch - got})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := q.Complete(ctx, ls...); err != nil {
+						b.Fatal(err)
+					}
+					got += len(ls)
+				}
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "items/s")
+		})
+	}
+}
