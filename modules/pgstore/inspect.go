@@ -291,6 +291,7 @@ func (q *PostgresWorkQueue) vacuumHealth(ctx context.Context, e Executor, h *con
 		lastAuto, lastManual    *time.Time
 		relopts                 []string
 		total, indexes          int64
+		v                       string
 	)
 	err := e.QueryRow(ctx, q.q.get("health_work"), work).Scan(&live, &dead, &lastAuto, &lastManual, &autovacuums, &relopts, &total, &indexes)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -299,16 +300,43 @@ func (q *PostgresWorkQueue) vacuumHealth(ctx context.Context, e Executor, h *con
 	if err != nil {
 		return err
 	}
+	// The table's reloptions only matter while autovacuum runs at all:
+	// the server-wide switch (and track_counts, without which autovacuum
+	// has nothing to go on) is read too, or a server with autovacuum off
+	// would show green settings and blame long transactions for the bloat.
+	server := map[string]string{"autovacuum": "", "track_counts": ""}
+	for k := range server {
+		if err := e.QueryRow(ctx, "SHOW "+k).Scan(&v); err == nil {
+			server[k] = v
+		}
+	}
+	var off []string
+	for _, k := range []string{"autovacuum", "track_counts"} {
+		if server[k] == "off" {
+			off = append(off, k+" = off (server-wide)")
+		}
+	}
+	if slices.Contains(relopts, "autovacuum_enabled=false") {
+		off = append(off, "autovacuum_enabled=false on "+work)
+	}
+
 	ratio := 0.0
 	if live+dead > 0 {
 		ratio = float64(dead) / float64(live+dead)
 	}
 	rc := contract.HealthCheck{Name: work + " dead ratio", Value: fmt.Sprintf("%.1f%% (%d dead, %d live)", ratio*100, dead, live), Status: contract.HealthOK}
+	cause := "look for long-running transactions (they hold back cleanup) and check the reloptions below"
+	if off != nil {
+		cause = "autovacuum does not run on " + work + " (" + strings.Join(off, ", ") + "): see the autovacuum settings check"
+	}
 	switch {
 	case ratio >= deadRatioFail:
-		rc.Status, rc.Fix = contract.HealthFail, "autovacuum is not keeping up: check the reloptions below, long-running transactions (they hold back cleanup) and autovacuum_max_workers"
+		rc.Status, rc.Fix = contract.HealthFail, "autovacuum is not keeping up: "+cause
+		if off == nil {
+			rc.Fix += ", and autovacuum_max_workers"
+		}
 	case ratio >= deadRatioWarn:
-		rc.Status, rc.Fix = contract.HealthWarn, "autovacuum is behind: look for long-running transactions and check the reloptions below"
+		rc.Status, rc.Fix = contract.HealthWarn, "autovacuum is behind: "+cause
 	}
 	h.Checks = append(h.Checks, rc)
 
@@ -323,7 +351,24 @@ func (q *PostgresWorkQueue) vacuumHealth(ctx context.Context, e Executor, h *con
 	if oc.Value == "" {
 		oc.Value = "none"
 	}
-	if missing != nil {
+	oc.Value = "autovacuum = " + server["autovacuum"] + ", track_counts = " + server["track_counts"] + "; " + oc.Value
+	var fixes []string
+	for _, k := range []string{"autovacuum", "track_counts"} {
+		if server[k] == "off" {
+			fixes = append(fixes, "set "+k+" = on in postgresql.conf (or ALTER SYSTEM SET "+k+" = on; SELECT pg_reload_conf())")
+		}
+	}
+	if slices.Contains(relopts, "autovacuum_enabled=false") {
+		fixes = append(fixes, "ALTER TABLE "+work+" RESET (autovacuum_enabled)")
+	}
+	switch {
+	case fixes != nil:
+		oc.Status = contract.HealthFail
+		oc.Fix = "autovacuum never cleans " + work + ", which every claim and settle rewrites: " + strings.Join(fixes, "; ") + "; until then run VACUUM " + work + " by hand"
+		if missing != nil {
+			oc.Fix += "; then restore the schema's settings: ALTER TABLE " + work + " SET (" + strings.Join(missing, ", ") + ")"
+		}
+	case missing != nil:
 		oc.Status = contract.HealthWarn
 		oc.Fix = "restore the schema's settings: ALTER TABLE " + work + " SET (" + strings.Join(missing, ", ") + ")"
 	}
