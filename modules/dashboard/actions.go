@@ -88,7 +88,8 @@ func (s *Server) run(c echo.Context, a action, r ActionRequest) (ActionResult, e
 		Filter: view.Filter{Queue: f.Queue, Tenant: f.Tenant, ID: f.ID, ErrorContains: f.ErrorContains}}, nil
 }
 
-// actionForm handles the page's buttons and redirects back to the listing.
+// actionForm handles the page's buttons and redirects back to the page
+// the button was on, with the outcome in a signed flash.
 func (s *Server) actionForm(a action) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := ActionRequest{Queue: c.FormValue("queue"), Tenant: c.FormValue("tenant"), ID: c.FormValue("id"),
@@ -100,7 +101,11 @@ func (s *Server) actionForm(a action) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		back := url.Values{"queue": {res.Filter.Queue}, "done": {string(a)}, "count": {strconv.Itoa(res.Count)}}
+		s.auth.setFlash(c, flash{Action: string(a), Count: res.Count, Expected: -1})
+		if c.FormValue("back") == "item" && r.Scope == scopeOne {
+			return c.Redirect(http.StatusSeeOther, string(view.Link("/item", "queue", res.Filter.Queue, "tenant", res.Filter.Tenant, "id", res.Filter.ID)))
+		}
+		back := url.Values{"queue": {res.Filter.Queue}}
 		// After acting on one letter, return to the filter the page showed.
 		tenant, id, errText := res.Filter.Tenant, res.Filter.ID, res.Filter.ErrorContains
 		if r.Scope == scopeOne {

@@ -239,3 +239,63 @@ func csrfToken(c echo.Context) string {
 }
 
 const readOnlyReason = "read-only: the dashboard was started without ADK_DASHBOARD_TOKEN, so requeue and purge are off"
+
+// flashCookie carries the result of an action to the page the action
+// redirects to. It is signed and bound to the session, so a link cannot
+// make the page announce an action that never happened.
+const flashCookie = "adk_flash"
+
+// flash is an action's outcome as the next page reports it.
+type flash struct {
+	Action string
+	Count  int
+	// Expected is the count the person confirmed, or -1 when the action
+	// had no confirmation step.
+	Expected int
+}
+
+func (a *auth) setFlash(c echo.Context, f flash) {
+	s := sessionOf(c)
+	n, e := strconv.Itoa(f.Count), strconv.Itoa(f.Expected)
+	c.SetCookie(&http.Cookie{
+		Name:     flashCookie,
+		Value:    f.Action + "." + n + "." + e + "." + a.mac("flash", s.ID, f.Action, n, e),
+		Path:     "/",
+		MaxAge:   60,
+		HttpOnly: true,
+		Secure:   c.Request().TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	})
+}
+
+// readFlash returns the request's flash when it is genuine and this
+// session's.
+func (a *auth) readFlash(c echo.Context) (flash, bool) {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil {
+		return flash{}, false
+	}
+	parts := strings.Split(ck.Value, ".")
+	if len(parts) != 4 {
+		return flash{}, false
+	}
+	want := a.mac("flash", sessionOf(c).ID, parts[0], parts[1], parts[2])
+	if !hmac.Equal([]byte(want), []byte(parts[3])) {
+		return flash{}, false
+	}
+	n, err1 := strconv.Atoi(parts[1])
+	e, err2 := strconv.Atoi(parts[2])
+	if err1 != nil || err2 != nil {
+		return flash{}, false
+	}
+	return flash{Action: parts[0], Count: n, Expected: e}, true
+}
+
+// clearFlash drops the flash once a page has shown it, so a reload does
+// not announce the action twice.
+func clearFlash(c echo.Context) {
+	if _, err := c.Cookie(flashCookie); err != nil {
+		return
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+}

@@ -36,6 +36,8 @@ var backingChecks = []struct {
 	{"bulk-filter", testToken, checkBulkActionStaysInsideFilter},
 	{"xss", testToken, checkXSSRendersAsText},
 	{"dsn", testToken, checkDSNNeverRendered},
+	{"bad-cursors", "", checkBadCursorsAre400},
+	{"bidi", "", checkBidiControlsAreVisible},
 }
 
 func randomName(prefix string) string {

@@ -4,6 +4,7 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -339,4 +340,60 @@ func TestBrowserHealthOnPostgres(t *testing.T) {
 		t.Errorf("health table does not mention adk_work:\n%s", text)
 	}
 	saveScreenshot(t, ctx, "health-postgresql")
+}
+
+// TestBrowserLongTenantName: a tenant name near the 512-byte limit is cut
+// short with the whole name on hover, and every tenant's lane and turn
+// count stay on screen beside it.
+func TestBrowserLongTenantName(t *testing.T) {
+	browser := chromiumPath(t)
+	store := memstore.New(nil)
+	long := strings.Repeat("tenant-with-a-very-long-name-", 18)[:494]
+	ctx := t.Context()
+	for _, tenant := range []string{long, "acme", "globex"} {
+		for i := range 3 {
+			if err := store.Enqueue(ctx, contract.Item{Tenant: tenant, ID: fmt.Sprint("i", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := store.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Hour, Max: 6}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Queue: store, Inspector: store, SampleEvery: time.Hour, Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	bctx := newBrowser(t, browser)
+	if err := chromedp.Do(bctx, chromedp.Navigate(ts.URL+"/tenants"), chromedp.WaitVisible(css("rotation-lanes"))); err != nil {
+		t.Fatal(err)
+	}
+	type box struct {
+		Lane, Turns, TurnsRight, Viewport float64
+		Text                              string
+	}
+	boxes, err := chromedp.Run(bctx, chromedp.Evaluate[[]box](`Array.from(document.querySelectorAll('[data-testid="lane"]')).map(tr => {
+		const lane = tr.querySelector('td.lane svg').getBoundingClientRect();
+		const turns = tr.querySelector('[data-testid="lane-turns"]').getBoundingClientRect();
+		return {Lane: lane.width, Turns: turns.width, TurnsRight: turns.right, Viewport: document.documentElement.clientWidth, Text: tr.querySelector('[data-testid="lane-turns"]').textContent};
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(boxes) != 3 {
+		t.Fatalf("%d lanes, want 3", len(boxes))
+	}
+	for i, b := range boxes {
+		if b.Lane < 100 || b.Turns < 20 || b.TurnsRight > b.Viewport {
+			t.Errorf("lane %d: lane %.0fpx wide, turn count %.0fpx ending at %.0fpx of %.0fpx (%q): squeezed or off screen", i, b.Lane, b.Turns, b.TurnsRight, b.Viewport, b.Text)
+		}
+	}
+	title, err := chromedp.Run(bctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('[data-testid="tenant-name"] bdi')).map(b => b.title).find(t => t.length > 400) || ""`))
+	if err != nil || title != long {
+		t.Errorf("the long name's hover text is %d bytes (%v), want the whole name", len(title), err)
+	}
 }

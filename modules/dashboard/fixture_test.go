@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -209,3 +210,44 @@ func testids(doc *goquery.Document, id string) *goquery.Selection {
 func form(vals url.Values) (io.Reader, map[string]string) {
 	return strings.NewReader(vals.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
 }
+
+// testServer is a dashboard served through a recorder, for tests that
+// need a Config the fixture does not build.
+type testServer struct{ srv *Server }
+
+func newTestServer(t *testing.T, cfg Config) *testServer {
+	t.Helper()
+	if cfg.SampleEvery == 0 {
+		cfg.SampleEvery = time.Hour
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return &testServer{srv: srv}
+}
+
+func (s *testServer) get(t *testing.T, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec
+}
+
+func (s *testServer) body(t *testing.T, path string) string { return s.get(t, path).Body.String() }
+
+func (s *testServer) page(t *testing.T, path string, wantCode int) *goquery.Document {
+	t.Helper()
+	rec := s.get(t, path)
+	if rec.Code != wantCode {
+		t.Fatalf("GET %s: status %d, want %d\n%s", path, rec.Code, wantCode, rec.Body.String())
+	}
+	doc, err := goquery.NewDocumentFromReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

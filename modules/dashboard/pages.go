@@ -59,6 +59,9 @@ func (s *Server) chrome(c echo.Context, title, nav, queue string) view.Chrome {
 	if s.cfg.Refresh > 0 {
 		ch.Refresh = max(1, int(s.cfg.Refresh/time.Second))
 	}
+	if f, ok := s.auth.readFlash(c); ok {
+		ch.Flash = f.message()
+	}
 	return ch
 }
 
@@ -102,7 +105,15 @@ func (s *Server) overview(c echo.Context) (view.Overview, int, error) {
 	p := view.Overview{Chrome: s.chrome(c, "Overview", view.NavOverview, queue), Backing: s.cfg.Backing}
 	p.Chrome.Refresh = refreshOr(p.Chrome.Refresh, 5)
 	now := p.Now
-	for _, q := range p.Chrome.Queues {
+	// The chrome's queue list tolerates a failure; the overview is that
+	// list, so a backing that cannot list its queues fails the page
+	// rather than show "no queue holds any item".
+	queues, err := s.cfg.Inspector.Queues(ctx)
+	if err != nil {
+		return p, 0, err
+	}
+	slices.Sort(queues)
+	for _, q := range queues {
 		stats, err := s.cfg.Inspector.Tenants(ctx, q)
 		if err != nil {
 			return p, 0, err
@@ -242,8 +253,12 @@ func (s *Server) leases(c echo.Context) (view.Leases, int, error) {
 	if err != nil {
 		return view.Leases{}, 0, err
 	}
-	p := view.Leases{Chrome: s.chrome(c, "Leases", view.NavLeases, queue), Queue: queue, Limit: limit, Offset: offset, Cursor: c.QueryParam("cursor")}
-	page, err := s.cfg.Inspector.Leases(ctx, queue, contract.PageRequest{Cursor: p.Cursor, Limit: limit})
+	cur, err := parsePageCursor(c.QueryParam("cursor"))
+	if err != nil {
+		return view.Leases{}, 0, err
+	}
+	p := view.Leases{Chrome: s.chrome(c, "Leases", view.NavLeases, queue), Queue: queue, Limit: limit, Offset: offset, Cursor: cur.String()}
+	page, err := s.cfg.Inspector.Leases(ctx, queue, contract.PageRequest{Cursor: cur.Backing, Limit: limit})
 	if err != nil {
 		return p, 0, err
 	}
@@ -254,7 +269,7 @@ func (s *Server) leases(c echo.Context) (view.Leases, int, error) {
 	for _, st := range stats {
 		p.Leased += st.Leased
 	}
-	p.Next = page.Next
+	p.Next = pageCursor{Backing: page.Next}.String()
 	p.Rows = make([]view.LeaseRow, 0, len(page.Leases))
 	for _, l := range page.Leases {
 		r := leaseRow(l, p.Now)
@@ -311,10 +326,13 @@ func (s *Server) dead(c echo.Context) (view.Dead, int, error) {
 	if err != nil {
 		return view.Dead{}, 0, err
 	}
-	p := view.Dead{Chrome: s.chrome(c, "Dead letters", view.NavDead, f.Queue), Filter: f, Limit: limit, Offset: offset, Cursor: c.QueryParam("cursor")}
+	cur, err := parsePageCursor(c.QueryParam("cursor"))
+	if err != nil {
+		return view.Dead{}, 0, err
+	}
+	p := view.Dead{Chrome: s.chrome(c, "Dead letters", view.NavDead, f.Queue), Filter: f, Limit: limit, Offset: offset, Cursor: cur.String()}
 	p.Chrome.Refresh = 0 // people act on this page; rows must not move under the pointer
-	p.Flash = doneMessage(c.QueryParam("done"), c.QueryParam("count"))
-	page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Page: contract.PageRequest{Cursor: p.Cursor, Limit: limit}})
+	page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Page: contract.PageRequest{Cursor: cur.Backing, Limit: limit}})
 	if err != nil {
 		return p, 0, err
 	}
@@ -327,7 +345,7 @@ func (s *Server) dead(c echo.Context) (view.Dead, int, error) {
 			p.Total += st.Dead
 		}
 	}
-	p.Next = page.Next
+	p.Next = pageCursor{Backing: page.Next}.String()
 	p.Rows = make([]view.DeadRow, 0, len(page.Items))
 	for _, it := range page.Items {
 		p.Rows = append(p.Rows, view.DeadRow{
@@ -339,20 +357,22 @@ func (s *Server) dead(c echo.Context) (view.Dead, int, error) {
 	return p, http.StatusOK, nil
 }
 
-// doneMessage builds the flash after an action from the action's name and
-// count only, so no request text is ever reflected into the page.
-func doneMessage(done, count string) string {
-	n, err := strconv.Atoi(count)
-	if err != nil || n < 0 {
+// message is the sentence a flash shows. It is built from the signed
+// action and counts only, so no request text reaches the page.
+func (f flash) message() string {
+	verb := map[string]string{string(actRequeue): "Requeued", string(actPurge): "Purged"}[f.Action]
+	if verb == "" {
 		return ""
 	}
-	switch done {
-	case string(actRequeue):
-		return fmt.Sprintf("Requeued %s dead letter(s).", view.Num(n))
-	case string(actPurge):
-		return fmt.Sprintf("Purged %s dead letter(s).", view.Num(n))
+	msg := verb + " " + view.Count(f.Count, "dead letter") + "."
+	switch {
+	case f.Expected < 0 || f.Expected == f.Count:
+	case f.Count < f.Expected:
+		msg += fmt.Sprintf(" %s when you confirmed: the others had left the dead letter in between.", view.Num(f.Expected))
+	default:
+		msg += fmt.Sprintf(" %s when you confirmed: more letters matching the filter died in between.", view.Num(f.Expected))
 	}
-	return ""
+	return msg
 }
 
 // preview shows text payloads as text and anything else as hex, cut short.
@@ -403,9 +423,17 @@ func (s *Server) item(c echo.Context) (view.ItemView, int, error) {
 		return p, http.StatusOK, nil
 	}
 	key := contract.ItemKey{Tenant: p.Tenant, Queue: queue, ID: p.ID}
+	// A lookup that cannot be made keeps the form, filled as it was, with
+	// the reason beside it: the person fixes one field instead of
+	// starting over from a bare error page.
 	for _, v := range []struct{ f, s string }{{"tenant", key.Tenant}, {"queue", key.Queue}, {"id", key.ID}} {
+		if v.s == "" {
+			p.Problem = "Give the item's " + v.f + " too: an item is found by tenant, queue and id together."
+			return p, http.StatusBadRequest, nil
+		}
 		if err := contract.ValidateName(v.f, v.s); err != nil {
-			return p, 0, err
+			p.Problem = err.Error()
+			return p, http.StatusBadRequest, nil
 		}
 	}
 	p.Asked = true

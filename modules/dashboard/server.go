@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 
@@ -18,7 +16,6 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 
-	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/dashboard/internal/view"
 )
 
@@ -87,34 +84,45 @@ func (s *Server) routes() *echo.Echo {
 	}
 
 	static, _ := fs.Sub(staticFiles, "static")
-	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static)))))
-	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
-	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
+	get(e, "/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static)))))
+	get(e, "/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+	get(e, "/metrics", echo.WrapHandler(s.metrics.handler))
 
-	g := e.Group("", s.auth.sessionMiddleware)
-	g.GET("/", htmlPage(s, s.overview, view.OverviewView))
-	g.GET("/api/overview", apiPage(s.overview))
-	g.GET("/tenants", htmlPage(s, s.tenants, view.TenantsView))
-	g.GET("/api/tenants", apiPage(s.tenants))
-	g.GET("/leases", htmlPage(s, s.leases, view.LeasesView))
-	g.GET("/api/leases", apiPage(s.leases))
-	g.GET("/dead", htmlPage(s, s.dead, view.DeadView))
-	g.GET("/api/dead", apiPage(s.dead))
-	g.GET("/item", htmlPage(s, s.item, view.ItemLookup))
-	g.GET("/api/item", apiPage(s.item))
-	g.GET("/health", htmlPage(s, s.health, view.HealthView))
-	g.GET("/api/health", apiPage(s.health))
+	// Middleware is attached per route, never to a group: a group with
+	// middleware catches every unknown path, so a typo would be answered
+	// by the sign-in check instead of 404, and a wrong method by 404
+	// instead of 405.
+	sess := s.auth.sessionMiddleware
+	write := []echo.MiddlewareFunc{sess, s.auth.requireWrite}
+	get(e, "/", htmlPage(s, s.overview, view.OverviewView), sess)
+	get(e, "/api/overview", apiPage(s.overview), sess)
+	get(e, "/tenants", htmlPage(s, s.tenants, view.TenantsView), sess)
+	get(e, "/api/tenants", apiPage(s.tenants), sess)
+	get(e, "/leases", htmlPage(s, s.leases, view.LeasesView), sess)
+	get(e, "/api/leases", apiPage(s.leases), sess)
+	get(e, "/dead", htmlPage(s, s.dead, view.DeadView), sess)
+	get(e, "/api/dead", apiPage(s.dead), sess)
+	get(e, "/item", htmlPage(s, s.item, view.ItemLookup), sess)
+	get(e, "/api/item", apiPage(s.item), sess)
+	get(e, "/health", htmlPage(s, s.health, view.HealthView), sess)
+	get(e, "/api/health", apiPage(s.health), sess)
 
-	g.GET("/login", s.loginForm)
-	g.POST("/login", s.login)
-	g.POST("/logout", s.logout)
+	get(e, "/login", s.loginForm, sess)
+	e.POST("/login", s.login, sess)
+	e.POST("/logout", s.logout, sess)
 
-	w := g.Group("", s.auth.requireWrite)
-	w.POST("/dead/requeue", s.actionForm(actRequeue))
-	w.POST("/dead/purge", s.actionForm(actPurge))
-	w.POST("/api/dead/requeue", s.actionAPI(actRequeue))
-	w.POST("/api/dead/purge", s.actionAPI(actPurge))
+	e.POST("/dead/requeue", s.actionForm(actRequeue), write...)
+	e.POST("/dead/purge", s.actionForm(actPurge), write...)
+	e.POST("/api/dead/requeue", s.actionAPI(actRequeue), write...)
+	e.POST("/api/dead/purge", s.actionAPI(actPurge), write...)
 	return e
+}
+
+// get serves a read-only route for GET and HEAD alike: uptime checks often
+// send HEAD, and net/http drops the body of a HEAD response by itself.
+func get(e *echo.Echo, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	e.GET(path, h, m...)
+	e.HEAD(path, h, m...)
 }
 
 // htmlPage renders into a buffer first, so a failed render is a clean
@@ -125,6 +133,7 @@ func htmlPage[T any](s *Server, build func(echo.Context) (T, int, error), render
 		if err != nil {
 			return err
 		}
+		clearFlash(c) // shown by this page, if it came with one
 		return s.render(c, code, render(m))
 	}
 }
@@ -146,61 +155,6 @@ func (s *Server) render(c echo.Context, code int, comp templ.Component) error {
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.HTMLBlob(code, buf.Bytes())
-}
-
-// handleError answers JSON under /api/ and a page elsewhere, with the
-// message scrubbed of the DSN and its password.
-func (s *Server) handleError(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	code, msg := http.StatusInternalServerError, "internal error"
-	var he *echo.HTTPError
-	switch {
-	case errors.As(err, &he):
-		code = he.Code
-		msg = fmt.Sprint(he.Message)
-	case errors.Is(err, contract.ErrInvalid):
-		code, msg = http.StatusBadRequest, err.Error()
-	case errors.Is(err, context.DeadlineExceeded):
-		code, msg = http.StatusGatewayTimeout, "the backing did not answer in time"
-	default:
-		msg = err.Error()
-		s.cfg.Logger.Error("dashboard request failed", "path", c.Path(), "err", scrub(msg, s.cfg.DSN))
-	}
-	msg = scrub(msg, s.cfg.DSN)
-	if strings.HasPrefix(c.Request().URL.Path, "/api/") || c.Request().Method == http.MethodHead {
-		_ = c.JSON(code, map[string]string{"error": msg})
-		return
-	}
-	p := view.ErrorPage{Chrome: s.chrome(c, http.StatusText(code), "", ""), Code: code, Message: msg}
-	if code == http.StatusUnauthorized {
-		p.Message += " (sign in at /login)"
-	}
-	if rerr := s.render(c, code, view.ErrorView(p)); rerr != nil {
-		_ = c.String(code, msg)
-	}
-}
-
-// scrub removes a DSN, and the password inside it, from text that is
-// about to be shown.
-func scrub(text string, dsn contract.Secret) string {
-	if !dsn.IsSet() {
-		return text
-	}
-	raw := dsn.Reveal()
-	text = strings.ReplaceAll(text, raw, "[redacted]")
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			text = strings.ReplaceAll(text, pw, "[redacted]")
-		}
-	}
-	for _, field := range strings.Fields(raw) { // key=value DSNs
-		if k, v, ok := strings.Cut(field, "="); ok && strings.EqualFold(k, "password") && v != "" {
-			text = strings.ReplaceAll(text, v, "[redacted]")
-		}
-	}
-	return text
 }
 
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {

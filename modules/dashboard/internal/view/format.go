@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/a-h/templ"
 )
@@ -27,6 +29,63 @@ func Num[T ~int | ~int64](n T) string {
 		return "-" + string(out)
 	}
 	return string(out)
+}
+
+// Count formats n with its noun in the right number: "1 turn", "2 turns",
+// "4,210 dead letters". The plural is the noun plus "s" unless given.
+func Count[T ~int | ~int64](n T, singular string, plural ...string) string {
+	if n == 1 || n == -1 {
+		return Num(n) + " " + singular
+	}
+	if len(plural) > 0 {
+		return Num(n) + " " + plural[0]
+	}
+	return Num(n) + " " + singular + "s"
+}
+
+// Token formats a fencing token as the plain integer it is: it is an
+// identifier people compare and copy, not a quantity, so it gets no
+// thousands separators.
+func Token(t int64) string { return strconv.FormatInt(t, 10) }
+
+// Label makes a name from the queue (tenant, item id, worker, error text)
+// safe to show as text. Characters that would change how the text around
+// them is drawn (bidi overrides and isolates, zero-width and other format
+// or control characters) are shown as their code point, so
+// "rtl\u202Eevil.exe" reads "rtl‹U+202E›evil.exe" instead of drawing
+// "rtlexe.live". Ordinary right-to-left letters are kept; the templates
+// isolate every name with <bdi> so they cannot reorder the page around it.
+func Label(s string) string {
+	clean := true
+	for _, r := range s {
+		if hidden(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			fmt.Fprintf(&b, "‹U+%04X›", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// hidden reports characters that draw nothing themselves but can change
+// what the text around them looks like. Newlines and tabs in error text
+// are ordinary layout and stay.
+func hidden(r rune) bool {
+	switch r {
+	case '\n', '\t':
+		return false
+	}
+	return unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // Dur formats a duration for people: 850ms, 12.3s, 4m05s, 2h10m.

@@ -229,6 +229,9 @@ type ItemView struct {
 	ID     string `json:"id"`
 	Asked  bool   `json:"-"`
 	Found  bool   `json:"found"`
+	// Problem says why the lookup could not be made (a field missing or
+	// malformed); the page keeps the form beside it.
+	Problem string `json:"error,omitempty"`
 	// Fields of the item when found.
 	State        string    `json:"state,omitempty"`
 	Attempts     int       `json:"attempts"`
