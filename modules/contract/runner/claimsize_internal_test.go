@@ -36,14 +36,21 @@ func TestClaimAsksForEveryFreedSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &loop{r: r, cfg: r.cfg, log: r.cfg.Logger, finished: make(chan struct{}, 10), jobs: make(chan contract.Lease, 10), inflight: 10}
-	for range 7 { // seven of ten handlers have returned
-		l.finished <- struct{}{}
-	}
+	l := testLoop(t, r)
+	l.free.Store(7) // seven of ten handlers have returned
 	l.claimLoop(ctx, nil)
 	if !slices.Equal(q.asks, []int{7}) {
 		t.Fatalf("claims asked for %v items with 7 of 10 slots free; want one claim of 7", q.asks)
 	}
+}
+
+// testLoop is the loop of r's first queue, outside a Run.
+func testLoop(t *testing.T, r *Runner) *queueLoop {
+	rn := &run{r: r, cfg: r.cfg, log: r.cfg.Logger, detached: context.Background(), handlerCtx: context.Background()}
+	rn.beats = newHeartbeats(rn)
+	t.Cleanup(rn.beats.close)
+	rn.done = newCompleter(rn)
+	return newQueueLoop(rn, r.queues[0])
 }
 
 // The wait before a claim retry doubles from firstClaimRetry with each
@@ -71,32 +78,42 @@ func TestClaimBackoffDoublesUpToThePoll(t *testing.T) {
 // into cohorts claiming half a batch each); and it waits no longer than
 // its window for handlers that have not returned.
 func TestGatherFillsTheBatchWithinItsWindow(t *testing.T) {
-	l := &loop{cfg: Config{Concurrency: 10, BatchSize: 10}, finished: make(chan struct{}, 10), inflight: 7}
-	for range 7 { // every running handler has returned
-		l.finished <- struct{}{}
+	r, err := New(&maxRecorder{}, func(context.Context, contract.Lease) error { return nil }, Config{Concurrency: 10, BatchSize: 10})
+	if err != nil {
+		t.Fatal(err)
 	}
-	l.gather(context.Background(), time.Hour)
-	if l.inflight != 0 {
-		t.Fatalf("after gather %d handlers still counted as running, want 0", l.inflight)
+	l := testLoop(t, r)
+	l.free.Store(3) // seven handlers running
+	go func() {
+		// Return the seven handlers once gather waits for them: each
+		// release but the last leaves it waiting, the last wakes it.
+		for l.need.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		for range 7 {
+			l.release()
+		}
+	}()
+	gathering := time.NewTimer(time.Hour)
+	l.gather(context.Background(), gathering, time.Hour) // returns only when woken: the window is an hour
+	if n := l.free.Load(); n != 10 {
+		t.Fatalf("gather returned with %d slots free, want 10", n)
+	}
+	if w := l.need.Load(); w != 0 {
+		t.Fatalf("gather left the freed signal armed for %d slots", w)
 	}
 
-	l.inflight = 7 // none of them returns
-	l.gather(context.Background(), time.Millisecond)
-	if l.inflight != 7 {
-		t.Fatalf("gather counted %d running, want 7", l.inflight)
+	l.free.Store(3) // none of the running handlers returns
+	l.gather(context.Background(), gathering, time.Millisecond)
+	if n := l.free.Load(); n != 3 {
+		t.Fatalf("gather saw %d free, want 3", n)
 	}
 
 	// A full batch (BatchSize 5) is free already: the claim goes at once,
-	// leaving the handlers that returned since for the next one.
-	l.inflight = 5
-	l.cfg.BatchSize = 5
-	for range 5 {
-		l.finished <- struct{}{}
-	}
-	l.gather(context.Background(), time.Hour)
-	if l.inflight != 5 {
-		t.Fatalf("gather counted %d running, want 5: it waited with a batch free", l.inflight)
-	}
+	// leaving the handlers that return later for the next one.
+	l.batch = 5
+	l.free.Store(5)
+	l.gather(context.Background(), gathering, time.Hour)
 }
 
 // Slot goroutines are started as running items first need them, not one
@@ -111,28 +128,26 @@ func TestSlotGoroutinesFollowThePeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &loop{r: r, cfg: r.cfg, log: r.cfg.Logger, detached: context.Background(), handlerCtx: context.Background(),
-		finished: make(chan struct{}, 1000), jobs: make(chan contract.Lease, 1000), completes: make(chan contract.Lease, 1000)}
+	l := testLoop(t, r)
 	lease := func(id string) contract.Lease {
 		return contract.Lease{Item: contract.Item{Tenant: "t", ID: id}, ExpiresAt: time.Now().Add(time.Hour)}
 	}
-	for _, id := range []string{"a", "b", "c"} {
-		l.start(lease(id))
+	allFree := func() {
+		for l.free.Load() != int64(l.conc) {
+			time.Sleep(time.Millisecond)
+		}
 	}
+	l.start([]contract.Lease{lease("a"), lease("b"), lease("c")})
 	close(release) // the three handlers return
-	for range 3 {
-		<-l.finished
-		l.inflight--
-	}
-	l.start(lease("d"))
-	<-l.finished
-	l.inflight--
+	allFree()
+	l.start([]contract.Lease{lease("d")})
+	allFree()
 	close(l.jobs)
 	l.slots.Wait()
 	if l.started != 3 {
 		t.Fatalf("%d slot goroutines started for at most three items at once, want 3", l.started)
 	}
-	if n := len(l.completes); n != 4 {
-		t.Fatalf("%d items completed, want 4", n)
+	if n := l.rn.done.count(); n != 4 {
+		t.Fatalf("%d items waiting to be completed, want 4", n)
 	}
 }

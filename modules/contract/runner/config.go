@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,6 +32,7 @@ const (
 // that only moves when a test says so.
 type Config struct {
 	// Queue is the queue to work on; "" means contract.DefaultQueue.
+	// Leave it, Concurrency and BatchSize zero when Queues is set.
 	Queue string
 	// Worker names this runner's leases (the dashboard shows it); ""
 	// means "<hostname>-<pid>".
@@ -44,6 +46,14 @@ type Config struct {
 	// BatchSize caps one claim; 0 means Concurrency. A claim never asks
 	// for more items than there are free handler slots.
 	BatchSize int
+	// Queues, when set, makes one runner serve several queues, each with
+	// its own handler slots, batch size and claim loop (and, optionally,
+	// handler); the heartbeats, the reaper and the completer are the
+	// runner's and serve them all, and a Complete call may carry items of
+	// several queues. The lease, poll, heartbeat, grace and settle
+	// settings below apply to every queue. Without it the runner serves
+	// Queue alone; Config() then lists that one queue here.
+	Queues []QueueConfig
 	// PollInterval is the safety net: how often the runner claims when
 	// nothing woke it. 0 means DefaultPollInterval. With a queue that is
 	// a contract.Waker the runner claims as soon as it is woken, so this
@@ -93,13 +103,24 @@ type Config struct {
 	OnError func(error)
 }
 
+// QueueConfig is one of the queues a Runner serves (Config.Queues).
+type QueueConfig struct {
+	// Name is the queue; "" means contract.DefaultQueue. Each queue may
+	// be listed once.
+	Name string
+	// Concurrency is how many of this queue's handlers run at once; 0
+	// means DefaultConcurrency.
+	Concurrency int
+	// BatchSize caps one claim of this queue; 0 means Concurrency.
+	BatchSize int
+	// Handler does this queue's items; nil means the handler given to
+	// New. Config.Middleware wraps it, with this queue's name.
+	Handler Handler
+}
+
 // withDefaults returns cfg with its zero fields filled in and checks the
 // result.
 func (cfg Config) withDefaults() (Config, error) {
-	cfg.Queue = contract.QueueName(cfg.Queue)
-	if err := contract.ValidateName("Config.Queue", cfg.Queue); err != nil {
-		return cfg, err
-	}
 	if cfg.Worker == "" {
 		host, _ := os.Hostname()
 		if host == "" {
@@ -113,11 +134,10 @@ func (cfg Config) withDefaults() (Config, error) {
 	negative := func(field string, d time.Duration) error {
 		return &contract.ValidationError{Field: "Config." + field, Problem: fmt.Sprintf("is %v; give a positive duration or 0 for the default", d)}
 	}
+	if err := cfg.queuesWithDefaults(); err != nil {
+		return cfg, err
+	}
 	switch {
-	case cfg.Concurrency < 0:
-		return cfg, &contract.ValidationError{Field: "Config.Concurrency", Problem: fmt.Sprintf("is %d; give a positive number or 0 for %d", cfg.Concurrency, DefaultConcurrency)}
-	case cfg.BatchSize < 0 || cfg.BatchSize > contract.MaxClaimBatch:
-		return cfg, &contract.ValidationError{Field: "Config.BatchSize", Problem: fmt.Sprintf("is %d; give 1 to %d, or 0 for Concurrency", cfg.BatchSize, contract.MaxClaimBatch)}
 	case cfg.LeaseFor < 0:
 		return cfg, negative("LeaseFor", cfg.LeaseFor)
 	case cfg.PollInterval < 0:
@@ -128,12 +148,6 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, negative("CompleteDelay", cfg.CompleteDelay)
 	case cfg.SettleTimeout < 0:
 		return cfg, negative("SettleTimeout", cfg.SettleTimeout)
-	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = min(cfg.Concurrency, contract.MaxClaimBatch)
 	}
 	if cfg.LeaseFor == 0 {
 		cfg.LeaseFor = DefaultLeaseFor
@@ -167,4 +181,61 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	cfg.Middleware = append([]Middleware(nil), cfg.Middleware...)
 	return cfg, nil
+}
+
+// queuesWithDefaults fills and checks the queues: Config.Queues as given,
+// or the one queue of Queue, Concurrency and BatchSize.
+func (cfg *Config) queuesWithDefaults() error {
+	single := len(cfg.Queues) == 0
+	if single {
+		cfg.Queues = []QueueConfig{{Name: cfg.Queue, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize}}
+	} else {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"Queue", cfg.Queue != ""}, {"Concurrency", cfg.Concurrency != 0}, {"BatchSize", cfg.BatchSize != 0}} {
+			if f.set {
+				return &contract.ValidationError{Field: "Config." + f.name, Problem: "is set beside Config.Queues; give it in each QueueConfig instead"}
+			}
+		}
+		cfg.Queues = slices.Clone(cfg.Queues)
+	}
+	seen := make(map[string]bool, len(cfg.Queues))
+	for i := range cfg.Queues {
+		qc := &cfg.Queues[i]
+		field := func(name string) string {
+			switch {
+			case !single:
+				return fmt.Sprintf("Config.Queues[%d].%s", i, name)
+			case name == "Name":
+				return "Config.Queue"
+			}
+			return "Config." + name
+		}
+		qc.Name = contract.QueueName(qc.Name)
+		if err := contract.ValidateName(field("Name"), qc.Name); err != nil {
+			return err
+		}
+		if seen[qc.Name] {
+			return &contract.ValidationError{Field: field("Name"), Problem: fmt.Sprintf("%q is listed twice; list each queue once", qc.Name)}
+		}
+		seen[qc.Name] = true
+		switch {
+		case qc.Concurrency < 0:
+			return &contract.ValidationError{Field: field("Concurrency"), Problem: fmt.Sprintf("is %d; give a positive number or 0 for %d", qc.Concurrency, DefaultConcurrency)}
+		case qc.BatchSize < 0 || qc.BatchSize > contract.MaxClaimBatch:
+			return &contract.ValidationError{Field: field("BatchSize"), Problem: fmt.Sprintf("is %d; give 1 to %d, or 0 for Concurrency", qc.BatchSize, contract.MaxClaimBatch)}
+		}
+		if qc.Concurrency == 0 {
+			qc.Concurrency = DefaultConcurrency
+		}
+		if qc.BatchSize == 0 {
+			qc.BatchSize = min(qc.Concurrency, contract.MaxClaimBatch)
+		}
+	}
+	if single {
+		q := cfg.Queues[0]
+		cfg.Queue, cfg.Concurrency, cfg.BatchSize = q.Name, q.Concurrency, q.BatchSize
+	}
+	return nil
 }

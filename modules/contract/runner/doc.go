@@ -31,7 +31,9 @@
 //   - Completes the items whose handler returned nil in batches: a
 //     finished item waits up to CompleteDelay for others to share its
 //     Complete call, which is what lets a database-backed queue go faster
-//     than one commit per item. With Config.CarryCompletes and a queue
+//     than one commit per item. Two Complete calls may be in flight at
+//     once, and items that finish meanwhile wait for the next batch, so
+//     a slow Complete holds up no handler slot. With Config.CarryCompletes and a queue
 //     that is a [contract.CompleteClaimer], the next claim carries the
 //     finished items along (one round trip for both); Complete is then
 //     only for items that wait CompleteDelay without a claim, full
@@ -41,6 +43,25 @@
 //     policy decides between a retry and the dead letter.
 //   - Reaps the queue's expired leases every ReapInterval, so the items of
 //     crashed workers come back.
+//
+// # Several queues
+//
+// One runner can serve several queues, each with its own slots, batch
+// size and (optionally) handler, the way a River client serves its
+// Queues map:
+//
+//	r, err := runner.New(queue, nil, runner.Config{Queues: []runner.QueueConfig{
+//		{Name: "agent-steps", Concurrency: 16, Handler: advanceStep},
+//		{Name: "notifications", Concurrency: 2, BatchSize: 1, Handler: notify},
+//	}})
+//
+// Each queue has a claim loop of its own, so a busy queue never takes the
+// slots of a quiet one. What a process needs once is shared: one set of
+// heartbeats (one timer for every running item, whatever its queue), one
+// completer (a Complete call may carry the items of several queues), and
+// one reaper that reaps each queue in turn. Lease, poll, heartbeat, grace
+// and settle settings are the runner's and apply to every queue; stopping
+// gives every queue's handlers the same grace period.
 //
 // # Stopping
 //

@@ -1,0 +1,178 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// completer completes the finished leases of every queue of a Run in
+// batches: a finished lease waits up to CompleteDelay for others to share
+// its Complete call, and a full batch goes at once. Two calls may be in
+// flight together, so one slow Complete holds no slot: while both are out
+// the leases that finish meanwhile wait, and go in the next, larger,
+// batch. Only when maxPending are waiting does a finishing slot wait too,
+// which bounds the leases a stalled queue can leave ticking.
+type completer struct {
+	rn   *run
+	size int // the most leases one Complete carries
+
+	mu      sync.Mutex
+	room    sync.Cond // signalled when pending shrinks
+	pending []contract.Lease
+	closed  bool
+
+	kick    chan struct{} // capacity 1: the first lease pending, or a full batch
+	stop    chan struct{}
+	batches chan []contract.Lease // to the settling goroutines
+}
+
+// completeFlushers is how many Complete calls may be in flight at once.
+const completeFlushers = 2
+
+func newCompleter(rn *run) *completer {
+	size := 0
+	for _, qc := range rn.cfg.Queues {
+		size += max(qc.Concurrency, qc.BatchSize)
+	}
+	c := &completer{rn: rn, size: min(size, contract.MaxClaimBatch),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), batches: make(chan []contract.Lease)}
+	c.room.L = &c.mu
+	return c
+}
+
+// maxPending is how many finished leases may wait before a finishing
+// slot waits for room.
+func (c *completer) maxPending() int { return 2 * c.size }
+
+// add queues a finished lease for completion.
+func (c *completer) add(l contract.Lease) {
+	c.mu.Lock()
+	for len(c.pending) >= c.maxPending() && !c.closed {
+		c.room.Wait()
+	}
+	c.pending = append(c.pending, l)
+	n := len(c.pending)
+	c.mu.Unlock()
+	if n == 1 || n >= c.size {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take hands over up to one batch of the pending leases.
+func (c *completer) take() []contract.Lease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(len(c.pending), c.size)
+	if n == 0 {
+		return nil
+	}
+	b := make([]contract.Lease, n)
+	copy(b, c.pending)
+	c.pending = append(c.pending[:0], c.pending[n:]...)
+	c.room.Broadcast()
+	return b
+}
+
+func (c *completer) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// run decides when to complete until close, then completes what is left.
+func (c *completer) run() {
+	var settling sync.WaitGroup
+	for range completeFlushers {
+		settling.Go(func() {
+			for b := range c.batches {
+				c.settle(b, false)
+			}
+		})
+	}
+	defer func() {
+		close(c.batches)
+		settling.Wait()
+	}()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var due <-chan time.Time
+	for {
+		all := false
+		select {
+		case <-c.kick:
+		case <-due:
+			due, all = nil, true
+		case <-c.stop:
+			for b := c.take(); b != nil; b = c.take() {
+				c.batches <- b
+			}
+			return
+		}
+		// Full batches go now; after the delay, everything does.
+		for n := c.count(); n >= c.size || (all && n > 0); n = c.count() {
+			if b := c.take(); b != nil {
+				c.batches <- b
+			}
+		}
+		switch n := c.count(); {
+		case n == 0 && due != nil:
+			timer.Stop()
+			due = nil
+		case n > 0 && due == nil:
+			timer.Reset(c.rn.cfg.CompleteDelay)
+			due = timer.C
+		}
+	}
+}
+
+// close makes run complete what is pending and return; every slot has
+// returned by then.
+func (c *completer) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.room.Broadcast()
+	c.mu.Unlock()
+	close(c.stop)
+}
+
+// completeRetries are the waits before retrying a Complete that failed
+// with a retryable error; after them the leases are left to expire, and
+// their items will be run again.
+var completeRetries = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond}
+
+// settle completes batch, retrying what may be retried. again says the
+// leases may have been completed already (a combined call whose outcome
+// is unknown): then lost ones are expected and not reported.
+func (c *completer) settle(batch []contract.Lease, again bool) {
+	rn := c.rn
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(rn.detached, rn.cfg.SettleTimeout)
+		err := rn.r.q.Complete(ctx, batch...)
+		cancel()
+		if err == nil {
+			return
+		}
+		// With a lost lease in the answer the others did complete (the
+		// contract settles each lease on its own): never retry that.
+		if _, lost := errors.AsType[*contract.LeaseLostError](err); lost {
+			if again {
+				return
+			}
+			rn.report(err, "complete: some leases were lost before their items completed; those items will run again", "items", len(batch))
+			return
+		}
+		if !contract.Retryable(err) || try == len(completeRetries) {
+			rn.report(err, "complete failed; the leases will expire and their items run again", "items", len(batch))
+			return
+		}
+		time.Sleep(completeRetries[try])
+	}
+}

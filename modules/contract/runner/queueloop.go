@@ -1,0 +1,310 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// queueLoop claims the items of one queue and runs them on that queue's
+// slots.
+type queueLoop struct {
+	rn      *run
+	name    string
+	conc    int
+	batch   int
+	handler Handler
+	log     *slog.Logger
+
+	// free counts the slots neither running a handler nor holding an item
+	// handed to them. The claim loop takes slots, the slot goroutines
+	// give them back; when the claim loop waits for free to reach need,
+	// the slot that gets it there signals freed. Signalling only then,
+	// not per returning handler, is what keeps the claim loop asleep
+	// while a batch runs.
+	free  atomic.Int64
+	need  atomic.Int64
+	freed chan struct{} // capacity 1
+
+	jobs chan contract.Lease // claimed leases for the slot goroutines
+	// Slot goroutines run the handlers, one item at a time, for the whole
+	// Run; they are started as the number of running items first needs
+	// them (never more than the queue's concurrency). A goroutine per
+	// item would start each handler on a fresh stack and grow it, item
+	// after item.
+	slots   sync.WaitGroup
+	started int // slot goroutines started; touched by the claim goroutine only
+}
+
+func newQueueLoop(rn *run, spec queueSpec) *queueLoop {
+	l := &queueLoop{
+		rn: rn, name: spec.Name, conc: spec.Concurrency, batch: spec.BatchSize, handler: spec.handler,
+		log:   rn.log.With("queue", spec.Name),
+		freed: make(chan struct{}, 1),
+		jobs:  make(chan contract.Lease, spec.Concurrency),
+	}
+	l.free.Store(int64(spec.Concurrency))
+	return l
+}
+
+// release gives a slot back, signalling the claim loop when that makes
+// as many free as it waits for.
+func (l *queueLoop) release() {
+	n := l.free.Add(1)
+	if w := l.need.Load(); w > 0 && n >= w {
+		select {
+		case l.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// await arms the freed signal for n free slots and reports whether they
+// are free already (then disarmed). The claim loop stores need before it
+// reads free and a slot adds to free before it reads need, so at least
+// one of them sees the other's write: no release is missed.
+func (l *queueLoop) await(n int64) bool {
+	l.need.Store(n)
+	if l.free.Load() >= n {
+		l.need.Store(0)
+		return true
+	}
+	return false
+}
+
+// claim claims up to n items, carrying the pending completes along when
+// the queue can take both at once.
+func (l *queueLoop) claim(ctx context.Context, n int) ([]contract.Lease, error) {
+	rn := l.rn
+	req := contract.ClaimRequest{Queue: l.name, Worker: rn.cfg.Worker, LeaseFor: rn.cfg.LeaseFor, Max: n}
+	var done []contract.Lease
+	if rn.cc != nil {
+		done = rn.done.take()
+	}
+	if len(done) == 0 {
+		return rn.r.q.Claim(ctx, req)
+	}
+	leases, err := rn.cc.CompleteAndClaim(ctx, done, req)
+	if lost, ok := errors.AsType[*contract.LeaseLostError](err); ok {
+		// The other completes landed and the claim went ahead; only the
+		// lost items will run again.
+		rn.report(lost, "complete: some leases were lost before their items completed; those items will run again", "items", len(done))
+		return leases, nil
+	}
+	if err != nil && !errors.Is(err, contract.ErrEmpty) {
+		// Whether the completes landed is unknown (a cancelled claim
+		// included): settle them the ordinary way, with its retries, so
+		// no finished item is left to expire for want of trying. Those
+		// that had landed come back lost; that is expected, not reported.
+		rn.done.settle(done, true)
+	}
+	return leases, err
+}
+
+// claimLoop claims and starts handlers until ctx is cancelled.
+func (l *queueLoop) claimLoop(ctx context.Context, wake <-chan struct{}) {
+	cfg := l.rn.cfg
+	poll := time.NewTicker(cfg.PollInterval)
+	defer poll.Stop()
+	// retry fires after a claim failed with a retryable error: a dropped
+	// connection or a busy pool should cost milliseconds, not a poll.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	gathering := time.NewTimer(time.Hour)
+	gathering.Stop()
+	defer gathering.Stop()
+	var retryC <-chan time.Time
+	failures := 0 // claims failed in a row with a retryable error
+	more := true  // work may be waiting
+	var lastClaim time.Duration
+	for ctx.Err() == nil {
+		if more && l.free.Load() > 0 {
+			retry.Stop()
+			retryC = nil
+			l.gather(ctx, gathering, lastClaim)
+			n := min(l.batch, int(l.free.Load()))
+			began := time.Now()
+			leases, err := l.claim(ctx, n)
+			if err == nil {
+				lastClaim = time.Since(began)
+			}
+			// Leases that come with an error (a claim-check wrapper
+			// reporting one broken item) are still ours to run.
+			l.start(leases)
+			switch {
+			case err == nil:
+				more, failures = len(leases) == n, 0
+			case errors.Is(err, contract.ErrEmpty), ctx.Err() != nil:
+				more, failures = false, 0
+			default:
+				more = false
+				l.rn.report(err, "claim returned an error", "queue", l.name, "claimed", len(leases))
+				if contract.Retryable(err) {
+					retry.Reset(claimBackoff(failures, cfg.PollInterval))
+					retryC = retry.C
+					failures++
+				} // otherwise the next poll or wake tries again
+			}
+			if more && l.free.Load() > 0 {
+				continue
+			}
+		}
+		var freed <-chan struct{}
+		if more { // every slot is taken: wait for one
+			if l.await(1) {
+				continue
+			}
+			freed = l.freed
+		}
+		select {
+		case <-ctx.Done():
+		case <-freed:
+		case <-wake:
+			more = true
+		case <-poll.C:
+			more = true
+		case <-retryC:
+			retryC = nil
+			more = true
+		}
+		l.need.Store(0)
+	}
+}
+
+// Claim retries after a retryable error start at firstClaimRetry and
+// double with each failure in a row, up to the poll interval.
+const firstClaimRetry = 10 * time.Millisecond
+
+// claimBackoff is how long to wait before retrying a claim after failures
+// earlier failures in a row: firstClaimRetry doubled that many times,
+// capped at limit, then drawn from its upper half so that workers cut off
+// together do not come back in step.
+func claimBackoff(failures int, limit time.Duration) time.Duration {
+	d := limit
+	if failures < 30 {
+		d = min(firstClaimRetry<<failures, limit)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// maxGather bounds gather's wait.
+const maxGather = 2 * time.Millisecond
+
+// gather waits, before a claim, for more running handlers to return when
+// fewer slots are free than one claim could fill: at most window (the
+// last claim's duration, capped at maxGather), since one claim more costs
+// about that much. Handlers that return within moments of each other then
+// share a claim; without the wait, fast handlers split into cohorts that
+// take turns claiming half a batch each, for good (measured: 5 items per
+// claim at concurrency 10, half the throughput). A slow handler's slot
+// waits at most window longer for its next item.
+func (l *queueLoop) gather(ctx context.Context, t *time.Timer, window time.Duration) {
+	want := int64(min(l.batch, l.conc))
+	if free := l.free.Load(); window <= 0 || free == int64(l.conc) || free >= want {
+		return
+	}
+	t.Reset(min(window, maxGather))
+	defer t.Stop()
+	defer l.need.Store(0)
+	for !l.await(want) {
+		select {
+		case <-l.freed:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// start hands claimed leases to the slot goroutines, starting more when
+// every one started may be busy: there are never fewer of them than items
+// running or waiting, so no item waits for a slot.
+func (l *queueLoop) start(leases []contract.Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	busy := l.conc - int(l.free.Add(-int64(len(leases))))
+	for l.started < busy {
+		l.started++
+		l.slots.Go(l.work)
+	}
+	for _, lease := range leases {
+		l.jobs <- lease // never blocks: at most conc are running or waiting
+	}
+}
+
+// work runs the handlers of the leases it is given, one at a time, until
+// jobs is closed.
+func (l *queueLoop) work() {
+	s := l.rn.beats.newSlot()
+	for lease := range l.jobs {
+		l.process(s, lease)
+		l.release()
+	}
+}
+
+// process runs the handler on one lease, heartbeating meanwhile, and
+// settles the outcome.
+func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
+	ctx, cancel := context.WithCancelCause(l.rn.handlerCtx)
+	defer cancel(nil)
+	l.rn.beats.watch(s, lease, cancel)
+
+	err := l.call(ctx, lease)
+
+	// Stop heartbeating before reading the lease, so the settle presents
+	// the last token a heartbeat obtained.
+	current, lost := l.rn.beats.unwatch(s)
+	if err == nil && !lost {
+		l.rn.done.add(current)
+		return
+	}
+	l.unsuccessful(ctx, lease, current, lost, err)
+}
+
+// unsuccessful settles an item whose handler failed or whose lease was
+// lost; the log fields are built here, off the path of items that
+// succeed.
+func (l *queueLoop) unsuccessful(ctx context.Context, lease, current contract.Lease, lost bool, err error) {
+	rn := l.rn
+	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
+	if lost {
+		log.Warn("lease lost while the handler ran; the item is someone else's now", "handler_err", err)
+		return
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		log.Error("handler panicked", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
+	sctx, scancel := context.WithTimeout(rn.detached, rn.cfg.SettleTimeout)
+	defer scancel()
+	dec, ferr := rn.r.q.Fail(sctx, current, err)
+	if ferr != nil {
+		rn.report(ferr, "fail failed; the lease will expire and be reaped", "queue", l.name, "tenant", lease.Item.Tenant, "id", lease.Item.ID)
+		return
+	}
+	log.Info("handler failed", "handler_err", err, "retry", dec.Retry, "at", dec.At, "reason", dec.Reason)
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (l *queueLoop) call(ctx context.Context, lease contract.Lease) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return l.handler(ctx, lease)
+}
