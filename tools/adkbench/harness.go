@@ -142,6 +142,15 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 			}
 		case "physical":
 			h.physical(ctx, c0)
+		case "burndown":
+			for _, b := range bs {
+				// River's own benchmark is on PostgreSQL: only the
+				// PostgreSQL queues face it (pg-poll claims as pg-listen
+				// does).
+				if b.name() == "pg-listen" || b.name() == "river" {
+					h.burndown(ctx, b)
+				}
+			}
 		}
 	}
 	res.LoadAfter = loadAvg()

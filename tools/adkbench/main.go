@@ -32,14 +32,18 @@ type config struct {
 	// completeAndClaim makes our worker pool carry handled leases into
 	// its next claim when the queue is a contract.CompleteClaimer.
 	completeAndClaim bool
-	timeout          time.Duration
-	cpuProfile       string
-	riverCooldown    time.Duration
-	redisURL         string
-	pgDSN            string
+	// burndown and burndownConc are the burndown scenario's queued items
+	// and worker count (River's published benchmark: a million, 2,000).
+	burndown      int
+	burndownConc  int
+	timeout       time.Duration
+	cpuProfile    string
+	riverCooldown time.Duration
+	redisURL      string
+	pgDSN         string
 }
 
-var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth"}
+var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown"}
 var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq"}
 
 func main() {
@@ -60,6 +64,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.quick, "quick", false, "tiny counts for a smoke run (overrides -items, -depth, -wake-items)")
 	fs.BoolVar(&c.json, "json", false, "print the results as JSON instead of a text table")
 	fs.IntVar(&c.depth, "depth", 1_000_000, "queued items for the deep half of the depth scenario")
+	fs.IntVar(&c.burndown, "burndown", 1_000_000, "items queued first in the burndown scenario (pg-listen and river), then drained")
+	fs.IntVar(&c.burndownConc, "burndown-concurrency", 2000, "worker count of the burndown scenario")
 	fs.IntVar(&c.wakeItems, "wake-items", 400, "items of the wake-latency scenario")
 	fs.IntVar(&c.wakeRate, "wake-rate", 100, "items per second in the wake-latency scenario")
 	fs.IntVar(&c.claimers, "claimers", 2, "claim loops per worker pool of our backings")
@@ -88,9 +94,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.quick {
 		c.items, c.depth, c.wakeItems, c.pairs = 2000, 5000, 50, 1
+		c.burndown, c.burndownConc = 5000, 200
 		c.wakeRate = max(c.wakeRate, 100)
 	}
-	if c.items < 1 || c.depth < 1 || c.wakeItems < 1 || c.wakeRate < 1 || c.claimers < 1 || c.batch < 1 || c.pairs < 1 {
+	if c.items < 1 || c.depth < 1 || c.wakeItems < 1 || c.wakeRate < 1 || c.claimers < 1 || c.batch < 1 || c.pairs < 1 || c.burndown < 1 || c.burndownConc < 1 {
 		return c, fmt.Errorf("counts must be positive")
 	}
 	c.batch = min(c.batch, 1000)

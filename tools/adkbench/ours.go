@@ -27,7 +27,9 @@ type instance struct {
 	settle func(ctx context.Context) error
 }
 
-// ourBacking drives a contract.WorkQueue with the harness's worker pool.
+// ourBacking drives a contract.WorkQueue with contract/runner, the loop
+// users run, or (the runner scenario's reference) the harness's own
+// worker pool.
 type ourBacking struct {
 	label string
 	open  func(ctx context.Context, conc int) (*instance, error)
@@ -41,9 +43,9 @@ type ourBacking struct {
 	// carry: use CompleteAndClaim when the queue has it (-complete-and-claim).
 	carry bool
 
-	// viaRunner makes start drive the queue with contract/runner, the
-	// loop users run, instead of the harness's worker pool.
-	viaRunner bool
+	// viaPool makes start drive the queue with the harness's worker pool
+	// instead of contract/runner.
+	viaPool bool
 
 	inst *instance
 	w    workload
@@ -102,7 +104,7 @@ func (b *ourBacking) enqueue(ctx context.Context, jobs []job) error {
 }
 
 func (b *ourBacking) start(ctx context.Context) error {
-	if b.viaRunner {
+	if !b.viaPool {
 		p, err := startRunner(b.inst.q, b.w.rec, b.w.conc, b.maxBatch, b.poll)
 		if err != nil {
 			return err

@@ -80,14 +80,25 @@ func (res *result) compare() {
 		if p := res.find(peerScenario, "asynq", r.Metric, r.Concurrency); p != nil && p.Value > 0 {
 			r.VsAsynq = r.Value / p.Value
 		}
+		if r.Scenario == "wake" && r.Met != nil && r.VsRiver > 0 {
+			// Issue 23: LISTEN wakes at or below River's, beside §9's bound.
+			r.Target += ", ≤ river"
+			r.Met = ptr(*r.Met && r.VsRiver <= 1)
+		}
 		if r.Unit != "items/s" {
 			continue
 		}
 		isPG := r.Backing == "pg-listen" || r.Backing == "pg-poll"
 		switch r.Scenario {
 		case "throughput":
+			// §9 asks 1.5× River; issue 23 raised it to 2× at ten
+			// workers and 2.5× at a hundred.
 			if isPG && r.VsRiver > 0 {
-				r.Target, r.Met = "≥ 1.5× river", ptr(r.VsRiver >= 1.5)
+				want := 2.0
+				if r.Concurrency >= 100 {
+					want = 2.5
+				}
+				r.Target, r.Met = fmt.Sprintf("≥ %.1f× river", want), ptr(r.VsRiver >= want)
 			}
 			if r.Backing == "redis" {
 				var notes []string
@@ -114,9 +125,9 @@ func (res *result) compare() {
 			if r.Ratio > 0 {
 				r.Target, r.Met = "≥ 0.9× 1 tenant", ptr(r.Ratio >= 0.9)
 			}
-		case "busy50":
+		case "busy50", "burndown":
 			if isPG && r.VsRiver > 0 {
-				r.Target, r.Met = "≥ 1.0× river", ptr(r.VsRiver >= 1.0)
+				r.Target, r.Met = "≥ 1.5× river", ptr(r.VsRiver >= 1.5)
 			}
 		}
 	}

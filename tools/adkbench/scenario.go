@@ -159,19 +159,20 @@ func (h *harness) idlePairs(ctx context.Context, b backing, conc int) {
 }
 
 // runnerPairs measures one busy tenant on one of our backings driven by
-// contract/runner, the loop users run, in interleaved pairs with the
-// harness's worker pool (which the other scenarios use). Half the
-// throughput items is enough for a ratio taken pair by pair, and keeps
-// make bench within its ten minutes.
+// contract/runner (which every other scenario uses) in interleaved pairs
+// with the harness's own worker pool, the diagnostic reference: how much
+// of what the queue can give a user's worker gets. Half the throughput
+// items is enough for a ratio taken pair by pair, and keeps make bench
+// within its ten minutes.
 func (h *harness) runnerPairs(ctx context.Context, b *ourBacking, conc int) {
 	n := max(1, h.cfg.items/2)
 	h.medianOfPairs(
-		func() row { return h.measureThroughput(ctx, "runner", b, conc, n, 1, 0) },
 		func() row {
-			b.viaRunner = true
-			defer func() { b.viaRunner = false }()
+			b.viaPool = true
+			defer func() { b.viaPool = false }()
 			return h.measureThroughput(ctx, "runner", b, conc, n, 1, 0)
 		},
+		func() row { return h.measureThroughput(ctx, "runner", b, conc, n, 1, 0) },
 		"vs harness pool")
 }
 
@@ -223,6 +224,26 @@ func (h *harness) measureThroughput(ctx context.Context, scenario string, b back
 	}
 	r.Detail = b.detail()
 	return r
+}
+
+// burndown is River's published benchmark (river bench with
+// --num-total-jobs): every item of one tenant queued first, then drained
+// by many workers; River gets the settings its bench command uses (see
+// riverBacking.benchMode), our backing the runner with its default batch.
+func (h *harness) burndown(ctx context.Context, b backing) {
+	switch rb := b.(type) {
+	case *riverBacking:
+		rb.benchMode = true
+		defer func() { rb.benchMode = false }()
+	case *ourBacking:
+		batch := rb.maxBatch
+		rb.maxBatch = contract.MaxClaimBatch
+		defer func() { rb.maxBatch = batch }()
+	}
+	saved := h.cfg.timeout
+	h.cfg.timeout = max(saved, 10*time.Minute) // a million items at a few thousand a second
+	defer func() { h.cfg.timeout = saved }()
+	h.add(h.measureThroughput(ctx, "burndown", b, h.cfg.burndownConc, h.cfg.burndown, 1, 0))
 }
 
 // fairness: one tenant holds big items, 50 others hold 10 each, loaded
