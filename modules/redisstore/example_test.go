@@ -13,5 +13,5 @@ func ExampleSettings() {
 	fmt.Printf("%+v\n", s.RetryBudget)
 	// Output:
 	// [redacted]
-	// {Attempts:0 BaseDelay:0s MaxDelay:0s}
+	// {Attempts:0 BaseDelay:0s MaxDelay:0s MaxElapsed:0s}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -37,6 +38,14 @@ const fixAssumeDurable = "the server does not let this client read CONFIG (manag
 //   - appendonly no with an empty save, unless settings.Volatile is set: a
 //     restart loses everything;
 //   - CONFIG unavailable, unless settings.AssumeDurable.
+//
+// It also reports replication (INFO replication; CONFIG GET
+// min-replicas-to-write, min-replicas-max-lag): the role, the connected
+// replicas, and a warning where acknowledged writes can be lost on a
+// failover (replicas but neither Settings.WaitReplicas nor
+// min-replicas-to-write), where Settings.WaitReplicas asks for more
+// replicas than are connected, or where the client reached a replica.
+// A standalone server without replicas is fine.
 //
 // It never changes the server. On Redis Cluster every master is checked.
 func Preflight(ctx context.Context, client redis.UniversalClient, settings Settings) (PreflightReport, error) {
@@ -81,7 +90,7 @@ type nodeReport struct {
 
 func inspectNode(ctx context.Context, c redis.Cmdable) (nodeReport, error) {
 	r := nodeReport{config: map[string]string{}, info: map[string]string{}}
-	for _, p := range []string{"maxmemory-policy", "appendonly", "save"} {
+	for _, p := range []string{"maxmemory-policy", "appendonly", "save", "min-replicas-to-write", "min-replicas-max-lag"} {
 		vals, err := c.ConfigGet(ctx, p).Result()
 		if err != nil {
 			var re redis.Error
@@ -95,7 +104,7 @@ func inspectNode(ctx context.Context, c redis.Cmdable) (nodeReport, error) {
 			r.config[p] = v
 		}
 	}
-	info, err := c.Info(ctx, "server", "persistence", "memory", "stats").Result()
+	info, err := c.Info(ctx, "server", "persistence", "memory", "stats", "replication").Result()
 	if err != nil {
 		var re redis.Error
 		if !errors.As(err, &re) {
@@ -173,6 +182,12 @@ func judge(nodes []nodeReport, s Settings) (PreflightReport, error) {
 			warn("persistence", value, "Settings.Volatile is set: a restart loses everything; fine for dev and recreatable work only")
 		}
 	}
+	for _, n := range nodes {
+		if c, ok := replication(rep.Details, n, s); ok && !seen["replication:"+c.Value+c.Fix] {
+			seen["replication:"+c.Value+c.Fix] = true
+			rep.Checks = append(rep.Checks, c)
+		}
+	}
 	if n := rep.Details["evicted_keys"]; n != "" && n != "0" {
 		warn("evicted_keys", n, "the server has evicted keys since it started; check that maxmemory-policy has always been safe")
 	}
@@ -180,4 +195,40 @@ func judge(nodes []nodeReport, s Settings) (PreflightReport, error) {
 		return rep, refusal
 	}
 	return rep, nil
+}
+
+// replication returns the replication check of node n (false when the
+// server hid INFO: nothing to judge) and records its facts in details.
+func replication(details map[string]string, n nodeReport, s Settings) (contract.HealthCheck, bool) {
+	role := n.info["role"]
+	if role == "" {
+		return contract.HealthCheck{}, false
+	}
+	replicas, _ := strconv.Atoi(n.info["connected_slaves"])
+	minRep, _ := strconv.Atoi(n.config["min-replicas-to-write"])
+	lag := n.config["min-replicas-max-lag"]
+	details["role"] = role
+	details["connected replicas"] = strconv.Itoa(replicas)
+	if v, ok := n.config["min-replicas-to-write"]; ok {
+		details["min-replicas-to-write"] = v
+		details["min-replicas-max-lag"] = lag
+	}
+	value := fmt.Sprintf("role %s, %d connected replica(s), min-replicas-to-write %d", role, replicas, minRep)
+	if minRep > 0 {
+		value += " (max lag " + lag + "s)"
+	}
+	if s.WaitReplicas > 0 {
+		value += fmt.Sprintf(", Settings.WaitReplicas %d", s.WaitReplicas)
+	}
+	check := contract.HealthCheck{Name: "replication", Value: value, Status: contract.HealthOK}
+	switch {
+	case role != "master":
+		check.Status, check.Fix = contract.HealthWarn, "the client reached a replica, which refuses writes (READONLY); point it at the master, or reach it through Sentinel (redis.NewFailoverClient)"
+	case s.WaitReplicas > replicas:
+		check.Status, check.Fix = contract.HealthWarn, fmt.Sprintf("Settings.WaitReplicas asks every write to reach %d replicas but %d are connected: each write will wait Settings.WaitTimeout and fail; connect the replicas or lower Settings.WaitReplicas", s.WaitReplicas, replicas)
+	case replicas > 0 && s.WaitReplicas == 0 && minRep == 0:
+		check.Status, check.Fix = contract.HealthWarn, "replication is asynchronous: a write the master acknowledged but had not yet sent on is lost when a replica is promoted after a crash; "+
+			"set Settings.WaitReplicas (each write waits for the replicas) or min-replicas-to-write with min-replicas-max-lag (bounds the loss to that lag); see docs/deploying.md"
+	}
+	return check, true
 }

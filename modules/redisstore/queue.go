@@ -65,9 +65,13 @@ func NewQueue(client redis.UniversalClient, clock contract.Clock, settings Setti
 	if clock == nil {
 		clock = contract.SystemClock{}
 	}
+	r, err := newRetrier(client, s, queueUnavailable)
+	if err != nil {
+		return nil, err
+	}
 	return &RedisWorkQueue{client: client, clock: clock, settings: s, policy: s.Policy,
 		keys:  newQueueKeys(s.Namespace),
-		retry: retrier{budget: s.RetryBudget, unavailable: queueUnavailable},
+		retry: r,
 		subs:  map[string]*wakeHub{}, keyList: map[string][]string{}}, nil
 }
 
@@ -111,7 +115,7 @@ func (q *RedisWorkQueue) queueKeys(name string) []string {
 func (q *RedisWorkQueue) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
 	var res any
 	err := q.retry.do(ctx, func(ctx context.Context) error {
-		v, err := sc.Run(ctx, q.client, keys, args...).Result()
+		v, err := q.retry.eval(ctx, q.client, sc, keys, args...)
 		if err == redis.Nil {
 			v, err = nil, nil
 		}

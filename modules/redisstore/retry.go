@@ -21,6 +21,7 @@ const (
 	kindTransient                // the server is away: retry within the budget
 	kindPool                     // the pool is exhausted: report at once
 	kindFull                     // the server is out of memory: report at once as unavailable
+	kindReplicas                 // a write too few replicas acknowledged: report at once as unavailable
 )
 
 // classify decides whether err is worth waiting out. Replies that mean the
@@ -40,6 +41,10 @@ func classify(err error) errKind {
 		return kindPool
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrClosed):
 		return kindFatal
+	}
+	var rw *ReplicaWaitError
+	if errors.As(err, &rw) {
+		return kindReplicas // the script ran: trying it again would not change what the replicas hold
 	}
 	var pe *contract.PreflightError
 	if errors.As(err, &pe) || errors.Is(err, contract.ErrInvalid) {
@@ -88,6 +93,21 @@ type retrier struct {
 	budget RetryBudget
 	// unavailable wraps the last transient error once the budget is spent.
 	unavailable func(error) error
+	// wait is what each write script waits for (Settings.WaitReplicas).
+	wait writeWait
+}
+
+// newRetrier returns the retrier of a store over c with settings s
+// (normalized).
+func newRetrier(c redis.UniversalClient, s Settings, unavailable func(error) error) (retrier, error) {
+	w, err := newWriteWait(c, s)
+	return retrier{budget: s.RetryBudget, unavailable: unavailable, wait: w}, err
+}
+
+// eval runs a script once: with the WAIT the settings ask for after it
+// when it writes.
+func (r retrier) eval(ctx context.Context, c redis.UniversalClient, sc *redis.Script, keys []string, args ...any) (any, error) {
+	return r.wait.eval(ctx, c, sc, keys, args...)
 }
 
 // do runs fn until it succeeds, fails for good, or the budget is spent.
@@ -95,6 +115,7 @@ type retrier struct {
 // notes on each operation.
 func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
 	delay := r.budget.BaseDelay
+	start := time.Now()
 	var last error
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
@@ -104,7 +125,7 @@ func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
 		switch classify(err) {
 		case kindPool:
 			return &contract.PoolExhaustedError{Backing: "redis", Err: err}
-		case kindFull:
+		case kindFull, kindReplicas:
 			// A full server under noeviction refuses writes; waiting a few
 			// seconds will not free memory, but the call may succeed once
 			// an operator has.
@@ -116,11 +137,11 @@ func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
 			return err
 		}
 		last = err
-		if attempt >= r.budget.Attempts {
-			return r.unavailable(err)
-		}
 		// Full jitter: sleep a random fraction of the doubled delay.
 		sleep := time.Duration(rand.Int64N(int64(delay)) + 1)
+		if r.budget.Attempts > 0 && attempt >= r.budget.Attempts || r.budget.MaxElapsed > 0 && time.Since(start)+sleep > r.budget.MaxElapsed {
+			return r.unavailable(err)
+		}
 		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():

@@ -16,26 +16,39 @@ const DefaultNamespace = "adk"
 // Inspector when Settings.RecentTurns is zero.
 const DefaultRecentTurns = 1000
 
-// RetryBudget bounds how long an operation waits out a failover: at most
-// Attempts tries, sleeping a random fraction of a delay that starts at
-// BaseDelay and doubles up to MaxDelay between them. The jitter spreads
-// workers that failed together so they do not all reconnect at once.
+// RetryBudget bounds how long an operation waits out an outage or a
+// failover: it tries again, sleeping a random fraction of a delay that
+// starts at BaseDelay and doubles up to MaxDelay, until MaxElapsed has
+// passed since the first try (or Attempts tries were made, when set).
+// The jitter spreads workers that failed together so they do not all
+// reconnect at once. The caller's context ends the wait sooner.
+//
+// The default MaxElapsed, 45s, is sized to ride out a Sentinel failover
+// at Sentinel's defaults: the master must be unreachable for
+// down-after-milliseconds (30000) before the Sentinels call it down, the
+// election and the promotion of the replica then take a second or a few
+// (failover-timeout, 180000, only bounds a failover that stalls), and
+// the failover client finds the new master on its next dial. With other
+// Sentinel settings, give MaxElapsed down-after-milliseconds plus 15s.
+// A managed Redis failover (a DNS name moved to the new primary) takes
+// 10-60s by its providers' documents; size MaxElapsed from yours.
 type RetryBudget struct {
-	Attempts  int           // total tries, including the first; 0 means 8
-	BaseDelay time.Duration // 0 means 50ms
-	MaxDelay  time.Duration // 0 means 2s
+	Attempts   int           // most tries, including the first; 0 means no limit but MaxElapsed
+	BaseDelay  time.Duration // 0 means 50ms
+	MaxDelay   time.Duration // 0 means 2s
+	MaxElapsed time.Duration // 0 means 45s
 }
 
 // Default retry budget values.
 const (
-	DefaultRetryAttempts  = 8
-	DefaultRetryBaseDelay = 50 * time.Millisecond
-	DefaultRetryMaxDelay  = 2 * time.Second
+	DefaultRetryBaseDelay  = 50 * time.Millisecond
+	DefaultRetryMaxDelay   = 2 * time.Second
+	DefaultRetryMaxElapsed = 45 * time.Second
 )
 
 func (b RetryBudget) normalized() RetryBudget {
-	if b.Attempts <= 0 {
-		b.Attempts = DefaultRetryAttempts
+	if b.MaxElapsed <= 0 {
+		b.MaxElapsed = DefaultRetryMaxElapsed
 	}
 	if b.BaseDelay <= 0 {
 		b.BaseDelay = DefaultRetryBaseDelay
@@ -74,8 +87,27 @@ type Settings struct {
 	// server hides CONFIG (managed Redis). Set it only after confirming
 	// eviction and persistence with the provider.
 	AssumeDurable bool
-	// RetryBudget bounds the wait for a failover.
+	// RetryBudget bounds the wait for a failover (default: long enough
+	// for a Sentinel failover at Sentinel's default settings; see
+	// RetryBudget).
 	RetryBudget RetryBudget
+	// WaitReplicas, when above zero, makes every write (each script that
+	// changes a run or an item) wait until that many replicas have
+	// acknowledged it: a WAIT in the same round trip, for at most
+	// WaitTimeout. Redis replicates asynchronously, so without it a write
+	// the master acknowledged but had not yet sent on is lost when a
+	// replica is promoted (a Sentinel or managed failover after a crash).
+	// A write fewer replicas acknowledged in time fails with a
+	// *ReplicaWaitError (see there for what to do). Each write then costs
+	// a replica's round trip more. Only a *redis.Client (standalone, or
+	// Sentinel's failover client) can be used with it; on a cluster, set
+	// min-replicas-to-write on the masters (docs/deploying.md). WAIT does
+	// not make Redis strongly consistent: a promoted replica that had not
+	// acknowledged a write (with more replicas than WaitReplicas) can
+	// still lose it.
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT (default 1s).
+	WaitTimeout time.Duration
 	// Policy decides retries and dead letters (queue only).
 	Policy policy.Policy
 	// RecentTurns is how many turns the claim script logs for the
@@ -106,6 +138,14 @@ func (s Settings) normalized() (Settings, error) {
 		return s, &contract.ValidationError{Field: "Settings.RecentTurns", Problem: fmt.Sprintf("is %d; give 1 to 100000, or 0 for the default", s.RecentTurns)}
 	}
 	s.RetryBudget = s.RetryBudget.normalized()
+	switch {
+	case s.WaitReplicas < 0 || s.WaitReplicas > 100:
+		return s, &contract.ValidationError{Field: "Settings.WaitReplicas", Problem: fmt.Sprintf("is %d; give the number of replicas each write must reach (1 to 100), or 0 to not wait", s.WaitReplicas)}
+	case s.WaitTimeout < 0:
+		return s, &contract.ValidationError{Field: "Settings.WaitTimeout", Problem: fmt.Sprintf("is %v; give a positive duration, or 0 for the default (1s)", s.WaitTimeout)}
+	case s.WaitTimeout == 0:
+		s.WaitTimeout = DefaultWaitTimeout
+	}
 	return s, nil
 }
 

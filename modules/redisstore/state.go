@@ -39,8 +39,11 @@ func NewState(client redis.UniversalClient, clock contract.Clock, settings Setti
 	if client == nil {
 		return nil, &contract.ValidationError{Field: "client", Problem: "is nil; pass a redis.UniversalClient"}
 	}
-	return &RedisStateStore{client: client, clock: clock, settings: s,
-		retry: retrier{budget: s.RetryBudget, unavailable: stateUnavailable}}, nil
+	r, err := newRetrier(client, s, stateUnavailable)
+	if err != nil {
+		return nil, err
+	}
+	return &RedisStateStore{client: client, clock: clock, settings: s, retry: r}, nil
 }
 
 // OpenState runs Preflight against the server (waiting out a failover
@@ -68,7 +71,7 @@ func (s *RedisStateStore) Settings() Settings { return s.settings }
 func (s *RedisStateStore) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
 	var res any
 	err := s.retry.do(ctx, func(ctx context.Context) error {
-		v, err := sc.Run(ctx, s.client, keys, args...).Result()
+		v, err := s.retry.eval(ctx, s.client, sc, keys, args...)
 		if err == redis.Nil {
 			v, err = nil, nil
 		}

@@ -80,10 +80,10 @@ func TestRefusedBeforeSending(t *testing.T) {
 func TestSettings(t *testing.T) {
 	s, err := Settings{}.normalized()
 	if err != nil || s.Namespace != "adk" || s.MaxValueBytes != contract.DefaultMaxValueBytes || s.RecentTurns != DefaultRecentTurns ||
-		s.RetryBudget.Attempts != DefaultRetryAttempts {
+		s.RetryBudget.Attempts != 0 || s.RetryBudget.MaxElapsed != DefaultRetryMaxElapsed || s.WaitReplicas != 0 || s.WaitTimeout != DefaultWaitTimeout {
 		t.Errorf("defaults: %+v, %v", s, err)
 	}
-	for _, bad := range []Settings{{Namespace: "a{b}"}, {Namespace: "a b"}, {Namespace: strings.Repeat("a", 65)}, {MaxValueBytes: -1}, {RecentTurns: -1}} {
+	for _, bad := range []Settings{{Namespace: "a{b}"}, {Namespace: "a b"}, {Namespace: strings.Repeat("a", 65)}, {MaxValueBytes: -1}, {RecentTurns: -1}, {WaitReplicas: -1}, {WaitTimeout: -time.Second}} {
 		if _, err := bad.normalized(); !errors.Is(err, contract.ErrInvalid) {
 			t.Errorf("%+v accepted", bad)
 		}
@@ -141,6 +141,21 @@ func TestRetrierGivesUp(t *testing.T) {
 	var qe *contract.QueueUnavailableError
 	if calls != 3 || !errors.As(err, &qe) || !errors.Is(err, io.EOF) {
 		t.Errorf("%d calls, %v", calls, err)
+	}
+	// With no attempt limit the time limit ends the wait.
+	calls = 0
+	r.budget = RetryBudget{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, MaxElapsed: 20 * time.Millisecond}
+	err = r.do(context.Background(), func(context.Context) error { calls++; return io.EOF })
+	if calls < 2 || !errors.As(err, &qe) {
+		t.Errorf("MaxElapsed: %d calls, %v; want retries, then a QueueUnavailableError", calls, err)
+	}
+	// A write too few replicas acknowledged is reported at once: the
+	// script ran, another run would not add replicas.
+	calls = 0
+	err = r.do(context.Background(), func(context.Context) error { calls++; return &ReplicaWaitError{Want: 1} })
+	var rw *ReplicaWaitError
+	if calls != 1 || !errors.As(err, &qe) || !errors.As(err, &rw) {
+		t.Errorf("replica wait: %d calls, %v", calls, err)
 	}
 	calls = 0
 	err = r.do(context.Background(), func(context.Context) error { calls++; return redis.ErrPoolTimeout })
@@ -225,5 +240,65 @@ func TestRecordRoundTrip(t *testing.T) {
 	if it.Tenant != "a:b{c}" || it.ID != "12:x" || string(it.Payload) != "\x00payload:with:colons" || it.Metadata["k"] != "v:1" ||
 		it.State != contract.StateQueued || it.EnqueuedAt.UnixNano() != 1893456000000000000 || it.Queue != "jobs" {
 		t.Errorf("item = %+v", it)
+	}
+}
+
+func TestWaitReplicasNeedsOneConnection(t *testing.T) {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"offline.invalid:6379"}})
+	defer cc.Close()
+	for name, err := range map[string]error{
+		"queue": func() error { _, err := NewQueue(cc, nil, Settings{WaitReplicas: 1}); return err }(),
+		"state": func() error { _, err := NewState(cc, nil, Settings{WaitReplicas: 1}); return err }(),
+	} {
+		var ve *contract.ValidationError
+		if !errors.As(err, &ve) || ve.Field != "Settings.WaitReplicas" || !strings.Contains(err.Error(), "min-replicas-to-write") {
+			t.Errorf("%s over a cluster client with WaitReplicas: %v; want a ValidationError naming the setting and the fix", name, err)
+		}
+	}
+	if _, err := NewQueue(offlineClient(t), nil, Settings{WaitReplicas: 1}); err != nil {
+		t.Errorf("a *redis.Client with WaitReplicas: %v", err)
+	}
+}
+
+func TestPreflightReportsReplication(t *testing.T) {
+	node := func(role string, replicas, minRep int) nodeReport {
+		return nodeReport{
+			config: map[string]string{"maxmemory-policy": "noeviction", "appendonly": "yes", "save": "",
+				"min-replicas-to-write": strconv.Itoa(minRep), "min-replicas-max-lag": "10"},
+			info: map[string]string{"role": role, "connected_slaves": strconv.Itoa(replicas)},
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		n      nodeReport
+		s      Settings
+		status string
+		fix    string
+	}{
+		{"standalone without replicas", node("master", 0, 0), Settings{}, contract.HealthOK, ""},
+		{"replica, asynchronous", node("master", 1, 0), Settings{}, contract.HealthWarn, "asynchronous"},
+		{"replica and WAIT", node("master", 1, 0), Settings{WaitReplicas: 1}, contract.HealthOK, ""},
+		{"replica and min-replicas-to-write", node("master", 1, 1), Settings{}, contract.HealthOK, ""},
+		{"WAIT for more than are connected", node("master", 1, 0), Settings{WaitReplicas: 2}, contract.HealthWarn, "Settings.WaitReplicas"},
+		{"a replica reached", node("slave", 0, 0), Settings{}, contract.HealthWarn, "READONLY"},
+	} {
+		s, _ := c.s.normalized()
+		rep, err := judge([]nodeReport{c.n}, s)
+		if err != nil {
+			t.Errorf("%s: refused: %v", c.name, err)
+			continue
+		}
+		var got *contract.HealthCheck
+		for i := range rep.Checks {
+			if rep.Checks[i].Name == "replication" {
+				got = &rep.Checks[i]
+			}
+		}
+		if got == nil || got.Status != c.status || !strings.Contains(got.Fix, c.fix) {
+			t.Errorf("%s: replication check %+v; want %s with a fix about %q", c.name, got, c.status, c.fix)
+		}
+		if rep.Details["role"] != c.n.info["role"] || rep.Details["connected replicas"] != c.n.info["connected_slaves"] {
+			t.Errorf("%s: details %v lack the role and replicas", c.name, rep.Details)
+		}
 	}
 }

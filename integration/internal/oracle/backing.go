@@ -41,6 +41,8 @@ type Target struct {
 	// with go-redis's failover client (Addr is then unused).
 	Sentinels  []string `json:"sentinels,omitempty"`
 	MasterName string   `json:"master_name,omitempty"`
+	// WaitReplicas is redisstore's Settings.WaitReplicas.
+	WaitReplicas int `json:"wait_replicas,omitempty"`
 	// RetryBudget is redisstore's Settings.RetryBudget (zero: its default).
 	RetryBudget redisstore.RetryBudget `json:"retry_budget,omitempty"`
 	// RoleSettings (PostgreSQL): DSN reaches the server through a
@@ -127,7 +129,7 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 		}
 		s.RedisAny = c
 		s.close = append(s.close, func() { _ = c.Close() })
-		settings := redisstore.Settings{Namespace: t.Namespace, Policy: o.Policy, RetryBudget: t.RetryBudget}
+		settings := redisstore.Settings{Namespace: t.Namespace, Policy: o.Policy, RetryBudget: t.RetryBudget, WaitReplicas: t.WaitReplicas}
 		st, err := redisstore.NewState(c, o.Clock, settings)
 		if err != nil {
 			s.Close()

@@ -20,6 +20,21 @@ import (
 // the strict rules.
 type Allowance struct {
 	From, To time.Time
+	// Enqueued, when set, holds when the enqueue of each item (by
+	// tenant+"\x00"+id) was acknowledged: an item the store no longer
+	// has that never ran, acknowledged inside the window, is an enqueue
+	// the server lost.
+	Enqueued map[string]time.Time
+}
+
+// lostEnqueue reports whether the enqueue of item tenant/id was
+// acknowledged inside the window.
+func (a *Allowance) lostEnqueue(tenant, id string) (time.Time, bool) {
+	if a == nil {
+		return time.Time{}, false
+	}
+	at, ok := a.Enqueued[tenant+"\x00"+id]
+	return at, ok && a.covers(at.UnixNano())
 }
 
 func (a *Allowance) covers(at int64) bool {
@@ -76,6 +91,9 @@ type Report struct {
 	Forgiven   []string // losses inside the allowance, listed
 	TallyExact bool     // every tally equals the sum of the item runs exactly
 	MaxLossAge time.Duration
+	// LostEnqueues counts the acknowledged enqueues the allowance forgave
+	// (items the server lost before they ran).
+	LostEnqueues int
 }
 
 // OK reports whether nothing was lost, done twice or double-counted.
@@ -171,6 +189,11 @@ func Judge(ctx context.Context, s *Stores, specs []Spec, acks []Event, allow *Al
 		}
 		c := run.Counters
 		x := c.Iterations
+		if at, ok := allow.lostEnqueue(sp.Tenant, sp.ID); ok && state == "completed" && x == 0 {
+			forgive("%q/%q: acknowledged enqueue lost by the server (acknowledged %v before the crash); the item never ran", sp.Tenant, sp.ID, allow.To.Sub(at).Round(time.Millisecond))
+			r.LostEnqueues++
+			continue
+		}
 		r.Executions += x
 		acked := int64(len(ackTimes[k]))
 		d := Delta(sp.N)

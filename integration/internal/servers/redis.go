@@ -27,6 +27,9 @@ type Redis struct {
 	Port int
 	Dir  string
 	args []string
+	// conf, when set, is a configuration file passed first (Sentinel
+	// needs one it can rewrite).
+	conf string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -59,9 +62,14 @@ func (r *Redis) Start() {
 	if r.cmd != nil {
 		return
 	}
-	all := append([]string{"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--dir", r.Dir,
+	var all []string
+	if r.conf != "" {
+		all = append(all, r.conf)
+	}
+	all = append(all, []string{"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--dir", r.Dir,
 		"--save", "", "--daemonize", "no", "--protected-mode", "no",
-		"--logfile", filepath.Join(r.Dir, "redis.log")}, r.args...)
+		"--logfile", filepath.Join(r.Dir, "redis.log")}...)
+	all = append(all, r.args...)
 	cmd := exec.Command("redis-server", all...)
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)

@@ -1,0 +1,259 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/adkit/adk/integration/internal/oracle"
+	"github.com/adkit/adk/integration/internal/servers"
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/redisstore"
+)
+
+// sentinelOptions are the Sentinels' timings in these tests: the master
+// is called down after one second instead of Redis's default thirty, so
+// a failover takes seconds. ADK_TEST_SENTINEL_DOWN_AFTER (a duration)
+// sets it to measure a failover at other settings, the default
+// included; the stores' retry budget is their default either way.
+func sentinelOptions(t *testing.T) servers.SentinelOptions {
+	o := servers.SentinelOptions{DownAfter: time.Second, FailoverTimeout: 10 * time.Second}
+	if v := os.Getenv("ADK_TEST_SENTINEL_DOWN_AFTER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("ADK_TEST_SENTINEL_DOWN_AFTER: %v", err)
+		}
+		o.DownAfter = d
+		o.FailoverTimeout = max(o.FailoverTimeout, 3*d)
+	}
+	return o
+}
+
+// failoverLoad runs the load against a master, its replica and three
+// Sentinels, with redisstore over go-redis's failover client, and
+// SIGKILLs the master once a third of the items are done, then starts it
+// again (empty) for the Sentinels to turn into the new master's replica.
+// With lag set, the replication stream stops reaching the replica (the
+// proxy between them drops it) that long before the kill, so the master
+// acknowledges writes the replica never receives, and half the items are
+// enqueued from the start of that window on. With allow set,
+// the oracle may forgive the writes acknowledged from the pause to the
+// kill (and the enqueues acknowledged then).
+func failoverLoad(t *testing.T, lag time.Duration, waitReplicas int, allow bool) outcome {
+	o := sentinelOptions(t)
+	if lag > 0 {
+		o.Link, o.FailoverTimeout = true, max(o.FailoverTimeout, time.Minute)
+	}
+	rp := servers.StartReplicated(t, o)
+	checkReplicationReport(t, rp, waitReplicas)
+	target := oracle.Target{Backing: oracle.Redis, Sentinels: rp.SentinelAddrs(), MasterName: rp.Name,
+		Namespace: "adkfailover", WaitReplicas: waitReplicas}
+	var workers []oracle.WorkerConfig
+	for i := range 2 {
+		w := workerDefaults(target, fmt.Sprintf("w%d", i))
+		w.Concurrency, w.HandlerDelay = 4, 30*time.Millisecond
+		workers = append(workers, w)
+	}
+	var (
+		mu              sync.Mutex
+		pausedAt, dieAt time.Time
+		enqueued        = map[string]time.Time{}
+	)
+	firstWave := K
+	if lag > 0 {
+		firstWave = K / 2
+	}
+	l := load{target: target, direct: target, workers: workers, firstWave: firstWave,
+		inject: func(t *testing.T, ctx context.Context, e *env) []string {
+			f := e.fleet
+			if !waitProgress(ctx, f, firstWave/3) {
+				return nil
+			}
+			old, err := rp.MasterAddr(ctx)
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			var wave sync.WaitGroup
+			if lag > 0 {
+				rp.Link.Mute() // the replica hears nothing more from its master
+				mu.Lock()
+				pausedAt = time.Now()
+				mu.Unlock()
+				// The rest of the items are enqueued while the replica
+				// hears nothing, in batches, each acknowledgement noted;
+				// with WAIT they wait for the replica, and the kill cuts
+				// them off (they retry on the new master).
+				wave.Go(func() {
+					rest := e.specs[firstWave:]
+					for i := 0; i < len(rest); i += 10 {
+						batch := rest[i:min(i+10, len(rest))]
+						// A producer retries what the store calls
+						// retryable: with WAIT, writes fail so until the
+						// old master is back as a replica.
+						for try := 0; ; try++ {
+							err := oracle.Enqueue(ctx, e.parent, batch)
+							if err == nil {
+								break
+							}
+							if !contract.Retryable(err) || try == 100 {
+								t.Error(err)
+								return
+							}
+							time.Sleep(200 * time.Millisecond)
+						}
+						now := time.Now()
+						mu.Lock()
+						for _, sp := range batch {
+							enqueued[sp.Tenant+"\x00"+sp.ID] = now
+						}
+						mu.Unlock()
+					}
+				})
+				time.Sleep(time.Until(pausedAt.Add(lag)))
+			}
+			acked := f.Acked()
+			killedAt := time.Now()
+			rp.Master.Kill()
+			mu.Lock()
+			dieAt = time.Now()
+			mu.Unlock()
+			// The failover is over when the Sentinels name another master
+			// and the workers' first acknowledgement after the kill came.
+			var promoted time.Duration
+			for {
+				if addr, err := rp.MasterAddr(ctx); err == nil && addr != old {
+					promoted = time.Since(killedAt)
+					break
+				}
+				if time.Since(killedAt) > 2*time.Minute {
+					t.Error("the Sentinels did not promote the replica within 2m")
+					return nil
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// The old master comes back (empty: no persistence here) and
+			// the Sentinels make it a replica of the new one.
+			rp.Master.Start()
+			var stall time.Duration
+			for stall == 0 && ctx.Err() == nil && time.Since(killedAt) < 2*time.Minute {
+				for _, a := range f.Acks() {
+					if a.At > dieAt.UnixNano() {
+						stall = time.Unix(0, a.At).Sub(killedAt)
+						break
+					}
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			wave.Wait()
+			return []string{fmt.Sprintf("SIGKILL of the master after %d items acknowledged (replication cut %v before), replica promoted after %v, first acknowledgement after the kill %v later",
+				acked, lag, promoted.Round(time.Millisecond), stall.Round(time.Millisecond))}
+		}}
+	if allow {
+		l.allowance = func() *oracle.Allowance {
+			mu.Lock()
+			defer mu.Unlock()
+			return &oracle.Allowance{From: pausedAt, To: dieAt, Enqueued: enqueued}
+		}
+	}
+	out := runLoad(t, l)
+	if len(out.faults) != 1 {
+		t.Fatal("the master was not killed mid-load")
+	}
+	return out
+}
+
+// The master is SIGKILLed mid-load with its replica in sync: the
+// Sentinels promote the replica, the stores' default retry budget rides
+// the failover out, and nothing acknowledged is lost (the oracle with no
+// allowance).
+func TestFaultSentinelFailover(t *testing.T) {
+	out := failoverLoad(t, 0, 0, false)
+	if n := len(out.report.Forgiven); n > 0 {
+		t.Errorf("a failover from an in-sync replica lost %d acknowledged writes", n)
+	}
+}
+
+// The master is SIGKILLed while its replica is 300 ms behind. Without
+// WAIT, the writes the master acknowledged in those 300 ms are lost with
+// it: the oracle forgives exactly those (acknowledged enqueues, patches,
+// completes), lists them, and holds everything else to the strict
+// rules; there must be some. With Settings.WaitReplicas 1 no write is
+// acknowledged before the replica has it, and the same crash loses
+// nothing: the oracle holds with no allowance.
+func TestFaultSentinelLaggingReplica(t *testing.T) {
+	const lag = 300 * time.Millisecond
+	t.Run("async", func(t *testing.T) {
+		out := failoverLoad(t, lag, 0, true)
+		r := out.report
+		if len(r.Forgiven) == 0 {
+			t.Error("the crash with a lagging replica lost nothing: the replica did not lag")
+		}
+		t.Logf("lost with the master (replica %v behind, no WAIT): %d items' acknowledged writes: %s", lag, len(r.Forgiven), lossKinds(r.Forgiven))
+	})
+	t.Run("wait-replicas-1", func(t *testing.T) {
+		out := failoverLoad(t, lag, 1, false)
+		if n := len(out.report.Forgiven); n > 0 {
+			t.Errorf("with WaitReplicas 1 the crash lost %d acknowledged writes", n)
+		}
+		t.Logf("lost with the master (replica %v behind, WaitReplicas 1): %d", lag, len(out.report.Forgiven))
+	})
+}
+
+// lossKinds counts the oracle's forgiven losses by what was lost.
+func lossKinds(forgiven []string) string {
+	kinds := []struct{ name, phrase string }{
+		{"enqueues", "acknowledged enqueue lost"},
+		{"patches of an execution", "acknowledged execution(s) lost"},
+		{"completes or settles (ran again at the same attempt)", "claim generation ran twice"},
+		{"tally patches", "writes lost by the server"},
+	}
+	var parts []string
+	for _, k := range kinds {
+		n := 0
+		for _, f := range forgiven {
+			if strings.Contains(f, k.phrase) {
+				n++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", n, k.name))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkReplicationReport runs Preflight through the failover client: it
+// must report the master's role and its replica, and warn about
+// asynchronous replication unless the writes wait for the replica.
+func checkReplicationReport(t *testing.T, rp *servers.Replicated, waitReplicas int) {
+	t.Helper()
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: rp.Name, SentinelAddrs: rp.SentinelAddrs()})
+	defer c.Close()
+	rep, err := redisstore.Preflight(context.Background(), c, redisstore.Settings{Volatile: true, WaitReplicas: waitReplicas})
+	if err != nil {
+		t.Fatalf("preflight through Sentinel: %v", err)
+	}
+	want := contract.HealthWarn
+	if waitReplicas > 0 {
+		want = contract.HealthOK
+	}
+	found := false
+	for _, c := range rep.Checks {
+		if c.Name == "replication" {
+			found = true
+			if c.Status != want {
+				t.Errorf("replication check %+v; want %s", c, want)
+			}
+		}
+	}
+	if !found || rep.Details["role"] != "master" || rep.Details["connected replicas"] != "1" {
+		t.Errorf("preflight through Sentinel: checks %+v, details %v; want the master's role and its one replica", rep.Checks, rep.Details)
+	}
+}
