@@ -29,9 +29,11 @@
 // concurrent patches all land.
 //
 // A queue namespace is one hash tag ({adk:queue}) because one claim script
-// reads several tenants' ready sets to take turns between them; a
-// deployment that outgrows one slot runs several namespaces. Per tenant
-// there is a ready sorted set (score: due time); tenants with a due item sit
+// reads several tenants' ready items to take turns between them; a
+// deployment that outgrows one slot runs several namespaces. A queue's
+// ready items share one sorted set ordered by tenant, then due time, so
+// that every key a script touches is a fixed one it can declare; a
+// tenant's items are one lex range of it. Tenants with a due item sit
 // in a rotation sorted by the turn they were last given, tenants whose
 // items are all delayed wait aside and keep their place, and idle tenants
 // are nowhere, so they cost nothing per claim. One script claims a whole
@@ -46,10 +48,17 @@
 // # Failures
 //
 // Lease arithmetic uses the injected [contract.Clock], never the server's
-// time. A failover is waited out under [Settings].RetryBudget (bounded
-// attempts, doubling delays with full jitter); past it a call returns a
-// retryable *contract.StatePersistenceError (reason unavailable) or
-// *contract.QueueUnavailableError. A pool timeout is a
+// time. An outage or a failover is waited out under [Settings].RetryBudget
+// (doubling delays with full jitter, 45s by default: a Sentinel failover
+// at Sentinel's defaults); past it a call returns a retryable
+// *contract.StatePersistenceError (reason unavailable) or
+// *contract.QueueUnavailableError. Replication is asynchronous: writes a
+// crashed master had not sent on are lost when a replica is promoted,
+// unless [Settings].WaitReplicas makes each write wait for replicas (a
+// write they did not acknowledge in time fails with a [ReplicaWaitError]).
+// On Redis Cluster every queue script declares all its keys and reads
+// before it writes, so a reshard of the queue's slot refuses a script
+// whole (TRYAGAIN, ASK) and the retry is safe. A pool timeout is a
 // *contract.PoolExhaustedError at once. Values over [Settings].MaxValueBytes
 // are refused before anything is sent. No key this package writes carries a
 // TTL.
@@ -62,7 +71,8 @@
 // Complete may name an item the first try completed as lost: it is gone
 // either way. Items whose worker died holding them come back when their
 // lease expires and [RedisWorkQueue.Reap] runs, with the attempt counted.
-// Nothing is lost and no item is held by two workers at once.
+// Nothing the server keeps is lost and no item is held by two workers at
+// once.
 //
 // # Not provided
 //

@@ -18,7 +18,7 @@ import (
 
 // RedisWorkQueue is a contract.WorkQueue kept in Redis. All queues of one
 // namespace share the namespace's hash tag (one cluster slot), because a
-// claim reads several tenants' ready sets in one script to take turns
+// claim reads several tenants' ready items in one script to take turns
 // between them; shard by running several namespaces.
 //
 // Every state change is a Lua script (Reap is two: a read-only scan, then

@@ -31,7 +31,7 @@ const DefaultRecentTurns = 1000
 // the failover client finds the new master on its next dial. With other
 // Sentinel settings, give MaxElapsed down-after-milliseconds plus 15s.
 // A managed Redis failover (a DNS name moved to the new primary) takes
-// 10-60s by its providers' documents; size MaxElapsed from yours.
+// as long as its provider says: size MaxElapsed from that.
 type RetryBudget struct {
 	Attempts   int           // most tries, including the first; 0 means no limit but MaxElapsed
 	BaseDelay  time.Duration // 0 means 50ms
