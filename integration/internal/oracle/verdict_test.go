@@ -280,3 +280,46 @@ func TestJudgeInFlightGoesByClaimTime(t *testing.T) {
 		})
 	}
 }
+
+// An item the store lost before it ran (gone, never executed) is an
+// acknowledged enqueue the server lost only if that enqueue was
+// acknowledged inside the allowance; outside it, or without its time,
+// the item is lost.
+func TestJudgeForgivesOnlyEnqueuesInTheWindow(t *testing.T) {
+	crash := contracttest.FakeEpoch.Add(time.Hour)
+	for _, c := range []struct {
+		name    string
+		ackedAt time.Time
+		forgive bool
+	}{
+		{"acknowledged inside the window", crash.Add(-100 * time.Millisecond), true},
+		{"acknowledged before the window", crash.Add(-time.Minute), false},
+		{"acknowledgement not known", time.Time{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := newScene(t, 10)
+			sc.work(func(l contract.Lease) bool {
+				if l.Item.ID == "item:4" {
+					// Gone without running, as if the server lost its enqueue.
+					if err := sc.mem.Complete(sc.ctx, l); err != nil {
+						t.Fatal(err)
+					}
+					return false
+				}
+				return true
+			})
+			allow := &Allowance{From: crash.Add(-time.Second), To: crash, Enqueued: map[string]time.Time{}}
+			if !c.ackedAt.IsZero() {
+				allow.Enqueued["noisy\x00item:4"] = c.ackedAt
+			}
+			r := sc.judge(allow)
+			if c.forgive {
+				if !r.OK() || r.LostEnqueues != 1 || len(r.Forgiven) != 1 || !strings.Contains(r.Forgiven[0], "acknowledged enqueue lost") {
+					t.Fatalf("judged %s, forgiven %q, violations %q; want the one lost enqueue forgiven", r.Summary(), r.Forgiven, r.Violations)
+				}
+				return
+			}
+			wantViolation(t, r, "lost")
+		})
+	}
+}
