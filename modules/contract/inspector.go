@@ -1,7 +1,11 @@
 package contract
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -96,6 +100,58 @@ type Inspector interface {
 	Item(ctx context.Context, key ItemKey) (ItemInfo, error)
 	// Health reports the backing's configuration and condition.
 	Health(ctx context.Context) (Health, error)
+	// DeadLetterSummary counts the dead letters f matches and lists the
+	// largest of them grouped by error, at most groups (0 to
+	// MaxErrorGroups; 0 asks for the count alone, which a backing may
+	// answer without reading a letter).
+	DeadLetterSummary(ctx context.Context, f DeadLetterFilter, groups int) (DeadLetterSummary, error)
+}
+
+// Bounds of DeadLetterSummary.
+const (
+	// ErrorGroupRunes is how much of a LastError names its group: long
+	// messages (a stack trace, a quoted payload) that start alike are one
+	// group.
+	ErrorGroupRunes = 120
+	// MaxErrorGroups bounds the groups one summary lists.
+	MaxErrorGroups = 1000
+)
+
+// DeadLetterSummary is what a dead-letter filter matches, counted.
+type DeadLetterSummary struct {
+	// Total is the number of letters the filter matches.
+	Total int64 `json:"total"`
+	// Distinct is the number of error groups among them, listed or not.
+	Distinct int64 `json:"distinct_errors"`
+	// Groups are the largest error groups, most letters first, ties in
+	// byte order of the error.
+	Groups []DeadLetterGroup `json:"groups"`
+}
+
+// DeadLetterGroup is the letters whose LastError starts alike (see
+// ErrorGroup).
+type DeadLetterGroup struct {
+	Error string `json:"error"`
+	Count int64  `json:"count"`
+	// LastDeadAt is when the group's most recent letter died.
+	LastDeadAt time.Time `json:"last_dead_at"`
+}
+
+// ValidateSummary checks a DeadLetterSummary request.
+func ValidateSummary(f DeadLetterFilter, groups int) error {
+	if groups < 0 || groups > MaxErrorGroups {
+		return &ValidationError{Field: "groups", Problem: fmt.Sprintf("is %d; ask for 0 (the count alone) to %d error groups", groups, MaxErrorGroups)}
+	}
+	return ValidateFilter(f)
+}
+
+// SortGroups orders error groups as DeadLetterSummary lists them and
+// keeps the first n: backings that group in Go share it.
+func SortGroups(gs []DeadLetterGroup, n int) []DeadLetterGroup {
+	slices.SortFunc(gs, func(a, b DeadLetterGroup) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Error, b.Error))
+	})
+	return gs[:min(n, len(gs))]
 }
 
 // LeasePage is one page of leases; Next is "" on the last page.

@@ -92,20 +92,32 @@ type ClaimRequest struct {
 // DeadLetterFilter selects dead letters. Queue is required ("" means
 // DefaultQueue); every other field, when set, narrows the selection.
 type DeadLetterFilter struct {
-	Queue         string `json:"queue"`
-	Tenant        string `json:"tenant,omitempty"`
-	ID            string `json:"id,omitempty"`
-	ErrorContains string `json:"error_contains,omitempty"` // substring of LastError, case-sensitive
+	Queue  string `json:"queue"`
+	Tenant string `json:"tenant,omitempty"`
+	ID     string `json:"id,omitempty"`
+	// ErrorContains is a substring of LastError, matched ignoring the
+	// case of ASCII letters ("Timeout" finds "TIMEOUT"); every other
+	// character must match as it is. All backings fold the same way (see
+	// FoldASCII), so a filter selects the same letters wherever it runs.
+	ErrorContains string `json:"error_contains,omitempty"`
 }
 
 // DeadLetterQuery is one page of a DeadLetterFilter.
 type DeadLetterQuery struct {
 	DeadLetterFilter
 	Page PageRequest
+	// Newest pages from the most recently dead letter backwards; by
+	// default pages run oldest first. A cursor is a place between two
+	// letters, so one handed out in either order serves the other: from
+	// the same cursor, Newest lists the letters that died before that
+	// place, newest first, and the default order those that died after
+	// it, oldest first. A listing turns around that way to page back.
+	Newest bool
 }
 
-// ItemPage is one page of items, oldest dead letter first. Next is the
-// cursor of the following page, "" when this is the last.
+// ItemPage is one page of dead letters, in the order the query asked for.
+// Next is the cursor of the place past the page's last letter, "" when no
+// letter follows it.
 type ItemPage struct {
 	Items []Item
 	Next  string

@@ -197,7 +197,40 @@ func ValidateFilter(f DeadLetterFilter) error {
 func (f DeadLetterFilter) Matches(it Item) bool {
 	return (f.Tenant == "" || it.Tenant == f.Tenant) &&
 		(f.ID == "" || it.ID == f.ID) &&
-		(f.ErrorContains == "" || strings.Contains(it.LastError, f.ErrorContains))
+		(f.ErrorContains == "" || strings.Contains(FoldASCII(it.LastError), FoldASCII(f.ErrorContains)))
+}
+
+// FoldASCII lowers the ASCII letters of s and leaves every other byte as
+// it is: the case folding of DeadLetterFilter.ErrorContains. It is the
+// folding every backing can do alike (Lua's string.lower and PostgreSQL's
+// lower() under the "C" collation fold exactly these), where full Unicode
+// folding would differ from one server's locale to the next.
+func FoldASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// ErrorGroup is the part of a LastError that DeadLetterSummary groups
+// letters by: its first ErrorGroupRunes characters.
+func ErrorGroup(lastError string) string {
+	n := 0
+	for i := range lastError {
+		if n == ErrorGroupRunes {
+			return lastError[:i]
+		}
+		n++
+	}
+	return lastError
 }
 
 // ErrorText is the text recorded as an item's LastError for cause, cut to

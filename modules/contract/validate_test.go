@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestValidateName(t *testing.T) {
@@ -125,13 +126,33 @@ func TestFilterMatches(t *testing.T) {
 		{DeadLetterFilter{Tenant: "acme"}, true},
 		{DeadLetterFilter{Tenant: "other"}, false},
 		{DeadLetterFilter{ID: "i1", ErrorContains: "rate limited"}, true},
-		{DeadLetterFilter{ErrorContains: "Rate"}, false},
+		{DeadLetterFilter{ErrorContains: "Rate"}, true},
+		{DeadLetterFilter{ErrorContains: "RATE LIMITED BY"}, true},
+		{DeadLetterFilter{ErrorContains: "rate-limited"}, false},
 		{DeadLetterFilter{ID: "i2"}, false},
 	}
 	for _, tt := range tests {
 		if got := tt.f.Matches(it); got != tt.want {
 			t.Errorf("%+v.Matches = %v, want %v", tt.f, got, tt.want)
 		}
+	}
+}
+
+func TestFoldASCII(t *testing.T) {
+	for in, want := range map[string]string{"": "", "abc": "abc", "ABC xyz": "abc xyz", "Überlauf ÄÖ": "Überlauf ÄÖ", "MiXeD-123_Z": "mixed-123_z", "\xffA": "\xffa"} {
+		if got := FoldASCII(in); got != want {
+			t.Errorf("FoldASCII(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestErrorGroup(t *testing.T) {
+	long := strings.Repeat("é", ErrorGroupRunes+5)
+	if got := ErrorGroup(long); got != strings.Repeat("é", ErrorGroupRunes) {
+		t.Errorf("ErrorGroup cut %d runes to %d", ErrorGroupRunes+5, utf8.RuneCountInString(got))
+	}
+	if got := ErrorGroup("short"); got != "short" {
+		t.Errorf("ErrorGroup(short) = %q", got)
 	}
 }
 

@@ -213,6 +213,40 @@ func (q *PostgresWorkQueue) Item(ctx context.Context, key contract.ItemKey) (con
 	return info, queueErr(err)
 }
 
+// DeadLetterSummary counts the dead letters f matches and groups the
+// largest of them by error, in one statement on the dead-letter index.
+func (q *PostgresWorkQueue) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
+	if err := contract.ValidateSummary(f, groups); err != nil {
+		return contract.DeadLetterSummary{}, err
+	}
+	name := contract.QueueName(f.Queue)
+	out := contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		out = contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
+		if groups == 0 {
+			return e.QueryRow(ctx, q.q.get("dead_count"), name, f.Tenant, f.ID, f.ErrorContains).Scan(&out.Total)
+		}
+		rows, err := e.Query(ctx, q.q.get("dead_summary"), name, f.Tenant, f.ID, f.ErrorContains, contract.ErrorGroupRunes, groups)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var g contract.DeadLetterGroup
+			if err := rows.Scan(&g.Error, &g.Count, &g.LastDeadAt, &out.Total, &out.Distinct); err != nil {
+				return err
+			}
+			g.LastDeadAt = utc(g.LastDeadAt)
+			out.Groups = append(out.Groups, g)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return contract.DeadLetterSummary{}, queueErr(err)
+	}
+	return out, nil
+}
+
 // Dead-ratio thresholds of the vacuum health check.
 const (
 	deadRatioWarn = 0.2

@@ -25,7 +25,7 @@ func TestQueriesRenderTablesAndFragments(t *testing.T) {
 	if strings.Contains(filter, "--") || !strings.HasPrefix(filter, "queue = $1 AND state = 'dead'") {
 		t.Fatalf("dead_match fragment = %q; want the filter without its comment", filter)
 	}
-	for _, name := range []string{"dead_list", "purge", "requeue", "requeue_lock"} {
+	for _, name := range []string{"dead_list", "dead_list_newest", "dead_count", "dead_summary", "purge", "requeue", "requeue_lock"} {
 		if !strings.Contains(q.get(name), "FROM app_work") && !strings.Contains(q.get(name), "UPDATE app_work") {
 			t.Errorf("query %s does not name the configured work table", name)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -521,7 +522,9 @@ func (q *PostgresWorkQueue) pruneTurns(ctx context.Context, queue string) error 
 }
 
 // DeadLetters pages through the dead letters matching the filter, oldest
-// first.
+// first or newest first. A cursor is the place just after the letter of
+// its seq: oldest first goes on after it, newest first from that letter
+// down, which is how a listing turns around.
 func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
 	if err := contract.ValidateFilter(dq.DeadLetterFilter); err != nil {
 		return contract.ItemPage{}, err
@@ -535,11 +538,18 @@ func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLet
 		return contract.ItemPage{}, err
 	}
 	f := dq.DeadLetterFilter
+	query, from := "dead_list", after
+	if dq.Newest {
+		query = "dead_list_newest"
+		if dq.Page.Cursor == "" {
+			from = math.MaxInt64
+		}
+	}
 	out := contract.ItemPage{Items: []contract.Item{}}
 	var lastSeq int64
 	err = q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		out.Items = out.Items[:0]
-		rows, err := e.Query(ctx, q.q.get("dead_list"), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, after, limit+1)
+		rows, err := e.Query(ctx, q.q.get(query), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, from, limit+1)
 		if err != nil {
 			return err
 		}
@@ -553,6 +563,9 @@ func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLet
 			if len(out.Items) < limit {
 				out.Items = append(out.Items, l.Item)
 				lastSeq = seq
+				if dq.Newest {
+					lastSeq-- // the place below the letter, where the next page starts
+				}
 			} else {
 				out.Next = seqCursor(lastSeq)
 			}

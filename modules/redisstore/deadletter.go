@@ -28,9 +28,28 @@ type deadHit struct {
 	item contract.Item
 }
 
-// scanDead calls fn with matching dead letters after cursor, in dead
-// order, until fn returns false or the set is exhausted.
-func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilter, after int64, want int, fn func(deadHit) bool) error {
+// deadScan is where a scan starts: oldest first after the dead seq After,
+// or (Newest) newest first below the exclusive bound Before, "" for the
+// newest letter.
+type deadScan struct {
+	After  int64
+	Newest bool
+	Before string
+}
+
+// inRange reports whether a letter of dead seq seq lies where the scan
+// runs.
+func (d deadScan) inRange(seq int64) bool {
+	if !d.Newest {
+		return seq > d.After
+	}
+	return d.Before == "" || seq < atoi64(d.Before)
+}
+
+// scanDead calls fn with matching dead letters from where the scan
+// starts, in dead order (or its reverse), until fn returns false or the
+// set is exhausted.
+func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilter, from deadScan, want int, fn func(deadHit) bool) error {
 	name := contract.QueueName(f.Queue)
 	prefix := q.keys.queue(name)
 	if f.Tenant != "" && f.ID != "" {
@@ -50,16 +69,20 @@ func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilt
 		}
 		it := rec.item(name)
 		seq := atoi64(rec[fDeadSeq])
-		if it.State == contract.StateDead && seq > after && f.Matches(it) {
+		if it.State == contract.StateDead && from.inRange(seq) && f.Matches(it) {
 			fn(deadHit{seq: seq, ref: itemRef(f.Tenant, f.ID), item: it})
 		}
 		return nil
 	}
 	src := deadSource(f)
-	pos := strconv.FormatInt(after, 10)
+	pos, dir := strconv.FormatInt(from.After, 10), ""
+	if from.Newest {
+		pos, dir = from.Before, "newest"
+	}
 	keys := q.queueKeys(name)
+	needle := contract.FoldASCII(f.ErrorContains)
 	for {
-		res, err := q.run(ctx, scriptDeadPage, keys, src, pos, deadScanBudget, want, f.Tenant, f.ID, f.ErrorContains)
+		res, err := q.run(ctx, scriptDeadPage, keys, src, pos, deadScanBudget, want, f.Tenant, f.ID, needle, dir)
 		if err != nil {
 			return err
 		}
@@ -93,8 +116,10 @@ func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilt
 }
 
 // DeadLetters pages through the queue's dead letters that match the
-// filter, oldest first. A tenant filter reads that tenant's own dead set;
-// other filters are applied on the server while scanning.
+// filter, oldest first or newest first. A tenant filter reads that
+// tenant's own dead set; other filters are applied on the server while
+// scanning. A cursor is the place just after the letter of its dead seq:
+// oldest first goes on after it, newest first from that letter down.
 func (q *RedisWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
 	if err := contract.ValidateFilter(dq.DeadLetterFilter); err != nil {
 		return contract.ItemPage{}, err
@@ -107,15 +132,22 @@ func (q *RedisWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetter
 	if err != nil {
 		return contract.ItemPage{}, err
 	}
+	from := deadScan{After: after, Newest: dq.Newest}
+	if dq.Newest && dq.Page.Cursor != "" {
+		from.Before = strconv.FormatInt(after+1, 10)
+	}
 	out := contract.ItemPage{Items: []contract.Item{}}
 	var last int64
-	err = q.scanDead(ctx, dq.DeadLetterFilter, after, limit+1, func(h deadHit) bool {
+	err = q.scanDead(ctx, dq.DeadLetterFilter, from, limit+1, func(h deadHit) bool {
 		if len(out.Items) == limit {
 			out.Next = formatCursor(last)
 			return false
 		}
 		out.Items = append(out.Items, h.item)
 		last = h.seq
+		if dq.Newest {
+			last-- // the place below the letter, where the next page starts
+		}
 		return true
 	})
 	if err != nil {
@@ -147,7 +179,7 @@ func (q *RedisWorkQueue) moveDead(ctx context.Context, f contract.DeadLetterFilt
 	var after int64
 	for {
 		var refs []any
-		err := q.scanDead(ctx, f, after, chunk, func(h deadHit) bool {
+		err := q.scanDead(ctx, f, deadScan{After: after}, chunk, func(h deadHit) bool {
 			refs = append(refs, h.ref)
 			after = h.seq
 			return len(refs) < chunk
@@ -160,7 +192,7 @@ func (q *RedisWorkQueue) moveDead(ctx context.Context, f contract.DeadLetterFilt
 		}
 		now := q.clock.Now()
 		args := append([]any{mode, nowMicros(now), dueHex(now, now), nanos(now), wakeChannel(q.settings.Namespace, name),
-			f.Tenant, f.ID, f.ErrorContains}, refs...)
+			f.Tenant, f.ID, contract.FoldASCII(f.ErrorContains)}, refs...)
 		res, err := q.run(ctx, scriptDeadMove, q.queueKeys(name), args...)
 		if err != nil {
 			return total, err
@@ -171,4 +203,61 @@ func (q *RedisWorkQueue) moveDead(ctx context.Context, f contract.DeadLetterFilt
 			return total, nil
 		}
 	}
+}
+
+// DeadLetterSummary counts the dead letters f matches and groups them by
+// error. A count by queue or tenant alone reads the dead sets' sizes;
+// anything else scans the letters in bounded script calls, as a listing
+// does, and groups them here.
+func (q *RedisWorkQueue) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
+	if err := contract.ValidateSummary(f, groups); err != nil {
+		return contract.DeadLetterSummary{}, err
+	}
+	out := contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
+	name := contract.QueueName(f.Queue)
+	if groups == 0 && f.ID == "" && f.ErrorContains == "" {
+		prefix := q.keys.queue(name)
+		err := q.read(ctx, func(ctx context.Context) error {
+			var err error
+			if f.Tenant == "" {
+				// Dead seqs start at 1; the set may hold a placeholder below.
+				out.Total, err = q.client.ZCount(ctx, prefix+"dead", "(0", "+inf").Result()
+			} else {
+				lt := lp(f.Tenant)
+				out.Total, err = q.client.ZLexCount(ctx, prefix+"tdead", "("+lt, "("+lt+"g").Result()
+			}
+			return err
+		})
+		return out, err
+	}
+	byError := map[string]*contract.DeadLetterGroup{}
+	err := q.scanDead(ctx, f, deadScan{}, deadScanBudget, func(h deadHit) bool {
+		out.Total++
+		if groups == 0 {
+			return true
+		}
+		key := contract.ErrorGroup(h.item.LastError)
+		g := byError[key]
+		if g == nil {
+			g = &contract.DeadLetterGroup{Error: key}
+			byError[key] = g
+		}
+		g.Count++
+		if h.item.DeadAt.After(g.LastDeadAt) {
+			g.LastDeadAt = h.item.DeadAt
+		}
+		return true
+	})
+	if err != nil {
+		return contract.DeadLetterSummary{}, err
+	}
+	if groups > 0 {
+		out.Distinct = int64(len(byError))
+		all := make([]contract.DeadLetterGroup, 0, len(byError))
+		for _, g := range byError {
+			all = append(all, *g)
+		}
+		out.Groups = contract.SortGroups(all, groups)
+	}
+	return out, nil
 }

@@ -101,11 +101,15 @@
 //     are all delayed blocks nobody; one busy tenant fills a whole batch; a
 //     tenant joining behind a backlog is served within one rotation.
 //   - DeadLetter: dead letters show the item (State dead, DeadAt,
-//     Attempts, LastError, Payload, Metadata); they page oldest first with
-//     no repeats; filters by tenant, id and error text select exactly what
-//     they say; Requeue (one, or all matching) makes items due with
-//     Attempts 0; Purge removes them; bulk actions never touch rows outside
-//     the filter, other queues, or live items.
+//     Attempts, LastError, Payload, Metadata); they page oldest first, or
+//     newest first, with no repeats, and a cursor from either order turns
+//     the listing around; filters by tenant, id and error text (ASCII
+//     case ignored, nothing else folded) select exactly what they say;
+//     Requeue (one, or all matching) makes items due with Attempts 0;
+//     Purge removes them; bulk actions never touch rows outside the
+//     filter, other queues, or live items; DeadLetterSummary counts what
+//     the listing of the same filter shows and groups it by the first
+//     ErrorGroupRunes characters of the error, largest first.
 //   - Isolation: hostile tenant names never collide in the queue, in
 //     dead-letter filters or in bulk actions; the same ID in two tenants is
 //     two items; queues are separate for Claim and Reap; two queues from

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -256,6 +258,9 @@ func (f *faulty) Reap(ctx context.Context, queue string) (int, error) {
 }
 
 func (f *faulty) DeadLetters(ctx context.Context, q contract.DeadLetterQuery) (contract.ItemPage, error) {
+	if f.fault == "newest-ignored" {
+		q.Newest = false
+	}
 	p, err := f.Store.DeadLetters(ctx, q)
 	switch f.fault {
 	case "dead-letters-newest-first":
@@ -264,8 +269,48 @@ func (f *faulty) DeadLetters(ctx context.Context, q contract.DeadLetterQuery) (c
 		for i := range p.Items {
 			p.Items[i].Metadata = nil
 		}
+	case "dead-filter-case-sensitive":
+		p.Items = slices.DeleteFunc(p.Items, func(it contract.Item) bool { return !strings.Contains(it.LastError, q.ErrorContains) })
+	case "newest-cursor-at-letter":
+		// The cursor names the page's last letter instead of the place
+		// past it, so turning around there skips that letter.
+		if n, err := strconv.ParseInt(p.Next, 10, 64); q.Newest && err == nil {
+			p.Next = strconv.FormatInt(n+1, 10)
+		}
 	}
 	return p, err
+}
+
+func (f *faulty) DeadLetterSummary(ctx context.Context, fl contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
+	switch f.fault {
+	case "summary-ignores-error":
+		fl.ErrorContains = ""
+	case "summary-groups-whole-errors":
+		s, err := f.Store.DeadLetterSummary(ctx, fl, 0)
+		if err != nil || groups == 0 {
+			return s, err
+		}
+		page, err := f.Store.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: fl, Page: contract.PageRequest{Limit: contract.MaxPageSize}})
+		byError := map[string]*contract.DeadLetterGroup{}
+		for _, it := range page.Items {
+			if byError[it.LastError] == nil {
+				byError[it.LastError] = &contract.DeadLetterGroup{Error: it.LastError}
+			}
+			byError[it.LastError].Count++
+			byError[it.LastError].LastDeadAt = it.DeadAt
+		}
+		for _, g := range byError {
+			s.Groups = append(s.Groups, *g)
+		}
+		s.Distinct = int64(len(s.Groups))
+		s.Groups = contract.SortGroups(s.Groups, groups)
+		return s, err
+	}
+	s, err := f.Store.DeadLetterSummary(ctx, fl, groups)
+	if f.fault == "summary-smallest-first" {
+		slices.Reverse(s.Groups)
+	}
+	return s, err
 }
 
 func (f *faulty) Requeue(ctx context.Context, fl contract.DeadLetterFilter) (int, error) {

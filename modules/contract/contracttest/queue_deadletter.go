@@ -3,6 +3,8 @@ package contracttest
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +22,12 @@ func queueDeadLetterCases() []subtest[QueueFactory] {
 		{"PurgeRemoves", testPurge},
 		{"BulkActionsStayInFilter", testBulkStayInFilter},
 		{"Filters", testDeadLetterFilters},
+		{"ErrorFilterIgnoresASCIICase", testDeadLetterErrorCase},
 		{"Paging", testDeadLetterPaging},
+		{"PagingNewestFirst", testDeadLetterPagingNewest},
+		{"PagingTurnsAround", testDeadLetterPagingTurns},
+		{"Summary", testDeadLetterSummary},
+		{"SummaryFollowsFilter", testDeadLetterSummaryFilter},
 	}
 }
 
@@ -229,7 +236,7 @@ func testDeadLetterFilters(t *testing.T, f QueueFactory) {
 		{contract.DeadLetterFilter{Tenant: "t1"}, 2},
 		{contract.DeadLetterFilter{ID: "a"}, 2},
 		{contract.DeadLetterFilter{Tenant: "t2", ID: "a"}, 1},
-		{contract.DeadLetterFilter{ErrorContains: "disk full"}, 1}, // case-sensitive
+		{contract.DeadLetterFilter{ErrorContains: "disk full"}, 2}, // ASCII case ignored
 		{contract.DeadLetterFilter{ErrorContains: "%"}, 0},
 		{contract.DeadLetterFilter{Tenant: "t"}, 0},
 		{contract.DeadLetterFilter{Queue: "other"}, 0},
@@ -291,5 +298,238 @@ func testDeadLetterPaging(t *testing.T, f QueueFactory) {
 	mustNoErr(t, err, "DeadLetters with Limit 0")
 	if len(p.Items) != n || p.Next != "" {
 		t.Errorf("DeadLetters with Limit 0 (default %d) returned %d items, next %q; want all %d", contract.DefaultPageSize, len(p.Items), p.Next, n)
+	}
+}
+
+// testDeadLetterErrorCase pins the error filter's folding: ASCII letters
+// match in any case, in the listing and in both bulk actions alike;
+// other characters match only as they are.
+func testDeadLetterErrorCase(t *testing.T, f QueueFactory) {
+	q, _ := newQueue(t, f, testPolicy())
+	kill(t, q, item("t1", "a"), "Timeout after 30s")
+	kill(t, q, item("t1", "b"), "TIMEOUT")
+	kill(t, q, item("t1", "c"), "read timeout")
+	kill(t, q, item("t1", "d"), "Überlauf im Puffer")
+	kill(t, q, item("t1", "e"), "disk full")
+	for _, c := range []struct {
+		sub  string
+		want int
+	}{
+		{"timeout", 3}, {"TIMEOUT", 3}, {"tImEoUt", 3}, {"timeout after", 1},
+		{"überlauf", 0}, // only ASCII folds: Ü is not ü
+		{"Überlauf", 1}, {"PUFFER", 1}, {"DISK", 1},
+	} {
+		if got := deadLetters(t, q, contract.DeadLetterFilter{ErrorContains: c.sub}); len(got) != c.want {
+			t.Errorf("DeadLetters(error contains %q) = %v, want %d", c.sub, deadIDs(got), c.want)
+		}
+	}
+	n, err := q.Requeue(t.Context(), contract.DeadLetterFilter{ErrorContains: "TIMEOUT"})
+	mustNoErr(t, err, "Requeue(error contains TIMEOUT)")
+	if n != 3 {
+		t.Errorf("Requeue(error contains TIMEOUT) moved %d, want 3", n)
+	}
+	n, err = q.Purge(t.Context(), contract.DeadLetterFilter{ErrorContains: "Disk"})
+	mustNoErr(t, err, "Purge(error contains Disk)")
+	if n != 1 {
+		t.Errorf("Purge(error contains Disk) removed %d, want 1", n)
+	}
+	if got := deadIDs(deadLetters(t, q, contract.DeadLetterFilter{})); len(got) != 1 || got[0] != "t1/d" {
+		t.Errorf("dead letters after the bulk actions = %v, want [t1/d]", got)
+	}
+}
+
+// killSpaced kills n letters of tenant acme a second apart, ids against
+// death order, and returns the ids in the order they died.
+func killSpaced(t *testing.T, q contract.WorkQueue, clock *FakeClock, n int) []string {
+	t.Helper()
+	var order []string
+	for i := range n {
+		id := fmt.Sprintf("d%02d", n-1-i)
+		clock.Advance(time.Second)
+		kill(t, q, item("acme", id), "boom")
+		order = append(order, id)
+	}
+	return order
+}
+
+func pageIDs(p contract.ItemPage) []string {
+	out := make([]string, len(p.Items))
+	for i, it := range p.Items {
+		out[i] = it.ID
+	}
+	return out
+}
+
+func testDeadLetterPagingNewest(t *testing.T, f QueueFactory) {
+	const n, limit = 25, 10
+	q, clock := newQueue(t, f, testPolicy())
+	order := killSpaced(t, q, clock, n)
+	slices.Reverse(order)
+	var seen []string
+	cursor := ""
+	for page := 0; ; page++ {
+		if page > n {
+			t.Fatal("newest-first paging never ended")
+		}
+		p, err := q.DeadLetters(t.Context(), contract.DeadLetterQuery{Newest: true, Page: contract.PageRequest{Cursor: cursor, Limit: limit}})
+		mustNoErr(t, err, "DeadLetters(Newest) page %d", page)
+		if want := min(limit, n-page*limit); len(p.Items) != want {
+			t.Errorf("newest-first page %d holds %d letters, want %d", page, len(p.Items), want)
+		}
+		seen = append(seen, pageIDs(p)...)
+		if p.Next == "" {
+			break
+		}
+		cursor = p.Next
+	}
+	if !slices.Equal(seen, order) {
+		t.Errorf("newest-first paging listed %v, want %v: the most recently dead first, each once", seen, order)
+	}
+	// A filter narrows the newest-first listing as it does the other.
+	kill(t, q, item("other", "z"), "elsewhere")
+	p, err := q.DeadLetters(t.Context(), contract.DeadLetterQuery{DeadLetterFilter: contract.DeadLetterFilter{Tenant: "acme"}, Newest: true, Page: contract.PageRequest{Limit: 2}})
+	mustNoErr(t, err, "DeadLetters(acme, Newest)")
+	if got := pageIDs(p); !slices.Equal(got, order[:2]) || p.Next == "" {
+		t.Errorf("newest-first page of acme = %v (next %q), want %v and more", got, p.Next, order[:2])
+	}
+}
+
+// testDeadLetterPagingTurns pins cursors as places between letters: from
+// the cursor one order handed out, the other order lists the letters on
+// the other side, nearest first. That is how a newest-first listing pages
+// back to newer letters.
+func testDeadLetterPagingTurns(t *testing.T, f QueueFactory) {
+	const n, limit = 12, 4
+	q, clock := newQueue(t, f, testPolicy())
+	order := killSpaced(t, q, clock, n) // oldest first
+	newest := slices.Clone(order)
+	slices.Reverse(newest)
+	get := func(newestFirst bool, cursor string) contract.ItemPage {
+		t.Helper()
+		p, err := q.DeadLetters(t.Context(), contract.DeadLetterQuery{Newest: newestFirst, Page: contract.PageRequest{Cursor: cursor, Limit: limit}})
+		mustNoErr(t, err, "DeadLetters(Newest=%v, cursor %q)", newestFirst, cursor)
+		return p
+	}
+	p1 := get(true, "")      // newest 4
+	p2 := get(true, p1.Next) // the 4 before them
+	if got := pageIDs(p2); !slices.Equal(got, newest[limit:2*limit]) {
+		t.Fatalf("second newest-first page = %v, want %v", got, newest[limit:2*limit])
+	}
+	// Back from page 2 to page 1: oldest first from page 1's Next lists
+	// page 1's letters, oldest of them first.
+	back := get(false, p1.Next)
+	want := slices.Clone(newest[:limit])
+	slices.Reverse(want)
+	if got := pageIDs(back); !slices.Equal(got, want) {
+		t.Errorf("oldest-first from the first newest-first page's cursor = %v, want %v (that page, turned around)", got, want)
+	}
+	if back.Next != "" {
+		t.Errorf("turning around at the newest letters: next %q, want \"\" (nothing is newer)", back.Next)
+	}
+	// And the other way: newest first from an oldest-first page's cursor.
+	o1 := get(false, "")
+	o2 := get(false, o1.Next)
+	rev := get(true, o2.Next)
+	want = slices.Clone(order[:2*limit])
+	slices.Reverse(want)
+	if got := pageIDs(rev); !slices.Equal(got, want[:limit]) {
+		t.Errorf("newest-first from the second oldest-first page's cursor = %v, want %v", got, want[:limit])
+	}
+	// A cursor stays a place when the letter beside it leaves.
+	n2, err := q.Purge(t.Context(), contract.DeadLetterFilter{Tenant: "acme", ID: newest[limit]})
+	mustNoErr(t, err, "Purge(%s)", newest[limit])
+	if n2 != 1 {
+		t.Fatalf("Purge removed %d", n2)
+	}
+	if got := pageIDs(get(true, p1.Next)); !slices.Equal(got, newest[limit+1:2*limit+1]) {
+		t.Errorf("after purging the letter past the cursor, the page from it = %v, want %v", got, newest[limit+1:2*limit+1])
+	}
+}
+
+func testDeadLetterSummary(t *testing.T, f QueueFactory) {
+	q, clock := newQueue(t, f, testPolicy())
+	ins := inspectorOf(t, q)
+	long := strings.Repeat("x", contract.ErrorGroupRunes)
+	for i := range 4 {
+		clock.Advance(time.Second)
+		kill(t, q, item("t1", fmt.Sprint("to", i)), "timeout")
+	}
+	lastTimeout := clock.Advance(time.Second)
+	kill(t, q, item("t2", "to"), "timeout")
+	clock.Advance(time.Second)
+	kill(t, q, item("t1", "l1"), long+" first")
+	kill(t, q, item("t2", "l2"), long+" second") // the same group: they differ past the cut
+	kill(t, q, item("t1", "b"), "bad input")
+	kill(t, q, item("t2", "a"), "auth failed")
+	other := item("t1", "elsewhere")
+	other.Queue = "q2"
+	kill(t, q, other, "timeout")
+
+	s, err := ins.DeadLetterSummary(t.Context(), contract.DeadLetterFilter{}, 10)
+	mustNoErr(t, err, "DeadLetterSummary")
+	type g struct {
+		err   string
+		count int64
+	}
+	var got []g
+	for _, gr := range s.Groups {
+		got = append(got, g{gr.Error, gr.Count})
+	}
+	want := []g{{"timeout", 5}, {long, 2}, {"auth failed", 1}, {"bad input", 1}}
+	if s.Total != 9 || s.Distinct != 4 || !slices.Equal(got, want) {
+		t.Errorf("summary = total %d, distinct %d, groups %v; want 9, 4, %v (largest first, ties in byte order, long errors cut at %d characters)",
+			s.Total, s.Distinct, got, want, contract.ErrorGroupRunes)
+	}
+	if len(s.Groups) > 0 {
+		sameTime(t, "the timeout group's LastDeadAt", s.Groups[0].LastDeadAt, lastTimeout)
+	}
+	s, err = ins.DeadLetterSummary(t.Context(), contract.DeadLetterFilter{}, 1)
+	mustNoErr(t, err, "DeadLetterSummary(groups 1)")
+	if s.Total != 9 || s.Distinct != 4 || len(s.Groups) != 1 || s.Groups[0].Error != "timeout" {
+		t.Errorf("summary with one group = %+v, want total 9, distinct 4, only the timeout group", s)
+	}
+	s, err = ins.DeadLetterSummary(t.Context(), contract.DeadLetterFilter{}, 0)
+	mustNoErr(t, err, "DeadLetterSummary(groups 0)")
+	if s.Total != 9 || len(s.Groups) != 0 {
+		t.Errorf("count-only summary = %+v, want total 9 and no groups", s)
+	}
+	for _, bad := range []int{-1, contract.MaxErrorGroups + 1} {
+		_, err := ins.DeadLetterSummary(t.Context(), contract.DeadLetterFilter{}, bad)
+		wantInvalid(t, err, "DeadLetterSummary(groups %d)", bad)
+	}
+	_, err = ins.DeadLetterSummary(t.Context(), contract.DeadLetterFilter{Tenant: "\x00"}, 1)
+	wantInvalid(t, err, "DeadLetterSummary with a NUL tenant")
+}
+
+// testDeadLetterSummaryFilter pins that a summary counts exactly what the
+// listing and the bulk actions of the same filter reach.
+func testDeadLetterSummaryFilter(t *testing.T, f QueueFactory) {
+	q, _ := newQueue(t, f, testPolicy())
+	ins := inspectorOf(t, q)
+	kill(t, q, item("t1", "a"), "Timeout after 30s")
+	kill(t, q, item("t1", "b"), "disk full")
+	kill(t, q, item("t2", "a"), "TIMEOUT")
+	kill(t, q, item("t2", "b"), "timeout")
+	enqueue(t, q, item("t1", "live"))
+	for _, fl := range []contract.DeadLetterFilter{
+		{}, {Tenant: "t1"}, {ID: "a"}, {Tenant: "t2", ID: "b"}, {ErrorContains: "timeout"}, {Tenant: "t2", ErrorContains: "TimeOut"},
+		{ErrorContains: "nothing"}, {Tenant: "nobody"}, {Queue: "q2"},
+	} {
+		s, err := ins.DeadLetterSummary(t.Context(), fl, contract.MaxErrorGroups)
+		mustNoErr(t, err, "DeadLetterSummary(%+v)", fl)
+		listed := deadLetters(t, q, fl)
+		var inGroups int64
+		for _, gr := range s.Groups {
+			inGroups += gr.Count
+		}
+		if s.Total != int64(len(listed)) || inGroups != s.Total || s.Distinct != int64(len(s.Groups)) {
+			t.Errorf("DeadLetterSummary(%+v) = total %d, %d in %d groups (distinct %d); the listing shows %d",
+				fl, s.Total, inGroups, len(s.Groups), s.Distinct, len(listed))
+		}
+		c, err := ins.DeadLetterSummary(t.Context(), fl, 0)
+		mustNoErr(t, err, "DeadLetterSummary(%+v, 0)", fl)
+		if c.Total != s.Total {
+			t.Errorf("count-only DeadLetterSummary(%+v) = %d, grouped %d", fl, c.Total, s.Total)
+		}
 	}
 }

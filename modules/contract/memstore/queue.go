@@ -342,31 +342,48 @@ func (s *Store) Reap(ctx context.Context, queueName string) (int, error) {
 	return len(expired), nil
 }
 
-// deadMatching calls fn on the queue's dead letters that match f, oldest
-// first, starting after the dead letter at cursor, until fn returns false.
-func (s *Store) deadMatching(f contract.DeadLetterFilter, after *int64, fn func(*entry) bool) {
+// deadMatching calls fn on the queue's dead letters that match f, until
+// fn returns false: oldest first from the place after the cursor, or
+// newest first from the place at or before it (a cursor is the gap just
+// after the letter of that dead seq, so one position serves both ways).
+func (s *Store) deadMatching(f contract.DeadLetterFilter, newest bool, at *int64, fn func(*entry) bool) {
 	q := s.queues[contract.QueueName(f.Queue)]
 	if q == nil {
 		return
 	}
+	inRange := func(seq int64) bool {
+		switch {
+		case at == nil:
+			return true
+		case newest:
+			return seq <= *at
+		default:
+			return seq > *at
+		}
+	}
 	if f.Tenant != "" && f.ID != "" {
 		// At most one item can match: look it up instead of scanning.
 		e := s.items[contract.ItemKey{Tenant: f.Tenant, Queue: q.name, ID: f.ID}]
-		if e != nil && e.item.State == contract.StateDead && (after == nil || e.deadSeq > *after) && f.Matches(e.item) {
+		if e != nil && e.item.State == contract.StateDead && inRange(e.deadSeq) && f.Matches(e.item) {
 			fn(e)
 		}
 		return
 	}
-	q.dead.Ascend(after, func(_ int64, e *entry) bool {
+	visit := func(_ int64, e *entry) bool {
 		if !f.Matches(e.item) {
 			return true
 		}
 		return fn(e)
-	})
+	}
+	if newest {
+		q.dead.Descend(at, visit)
+	} else {
+		q.dead.Ascend(at, visit)
+	}
 }
 
 // DeadLetters pages through the queue's dead letters that match the
-// filter, oldest first.
+// filter, oldest first, or newest first when asked.
 func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
 	if err := contract.ValidateFilter(dq.DeadLetterFilter); err != nil {
 		return contract.ItemPage{}, err
@@ -375,7 +392,7 @@ func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (c
 	if err != nil {
 		return contract.ItemPage{}, err
 	}
-	after, err := parseSeqCursor(dq.Page.Cursor)
+	at, err := parseSeqCursor(dq.Page.Cursor)
 	if err != nil {
 		return contract.ItemPage{}, err
 	}
@@ -385,7 +402,7 @@ func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (c
 	defer s.mu.Unlock()
 	out := contract.ItemPage{Items: []contract.Item{}}
 	var last int64
-	s.deadMatching(dq.DeadLetterFilter, after, func(e *entry) bool {
+	s.deadMatching(dq.DeadLetterFilter, dq.Newest, at, func(e *entry) bool {
 		if len(out.Items) == limit {
 			out.Next = seqCursor(last)
 			return false
@@ -393,9 +410,63 @@ func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (c
 		out.Items = append(out.Items, copyItem(e.item))
 		if !s.mutations.has(mutDeadPagingRepeats) || len(out.Items) < limit {
 			last = e.deadSeq
+			if dq.Newest {
+				last-- // the gap below the letter, where the next page starts
+			}
 		}
 		return true
 	})
+	return out, nil
+}
+
+// DeadLetterSummary counts the dead letters f matches, by error group.
+func (s *Store) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
+	if err := contract.ValidateSummary(f, groups); err != nil {
+		return contract.DeadLetterSummary{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return contract.DeadLetterSummary{}, err
+	}
+	defer s.mu.Unlock()
+	out := contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
+	q := s.queues[contract.QueueName(f.Queue)]
+	if q == nil {
+		return out, nil
+	}
+	if groups == 0 && f.ID == "" && f.ErrorContains == "" {
+		// The counters answer without a walk.
+		if f.Tenant == "" {
+			out.Total = int64(q.dead.Len())
+		} else if tq := q.tenants[f.Tenant]; tq != nil {
+			out.Total = int64(tq.dead)
+		}
+		return out, nil
+	}
+	byError := map[string]*contract.DeadLetterGroup{}
+	s.deadMatching(f, false, nil, func(e *entry) bool {
+		out.Total++
+		if groups == 0 {
+			return true
+		}
+		key := contract.ErrorGroup(e.item.LastError)
+		g := byError[key]
+		if g == nil {
+			g = &contract.DeadLetterGroup{Error: key}
+			byError[key] = g
+		}
+		g.Count++
+		g.LastDeadAt = maxTime(g.LastDeadAt, e.item.DeadAt)
+		return true
+	})
+	if groups == 0 {
+		return out, nil
+	}
+	out.Distinct = int64(len(byError))
+	all := make([]contract.DeadLetterGroup, 0, len(byError))
+	for _, g := range byError {
+		all = append(all, *g)
+	}
+	out.Groups = contract.SortGroups(all, groups)
 	return out, nil
 }
 
@@ -413,7 +484,7 @@ func (s *Store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, 
 		f.ErrorContains = ""
 	}
 	var matched []*entry
-	s.deadMatching(f, nil, func(e *entry) bool { matched = append(matched, e); return true })
+	s.deadMatching(f, false, nil, func(e *entry) bool { matched = append(matched, e); return true })
 	if len(matched) == 0 {
 		return 0, nil
 	}
@@ -444,7 +515,7 @@ func (s *Store) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, er
 	}
 	defer s.mu.Unlock()
 	var matched []*entry
-	s.deadMatching(f, nil, func(e *entry) bool { matched = append(matched, e); return true })
+	s.deadMatching(f, false, nil, func(e *entry) bool { matched = append(matched, e); return true })
 	if len(matched) == 0 {
 		return 0, nil
 	}

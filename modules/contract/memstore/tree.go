@@ -200,3 +200,28 @@ func (t *tree[K, V]) Ascend(after *K, fn func(K, V) bool) {
 		}
 	}
 }
+
+// Descend calls fn on every key in reverse order, starting at the largest
+// key at or below atMost (at the largest key when atMost is nil), until fn
+// returns false.
+func (t *tree[K, V]) Descend(atMost *K, fn func(K, V) bool) {
+	var stack []*node[K, V]
+	for n := t.root; n != nil; {
+		if atMost == nil || t.cmp(n.key, *atMost) <= 0 {
+			stack = append(stack, n)
+			n = n.right
+		} else {
+			n = n.left
+		}
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !fn(n.key, n.val) {
+			return
+		}
+		for c := n.left; c != nil; c = c.right {
+			stack = append(stack, c)
+		}
+	}
+}

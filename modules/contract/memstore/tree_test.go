@@ -52,6 +52,22 @@ func TestTreeAgainstModel(t *testing.T) {
 				t.Fatalf("step %d: Ascend after %d = %v, want %v", step, b, got, want)
 			}
 			got = got[:0]
+			tr.Descend(&b, func(k, _ int64) bool { got = append(got, k); return len(got) < 7 })
+			atMost, found := slices.BinarySearch(model, b)
+			if found {
+				atMost++
+			}
+			down := slices.Clone(model[max(0, atMost-7):atMost])
+			slices.Reverse(down)
+			if !slices.Equal(got, down) {
+				t.Fatalf("step %d: Descend at most %d = %v, want %v", step, b, got, down)
+			}
+			got = got[:0]
+			tr.Descend(nil, func(k, _ int64) bool { got = append(got, k); return true })
+			if rev := slices.Clone(model); len(got) != len(rev) || !slices.Equal(got, func() []int64 { slices.Reverse(rev); return rev }()) {
+				t.Fatalf("step %d: full Descend = %v, want the model reversed", step, got)
+			}
+			got = got[:0]
 			tr.Ascend(nil, func(k, _ int64) bool { got = append(got, k); return true })
 			if !slices.Equal(got, model) {
 				t.Fatalf("step %d: full Ascend = %v, want %v", step, got, model)

@@ -4,7 +4,8 @@
 --
 -- ARGV[1] 'requeue' or 'purge'   ARGV[2] now (us)   ARGV[3] now as 16 hex
 -- digits   ARGV[4] now (ns)   ARGV[5] wake channel
--- ARGV[6] tenant ('' any)   ARGV[7] id ('' any)   ARGV[8] error substring ('' any)
+-- ARGV[6] tenant ('' any)   ARGV[7] id ('' any)   ARGV[8] error substring
+-- ('' any), ASCII-lowered: it is found in the lowered error
 -- then refs. Returns how many moved.
 local now = tonumber(ARGV[2])
 local requeue = ARGV[1] == 'requeue'
@@ -15,7 +16,7 @@ for i = 9, #ARGV do
   local ref = ARGV[i]
   local r = not seen[ref] and decode(redis.call('HGET', ITEMS, ref))
   if r and r.s == 'd' and (ARGV[6] == '' or r.t == ARGV[6]) and (ARGV[7] == '' or r.i == ARGV[7])
-      and (ARGV[8] == '' or string.find(r.e, ARGV[8], 1, true)) then
+      and (ARGV[8] == '' or string.find(string.lower(r.e), ARGV[8], 1, true)) then
     seen[ref] = true
     moved[#moved + 1] = ref
     tmoved[#tmoved + 1] = lp(r.t) .. hex16(tonumber(r.ds) or 0) .. ref
