@@ -3,7 +3,6 @@ package dashboard
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -23,23 +22,33 @@ const (
 	actPurge   action = "purge"
 )
 
-// Scopes of an action: one dead letter (tenant and id required) or every
-// dead letter the filter matches.
+// Scopes of an action: one dead letter (tenant and id required), a
+// selection of letters, or every dead letter the filter matches.
 const (
-	scopeOne    = "one"
-	scopeFilter = "filter"
+	scopeOne       = "one"
+	scopeSelection = "selection"
+	scopeFilter    = "filter"
 )
 
 // ActionRequest is the JSON body of POST /api/dead/requeue and
 // /api/dead/purge. The same filter object drives the listing, so a bulk
-// action touches exactly what the listing showed.
+// action touches exactly what the listing showed; a selection is narrowed
+// by that filter too.
 type ActionRequest struct {
 	Queue         string `json:"queue"`
 	Tenant        string `json:"tenant,omitempty"`
 	ID            string `json:"id,omitempty"`
 	ErrorContains string `json:"error_contains,omitempty"`
-	// Scope is "one" (Tenant and ID required) or "filter".
-	Scope string `json:"scope"`
+	// Scope is "one" (Tenant and ID required), "selection" (Items
+	// required) or "filter".
+	Scope string    `json:"scope"`
+	Items []ItemRef `json:"items,omitempty"`
+}
+
+// ItemRef names one dead letter of a selection.
+type ItemRef struct {
+	Tenant string `json:"tenant"`
+	ID     string `json:"id"`
 }
 
 // ActionResult answers an action.
@@ -59,80 +68,144 @@ func actionFilter(r ActionRequest) (contract.DeadLetterFilter, error) {
 			return f, &contract.ValidationError{Field: "scope", Problem: `"one" needs tenant and id; use "filter" for bulk actions`}
 		}
 		f.ErrorContains = ""
+	case scopeSelection:
+		if len(r.Items) == 0 {
+			return f, &contract.ValidationError{Field: "items", Problem: `is empty; "selection" acts on the letters it names`}
+		}
 	case scopeFilter:
 	default:
-		return f, &contract.ValidationError{Field: "scope", Problem: `is ` + strconv.Quote(r.Scope) + `; give "one" or "filter"`}
+		return f, &contract.ValidationError{Field: "scope", Problem: `is ` + quote(r.Scope) + `; give "one", "selection" or "filter"`}
 	}
 	return f, contract.ValidateFilter(f)
 }
+
+func quote(s string) string { return strconv.Quote(s) }
 
 func (s *Server) run(c echo.Context, a action, r ActionRequest) (ActionResult, error) {
 	f, err := actionFilter(r)
 	if err != nil {
 		return ActionResult{}, err
 	}
-	ctx := c.Request().Context()
-	var n int
-	if a == actRequeue {
-		n, err = s.cfg.Queue.Requeue(ctx, f)
-	} else {
-		n, err = s.cfg.Queue.Purge(ctx, f)
+	targets := []contract.DeadLetterFilter{f}
+	if r.Scope == scopeSelection {
+		vf := view.Filter{Queue: f.Queue, Tenant: f.Tenant, ID: f.ID, ErrorContains: f.ErrorContains}
+		values := make([]string, len(r.Items))
+		for i, it := range r.Items {
+			values[i] = pickValue(it.Tenant, it.ID)
+		}
+		ps, err := picks(vf, values)
+		if err != nil {
+			return ActionResult{}, err
+		}
+		targets = targets[:0]
+		for _, p := range ps {
+			pf := pickFilter(vf, p)
+			if err := contract.ValidateFilter(pf); err != nil {
+				return ActionResult{}, err
+			}
+			targets = append(targets, pf)
+		}
 	}
+	ctx := c.Request().Context()
+	n := 0
+	for _, t := range targets {
+		var moved int
+		if a == actRequeue {
+			moved, err = s.cfg.Queue.Requeue(ctx, t)
+		} else {
+			moved, err = s.cfg.Queue.Purge(ctx, t)
+		}
+		n += moved
+		if err != nil {
+			break
+		}
+	}
+	if n > 0 {
+		s.metrics.actions.Add(ctx, int64(n), metric.WithAttributes(attribute.String("action", string(a)), attribute.String("scope", r.Scope)))
+	}
+	s.cfg.Logger.Info("dead letters "+string(a)+"d", "queue", f.Queue, "tenant", f.Tenant, "id", f.ID,
+		"error_contains", f.ErrorContains, "scope", r.Scope, "selected", len(r.Items), "count", n)
 	if err != nil {
 		return ActionResult{}, err
 	}
-	s.metrics.actions.Add(ctx, int64(n), metric.WithAttributes(attribute.String("action", string(a)), attribute.String("scope", r.Scope)))
-	s.cfg.Logger.Info("dead letters "+string(a)+"d", "queue", f.Queue, "tenant", f.Tenant, "id", f.ID,
-		"error_contains", f.ErrorContains, "scope", r.Scope, "count", n)
 	return ActionResult{Action: string(a), Scope: r.Scope, Count: n,
 		Filter: view.Filter{Queue: f.Queue, Tenant: f.Tenant, ID: f.ID, ErrorContains: f.ErrorContains}}, nil
 }
 
+// formRequest reads an action from a page's form.
+func formRequest(c echo.Context) (ActionRequest, error) {
+	r := ActionRequest{Queue: c.FormValue("queue"), Tenant: c.FormValue("tenant"), ID: c.FormValue("id"),
+		ErrorContains: c.FormValue("error"), Scope: c.FormValue("scope")}
+	if r.Scope == scopeSelection {
+		form, err := c.FormParams()
+		if err != nil {
+			return r, err
+		}
+		for _, v := range form["pick"] {
+			t, id, ok := parsePick(v)
+			if !ok {
+				return r, &contract.ValidationError{Field: "pick", Problem: "is not a letter this dashboard listed"}
+			}
+			r.Items = append(r.Items, ItemRef{Tenant: t, ID: id})
+		}
+	}
+	return r, nil
+}
+
 // actionForm handles the page's buttons and redirects back to the page
-// the button was on, with the outcome in a signed flash.
+// the button was on, with the outcome in a signed flash. A bulk action
+// comes from the confirmation step, which carries the count it showed.
 func (s *Server) actionForm(a action) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := ActionRequest{Queue: c.FormValue("queue"), Tenant: c.FormValue("tenant"), ID: c.FormValue("id"),
-			ErrorContains: c.FormValue("error"), Scope: c.FormValue("scope")}
-		if r.Scope == scopeFilter && c.FormValue("confirm") != "yes" {
-			return echo.NewHTTPError(http.StatusBadRequest, "tick the box confirming the bulk action first")
+		r, err := formRequest(c)
+		if err != nil {
+			return err
+		}
+		bulk := r.Scope == scopeFilter || r.Scope == scopeSelection
+		if bulk && c.FormValue("confirm") != "yes" {
+			return echo.NewHTTPError(http.StatusBadRequest, "confirm the bulk action first: its confirmation step shows how many letters it will touch")
+		}
+		expected := -1
+		if bulk {
+			if n, err := strconv.Atoi(c.FormValue("expected")); err == nil && n >= 0 {
+				expected = n
+			}
 		}
 		res, err := s.run(c, a, r)
 		if err != nil {
 			return err
 		}
-		s.auth.setFlash(c, flash{Action: string(a), Count: res.Count, Expected: -1})
+		s.auth.setFlash(c, flash{Action: string(a), Count: res.Count, Expected: expected})
 		if c.FormValue("back") == "item" && r.Scope == scopeOne {
 			return c.Redirect(http.StatusSeeOther, string(view.Link("/item", "queue", res.Filter.Queue, "tenant", res.Filter.Tenant, "id", res.Filter.ID)))
 		}
-		back := url.Values{"queue": {res.Filter.Queue}}
-		// After acting on one letter, return to the filter the page showed.
+		// Back to the listing the action came from: after one letter, the
+		// filter the page showed; after a bulk action, its own filter.
 		tenant, id, errText := res.Filter.Tenant, res.Filter.ID, res.Filter.ErrorContains
 		if r.Scope == scopeOne {
 			tenant, id, errText = c.FormValue("back_tenant"), c.FormValue("back_id"), c.FormValue("back_error")
 		}
-		for k, v := range map[string]string{"tenant": tenant, "id": id, "error": errText} {
-			if v != "" {
-				back.Set(k, v)
-			}
-		}
-		return c.Redirect(http.StatusSeeOther, "/dead?"+back.Encode())
+		return c.Redirect(http.StatusSeeOther, string(view.Link("/dead", "queue", res.Filter.Queue, "tenant", tenant, "id", id, "error", errText)))
 	}
 }
 
-// actionAPI handles scripts: a JSON body (or a form) in, a JSON count out.
+// actionAPI handles scripts: a JSON body (or a form) in, a JSON count
+// out. GET /api/dead/preview gives the count first, as the confirmation
+// step does for a person.
 func (s *Server) actionAPI(a action) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var r ActionRequest
 		if strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationJSON) {
-			dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, 64<<10))
+			dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, 256<<10))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&r); err != nil {
 				return &contract.ValidationError{Field: "body", Problem: "is not an action request: " + err.Error()}
 			}
 		} else {
-			r = ActionRequest{Queue: c.FormValue("queue"), Tenant: c.FormValue("tenant"), ID: c.FormValue("id"),
-				ErrorContains: c.FormValue("error"), Scope: c.FormValue("scope")}
+			var err error
+			if r, err = formRequest(c); err != nil {
+				return err
+			}
 		}
 		res, err := s.run(c, a, r)
 		if err != nil {

@@ -38,6 +38,11 @@ var backingChecks = []struct {
 	{"dsn", testToken, checkDSNNeverRendered},
 	{"bad-cursors", "", checkBadCursorsAre400},
 	{"bidi", "", checkBidiControlsAreVisible},
+	{"dead-newest-first", "", checkDeadNewestFirstPaging},
+	{"dead-counts", "", checkDeadCountsHonourFilters},
+	{"dead-confirm", testToken, checkBulkConfirmShowsTheCount},
+	{"dead-selection", testToken, checkSelectionActsOnPickedOnly},
+	{"dead-errors", testToken, checkDeadErrorGroups},
 }
 
 func randomName(prefix string) string {

@@ -20,11 +20,16 @@
 //     (the age of its oldest ready item).
 //   - /leases: live leases soonest expiry first, with time left; leases
 //     past expiry that no reaper has returned yet are highlighted.
-//   - /dead: dead letters paged with the backing's cursor (100,000 stay
-//     browsable), filtered by tenant, item id and error text; requeue or
-//     purge one letter, or every letter the filter matches. A bulk action
-//     takes the same filter object as the listing, so it never touches a
-//     letter the listing would not show.
+//   - /dead: dead letters newest first, paged with the backing's cursor
+//     (100,000 stay browsable) forward, back, to either end or to any page
+//     by number, filtered by tenant, item id and error text (ASCII case
+//     ignored, on every backing), with the exact count of the filter
+//     above the list; requeue or purge one letter, the ticked rows, or
+//     every letter the filter matches. /dead/errors groups the letters by
+//     error, largest group first. A bulk action first shows, at
+//     /dead/confirm, exactly how many letters it will touch, and then
+//     takes the same filter object as the listing (a selection is narrowed
+//     by it too), so it never touches a letter the listing would not show.
 //   - /item: one item by tenant, queue and id, with its lease and, when a
 //     [contract.StateStore] is configured, the run of the same id.
 //   - /health: each check of [contract.Inspector.Health] green, amber or

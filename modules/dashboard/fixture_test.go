@@ -199,7 +199,7 @@ func (f *fixture) signIn() (*http.Client, string) {
 	}
 	// The session changed at sign-in, and with it the CSRF token.
 	doc = f.page(c, "/dead", http.StatusOK)
-	csrf, _ = doc.Find(`[data-testid="bulk-actions"] input[name="csrf"]`).Attr("value")
+	csrf, _ = doc.Find(`[data-testid="dead-table"] input[name="csrf"]`).First().Attr("value")
 	return c, csrf
 }
 

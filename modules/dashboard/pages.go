@@ -20,10 +20,9 @@ import (
 )
 
 const (
-	defaultTurns    = 120
-	defaultDeadPage = 50
-	maxLanes        = 40
-	previewBytes    = 160
+	defaultTurns = 120
+	maxLanes     = 40
+	previewBytes = 160
 )
 
 // chrome fills what every page shows around its content.
@@ -294,67 +293,6 @@ func leaseRow(l contract.Lease, now time.Time) view.LeaseRow {
 		r.TimeLeft = view.Dur(left) + " left"
 	}
 	return r
-}
-
-func (s *Server) deadFilter(c echo.Context, get func(string) string) (view.Filter, error) {
-	queue := get("queue")
-	if queue == "" {
-		var err error
-		if queue, err = s.queueParam(c); err != nil {
-			return view.Filter{}, err
-		}
-	}
-	f := view.Filter{Queue: queue, Tenant: get("tenant"), ID: get("id"), ErrorContains: get("error")}
-	return f, contract.ValidateFilter(toContract(f))
-}
-
-func toContract(f view.Filter) contract.DeadLetterFilter {
-	return contract.DeadLetterFilter{Queue: f.Queue, Tenant: f.Tenant, ID: f.ID, ErrorContains: f.ErrorContains}
-}
-
-func (s *Server) dead(c echo.Context) (view.Dead, int, error) {
-	ctx := c.Request().Context()
-	f, err := s.deadFilter(c, c.QueryParam)
-	if err != nil {
-		return view.Dead{}, 0, err
-	}
-	limit, err := intParam(c, "limit", defaultDeadPage, 1, contract.MaxPageSize)
-	if err != nil {
-		return view.Dead{}, 0, err
-	}
-	offset, err := intParam(c, "offset", 0, 0, 1<<40)
-	if err != nil {
-		return view.Dead{}, 0, err
-	}
-	cur, err := parsePageCursor(c.QueryParam("cursor"))
-	if err != nil {
-		return view.Dead{}, 0, err
-	}
-	p := view.Dead{Chrome: s.chrome(c, "Dead letters", view.NavDead, f.Queue), Filter: f, Limit: limit, Offset: offset, Cursor: cur.String()}
-	p.Chrome.Refresh = 0 // people act on this page; rows must not move under the pointer
-	page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Page: contract.PageRequest{Cursor: cur.Backing, Limit: limit}})
-	if err != nil {
-		return p, 0, err
-	}
-	stats, err := s.cfg.Inspector.Tenants(ctx, f.Queue)
-	if err != nil {
-		return p, 0, err
-	}
-	for _, st := range stats {
-		if f.Tenant == "" || st.Tenant == f.Tenant {
-			p.Total += st.Dead
-		}
-	}
-	p.Next = pageCursor{Backing: page.Next}.String()
-	p.Rows = make([]view.DeadRow, 0, len(page.Items))
-	for _, it := range page.Items {
-		p.Rows = append(p.Rows, view.DeadRow{
-			Tenant: it.Tenant, Queue: contract.QueueName(it.Queue), ID: it.ID, Attempts: it.Attempts,
-			LastError: scrub(it.LastError, s.cfg.DSN), DeadAt: it.DeadAt, Enqueued: it.EnqueuedAt,
-			Payload: preview(it.Payload), PayloadBytes: len(it.Payload),
-		})
-	}
-	return p, http.StatusOK, nil
 }
 
 // message is the sentence a flash shows. It is built from the signed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -129,15 +130,31 @@ func checkDeadPage(t *testing.T, f *fixture) {
 	if p := testids(doc, "dead-payload").Text(); !strings.HasPrefix(p, "0xff0001") {
 		t.Errorf("binary payload preview %q", p)
 	}
+	// Newest first, a page at a time, and back.
 	var api view.Dead
 	f.api(nil, "/api/dead?limit=2", http.StatusOK, &api)
-	if len(api.Rows) != 2 || api.Next == "" || api.Total != 3 {
-		t.Errorf("api dead: %+v", api)
+	if len(api.Rows) != 2 || api.Older == "" || api.Newer != "" || api.Total != 3 || api.Page != 1 || api.Pages != 2 {
+		t.Fatalf("api dead page 1: %+v", api)
+	}
+	if !api.Rows[0].DeadAt.After(api.Rows[1].DeadAt) && !api.Rows[0].DeadAt.Equal(api.Rows[1].DeadAt) {
+		t.Errorf("page 1 is not newest first: %v then %v", api.Rows[0].DeadAt, api.Rows[1].DeadAt)
 	}
 	var p2 view.Dead
-	f.api(nil, "/api/dead?limit=2&offset=2&cursor="+api.Next, http.StatusOK, &p2)
-	if len(p2.Rows) != 1 || p2.Next != "" || p2.Offset != 2 {
+	f.api(nil, "/api/dead?limit=2&page=2&cursor="+url.QueryEscape(api.Older), http.StatusOK, &p2)
+	if len(p2.Rows) != 1 || p2.Older != "" || p2.Newer == "" || p2.Page != 2 {
 		t.Errorf("api dead page 2: %+v", p2)
+	}
+	var back view.Dead
+	f.api(nil, "/api/dead?limit=2&page=1&cursor="+url.QueryEscape(p2.Newer), http.StatusOK, &back)
+	if len(back.Rows) != 2 || back.Rows[0].ID != api.Rows[0].ID || back.Rows[1].ID != api.Rows[1].ID || back.Page != 1 || back.Newer != "" {
+		t.Errorf("back to page 1: %+v, want %+v", back.Rows, api.Rows)
+	}
+	seen := map[string]bool{}
+	for _, r := range append(api.Rows, p2.Rows...) {
+		seen[r.Tenant+"/"+r.ID] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("two pages listed %v, want the three letters once each", seen)
 	}
 	f.api(nil, "/api/dead?limit=5000", http.StatusBadRequest, nil)
 	f.api(nil, "/api/dead?tenant=%00", http.StatusBadRequest, nil)

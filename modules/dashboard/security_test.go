@@ -75,7 +75,7 @@ func checkActionsNeedTokenAndCSRF(t *testing.T, f *fixture) {
 	if doc.Find(`[data-testid="requeue-one"]:disabled`).Length() != 3 {
 		t.Error("buttons enabled before sign-in")
 	}
-	anonCSRF, _ := testids(doc, "bulk-actions").Find(`input[name="csrf"]`).Attr("value")
+	anonCSRF, _ := testids(doc, "dead-table").Find(`input[name="csrf"]`).First().Attr("value")
 	vals := url.Values{"csrf": {anonCSRF}}
 	for k, v := range oneLetter {
 		vals[k] = v

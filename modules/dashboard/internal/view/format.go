@@ -181,3 +181,58 @@ func secs(s float64) string {
 	}
 	return Dur(time.Duration(s * float64(time.Second)))
 }
+
+// boolAttr is an ARIA boolean attribute value.
+func boolAttr(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// titleCase capitalises the first letter of an ASCII word.
+func titleCase(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+func pickOf(k Picked) string { return url.Values{"t": {k.Tenant}, "i": {k.ID}}.Encode() }
+
+// permille is a share as a whole number of thousandths, for SVG widths
+// (the stylesheet policy allows no inline style).
+func permille(share float64) string {
+	return strconv.Itoa(int(min(max(share, 0), 1)*1000 + 0.5))
+}
+
+// deadTotalTail finishes the sentence that counts a filter's letters,
+// before the queue's name.
+func deadTotalTail(p Dead) string {
+	if !p.Filter.Narrowed() {
+		return " in "
+	}
+	verb := " match"
+	if p.Total == 1 {
+		verb = " matches"
+	}
+	return verb + " the filter, of " + Num(p.QueueTotal) + " in "
+}
+
+func confirmTail(p Confirm) string {
+	switch {
+	case p.Scope == "selection":
+		return ", the ones you selected that are still dead."
+	case p.Filter.Narrowed():
+		return " matching the filter."
+	}
+	return ": every letter in the queue."
+}
+
+func errorsTail(p DeadErrors) string {
+	s := " in " + Count(p.Distinct, "group") + " by error"
+	if int64(len(p.Groups)) < p.Distinct {
+		s += ", the largest " + itoa(len(p.Groups)) + " shown"
+	}
+	return s + "."
+}

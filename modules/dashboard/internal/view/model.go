@@ -17,6 +17,7 @@ const (
 	NavLeases   = "leases"
 	NavDead     = "dead"
 	NavItem     = "item"
+	NavFairness = "fairness"
 	NavHealth   = "health"
 	NavLogin    = "login"
 )
@@ -201,18 +202,68 @@ type DeadRow struct {
 	// Payload is a preview: text as text, binary as hex, cut short.
 	Payload      string `json:"payload_preview"`
 	PayloadBytes int    `json:"payload_bytes"`
+	// Pick is the row's value in a selection (tenant and id encoded).
+	Pick string `json:"-"`
 }
 
-// Dead is the dead-letters page.
+// Dead is the dead-letters page: newest first, a page at a time.
 type Dead struct {
 	Chrome `json:"-"`
-	Filter Filter    `json:"filter"`
-	Total  int64     `json:"dead_total"` // dead letters of the queue (of the tenant when filtered by tenant)
-	Rows   []DeadRow `json:"dead_letters"`
-	Cursor string    `json:"cursor"`
-	Next   string    `json:"next"`
-	Limit  int       `json:"limit"`
-	Offset int       `json:"offset"`
+	Filter Filter `json:"filter"`
+	// Total is exactly how many letters the filter matches; QueueTotal
+	// how many the queue holds in all.
+	Total      int64     `json:"total"`
+	QueueTotal int64     `json:"queue_total"`
+	Rows       []DeadRow `json:"dead_letters"`
+	// Page of Pages, newest first; Newer and Older are the cursors of the
+	// pages beside this one, "" at either end.
+	Page  int    `json:"page"`
+	Pages int    `json:"pages"`
+	Limit int    `json:"limit"`
+	Newer string `json:"newer,omitempty"`
+	Older string `json:"older,omitempty"`
+}
+
+// FirstRow is the 1-based number of the page's first row.
+func (d Dead) FirstRow() int64 { return int64(d.Page-1)*int64(d.Limit) + 1 }
+
+// ErrorGroup is one error and how many letters died of it.
+type ErrorGroup struct {
+	Error      string    `json:"error"`
+	Count      int64     `json:"count"`
+	Share      float64   `json:"share"` // of the letters the filter matches
+	LastDeadAt time.Time `json:"last_dead_at"`
+}
+
+// DeadErrors is the dead letters of a filter grouped by error.
+type DeadErrors struct {
+	Chrome   `json:"-"`
+	Filter   Filter       `json:"filter"`
+	Total    int64        `json:"total"`
+	Distinct int64        `json:"distinct_errors"`
+	Groups   []ErrorGroup `json:"groups"`
+}
+
+// Picked is one letter of a selection.
+type Picked struct {
+	Tenant string `json:"tenant"`
+	ID     string `json:"id"`
+	// Dead is false when the letter has left the dead letter (or no longer
+	// matches the filter) since it was selected.
+	Dead bool `json:"dead"`
+}
+
+// Confirm is the step before a bulk action: what it will touch, counted.
+type Confirm struct {
+	Chrome `json:"-"`
+	Action string `json:"action"` // requeue or purge
+	Scope  string `json:"scope"`  // filter or selection
+	Filter Filter `json:"filter"`
+	// Count is exactly how many letters the action would touch now.
+	Count  int64    `json:"count"`
+	Picked []Picked `json:"selection,omitempty"`
+	// Groups are the largest error groups among the letters (filter scope).
+	Groups []ErrorGroup `json:"groups,omitempty"`
 }
 
 // KV is a display pair.

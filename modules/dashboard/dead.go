@@ -1,0 +1,331 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/dashboard/internal/view"
+)
+
+const (
+	defaultDeadPage = 50
+	// groupsShown is how many error groups the errors page lists.
+	groupsShown = 50
+)
+
+func (s *Server) deadFilter(c echo.Context, get func(string) string) (view.Filter, error) {
+	queue := get("queue")
+	if queue == "" {
+		var err error
+		if queue, err = s.queueParam(c); err != nil {
+			return view.Filter{}, err
+		}
+	}
+	f := view.Filter{Queue: queue, Tenant: get("tenant"), ID: get("id"), ErrorContains: get("error")}
+	return f, contract.ValidateFilter(toContract(f))
+}
+
+func toContract(f view.Filter) contract.DeadLetterFilter {
+	return contract.DeadLetterFilter{Queue: f.Queue, Tenant: f.Tenant, ID: f.ID, ErrorContains: f.ErrorContains}
+}
+
+// deadTotals fills the exact count of the filter and, when the filter
+// narrows, the queue's whole count beside it.
+func (s *Server) deadTotals(c echo.Context, f view.Filter) (matching, queue int64, err error) {
+	ctx := c.Request().Context()
+	sum, err := s.cfg.Inspector.DeadLetterSummary(ctx, toContract(f), 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !f.Narrowed() {
+		return sum.Total, sum.Total, nil
+	}
+	all, err := s.cfg.Inspector.DeadLetterSummary(ctx, contract.DeadLetterFilter{Queue: f.Queue}, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	return sum.Total, all.Total, nil
+}
+
+// dead lists dead letters newest first. Pages are cursor pages (100,000
+// letters stay browsable at the cost of one page each); the page number
+// rides along in the link for display and for jumps.
+func (s *Server) dead(c echo.Context) (view.Dead, int, error) {
+	f, err := s.deadFilter(c, c.QueryParam)
+	if err != nil {
+		return view.Dead{}, 0, err
+	}
+	limit, err := intParam(c, "limit", defaultDeadPage, 1, contract.MaxPageSize)
+	if err != nil {
+		return view.Dead{}, 0, err
+	}
+	cur, err := parsePageCursor(c.QueryParam("cursor"))
+	if err != nil {
+		return view.Dead{}, 0, err
+	}
+	pageNo, err := intParam(c, "page", 1, 1, 1<<40)
+	if err != nil {
+		return view.Dead{}, 0, err
+	}
+	p := view.Dead{Chrome: s.chrome(c, "Dead letters", view.NavDead, f.Queue), Filter: f, Limit: limit, Page: pageNo}
+	p.Chrome.Refresh = 0 // people act on this page; rows must not move under the pointer
+	if p.Total, p.QueueTotal, err = s.deadTotals(c, f); err != nil {
+		return p, 0, err
+	}
+	p.Pages = int(max(1, (p.Total+int64(limit)-1)/int64(limit)))
+	jump := c.QueryParam("jump")
+	if jump != "" {
+		n, err := intParam(c, "jump", 1, 1, p.Pages)
+		if err != nil {
+			return p, 0, err
+		}
+		var read int
+		if cur, read, err = s.jumpTo(c, f, n, limit, p.Total); err != nil {
+			return p, 0, err
+		}
+		p.Page = n
+		limit = read
+	}
+	items, newer, older, err := s.deadPage(c, f, cur, limit)
+	if err != nil {
+		return p, 0, err
+	}
+	if cur.Backing != "" && !cur.Older && newer == "" {
+		// Paged back to the newest letters: show the first page whole.
+		if items, newer, older, err = s.deadPage(c, f, pageCursor{}, p.Limit); err != nil {
+			return p, 0, err
+		}
+		p.Page = 1
+	}
+	if p.Page > p.Pages {
+		p.Page = p.Pages
+	}
+	p.Newer, p.Older = newer, older
+	p.Rows = make([]view.DeadRow, 0, len(items))
+	for _, it := range items {
+		p.Rows = append(p.Rows, s.deadRow(it))
+	}
+	if p.Older == "" && len(p.Rows) > 0 {
+		p.Page = p.Pages // the oldest letters: the last page whatever the link said
+	}
+	return p, http.StatusOK, nil
+}
+
+func (s *Server) deadRow(it contract.Item) view.DeadRow {
+	return view.DeadRow{
+		Tenant: it.Tenant, Queue: contract.QueueName(it.Queue), ID: it.ID, Attempts: it.Attempts,
+		LastError: scrub(it.LastError, s.cfg.DSN), DeadAt: it.DeadAt, Enqueued: it.EnqueuedAt,
+		Payload: preview(it.Payload), PayloadBytes: len(it.Payload),
+		Pick: pickValue(it.Tenant, it.ID),
+	}
+}
+
+// deadPage reads one page from cur in display order (newest first) and
+// returns the cursors of the pages beside it: newer (toward the newest
+// letter) and older, "" where the listing ends.
+func (s *Server) deadPage(c echo.Context, f view.Filter, cur pageCursor, limit int) (items []contract.Item, newer, older string, err error) {
+	ctx := c.Request().Context()
+	// A cursor names a place between letters: paging older reads newest
+	// first below it; paging newer reads oldest first above it and turns
+	// the rows around.
+	goingOlder := cur.Backing == "" || cur.Older
+	fromStart := cur.Backing == oldestStart
+	backing := cur.Backing
+	if fromStart {
+		backing = ""
+	}
+	page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Newest: goingOlder,
+		Page: contract.PageRequest{Cursor: backing, Limit: limit}})
+	if err != nil {
+		return nil, "", "", err
+	}
+	items = page.Items
+	if goingOlder {
+		if page.Next != "" {
+			older = pageCursor{Backing: page.Next, Older: true}.String()
+		}
+		if cur.Backing != "" {
+			newer = pageCursor{Backing: cur.Backing}.String()
+		}
+		return items, newer, older, nil
+	}
+	slices.Reverse(items)
+	if !fromStart {
+		older = pageCursor{Backing: cur.Backing, Older: true}.String()
+	}
+	if page.Next != "" {
+		newer = pageCursor{Backing: page.Next}.String()
+	}
+	return items, newer, older, nil
+}
+
+// jumpTo finds where page n starts (newest first, limit letters a page)
+// and how many letters to read there, by stepping from the nearer end of
+// the listing in the largest pages the backing serves: at most half the
+// letters are read, in at most total/2/MaxPageSize calls.
+func (s *Server) jumpTo(c echo.Context, f view.Filter, n, limit int, total int64) (pageCursor, int, error) {
+	ctx := c.Request().Context()
+	if n <= 1 {
+		return pageCursor{}, limit, nil
+	}
+	skipNewest := int64(n-1) * int64(limit)
+	// From the oldest end the letters older than the page are skipped and
+	// the page is read oldest first from there; the last page holds what
+	// the count leaves over.
+	skipOldest := max(total-int64(n)*int64(limit), 0)
+	read := int(min(int64(limit), total-skipNewest))
+	newest, skip := true, skipNewest
+	if skipOldest < skipNewest {
+		newest, skip = false, skipOldest
+	}
+	cursor := ""
+	for skip > 0 {
+		step := min(skip, int64(contract.MaxPageSize))
+		page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Newest: newest,
+			Page: contract.PageRequest{Cursor: cursor, Limit: int(step)}})
+		if err != nil {
+			return pageCursor{}, 0, err
+		}
+		skip -= int64(len(page.Items))
+		if page.Next == "" || len(page.Items) == 0 {
+			break // fewer letters than counted: the listing moved meanwhile
+		}
+		cursor = page.Next
+	}
+	switch {
+	case newest:
+		return pageCursor{Backing: cursor, Older: true}, limit, nil
+	case cursor == "":
+		return pageCursor{Backing: oldestStart}, max(read, 1), nil
+	default:
+		return pageCursor{Backing: cursor}, max(read, 1), nil
+	}
+}
+
+// oldestStart stands for "before the oldest letter" in a newer-going
+// cursor, which the backing spells "".
+const oldestStart = "\x00start"
+
+// pickValue encodes one letter for a selection checkbox: tenant and id
+// may hold any character but NUL, so they travel as a query string.
+func pickValue(tenant, id string) string {
+	return url.Values{"t": {tenant}, "i": {id}}.Encode()
+}
+
+func parsePick(v string) (tenant, id string, ok bool) {
+	q, err := url.ParseQuery(v)
+	if err != nil || len(q["t"]) != 1 || len(q["i"]) != 1 || q.Get("t") == "" || q.Get("i") == "" {
+		return "", "", false
+	}
+	return q.Get("t"), q.Get("i"), true
+}
+
+// deadErrors groups the letters of a filter by error, largest first.
+func (s *Server) deadErrors(c echo.Context) (view.DeadErrors, int, error) {
+	f, err := s.deadFilter(c, c.QueryParam)
+	if err != nil {
+		return view.DeadErrors{}, 0, err
+	}
+	p := view.DeadErrors{Chrome: s.chrome(c, "Dead letters by error", view.NavDead, f.Queue), Filter: f}
+	p.Chrome.Refresh = 0
+	sum, err := s.cfg.Inspector.DeadLetterSummary(c.Request().Context(), toContract(f), groupsShown)
+	if err != nil {
+		return p, 0, err
+	}
+	p.Total, p.Distinct, p.Groups = sum.Total, sum.Distinct, s.errorGroups(sum)
+	return p, http.StatusOK, nil
+}
+
+func (s *Server) errorGroups(sum contract.DeadLetterSummary) []view.ErrorGroup {
+	out := make([]view.ErrorGroup, 0, len(sum.Groups))
+	for _, g := range sum.Groups {
+		eg := view.ErrorGroup{Error: scrub(g.Error, s.cfg.DSN), Count: g.Count, LastDeadAt: g.LastDeadAt}
+		if sum.Total > 0 {
+			eg.Share = float64(g.Count) / float64(sum.Total)
+		}
+		out = append(out, eg)
+	}
+	return out
+}
+
+// maxPicks bounds a selection: one page of the largest size.
+const maxPicks = contract.MaxPageSize
+
+// picks reads a selection's letters, each inside the filter or refused.
+func picks(f view.Filter, values []string) ([]view.Picked, error) {
+	if len(values) == 0 {
+		return nil, &contract.ValidationError{Field: "pick", Problem: "is empty; tick the letters to act on first"}
+	}
+	if len(values) > maxPicks {
+		return nil, &contract.ValidationError{Field: "pick", Problem: "holds more letters than one page can show; act on the filter instead"}
+	}
+	out := make([]view.Picked, 0, len(values))
+	seen := map[view.Picked]bool{}
+	for _, v := range values {
+		t, id, ok := parsePick(v)
+		if !ok {
+			return nil, &contract.ValidationError{Field: "pick", Problem: "is not a letter this dashboard listed"}
+		}
+		// A selection is taken from a filtered page and never reaches past
+		// its filter.
+		if (f.Tenant != "" && t != f.Tenant) || (f.ID != "" && id != f.ID) {
+			return nil, &contract.ValidationError{Field: "pick", Problem: "names a letter outside the filter the page showed"}
+		}
+		p := view.Picked{Tenant: t, ID: id}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// pickFilter is the filter acting on one picked letter: the page's
+// filter narrowed to it, so the error part still holds.
+func pickFilter(f view.Filter, p view.Picked) contract.DeadLetterFilter {
+	cf := toContract(f)
+	cf.Tenant, cf.ID = p.Tenant, p.ID
+	return cf
+}
+
+// confirm counts what a bulk action would touch, for the step before it.
+func (s *Server) confirm(c echo.Context) (view.Confirm, int, error) {
+	ctx := c.Request().Context()
+	f, err := s.deadFilter(c, c.QueryParam)
+	if err != nil {
+		return view.Confirm{}, 0, err
+	}
+	a := action(c.QueryParam("action"))
+	if a != actRequeue && a != actPurge {
+		return view.Confirm{}, 0, &contract.ValidationError{Field: "action", Problem: `is ` + quote(string(a)) + `; give "requeue" or "purge"`}
+	}
+	p := view.Confirm{Chrome: s.chrome(c, "Confirm "+string(a), view.NavDead, f.Queue), Action: string(a), Scope: c.QueryParam("scope"), Filter: f}
+	p.Chrome.Refresh = 0
+	switch p.Scope {
+	case scopeFilter:
+		sum, err := s.cfg.Inspector.DeadLetterSummary(ctx, toContract(f), 5)
+		if err != nil {
+			return p, 0, err
+		}
+		p.Count, p.Groups = sum.Total, s.errorGroups(sum)
+	case scopeSelection:
+		if p.Picked, err = picks(f, c.QueryParams()["pick"]); err != nil {
+			return p, 0, err
+		}
+		for i, pk := range p.Picked {
+			sum, err := s.cfg.Inspector.DeadLetterSummary(ctx, pickFilter(f, pk), 0)
+			if err != nil {
+				return p, 0, err
+			}
+			p.Picked[i].Dead = sum.Total == 1
+			p.Count += sum.Total
+		}
+	default:
+		return p, 0, &contract.ValidationError{Field: "scope", Problem: `is ` + quote(p.Scope) + `; give "filter" or "selection"`}
+	}
+	return p, http.StatusOK, nil
+}
