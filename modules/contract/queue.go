@@ -113,6 +113,11 @@ type DeadLetterQuery struct {
 	// place, newest first, and the default order those that died after
 	// it, oldest first. A listing turns around that way to page back.
 	Newest bool
+	// Skip passes over this many matching letters, in the query's order
+	// from the cursor's place, before the page starts, so a listing jumps
+	// to page N with Skip (N-1)×Limit instead of reading every page
+	// before it. Next is then the place past the page, as always.
+	Skip int
 }
 
 // ItemPage is one page of dead letters, in the order the query asked for.

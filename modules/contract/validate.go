@@ -197,7 +197,38 @@ func ValidateFilter(f DeadLetterFilter) error {
 func (f DeadLetterFilter) Matches(it Item) bool {
 	return (f.Tenant == "" || it.Tenant == f.Tenant) &&
 		(f.ID == "" || it.ID == f.ID) &&
-		(f.ErrorContains == "" || strings.Contains(FoldASCII(it.LastError), FoldASCII(f.ErrorContains)))
+		ContainsFoldASCII(it.LastError, f.ErrorContains)
+}
+
+// ContainsFoldASCII reports whether sub is within s with ASCII letters
+// matched in either case (FoldASCII's rule), without allocating: filters
+// run it over every letter they scan.
+func ContainsFoldASCII(s, sub string) bool {
+	n := len(sub)
+	if n == 0 {
+		return true
+	}
+	first := lowerASCII(sub[0])
+	for i := 0; i+n <= len(s); i++ {
+		if lowerASCII(s[i]) != first {
+			continue
+		}
+		j := 1
+		for j < n && lowerASCII(s[i+j]) == lowerASCII(sub[j]) {
+			j++
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // FoldASCII lowers the ASCII letters of s and leaves every other byte as
@@ -210,14 +241,24 @@ func FoldASCII(s string) string {
 		if c := s[i]; 'A' <= c && c <= 'Z' {
 			b := []byte(s)
 			for j := i; j < len(b); j++ {
-				if 'A' <= b[j] && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
+				b[j] = lowerASCII(b[j])
 			}
 			return string(b)
 		}
 	}
 	return s
+}
+
+// ValidateDeadQuery checks a dead-letter page request and returns its
+// effective limit.
+func ValidateDeadQuery(q DeadLetterQuery) (int, error) {
+	if err := ValidateFilter(q.DeadLetterFilter); err != nil {
+		return 0, err
+	}
+	if q.Skip < 0 {
+		return 0, &ValidationError{Field: "DeadLetterQuery.Skip", Problem: fmt.Sprintf("is %d; give 0 or more letters to pass over", q.Skip)}
+	}
+	return ValidatePage(q.Page)
 }
 
 // ErrorGroup is the part of a LastError that DeadLetterSummary groups

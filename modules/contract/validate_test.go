@@ -146,6 +146,23 @@ func TestFoldASCII(t *testing.T) {
 	}
 }
 
+func TestContainsFoldASCII(t *testing.T) {
+	for _, c := range []struct {
+		s, sub string
+		want   bool
+	}{
+		{"Timeout after 30s", "timeout", true}, {"Timeout after 30s", "AFTER 3", true}, {"x", "", true}, {"", "x", false},
+		{"ab", "abc", false}, {"aab", "ab", true}, {"Überlauf", "überlauf", false}, {"Überlauf", "ÜBERLAUF", true}, {"Überlauf", "Überl", true},
+	} {
+		if got := ContainsFoldASCII(c.s, c.sub); got != c.want {
+			t.Errorf("ContainsFoldASCII(%q, %q) = %v, want %v", c.s, c.sub, got, c.want)
+		}
+		if want := strings.Contains(FoldASCII(c.s), FoldASCII(c.sub)); want != c.want {
+			t.Errorf("the case %q/%q disagrees with FoldASCII", c.s, c.sub)
+		}
+	}
+}
+
 func TestErrorGroup(t *testing.T) {
 	long := strings.Repeat("é", ErrorGroupRunes+5)
 	if got := ErrorGroup(long); got != strings.Repeat("é", ErrorGroupRunes) {

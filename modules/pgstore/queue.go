@@ -526,10 +526,7 @@ func (q *PostgresWorkQueue) pruneTurns(ctx context.Context, queue string) error 
 // its seq: oldest first goes on after it, newest first from that letter
 // down, which is how a listing turns around.
 func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
-	if err := contract.ValidateFilter(dq.DeadLetterFilter); err != nil {
-		return contract.ItemPage{}, err
-	}
-	limit, err := contract.ValidatePage(dq.Page)
+	limit, err := contract.ValidateDeadQuery(dq)
 	if err != nil {
 		return contract.ItemPage{}, err
 	}
@@ -549,7 +546,7 @@ func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLet
 	var lastSeq int64
 	err = q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		out.Items = out.Items[:0]
-		rows, err := e.Query(ctx, q.q.get(query), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, from, limit+1)
+		rows, err := e.Query(ctx, q.q.get(query), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, from, limit+1, dq.Skip)
 		if err != nil {
 			return err
 		}

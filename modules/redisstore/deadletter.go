@@ -121,10 +121,7 @@ func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilt
 // scanning. A cursor is the place just after the letter of its dead seq:
 // oldest first goes on after it, newest first from that letter down.
 func (q *RedisWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
-	if err := contract.ValidateFilter(dq.DeadLetterFilter); err != nil {
-		return contract.ItemPage{}, err
-	}
-	limit, err := contract.ValidatePage(dq.Page)
+	limit, err := contract.ValidateDeadQuery(dq)
 	if err != nil {
 		return contract.ItemPage{}, err
 	}
@@ -138,7 +135,15 @@ func (q *RedisWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetter
 	}
 	out := contract.ItemPage{Items: []contract.Item{}}
 	var last int64
-	err = q.scanDead(ctx, dq.DeadLetterFilter, from, limit+1, func(h deadHit) bool {
+	// A skip is passed over here, in the same bounded scan calls that
+	// read the page.
+	skip := dq.Skip
+	want := int(min(int64(limit)+1+int64(skip), deadScanBudget))
+	err = q.scanDead(ctx, dq.DeadLetterFilter, from, want, func(h deadHit) bool {
+		if skip > 0 {
+			skip--
+			return true
+		}
 		if len(out.Items) == limit {
 			out.Next = formatCursor(last)
 			return false

@@ -258,8 +258,13 @@ func (f *faulty) Reap(ctx context.Context, queue string) (int, error) {
 }
 
 func (f *faulty) DeadLetters(ctx context.Context, q contract.DeadLetterQuery) (contract.ItemPage, error) {
-	if f.fault == "newest-ignored" {
+	switch f.fault {
+	case "newest-ignored":
 		q.Newest = false
+	case "skip-ignored":
+		q.Skip = 0
+	case "skip-one-short":
+		q.Skip = max(q.Skip-1, 0)
 	}
 	p, err := f.Store.DeadLetters(ctx, q)
 	switch f.fault {

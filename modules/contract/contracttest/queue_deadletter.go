@@ -26,6 +26,7 @@ func queueDeadLetterCases() []subtest[QueueFactory] {
 		{"Paging", testDeadLetterPaging},
 		{"PagingNewestFirst", testDeadLetterPagingNewest},
 		{"PagingTurnsAround", testDeadLetterPagingTurns},
+		{"PagingSkips", testDeadLetterPagingSkip},
 		{"Summary", testDeadLetterSummary},
 		{"SummaryFollowsFilter", testDeadLetterSummaryFilter},
 	}
@@ -532,4 +533,42 @@ func testDeadLetterSummaryFilter(t *testing.T, f QueueFactory) {
 			t.Errorf("count-only DeadLetterSummary(%+v) = %d, grouped %d", fl, c.Total, s.Total)
 		}
 	}
+}
+
+// testDeadLetterPagingSkip pins Skip: the page starts that many matching
+// letters on from the cursor's place, in the query's order, and its Next
+// goes on from the page as always.
+func testDeadLetterPagingSkip(t *testing.T, f QueueFactory) {
+	const n = 25
+	q, clock := newQueue(t, f, testPolicy())
+	order := killSpaced(t, q, clock, n) // oldest first
+	kill(t, q, item("other", "x"), "elsewhere")
+	newest := slices.Clone(order)
+	slices.Reverse(newest)
+	acme := contract.DeadLetterFilter{Tenant: "acme"}
+	get := func(newestFirst bool, cursor string, skip, limit int) contract.ItemPage {
+		t.Helper()
+		p, err := q.DeadLetters(t.Context(), contract.DeadLetterQuery{DeadLetterFilter: acme, Newest: newestFirst, Skip: skip, Page: contract.PageRequest{Cursor: cursor, Limit: limit}})
+		mustNoErr(t, err, "DeadLetters(Newest=%v, Skip=%d)", newestFirst, skip)
+		return p
+	}
+	p := get(true, "", 7, 5)
+	if got := pageIDs(p); !slices.Equal(got, newest[7:12]) || p.Next == "" {
+		t.Errorf("newest first, skip 7, 5 a page = %v (next %q), want %v", got, p.Next, newest[7:12])
+	}
+	if got := pageIDs(get(true, p.Next, 0, 5)); !slices.Equal(got, newest[12:17]) {
+		t.Errorf("the page after a skipped-to page = %v, want %v", got, newest[12:17])
+	}
+	if got := pageIDs(get(true, p.Next, 3, 5)); !slices.Equal(got, newest[15:20]) {
+		t.Errorf("skip 3 from a cursor = %v, want %v", got, newest[15:20])
+	}
+	last := get(false, "", 20, 10)
+	if got := pageIDs(last); !slices.Equal(got, order[20:]) || last.Next != "" {
+		t.Errorf("oldest first, skip 20 = %v (next %q), want %v and no next", got, last.Next, order[20:])
+	}
+	if past := get(false, "", n, 10); len(past.Items) != 0 || past.Next != "" {
+		t.Errorf("skipping every letter gave %v (next %q), want an empty last page", pageIDs(past), past.Next)
+	}
+	_, err := q.DeadLetters(t.Context(), contract.DeadLetterQuery{Skip: -1})
+	wantInvalid(t, err, "DeadLetters with Skip -1")
 }

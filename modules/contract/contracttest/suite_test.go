@@ -91,6 +91,8 @@ var faults = []struct{ fault, point string }{
 	{"newest-ignored", "TestWorkQueue/DeadLetter/PagingNewestFirst"},
 	{"newest-ignored", "TestWorkQueue/DeadLetter/PagingTurnsAround"},
 	{"newest-cursor-at-letter", "TestWorkQueue/DeadLetter/PagingTurnsAround"},
+	{"skip-ignored", "TestWorkQueue/DeadLetter/PagingSkips"},
+	{"skip-one-short", "TestWorkQueue/DeadLetter/PagingSkips"},
 	{"summary-ignores-error", "TestWorkQueue/DeadLetter/SummaryFollowsFilter"},
 	{"summary-groups-whole-errors", "TestWorkQueue/DeadLetter/Summary"},
 	{"summary-smallest-first", "TestWorkQueue/DeadLetter/Summary"},

@@ -385,10 +385,7 @@ func (s *Store) deadMatching(f contract.DeadLetterFilter, newest bool, at *int64
 // DeadLetters pages through the queue's dead letters that match the
 // filter, oldest first, or newest first when asked.
 func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
-	if err := contract.ValidateFilter(dq.DeadLetterFilter); err != nil {
-		return contract.ItemPage{}, err
-	}
-	limit, err := contract.ValidatePage(dq.Page)
+	limit, err := contract.ValidateDeadQuery(dq)
 	if err != nil {
 		return contract.ItemPage{}, err
 	}
@@ -402,7 +399,12 @@ func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (c
 	defer s.mu.Unlock()
 	out := contract.ItemPage{Items: []contract.Item{}}
 	var last int64
+	skip := dq.Skip
 	s.deadMatching(dq.DeadLetterFilter, dq.Newest, at, func(e *entry) bool {
+		if skip > 0 {
+			skip--
+			return true
+		}
 		if len(out.Items) == limit {
 			out.Next = seqCursor(last)
 			return false
