@@ -77,40 +77,43 @@ func (s *Server) dead(c echo.Context) (view.Dead, int, error) {
 		return p, 0, err
 	}
 	p.Pages = int(max(1, (p.Total+int64(limit)-1)/int64(limit)))
-	jump := c.QueryParam("jump")
-	if jump != "" {
+	var items []contract.Item
+	if c.QueryParam("jump") != "" {
 		n, err := intParam(c, "jump", 1, 1, p.Pages)
 		if err != nil {
 			return p, 0, err
 		}
-		var read int
-		if cur, read, err = s.jumpTo(c, f, n, limit, p.Total); err != nil {
-			return p, 0, err
-		}
 		p.Page = n
-		limit = read
-	}
-	items, newer, older, err := s.deadPage(c, f, cur, limit)
-	if err != nil {
-		return p, 0, err
-	}
-	if cur.Backing != "" && !cur.Older && newer == "" {
-		// Paged back to the newest letters: show the first page whole.
-		if items, newer, older, err = s.deadPage(c, f, pageCursor{}, p.Limit); err != nil {
+		if items, p.Newer, p.Older, err = s.jumpTo(c, f, n, limit, p.Total); err != nil {
 			return p, 0, err
 		}
-		p.Page = 1
+	} else {
+		if items, p.Newer, p.Older, err = s.deadPage(c, f, cur, limit); err != nil {
+			return p, 0, err
+		}
+		if cur.Backing != "" && !cur.Older && p.Newer == "" {
+			// Paged back to the newest letters: show the first page whole.
+			if items, p.Newer, p.Older, err = s.deadPage(c, f, pageCursor{}, limit); err != nil {
+				return p, 0, err
+			}
+			p.Page = 1
+		}
+		if p.Older == "" && len(items) > 0 {
+			p.Page = p.Pages // the oldest letters: the last page whatever the link said
+		}
 	}
-	if p.Page > p.Pages {
-		p.Page = p.Pages
+	p.Page = min(p.Page, p.Pages)
+	// Where a cursor is not known (beside a page reached by number), the
+	// pager links by number instead.
+	if p.Newer == "" && p.Page > 1 {
+		p.NewerJump = p.Page - 1
 	}
-	p.Newer, p.Older = newer, older
+	if p.Older == "" && p.Page < p.Pages {
+		p.OlderJump = p.Page + 1
+	}
 	p.Rows = make([]view.DeadRow, 0, len(items))
 	for _, it := range items {
 		p.Rows = append(p.Rows, s.deadRow(it))
-	}
-	if p.Older == "" && len(p.Rows) > 0 {
-		p.Page = p.Pages // the oldest letters: the last page whatever the link said
 	}
 	return p, http.StatusOK, nil
 }
@@ -133,13 +136,8 @@ func (s *Server) deadPage(c echo.Context, f view.Filter, cur pageCursor, limit i
 	// first below it; paging newer reads oldest first above it and turns
 	// the rows around.
 	goingOlder := cur.Backing == "" || cur.Older
-	fromStart := cur.Backing == oldestStart
-	backing := cur.Backing
-	if fromStart {
-		backing = ""
-	}
 	page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Newest: goingOlder,
-		Page: contract.PageRequest{Cursor: backing, Limit: limit}})
+		Page: contract.PageRequest{Cursor: cur.Backing, Limit: limit}})
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -154,61 +152,49 @@ func (s *Server) deadPage(c echo.Context, f view.Filter, cur pageCursor, limit i
 		return items, newer, older, nil
 	}
 	slices.Reverse(items)
-	if !fromStart {
-		older = pageCursor{Backing: cur.Backing, Older: true}.String()
-	}
+	older = pageCursor{Backing: cur.Backing, Older: true}.String()
 	if page.Next != "" {
 		newer = pageCursor{Backing: page.Next}.String()
 	}
 	return items, newer, older, nil
 }
 
-// jumpTo finds where page n starts (newest first, limit letters a page)
-// and how many letters to read there, by stepping from the nearer end of
-// the listing in the largest pages the backing serves: at most half the
-// letters are read, in at most total/2/MaxPageSize calls.
-func (s *Server) jumpTo(c echo.Context, f view.Filter, n, limit int, total int64) (pageCursor, int, error) {
+// jumpTo reads page n (newest first, limit letters a page) with one
+// skipping query from the nearer end of the listing, and returns the
+// cursors beside it that the query yields: toward older letters when read
+// from the newest end, toward newer ones when read from the oldest.
+func (s *Server) jumpTo(c echo.Context, f view.Filter, n, limit int, total int64) (items []contract.Item, newer, older string, err error) {
 	ctx := c.Request().Context()
 	if n <= 1 {
-		return pageCursor{}, limit, nil
+		return s.deadPage(c, f, pageCursor{}, limit)
 	}
 	skipNewest := int64(n-1) * int64(limit)
-	// From the oldest end the letters older than the page are skipped and
-	// the page is read oldest first from there; the last page holds what
-	// the count leaves over.
+	// Counted from the oldest end, the letters older than the page; the
+	// last page holds what the count leaves over.
 	skipOldest := max(total-int64(n)*int64(limit), 0)
-	read := int(min(int64(limit), total-skipNewest))
-	newest, skip := true, skipNewest
-	if skipOldest < skipNewest {
-		newest, skip = false, skipOldest
-	}
-	cursor := ""
-	for skip > 0 {
-		step := min(skip, int64(contract.MaxPageSize))
-		page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Newest: newest,
-			Page: contract.PageRequest{Cursor: cursor, Limit: int(step)}})
+	if skipNewest <= skipOldest {
+		page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Newest: true,
+			Skip: int(skipNewest), Page: contract.PageRequest{Limit: limit}})
 		if err != nil {
-			return pageCursor{}, 0, err
+			return nil, "", "", err
 		}
-		skip -= int64(len(page.Items))
-		if page.Next == "" || len(page.Items) == 0 {
-			break // fewer letters than counted: the listing moved meanwhile
+		if page.Next != "" {
+			older = pageCursor{Backing: page.Next, Older: true}.String()
 		}
-		cursor = page.Next
+		return page.Items, "", older, nil
 	}
-	switch {
-	case newest:
-		return pageCursor{Backing: cursor, Older: true}, limit, nil
-	case cursor == "":
-		return pageCursor{Backing: oldestStart}, max(read, 1), nil
-	default:
-		return pageCursor{Backing: cursor}, max(read, 1), nil
+	read := int(min(int64(limit), total-skipNewest))
+	page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f),
+		Skip: int(skipOldest), Page: contract.PageRequest{Limit: max(read, 1)}})
+	if err != nil {
+		return nil, "", "", err
 	}
+	slices.Reverse(page.Items)
+	if page.Next != "" {
+		newer = pageCursor{Backing: page.Next}.String()
+	}
+	return page.Items, newer, "", nil
 }
-
-// oldestStart stands for "before the oldest letter" in a newer-going
-// cursor, which the backing spells "".
-const oldestStart = "\x00start"
 
 // pickValue encodes one letter for a selection checkbox: tenant and id
 // may hold any character but NUL, so they travel as a query string.

@@ -101,8 +101,11 @@ func checkDeadNewestFirstPaging(t *testing.T, f *fixture) {
 		check(fmt.Sprintf("jump to %d", n), f.page(nil, fmt.Sprintf("/dead?queue=deadq&jump=%d", n), http.StatusOK), n)
 	}
 	doc = f.page(nil, "/dead?queue=deadq&jump=2", http.StatusOK)
+	check("newer after a jump", f.page(nil, href(t, doc, "page-newer"), http.StatusOK), 1)
 	doc = f.page(nil, href(t, doc, "page-older"), http.StatusOK)
 	check("older after a jump", doc, 3)
+	doc = f.page(nil, href(t, doc, "page-newer"), http.StatusOK)
+	check("newer after the oldest page", doc, 2)
 	f.page(nil, "/dead?queue=deadq&jump=4", http.StatusBadRequest)
 	f.page(nil, "/dead?queue=deadq&jump=0", http.StatusBadRequest)
 	// Pages of other sizes land on the same rows.
