@@ -88,7 +88,7 @@ func TestBrowser(t *testing.T) {
 		for _, s := range stats {
 			dead += s.Dead
 		}
-		return dead >= 3 && len(stats) == 20 && len(srv.sampler.history()) >= 8
+		return dead >= 3 && len(stats) == 20 && len(srv.sampler.historyAll()) >= 8
 	})
 
 	ctx := newBrowser(t, browser)

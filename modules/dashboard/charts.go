@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,10 +13,25 @@ import (
 	"github.com/adkit/adk/modules/dashboard/internal/view"
 )
 
+// Chart geometry, in SVG units: the plot sits inside room for the value
+// labels on the left and the time labels below.
 const (
-	chartW = 300
-	chartH = 80
+	chartW, chartH         = 640, 220
+	padL, padR, padT, padB = 64, 14, 12, 28
+	linesPerChart          = 5
 )
+
+// chartRanges are the spans the overview offers, shortest first; the
+// first is the default.
+var chartRanges = []struct {
+	key   string
+	label string
+	span  time.Duration
+}{
+	{"30m", "30 minutes", 30 * time.Minute},
+	{"6h", "6 hours", 6 * time.Hour},
+	{"24h", "24 hours", 24 * time.Hour},
+}
 
 // point is one chart value at one instant.
 type point struct {
@@ -23,117 +39,304 @@ type point struct {
 	v  float64
 }
 
-// charts draws the overview's three charts for one queue from the
-// sampler's history.
-func charts(hist []snapshot, queue string) []view.Chart {
-	return []view.Chart{depthChart(hist, queue), claimsChart(hist, queue), deadChart(hist, queue)}
+// chartMetric is what one chart draws: a value for the queue and for each
+// tenant at snapshot i (some need the snapshot before it), an axis that
+// starts at zero and tops out no lower than minTop, and the labels.
+type chartMetric struct {
+	id, title, caption, unit string
+	minTop                   float64
+	steps                    []float64 // allowed tick steps, ascending; nil means 1-2-5 decades
+	integer                  bool      // counts: no fractional ticks
+	format                   func(float64) string
+	// scale is the factor a tick label shows its value at (100 for a
+	// percentage), so ticks get just the decimals their step needs.
+	scale      float64
+	unitSuffix string
+	queue      func(prev, cur queueSample, dt time.Duration, at time.Time, havePrev bool) (float64, bool)
+	tenant     func(prev, cur tenantSample, dt time.Duration, at time.Time, havePrev bool) (float64, bool)
 }
 
-func depthChart(hist []snapshot, queue string) view.Chart {
-	c := view.Chart{TestID: "chart-depth", Title: "Depth per tenant", Caption: "ready + later, deepest tenants"}
-	// The tenants drawn are the deepest in the newest snapshot, so the
-	// lines a person sees are the ones that matter now.
-	var names []string
-	if len(hist) > 0 {
-		last := hist[len(hist)-1].Queues[queue]
-		for t := range last.Depth {
-			names = append(names, t)
-		}
-		slices.SortFunc(names, func(a, b string) int {
-			return cmp.Or(cmp.Compare(last.Depth[b], last.Depth[a]), cmp.Compare(a, b))
-		})
-	}
-	var lines [][]point
-	for _, name := range names {
-		var pts []point
-		for _, s := range hist {
-			if q, ok := s.Queues[queue]; ok {
-				pts = append(pts, point{s.At, float64(q.Depth[name])})
-			}
-		}
-		lines = append(lines, pts)
-	}
-	return draw(c, names, lines, func(v float64) string { return view.Num(int64(v)) })
+var durationSteps = []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400}
+
+var chartMetrics = []chartMetric{
+	{
+		id: "chart-claims", title: "Claims per second", caption: "turns served between samples, per tenant and in all", unit: "claims/s",
+		minTop: 1, scale: 1, unitSuffix: "/s", format: func(v float64) string { return strconv.FormatFloat(v, 'f', decimals(v), 64) + "/s" },
+		queue: func(p, c queueSample, dt time.Duration, _ time.Time, ok bool) (float64, bool) {
+			return perSecond(p.Served, c.Served, dt), ok
+		},
+		tenant: func(p, c tenantSample, dt time.Duration, _ time.Time, ok bool) (float64, bool) {
+			return perSecond(p.Served, c.Served, dt), ok
+		},
+	},
+	{
+		id: "chart-depth", title: "Depth", caption: "items queued (ready and later), per tenant and in all", unit: "items",
+		minTop: 1, integer: true, format: func(v float64) string { return view.Num(int64(math.Round(v))) },
+		queue: func(_, c queueSample, _ time.Duration, _ time.Time, _ bool) (float64, bool) {
+			return float64(c.Ready + c.Later), true
+		},
+		tenant: func(_, c tenantSample, _ time.Duration, _ time.Time, _ bool) (float64, bool) {
+			return float64(c.Depth), true
+		},
+	},
+	{
+		id: "chart-dead", title: "Dead ratio", caption: "dead letters ÷ all items held, per tenant and in all", unit: "share",
+		minTop: 0.01, scale: 100, unitSuffix: "%", format: pct,
+		queue: func(_, c queueSample, _ time.Duration, _ time.Time, _ bool) (float64, bool) {
+			return deadRatio(c.Ready+c.Later, c.Leased, c.Dead), true
+		},
+		tenant: func(_, c tenantSample, _ time.Duration, _ time.Time, _ bool) (float64, bool) {
+			return deadRatio(c.Depth, c.Leased, c.Dead), true
+		},
+	},
+	{
+		id: "chart-latency", title: "Queue latency", caption: "age of the oldest ready item, per tenant and the oldest in all", unit: "seconds",
+		minTop: 1, steps: durationSteps, format: func(v float64) string { return view.Dur(time.Duration(v * float64(time.Second))) },
+		queue: func(_, c queueSample, _ time.Duration, at time.Time, _ bool) (float64, bool) {
+			return age(c.OldestReady, at), true
+		},
+		tenant: func(_, c tenantSample, _ time.Duration, at time.Time, _ bool) (float64, bool) {
+			return age(c.OldestReady, at), true
+		},
+	},
 }
 
-func claimsChart(hist []snapshot, queue string) view.Chart {
-	c := view.Chart{TestID: "chart-claims", Title: "Claims per second", Caption: "turns served between samples"}
+// tick labels a value on the axis with the decimals its step needs: 0,
+// 0.25%, 0.5% rather than 0.0%, 0.3%, 0.5%.
+func (m chartMetric) tick(v, step float64) string {
+	if m.scale == 0 {
+		return m.format(v)
+	}
+	d := 0
+	for x := step * m.scale; d < 6 && math.Abs(x-math.Round(x)) > 1e-6; d++ {
+		x *= 10
+	}
+	return strconv.FormatFloat(v*m.scale, 'f', d, 64) + m.unitSuffix
+}
+
+func age(oldest, at time.Time) float64 {
+	if oldest.IsZero() || oldest.After(at) {
+		return 0
+	}
+	return at.Sub(oldest).Seconds()
+}
+
+// pct formats a ratio with as many decimals as small ratios need.
+func pct(r float64) string {
+	v := r * 100
+	return strconv.FormatFloat(v, 'f', decimals(v), 64) + "%"
+}
+
+func decimals(v float64) int {
+	switch v = math.Abs(v); {
+	case v == 0 || v >= 10:
+		return 0
+	case v >= 1:
+		return 1
+	case v >= 0.1:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// charts draws the overview's charts for one queue from the snapshots of
+// the span ending now.
+func charts(hist []snapshot, queue string, colors tenantColors, now time.Time, span time.Duration) []view.Chart {
+	out := make([]view.Chart, 0, len(chartMetrics))
+	for _, m := range chartMetrics {
+		out = append(out, drawMetric(m, hist, queue, colors, now, span))
+	}
+	return out
+}
+
+// seriesOf reads one line of a metric: the queue's (tenant "") or one
+// tenant's, skipping the snapshots where it has no value.
+func seriesOf(m chartMetric, hist []snapshot, queue, tenant string) []point {
 	var pts []point
-	for i := 1; i < len(hist); i++ {
-		p, ok1 := hist[i-1].Queues[queue]
-		q, ok2 := hist[i].Queues[queue]
-		if ok1 && ok2 {
-			pts = append(pts, point{hist[i].At, perSecond(p.Served, q.Served, hist[i].At.Sub(hist[i-1].At))})
+	for i, cur := range hist {
+		cq, ok := cur.Queues[queue]
+		if !ok {
+			continue
+		}
+		var pq queueSample
+		havePrev := false
+		var dt time.Duration
+		if i > 0 {
+			pq, havePrev = hist[i-1].Queues[queue]
+			dt = cur.At.Sub(hist[i-1].At)
+		}
+		var v float64
+		if tenant == "" {
+			v, ok = m.queue(pq, cq, dt, cur.At, havePrev)
+		} else {
+			ct, in := cq.tenant(tenant)
+			pt, inPrev := pq.tenant(tenant)
+			if !in {
+				continue
+			}
+			v, ok = m.tenant(pt, ct, dt, cur.At, havePrev && inPrev)
+		}
+		if ok {
+			pts = append(pts, point{cur.At, v})
 		}
 	}
-	return draw(c, []string{"claims/s"}, [][]point{pts}, func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) })
+	return pts
 }
 
-func deadChart(hist []snapshot, queue string) view.Chart {
-	c := view.Chart{TestID: "chart-dead", Title: "Dead ratio", Caption: "dead ÷ all items held"}
-	var pts []point
-	for _, s := range hist {
-		if q, ok := s.Queues[queue]; ok {
-			pts = append(pts, point{s.At, deadRatio(q)})
-		}
-	}
-	return draw(c, []string{"dead ratio"}, [][]point{pts}, view.Pct)
-}
-
-// draw scales every line into the chart box, sharing one time axis and one
-// value axis starting at zero.
-func draw(c view.Chart, names []string, lines [][]point, format func(float64) string) view.Chart {
-	c.Width, c.Height = chartW, chartH
-	var t0, t1 time.Time
-	maxV := 0.0
-	n := 0
-	for _, l := range lines {
-		for _, p := range l {
-			if t0.IsZero() || p.at.Before(t0) {
-				t0 = p.at
-			}
-			if p.at.After(t1) {
-				t1 = p.at
-			}
-			maxV = max(maxV, p.v)
-			n++
-		}
-	}
-	if n < 2 {
+func drawMetric(m chartMetric, hist []snapshot, queue string, colors tenantColors, now time.Time, span time.Duration) view.Chart {
+	c := view.Chart{TestID: m.id, Title: m.title, Caption: m.caption, Unit: m.unit, Width: chartW, Height: chartH,
+		PlotX: padL, PlotY: padT, PlotW: chartW - padL - padR, PlotH: chartH - padT - padB}
+	total := seriesOf(m, hist, queue, "")
+	if len(total) < 2 {
 		c.Empty = true
+		c.Note = "Collecting samples: a line needs two."
+		if len(hist) > 0 {
+			c.Note = "Collecting samples since " + view.Clock(hist[0].At, now) + " UTC: a line needs two."
+		}
 		return c
 	}
-	span := t1.Sub(t0).Seconds()
-	if maxV == 0 {
-		maxV = 1
+	// The tenants drawn are those with the largest values over the span,
+	// so a spike a few minutes ago still has its line.
+	peak := map[string]float64{}
+	for _, s := range hist {
+		for _, t := range s.Queues[queue].Tenants {
+			peak[t.Tenant] = 0
+		}
 	}
-	c.YMax = format(maxV)
-	for i, l := range lines {
+	lines := map[string][]point{}
+	for name := range peak {
+		pts := seriesOf(m, hist, queue, name)
+		lines[name] = pts
+		for _, p := range pts {
+			peak[name] = max(peak[name], p.v)
+		}
+	}
+	names := make([]string, 0, len(peak))
+	for name, v := range peak {
+		if v > 0 {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(peak[b], peak[a]), cmp.Compare(a, b)) })
+	names = names[:min(len(names), linesPerChart)]
+
+	t1 := now
+	t0 := now.Add(-span)
+	if first := hist[0].At; first.After(t0) {
+		t0 = first
+	}
+	if !t1.After(t0) {
+		t1 = t0.Add(time.Second)
+	}
+	top := 0.0
+	for _, p := range total {
+		top = max(top, p.v)
+	}
+	for _, n := range names {
+		for _, p := range lines[n] {
+			top = max(top, p.v)
+		}
+	}
+	step, top := niceAxis(top, m)
+	for k := 0; float64(k)*step <= top+step/2; k++ {
+		v := float64(k) * step
+		c.YTicks = append(c.YTicks, view.Tick{Pos: yPos(v, top, c), Label: m.tick(v, step)})
+	}
+	c.XTicks = timeTicks(t0, t1, c)
+	c.Note = "UTC, " + view.Clock(t0, now) + " to " + view.Clock(t1, now)
+
+	add := func(name, color string, isTotal bool, pts []point) {
+		s := view.Series{Name: name, Color: color, Total: isTotal}
 		var b strings.Builder
-		for j, p := range l {
-			x := 0.0
-			if span > 0 {
-				x = p.at.Sub(t0).Seconds() / span * chartW
-			}
-			y := chartH - 2 - p.v/maxV*(chartH-4)
+		for j, p := range pts {
 			if j > 0 {
 				b.WriteByte(' ')
 			}
-			fmt.Fprintf(&b, "%.1f,%.1f", x, y)
+			fmt.Fprintf(&b, "%.1f,%.1f", xPos(p.at, t0, t1, c), yPos(p.v, top, c))
+			s.Points = append(s.Points, view.Point{At: p.at, Value: p.v})
 		}
-		s := view.Series{Name: names[i], Color: seriesColor(i), Points: b.String()}
-		if len(l) > 0 {
-			s.Last = format(l[len(l)-1].v)
+		s.Path = b.String()
+		if len(pts) > 0 {
+			s.Last = m.format(pts[len(pts)-1].v)
 		}
 		c.Series = append(c.Series, s)
+	}
+	add("all tenants", "", true, total)
+	for _, n := range names {
+		add(n, colors.of(n), false, lines[n])
 	}
 	return c
 }
 
-// seriesColor spaces hues by the golden angle so neighbouring series
-// never look alike.
-func seriesColor(i int) string {
-	return fmt.Sprintf("hsl(%d, 65%%, 45%%)", (i*137+210)%360)
+func xPos(at, t0, t1 time.Time, c view.Chart) float64 {
+	return float64(c.PlotX) + at.Sub(t0).Seconds()/t1.Sub(t0).Seconds()*float64(c.PlotW)
+}
+
+func yPos(v, top float64, c view.Chart) float64 {
+	return float64(c.PlotY) + float64(c.PlotH)*(1-v/top)
+}
+
+// niceAxis picks the tick step and the top of a value axis that starts at
+// zero: a round step (1, 2 or 5 times a power of ten, or a round duration)
+// giving at most four intervals, and a top no lower than the metric's
+// minimum, so a flat 0.004% line stays at the bottom instead of filling
+// the chart.
+func niceAxis(maxV float64, m chartMetric) (step, top float64) {
+	maxV = max(maxV, m.minTop)
+	raw := maxV / 4
+	if m.steps != nil {
+		step = m.steps[len(m.steps)-1]
+		for _, s := range m.steps {
+			if s >= raw {
+				step = s
+				break
+			}
+		}
+	} else {
+		exp := math.Pow(10, math.Floor(math.Log10(raw)))
+		for _, f := range []float64{1, 2, 5, 10} {
+			if f*exp >= raw*(1-1e-9) {
+				step = f * exp
+				break
+			}
+		}
+		if m.integer {
+			step = max(1, math.Ceil(step))
+		}
+	}
+	top = step * math.Ceil(maxV/step-1e-9)
+	return step, max(top, step)
+}
+
+var timeSteps = []time.Duration{
+	5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+}
+
+// timeTicks marks round times of day (UTC) across [t0, t1], at most six.
+func timeTicks(t0, t1 time.Time, c view.Chart) []view.Tick {
+	span := t1.Sub(t0)
+	step := timeSteps[len(timeSteps)-1]
+	for _, s := range timeSteps {
+		if span/s <= 6 {
+			step = s
+			break
+		}
+	}
+	layout := "15:04"
+	if step < time.Minute {
+		layout = "15:04:05"
+	}
+	var out []view.Tick
+	for t := t0.UTC().Truncate(step); !t.After(t1); t = t.Add(step) {
+		if t.Before(t0) {
+			continue
+		}
+		out = append(out, view.Tick{Pos: xPos(t, t0, t1, c), Label: t.UTC().Format(layout)})
+	}
+	return out
 }
 
 // tenantColors gives each tenant a colour, stable across pages: by its

@@ -12,10 +12,12 @@ import (
 
 // Defaults for the zero fields of a Config.
 const (
-	DefaultSampleEvery = 5 * time.Second
-	DefaultSampleKeep  = 360 // 30 minutes at the default interval
-	DefaultRefresh     = 3 * time.Second
-	DefaultSessionTTL  = 12 * time.Hour
+	DefaultSampleEvery  = 5 * time.Second
+	DefaultSampleKeep   = 360 // 30 minutes at the default interval
+	DefaultHistoryEvery = time.Minute
+	DefaultHistoryKeep  = 1440 // 24 hours at the default interval
+	DefaultRefresh      = 3 * time.Second
+	DefaultSessionTTL   = 12 * time.Hour
 )
 
 // Config is what a Server shows and how it guards its actions. Queue and
@@ -50,6 +52,12 @@ type Config struct {
 	// charts and the metrics; SampleKeep how many snapshots it keeps.
 	SampleEvery time.Duration
 	SampleKeep  int
+	// HistoryEvery is how often a snapshot also goes into the long
+	// history the 6- and 24-hour charts draw from; HistoryKeep how many
+	// of those it keeps. Memory stays bounded whatever the backing holds
+	// (see the Sampler section of the package doc).
+	HistoryEvery time.Duration
+	HistoryKeep  int
 	// Refresh is the live-refresh period of the pages; negative disables it.
 	Refresh time.Duration
 	// SessionTTL bounds a sign-in.
@@ -79,6 +87,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SampleKeep <= 1 {
 		c.SampleKeep = DefaultSampleKeep
+	}
+	if c.HistoryEvery <= 0 {
+		c.HistoryEvery = DefaultHistoryEvery
+	}
+	if c.HistoryKeep <= 1 {
+		c.HistoryKeep = DefaultHistoryKeep
 	}
 	if c.Refresh == 0 {
 		c.Refresh = DefaultRefresh

@@ -251,3 +251,5 @@ func (s *testServer) page(t *testing.T, path string, wantCode int) *goquery.Docu
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func jsonOf(body string, into any) error { return json.Unmarshal([]byte(body), into) }

@@ -112,10 +112,14 @@ func (s *Server) overview(c echo.Context) (view.Overview, int, error) {
 		return p, 0, err
 	}
 	slices.Sort(queues)
+	var shown []contract.TenantStats // the selected queue's, for the chart colours
 	for _, q := range queues {
 		stats, err := s.cfg.Inspector.Tenants(ctx, q)
 		if err != nil {
 			return p, 0, err
+		}
+		if q == queue {
+			shown = stats
 		}
 		t := view.Totals{Queue: q, Tenants: len(stats)}
 		for _, st := range stats {
@@ -144,11 +148,38 @@ func (s *Server) overview(c echo.Context) (view.Overview, int, error) {
 			p.Backing = h.Backing
 		}
 	}
-	hist := s.sampler.history()
+	span := chartRanges[0].span
+	p.Range = chartRanges[0].key
+	if r := c.QueryParam("range"); r != "" {
+		found := false
+		for _, cr := range chartRanges {
+			if cr.key == r {
+				span, p.Range, found = cr.span, cr.key, true
+			}
+		}
+		if !found {
+			return p, 0, &contract.ValidationError{Field: "range", Problem: fmt.Sprintf("is %q; give 30m, 6h or 24h", r)}
+		}
+	}
+	for _, cr := range chartRanges {
+		p.Ranges = append(p.Ranges, view.Range{Key: cr.key, Label: cr.label, Active: cr.key == p.Range})
+	}
+	hist := s.sampler.window(span)
 	p.Samples = len(hist)
-	p.ClaimsPerSecond, p.DeadRatio = rates(hist, queue)
-	p.Charts = charts(hist, queue)
+	p.ClaimsPerSecond, p.DeadRatio = rates(s.sampler.window(chartRanges[0].span), queue)
+	p.Charts = charts(hist, queue, s.colorsOf(shown), now, span)
 	return p, http.StatusOK, nil
+}
+
+// colorsOf gives the queue's tenants their colours, the same on every
+// page.
+func (s *Server) colorsOf(stats []contract.TenantStats) tenantColors {
+	names := make([]string, len(stats))
+	for i, st := range stats {
+		names[i] = st.Tenant
+	}
+	slices.Sort(names)
+	return newTenantColors(names)
 }
 
 func refreshOr(r, def int) int {
@@ -177,12 +208,7 @@ func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 	if err != nil {
 		return p, 0, err
 	}
-	names := make([]string, len(stats))
-	for i, st := range stats {
-		names[i] = st.Tenant
-	}
-	slices.Sort(names)
-	colors := newTenantColors(names)
+	colors := s.colorsOf(stats)
 
 	p.Order = rot.Order
 	if p.Order == nil {

@@ -11,20 +11,40 @@ import (
 )
 
 // Bounds that keep the sampler's memory fixed however many queues and
-// tenants a backing holds.
+// tenants a backing holds: every snapshot holds the totals of at most
+// maxSampledQueues queues, and the per-tenant series of at most
+// maxTenantQueues of them, maxTenantSeries tenants each. The two rings
+// hold SampleKeep and HistoryKeep snapshots, so the whole history is a
+// few megabytes at worst.
 const (
 	maxSampledQueues  = 32
+	maxTenantQueues   = 8
 	maxTenantSeries   = 8
 	sampleCallTimeout = 10 * time.Second
 )
 
-// queueSample is one queue's counts at one instant.
+// tenantSample is one tenant's numbers at one instant.
+type tenantSample struct {
+	Tenant                      string
+	Depth, Leased, Dead, Served int64 // Depth is ready + later
+	OldestReady                 time.Time
+}
+
+// queueSample is one queue's counts at one instant, with the tenants
+// worth a line of their own.
 type queueSample struct {
 	Ready, Later, Leased, Dead, Served int64
-	// Depth holds ready+later for the deepest tenants only; Other sums
-	// the rest, so the chart still adds up.
-	Depth map[string]int64
-	Other int64
+	OldestReady                        time.Time // of the whole queue
+	Tenants                            []tenantSample
+}
+
+func (q queueSample) tenant(name string) (tenantSample, bool) {
+	for _, t := range q.Tenants {
+		if t.Tenant == name {
+			return t, true
+		}
+	}
+	return tenantSample{}, false
 }
 
 type snapshot struct {
@@ -32,18 +52,62 @@ type snapshot struct {
 	Queues map[string]queueSample
 }
 
-// sampler snapshots the Inspector on a timer into a fixed-size ring, for
-// the charts and the /metrics gauges. Its goroutine lives from start to
-// stop; stop waits for it.
-type sampler struct {
-	insp  contract.Inspector
-	clock contract.Clock
-	every time.Duration
+// ring is a fixed-size buffer of snapshots, oldest overwritten first.
+type ring struct {
+	buf  []snapshot
+	next int // where the next snapshot goes
+	n    int // how many are held
+}
 
-	mu      sync.Mutex
-	ring    []snapshot
-	next    int // where the next snapshot goes
-	n       int // how many are held
+func newRing(size int) ring { return ring{buf: make([]snapshot, size)} }
+
+func (r *ring) push(s snapshot) {
+	r.buf[r.next] = s
+	r.next = (r.next + 1) % len(r.buf)
+	r.n = min(r.n+1, len(r.buf))
+}
+
+// since returns the held snapshots at or after t, oldest first.
+func (r *ring) since(t time.Time) []snapshot {
+	out := make([]snapshot, 0, r.n)
+	start := (r.next - r.n + len(r.buf)) % len(r.buf)
+	for i := range r.n {
+		s := r.buf[(start+i)%len(r.buf)]
+		if !s.At.Before(t) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (r *ring) latest() (snapshot, bool) {
+	if r.n == 0 {
+		return snapshot{}, false
+	}
+	return r.buf[(r.next-1+len(r.buf))%len(r.buf)], true
+}
+
+// sampler snapshots the Inspector on a timer into two rings, for the
+// charts and the /metrics gauges: every snapshot into the recent ring, and
+// one every historyEvery into the long one. Downsampling by keeping whole
+// snapshots is exact for what the charts draw: depths and ages are
+// instants, and served turns are a running total whose difference over
+// any span gives the claims in it. Its goroutine lives from start to stop;
+// stop waits for it.
+type sampler struct {
+	insp         contract.Inspector
+	clock        contract.Clock
+	every        time.Duration
+	historyEvery time.Duration
+
+	mu       sync.Mutex
+	recent   ring
+	history  ring
+	lastLong time.Time
+	// served is the last snapshot's served count per tenant of each
+	// queue, every tenant, to pick the busiest by claims; it is replaced
+	// each time, so it never holds more than one listing.
+	served  map[string]map[string]int64
 	lastErr error
 	lastAt  time.Time
 
@@ -51,8 +115,9 @@ type sampler struct {
 	done   chan struct{}
 }
 
-func newSampler(insp contract.Inspector, clock contract.Clock, every time.Duration, keep int) *sampler {
-	return &sampler{insp: insp, clock: clock, every: every, ring: make([]snapshot, keep)}
+func newSampler(insp contract.Inspector, clock contract.Clock, every time.Duration, keep int, historyEvery time.Duration, historyKeep int) *sampler {
+	return &sampler{insp: insp, clock: clock, every: every, historyEvery: historyEvery,
+		recent: newRing(keep), history: newRing(historyKeep)}
 }
 
 func (s *sampler) start() {
@@ -88,7 +153,10 @@ func (s *sampler) stop() {
 func (s *sampler) sample(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, sampleCallTimeout)
 	defer cancel()
-	snap, err := s.take(ctx)
+	s.mu.Lock()
+	prev := s.served
+	s.mu.Unlock()
+	snap, served, err := s.take(ctx, prev)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastErr = err
@@ -96,32 +164,48 @@ func (s *sampler) sample(ctx context.Context) {
 		return
 	}
 	s.lastAt = snap.At
-	s.ring[s.next] = snap
-	s.next = (s.next + 1) % len(s.ring)
-	s.n = min(s.n+1, len(s.ring))
+	s.served = served
+	s.recent.push(snap)
+	if s.lastLong.IsZero() || snap.At.Sub(s.lastLong) >= s.historyEvery {
+		s.history.push(snap)
+		s.lastLong = snap.At
+	}
 }
 
-func (s *sampler) take(ctx context.Context) (snapshot, error) {
+func (s *sampler) take(ctx context.Context, prevServed map[string]map[string]int64) (snapshot, map[string]map[string]int64, error) {
 	queues, err := s.insp.Queues(ctx)
 	if err != nil {
-		return snapshot{}, err
+		return snapshot{}, nil, err
 	}
 	slices.Sort(queues)
 	if len(queues) > maxSampledQueues {
 		queues = queues[:maxSampledQueues]
 	}
 	snap := snapshot{At: s.clock.Now(), Queues: make(map[string]queueSample, len(queues))}
-	for _, q := range queues {
+	served := make(map[string]map[string]int64, len(queues))
+	for i, q := range queues {
 		stats, err := s.insp.Tenants(ctx, q)
 		if err != nil {
-			return snapshot{}, err
+			return snapshot{}, nil, err
 		}
-		snap.Queues[q] = summarize(stats)
+		series := 0
+		if i < maxTenantQueues {
+			series = maxTenantSeries
+		}
+		snap.Queues[q] = summarize(stats, prevServed[q], snap.At, series)
+		byTenant := make(map[string]int64, len(stats))
+		for _, t := range stats {
+			byTenant[t.Tenant] = t.Served
+		}
+		served[q] = byTenant
 	}
-	return snap, nil
+	return snap, served, nil
 }
 
-func summarize(stats []contract.TenantStats) queueSample {
+// summarize sums a queue's tenants and keeps up to n of them for lines of
+// their own: the deepest, the most served since the last snapshot and the
+// longest waiting, in turns, so each chart has its busiest tenants.
+func summarize(stats []contract.TenantStats, prevServed map[string]int64, now time.Time, n int) queueSample {
 	var qs queueSample
 	for _, t := range stats {
 		qs.Ready += t.Ready
@@ -129,42 +213,81 @@ func summarize(stats []contract.TenantStats) queueSample {
 		qs.Leased += t.Leased
 		qs.Dead += t.Dead
 		qs.Served += t.Served
+		if !t.OldestReady.IsZero() && (qs.OldestReady.IsZero() || t.OldestReady.Before(qs.OldestReady)) {
+			qs.OldestReady = t.OldestReady
+		}
 	}
-	deep := slices.Clone(stats)
-	slices.SortFunc(deep, func(a, b contract.TenantStats) int {
-		return cmp.Or(cmp.Compare(b.Ready+b.Later, a.Ready+a.Later), cmp.Compare(a.Tenant, b.Tenant))
-	})
-	qs.Depth = make(map[string]int64, maxTenantSeries)
-	for i, t := range deep {
-		if i < maxTenantSeries {
-			qs.Depth[t.Tenant] = t.Ready + t.Later
-		} else {
-			qs.Other += t.Ready + t.Later
+	if n == 0 || len(stats) == 0 {
+		return qs
+	}
+	claims := func(t contract.TenantStats) int64 {
+		p, ok := prevServed[t.Tenant]
+		if !ok || t.Served < p {
+			return 0
+		}
+		return t.Served - p
+	}
+	age := func(t contract.TenantStats) time.Duration {
+		if t.OldestReady.IsZero() {
+			return 0
+		}
+		return now.Sub(t.OldestReady)
+	}
+	rank := func(key func(contract.TenantStats) int64) []contract.TenantStats {
+		out := slices.Clone(stats)
+		slices.SortFunc(out, func(a, b contract.TenantStats) int {
+			return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(a.Tenant, b.Tenant))
+		})
+		return out
+	}
+	orders := [][]contract.TenantStats{
+		rank(func(t contract.TenantStats) int64 { return t.Ready + t.Later }),
+		rank(claims),
+		rank(func(t contract.TenantStats) int64 { return int64(age(t)) }),
+		rank(func(t contract.TenantStats) int64 { return t.Dead }),
+	}
+	picked := map[string]bool{}
+	for i := 0; len(qs.Tenants) < n && i < len(stats); i++ {
+		for _, order := range orders {
+			if len(qs.Tenants) == n {
+				break
+			}
+			t := order[i]
+			if picked[t.Tenant] {
+				continue
+			}
+			picked[t.Tenant] = true
+			qs.Tenants = append(qs.Tenants, tenantSample{Tenant: t.Tenant, Depth: t.Ready + t.Later, Leased: t.Leased,
+				Dead: t.Dead, Served: t.Served, OldestReady: t.OldestReady})
 		}
 	}
 	return qs
 }
 
-// history returns the held snapshots, oldest first.
-func (s *sampler) history() []snapshot {
+// window returns the snapshots of the last span, oldest first: from the
+// recent ring when it reaches back that far, else from the long one.
+func (s *sampler) window(span time.Duration) []snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]snapshot, 0, s.n)
-	start := (s.next - s.n + len(s.ring)) % len(s.ring)
-	for i := range s.n {
-		out = append(out, s.ring[(start+i)%len(s.ring)])
+	from := s.clock.Now().Add(-span)
+	if span <= s.every*time.Duration(len(s.recent.buf)) {
+		return s.recent.since(from)
 	}
-	return out
+	return s.history.since(from)
+}
+
+// historyAll returns every snapshot of the recent ring, oldest first.
+func (s *sampler) historyAll() []snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.recent.since(time.Time{})
 }
 
 // latest returns the newest snapshot, if any.
 func (s *sampler) latest() (snapshot, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.n == 0 {
-		return snapshot{}, false
-	}
-	return s.ring[(s.next-1+len(s.ring))%len(s.ring)], true
+	return s.recent.latest()
 }
 
 // status reports the last sample time and the last error.
@@ -184,7 +307,7 @@ func rates(hist []snapshot, queue string) (claims, dead float64) {
 	if !ok {
 		return 0, 0
 	}
-	dead = deadRatio(last)
+	dead = deadRatio(last.Ready+last.Later, last.Leased, last.Dead)
 	if len(hist) >= 2 {
 		prev := hist[len(hist)-2]
 		if p, ok := prev.Queues[queue]; ok {
@@ -201,10 +324,11 @@ func perSecond(from, to int64, dt time.Duration) float64 {
 	return float64(to-from) / dt.Seconds()
 }
 
-func deadRatio(q queueSample) float64 {
-	all := q.Ready + q.Later + q.Leased + q.Dead
+// deadRatio is dead ÷ every item held.
+func deadRatio(queued, leased, dead int64) float64 {
+	all := queued + leased + dead
 	if all == 0 {
 		return 0
 	}
-	return float64(q.Dead) / float64(all)
+	return float64(dead) / float64(all)
 }

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestSamplerRingKeepsTheNewest(t *testing.T) {
 	if err := store.Enqueue(context.Background(), contract.Item{Tenant: "a", ID: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	s := newSampler(store, clock, time.Hour, 3)
+	s := newSampler(store, clock, time.Hour, 3, time.Hour, 2)
 	if _, ok := s.latest(); ok {
 		t.Fatal("latest before any sample")
 	}
@@ -28,7 +29,7 @@ func TestSamplerRingKeepsTheNewest(t *testing.T) {
 		s.sample(context.Background())
 		clock.Advance(time.Second)
 	}
-	hist := s.history()
+	hist := s.historyAll()
 	if len(hist) != 3 {
 		t.Fatalf("held %d snapshots, want 3", len(hist))
 	}
@@ -36,12 +37,112 @@ func TestSamplerRingKeepsTheNewest(t *testing.T) {
 		if !snap.At.Equal(want[2+i]) {
 			t.Errorf("snapshot %d at %v, want %v", i, snap.At, want[2+i])
 		}
-		if snap.Queues["default"].Ready != 1 || snap.Queues["default"].Depth["a"] != 1 {
-			t.Errorf("snapshot %d: %+v", i, snap.Queues["default"])
+		q := snap.Queues["default"]
+		if ts, ok := q.tenant("a"); q.Ready != 1 || !ok || ts.Depth != 1 {
+			t.Errorf("snapshot %d: %+v", i, q)
 		}
 	}
 	if last, _ := s.latest(); !last.At.Equal(want[4]) {
 		t.Errorf("latest at %v", last.At)
+	}
+}
+
+// The long history keeps one snapshot per HistoryEvery in a ring of its
+// own, and a span longer than the recent ring reaches for it.
+func TestSamplerLongHistory(t *testing.T) {
+	clock := contracttest.NewFakeClock(time.Time{})
+	store := memstore.New(clock)
+	s := newSampler(store, clock, 5*time.Second, 3, time.Minute, 4)
+	for range 100 { // 8m20s of samples
+		s.sample(context.Background())
+		clock.Advance(5 * time.Second)
+	}
+	if n := len(s.historyAll()); n != 3 {
+		t.Errorf("recent ring holds %d, want 3", n)
+	}
+	long := s.window(6 * time.Hour)
+	if len(long) != 4 {
+		t.Fatalf("long history holds %d, want 4", len(long))
+	}
+	for i := 1; i < len(long); i++ {
+		if d := long[i].At.Sub(long[i-1].At); d != time.Minute {
+			t.Errorf("long history step %v, want 1m", d)
+		}
+	}
+	if short := s.window(10 * time.Second); len(short) != 2 {
+		t.Errorf("a 10s span gives %d recent snapshots, want 2", len(short))
+	}
+}
+
+// manyInspector reports more queues and tenants than the sampler keeps.
+type manyInspector struct {
+	contract.Inspector
+	clock *contracttest.FakeClock
+	round int64
+}
+
+func (m *manyInspector) Queues(context.Context) ([]string, error) {
+	var qs []string
+	for i := range 40 {
+		qs = append(qs, fmt.Sprintf("q%02d", i))
+	}
+	return qs, nil
+}
+
+func (m *manyInspector) Tenants(_ context.Context, q string) ([]contract.TenantStats, error) {
+	m.round++
+	var out []contract.TenantStats
+	for i := range 200 {
+		st := contract.TenantStats{Tenant: fmt.Sprintf("%s-t%03d", q, i), Ready: int64(i % 7), Served: m.round * int64(i%5)}
+		switch i {
+		case 150:
+			st.Ready = 10_000 // the deepest
+		case 151:
+			st.Served = m.round * 1_000 // the busiest
+		case 152:
+			st.OldestReady = m.clock.Now().Add(-time.Hour) // the longest waiting
+		case 153:
+			st.Dead = 500
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// However many queues and tenants a backing holds, a snapshot keeps a
+// bounded number, and the tenants it keeps are the ones each chart needs.
+func TestSamplerMemoryBounded(t *testing.T) {
+	clock := contracttest.NewFakeClock(time.Time{})
+	insp := &manyInspector{clock: clock}
+	s := newSampler(insp, clock, time.Second, 10, time.Minute, 10)
+	for range 50 {
+		s.sample(context.Background())
+		clock.Advance(time.Second)
+	}
+	snap, _ := s.latest()
+	if len(snap.Queues) != maxSampledQueues {
+		t.Errorf("snapshot holds %d queues, want %d", len(snap.Queues), maxSampledQueues)
+	}
+	withTenants := 0
+	for q, qs := range snap.Queues {
+		if len(qs.Tenants) > maxTenantSeries {
+			t.Errorf("%s keeps %d tenants, want at most %d", q, len(qs.Tenants), maxTenantSeries)
+		}
+		if len(qs.Tenants) == 0 {
+			continue
+		}
+		withTenants++
+		for _, i := range []int{150, 151, 152, 153} {
+			if _, ok := qs.tenant(fmt.Sprintf("%s-t%03d", q, i)); !ok {
+				t.Errorf("%s does not keep tenant %d, the top of one chart", q, i)
+			}
+		}
+	}
+	if withTenants != maxTenantQueues {
+		t.Errorf("%d queues keep tenant series, want %d", withTenants, maxTenantQueues)
+	}
+	if len(s.recent.buf) != 10 || len(s.history.buf) != 10 || len(s.served) > maxSampledQueues {
+		t.Errorf("rings grew: %d and %d, served of %d queues", len(s.recent.buf), len(s.history.buf), len(s.served))
 	}
 }
 
@@ -54,14 +155,14 @@ func (brokenInspector) Queues(context.Context) ([]string, error) {
 func TestSamplerKeepsHistoryOnError(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
 	store := memstore.New(clock)
-	s := newSampler(store, clock, time.Hour, 4)
+	s := newSampler(store, clock, time.Hour, 4, time.Hour, 2)
 	s.sample(context.Background())
 	s.insp = brokenInspector{store}
 	s.sample(context.Background())
 	if at, err := s.status(); err == nil || at.IsZero() {
 		t.Errorf("status %v %v", at, err)
 	}
-	if len(s.history()) != 1 {
+	if len(s.historyAll()) != 1 {
 		t.Error("a failed sample dropped or added history")
 	}
 }
@@ -75,10 +176,10 @@ func TestSamplerStopsOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for len(srv.sampler.history()) < 3 && time.Now().Before(deadline) {
+	for len(srv.sampler.historyAll()) < 3 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if n := len(srv.sampler.history()); n < 3 {
+	if n := len(srv.sampler.historyAll()); n < 3 {
 		t.Errorf("%d samples after waiting", n)
 	}
 	if err := srv.Close(); err != nil {
@@ -89,28 +190,15 @@ func TestSamplerStopsOnClose(t *testing.T) {
 	}
 }
 
-func TestRatesAndCharts(t *testing.T) {
+func TestRates(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	hist := []snapshot{
-		{At: t0, Queues: map[string]queueSample{"q": {Ready: 10, Dead: 0, Served: 100, Depth: map[string]int64{"a": 8, "b": 2}}}},
-		{At: t0.Add(2 * time.Second), Queues: map[string]queueSample{"q": {Ready: 6, Dead: 2, Served: 120, Depth: map[string]int64{"a": 5, "b": 1}}}},
+		{At: t0, Queues: map[string]queueSample{"q": {Ready: 10, Dead: 0, Served: 100}}},
+		{At: t0.Add(2 * time.Second), Queues: map[string]queueSample{"q": {Ready: 6, Dead: 2, Served: 120}}},
 	}
 	claims, dead := rates(hist, "q")
 	if claims != 10 || dead != 0.25 {
 		t.Errorf("rates: %v claims/s, dead ratio %v", claims, dead)
-	}
-	cs := charts(hist, "q")
-	if len(cs) != 3 || cs[0].Empty || len(cs[0].Series) != 2 || cs[0].Series[0].Name != "a" {
-		t.Fatalf("depth chart: %+v", cs[0])
-	}
-	if !cs[1].Empty { // one rate point is not a line
-		t.Errorf("claims chart from one interval: %+v", cs[1])
-	}
-	if pts := strings.Fields(cs[2].Series[0].Points); len(pts) != 2 || pts[0] != "0.0,78.0" || pts[1] != "300.0,2.0" {
-		t.Errorf("dead ratio points %q", cs[2].Series[0].Points)
-	}
-	if c := charts(nil, "q"); !c[0].Empty || !c[1].Empty || !c[2].Empty {
-		t.Error("charts without history should say they are collecting")
 	}
 }
 

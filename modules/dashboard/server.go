@@ -44,7 +44,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, auth: a, sampler: newSampler(cfg.Inspector, cfg.Clock, cfg.SampleEvery, cfg.SampleKeep)}
+	s := &Server{cfg: cfg, auth: a, sampler: newSampler(cfg.Inspector, cfg.Clock, cfg.SampleEvery, cfg.SampleKeep, cfg.HistoryEvery, cfg.HistoryKeep)}
 	if s.metrics, err = newMetrics(s.sampler); err != nil {
 		return nil, err
 	}
@@ -98,6 +98,8 @@ func (s *Server) routes() *echo.Echo {
 	get(e, "/api/overview", apiPage(s.overview), sess)
 	get(e, "/tenants", htmlPage(s, s.tenants, view.TenantsView), sess)
 	get(e, "/api/tenants", apiPage(s.tenants), sess)
+	get(e, "/fairness", htmlPage(s, s.fairness, view.FairnessView), sess)
+	get(e, "/api/fairness", apiPage(s.fairness), sess)
 	get(e, "/leases", htmlPage(s, s.leases, view.LeasesView), sess)
 	get(e, "/api/leases", apiPage(s.leases), sess)
 	get(e, "/dead", htmlPage(s, s.dead, view.DeadView), sess)

@@ -236,3 +236,20 @@ func errorsTail(p DeadErrors) string {
 	}
 	return s + "."
 }
+
+// f1 formats an SVG coordinate.
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+func starvedStatus(n int) string {
+	if n == 0 {
+		return "ok"
+	}
+	return "fail"
+}
+
+func starvedText(starved, withWork int) string {
+	if starved == 0 {
+		return "every tenant with work got a turn"
+	}
+	return Count(starved, "tenant") + " of " + Num(withWork) + " got no turn"
+}

@@ -5,6 +5,7 @@
 package view
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -72,28 +73,76 @@ type Overview struct {
 	ClaimsPerSecond float64 `json:"claims_per_second"`
 	DeadRatio       float64 `json:"dead_ratio"`
 	Samples         int     `json:"samples"`
-	Charts          []Chart `json:"-"`
+	// Range is the span the charts show ("30m", "6h", "24h").
+	Range  string  `json:"range"`
+	Ranges []Range `json:"-"`
+	Charts []Chart `json:"charts"`
 }
 
-// Chart is a small inline SVG line chart.
+// Chart is an inline SVG line chart with its axes: time along the
+// bottom, the value up the side from zero. Coordinates are in the SVG's
+// own units; the JSON twin carries the raw points instead.
 type Chart struct {
-	TestID string
-	Title  string
-	// Caption explains the units; YMax labels the top of the axis.
-	Caption string
-	YMax    string
-	Width   int
-	Height  int
-	Series  []Series
-	Empty   bool
+	TestID string `json:"id"`
+	Title  string `json:"title"`
+	// Caption explains what is drawn; Unit names the value axis.
+	Caption string `json:"caption"`
+	Unit    string `json:"unit"`
+	Width   int    `json:"-"`
+	Height  int    `json:"-"`
+	// Plot is the area inside the axes.
+	PlotX, PlotY, PlotW, PlotH int      `json:"-"`
+	XTicks                     []Tick   `json:"-"`
+	YTicks                     []Tick   `json:"-"`
+	Series                     []Series `json:"series"`
+	Empty                      bool     `json:"empty"`
+	// Note says why a chart is empty or what its span is.
+	Note string `json:"note,omitempty"`
 }
 
-// Series is one polyline of a chart.
+// Tick is one labelled mark on an axis, at Pos along it.
+type Tick struct {
+	Pos   float64
+	Label string
+}
+
+// Series is one line of a chart.
 type Series struct {
-	Name   string
-	Color  string
-	Points string // "x,y x,y ..." in chart coordinates
-	Last   string // the latest value, formatted
+	Name string `json:"name"`
+	// Total is the queue-wide line drawn under the tenants' lines.
+	Total  bool    `json:"total,omitempty"`
+	Color  string  `json:"-"`
+	Path   string  `json:"-"` // "x,y x,y ..." in chart coordinates
+	Last   string  `json:"-"` // the latest value, formatted
+	Points []Point `json:"points"`
+}
+
+// Point is one value of a series at one instant. In JSON it is the pair
+// [unix milliseconds, value], which keeps a day of points small.
+type Point struct {
+	At    time.Time
+	Value float64
+}
+
+// MarshalJSON writes the point as [unix milliseconds, value].
+func (p Point) MarshalJSON() ([]byte, error) {
+	return json.Marshal([2]float64{float64(p.At.UnixMilli()), p.Value})
+}
+
+// UnmarshalJSON reads the pair MarshalJSON writes.
+func (p *Point) UnmarshalJSON(b []byte) error {
+	var v [2]float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	p.At, p.Value = time.UnixMilli(int64(v[0])).UTC(), v[1]
+	return nil
+}
+
+// Range is one span the charts can show.
+type Range struct {
+	Key, Label string
+	Active     bool
 }
 
 // TenantRow is one tenant on the tenants page.
@@ -222,6 +271,10 @@ type Dead struct {
 	Limit int    `json:"limit"`
 	Newer string `json:"newer,omitempty"`
 	Older string `json:"older,omitempty"`
+	// NewerJump and OlderJump are the page numbers to link instead where
+	// no cursor is known (beside a page reached by number); 0 for none.
+	NewerJump int `json:"-"`
+	OlderJump int `json:"-"`
 }
 
 // FirstRow is the 1-based number of the page's first row.
@@ -335,4 +388,44 @@ type RunInfo struct {
 	Counters  contract.Counters `json:"counters"`
 	UpdatedAt time.Time         `json:"updated_at"`
 	DataBytes int               `json:"data_bytes"`
+}
+
+// FairRow compares one tenant under adk's rotation and under the FIFO
+// replay of the same claims.
+type FairRow struct {
+	Tenant string `json:"tenant"`
+	Color  string `json:"-"`
+	// Queued is the tenant's ready items now.
+	Queued int64 `json:"queued"`
+	// AdkTurns are its claims in the window as adk served them;
+	// AdkWaitSeconds the age of its oldest waiting item now.
+	AdkTurns       int     `json:"adk_turns"`
+	AdkWaitSeconds float64 `json:"adk_wait_seconds"`
+	// FIFOTurns are its claims in the window under the replay;
+	// FIFOWaitSeconds the longest any of its items waited, or would wait,
+	// under FIFO; FIFOUnserved the items FIFO had still not served when
+	// the replay stopped (its wait is then at least the figure given).
+	FIFOTurns       int     `json:"fifo_turns"`
+	FIFOWaitSeconds float64 `json:"fifo_wait_seconds"`
+	FIFOUnserved    int64   `json:"fifo_unserved,omitempty"`
+}
+
+// Fairness replays the last window of claims as a FIFO queue would have
+// served them, beside how adk served them.
+type Fairness struct {
+	Chrome `json:"-"`
+	Queue  string `json:"queue"`
+	// Window is how many claims the replay covers, over WindowSeconds.
+	Window        int        `json:"window"`
+	WindowSeconds float64    `json:"window_seconds"`
+	Adk           []TurnCell `json:"adk"`
+	FIFO          []TurnCell `json:"fifo"`
+	Rows          []FairRow  `json:"tenants"`
+	// WithWork counts the tenants with work in the window; AdkStarved and
+	// FIFOStarved those of them that got no turn in it.
+	WithWork         int     `json:"tenants_with_work"`
+	AdkStarved       int     `json:"adk_starved"`
+	FIFOStarved      int     `json:"fifo_starved"`
+	AdkWorstSeconds  float64 `json:"adk_worst_wait_seconds"`
+	FIFOWorstSeconds float64 `json:"fifo_worst_wait_seconds"`
 }
