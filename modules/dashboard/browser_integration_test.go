@@ -4,17 +4,22 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/page"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
@@ -22,6 +27,7 @@ import (
 	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/dashboard/demo"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
 )
 
@@ -43,10 +49,12 @@ func chromiumPath(t *testing.T) string {
 
 func css(testid string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + testid + `"]`) }
 
-// TestBrowser opens every page of a dashboard watching the demo workload
-// in headless Chromium, signs in, requeues a dead letter by clicking, and
-// checks that a hostile payload is text. With ADK_SCREENSHOTS=1 it saves
-// full-page screenshots to testdata/screenshots.
+// TestBrowser tours every page of a dashboard watching the demo workload
+// in headless Chromium, at 1440 px and 400 px wide, light and dark, then
+// signs in and clicks through the dead-letter controls. Any console
+// error, uncaught exception or script dialog fails it. With
+// ADK_SCREENSHOTS=1 it saves every page in every mode to
+// testdata/screenshots.
 func TestBrowser(t *testing.T) {
 	browser := chromiumPath(t)
 	store := memstore.New(nil)
@@ -91,117 +99,440 @@ func TestBrowser(t *testing.T) {
 		return dead >= 3 && len(stats) == 20 && len(srv.sampler.historyAll()) >= 8
 	})
 
-	ctx := newBrowser(t, browser)
+	b := openBrowser(t, browser, ts.URL)
+	hostile := "/item?tenant=" + demo.HostileTenant + "&id=" + demo.HostileID
+	tour := []tourPage{
+		{"overview", "/", []string{"queue-table", "chart-depth"}},
+		{"tenants", "/tenants", []string{"rotation-strip", "tenant-table"}},
+		{"fairness", "/fairness", []string{"fair-strip-fifo", "fair-table"}},
+		{"leases", "/leases", []string{"lease-table"}},
+		{"dead-letters", "/dead?limit=20", []string{"dead-table", "dead-row"}},
+		{"dead-errors", "/dead/errors", []string{"errors-table", "error-group"}},
+		{"dead-confirm", "/dead/confirm?action=requeue&scope=filter&error=schema", []string{"confirm-count"}},
+		{"item", hostile, []string{"item-result"}},
+		{"health", "/health", []string{"health-table"}},
+		{"login", "/login", []string{"login-form"}},
+		{"not-found", "/nosuch", []string{"error-page"}},
+	}
+	for _, m := range modes {
+		b.mode(m)
+		for _, p := range tour {
+			b.open(p.path, p.wait...)
+			if m.width < 640 {
+				// A phone sees every field: nothing runs off the right edge.
+				if off := b.offScreen(); off != "" {
+					t.Errorf("%s at %d px: %s is off screen", p.name, m.width, off)
+				}
+			}
+			b.shoot(p.name, m)
+		}
+	}
+	b.mode(modes[0])
 
-	var dialogs atomic.Int32
-	if err := chromedp.Listen(ctx, func(ev any) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			dialogs.Add(1)
+	b.open("/", "chart-depth")
+	if b.count(`[data-testid="chart-depth"] [data-testid="chart-line"]`) == 0 || b.count(`[data-testid="chart-x-tick"]`) == 0 {
+		t.Error("overview: the depth chart drew no tenant line or no time axis")
+	}
+	b.click("range-6h", "chart-depth")
+	if !strings.Contains(b.url(), "range=6h") {
+		t.Errorf("the 6 hour span link went to %s", b.url())
+	}
+	b.open("/tenants", "tenant-table")
+	if n := b.count(`[data-testid="turn-cell"]`); n < 20 {
+		t.Errorf("tenants: the rotation strip shows %d turns", n)
+	}
+	if n := b.count(`[data-testid="tenant-row"]`); n != 20 {
+		t.Errorf("tenants: %d tenant rows, want 20", n)
+	}
+	b.open("/leases", "lease-table")
+	if n := b.count(`[data-testid^="lease-row"]`); n == 0 {
+		t.Error("leases: no lease rows while the workers run")
+	}
+	// The hostile payload is text wherever it shows.
+	b.open("/dead?tenant="+demo.HostileTenant+"&id="+demo.HostileID, "dead-row")
+	if n := b.count(`[data-testid="dead-table"] img`); n != 0 {
+		t.Errorf("the hostile payload became %d <img> element(s)", n)
+	}
+	if text := b.text("dead-payload"); text != demo.HostilePayload {
+		t.Errorf("payload cell text %q", text)
+	}
+
+	// Stop the workers so what the clicks move stays where it lands.
+	stop()
+	deadControls(t, b, store)
+	b.noConsoleErrors()
+}
+
+// deadControls signs in and clicks through the dead-letter controls:
+// paging, the errors view, a selection, a bulk action, the item page.
+func deadControls(t *testing.T, b *browserTab, store *memstore.Store) {
+	t.Helper()
+	ctx := t.Context()
+	b.open("/login", "login-form")
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(css("login-token"), testToken)); err != nil {
+		t.Fatal(err)
+	}
+	b.click("login-submit", "dead-table")
+
+	// Enough letters of one tenant for three pages of 50.
+	var batch []contract.Item
+	for i := range 130 {
+		batch = append(batch, contract.Item{Tenant: "pager", ID: fmt.Sprintf("p-%03d", i)})
+	}
+	if err := store.Enqueue(ctx, batch...); err != nil {
+		t.Fatal(err)
+	}
+	for dead := 0; dead < 130; {
+		ls, err := store.Claim(ctx, contract.ClaimRequest{Worker: "browser-test", LeaseFor: time.Minute, Max: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			if l.Item.Tenant == "pager" {
+				if _, err := store.Fail(ctx, l, policy.Permanent(errors.New("Pager Test: boom"))); err != nil {
+					t.Fatal(err)
+				}
+				dead++
+			} else if err := store.Complete(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b.open("/dead?tenant=pager", "dead-row")
+	first := b.text("dead-id")
+	b.click("page-older", "dead-row")
+	if got := b.text("page-number"); got != "page 2 of 3" {
+		t.Errorf("after older: %q", got)
+	}
+	b.click("page-oldest", "dead-row")
+	if got, n := b.text("page-number"), b.count(`[data-testid="dead-row"]`); got != "page 3 of 3" || n != 30 {
+		t.Errorf("oldest: %q with %d rows, want page 3 of 3 with 30", got, n)
+	}
+	b.click("page-newer", "dead-row")
+	if got := b.text("page-number"); got != "page 2 of 3" {
+		t.Errorf("newer from the oldest: %q", got)
+	}
+	if err := chromedp.Do(b.ctx, chromedp.SetValue(css("page-jump-input"), "1")); err != nil {
+		t.Fatal(err)
+	}
+	b.click("page-jump-go", "dead-row")
+	if got := b.text("dead-id"); got != first || b.text("page-number") != "page 1 of 3" {
+		t.Errorf("jump to page 1: first row %q on %q, want %q on page 1", got, b.text("page-number"), first)
+	}
+
+	// The error filter ignores case, and the errors view groups them.
+	b.click("tab-errors", "errors-table")
+	if got := b.text("error-count"); got != "130" {
+		t.Errorf("the pager tenant's one error group counts %q, want 130", got)
+	}
+	b.click("tab-letters", "dead-table")
+
+	// A selection: tick two rows, then three by select-all and untick one.
+	b.tick(css("dead-pick"))
+	b.tick(chromedp.CSS(`[data-testid="dead-row"]:nth-child(2) [data-testid="dead-pick"]`))
+	if got := b.text("selection-count"); got != "2 letters selected;" {
+		t.Errorf("selection count %q", got)
+	}
+	var picked []string
+	for _, i := range []int{1, 2} {
+		id, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(fmt.Sprintf(`[data-testid="dead-row"]:nth-child(%d) [data-testid="dead-id"]`, i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		picked = append(picked, strings.TrimSpace(id))
+	}
+	b.click("selection-requeue", "confirm-count")
+	if got := b.text("confirm-count"); !strings.Contains(got, "requeue 2 dead letters") {
+		t.Errorf("selection confirm says %q", got)
+	}
+	b.click("confirm-submit", "flash")
+	if got := b.text("flash"); got != "Requeued 2 dead letters." {
+		t.Errorf("flash after requeueing the selection: %q", got)
+	}
+	for _, id := range picked {
+		info, err := store.Item(ctx, contract.ItemKey{Tenant: "pager", Queue: contract.DefaultQueue, ID: id})
+		if err != nil || info.Item.State != contract.StateQueued {
+			t.Errorf("picked %s is %+v (%v); want queued", id, info.Item.State, err)
+		}
+	}
+	b.tick(css("dead-pick-all"))
+	if got, n := b.text("selection-count"), b.count(`[data-testid="dead-pick"]:checked`); n != 50 || got != "50 letters selected;" {
+		t.Errorf("select all ticked %d rows (%q), want 50", n, got)
+	}
+	b.tick(css("dead-pick-all"))
+	if n := b.count(`[data-testid="dead-pick"]:checked`); n != 0 {
+		t.Errorf("select all, again, left %d rows ticked", n)
+	}
+
+	// A bulk action on the filter: counted first, then done.
+	if err := chromedp.Do(b.ctx, chromedp.SetValue(css("filter-error"), "PAGER TEST")); err != nil {
+		t.Fatal(err)
+	}
+	b.click("filter-apply", "dead-table")
+	if got := b.text("dead-total"); !strings.HasPrefix(got, "128 dead letters match") {
+		t.Errorf("case-insensitive filter total %q", got)
+	}
+	b.click("bulk-purge", "confirm-count")
+	if got := b.text("confirm-count"); !strings.Contains(got, "purge 128 dead letters matching the filter") {
+		t.Errorf("bulk confirm says %q", got)
+	}
+	b.click("confirm-submit", "flash")
+	if got := b.text("flash"); got != "Purged 128 dead letters." {
+		t.Errorf("flash after the bulk purge: %q", got)
+	}
+	if sum, err := store.DeadLetterSummary(ctx, contract.DeadLetterFilter{Tenant: "pager"}, 0); err != nil || sum.Total != 0 {
+		t.Errorf("pager letters left: %+v (%v)", sum, err)
+	}
+
+	// One letter from its own page, which the requeue returns to.
+	b.open("/item?tenant="+demo.HostileTenant+"&id="+demo.HostileID, "item-requeue")
+	b.click("item-requeue", "item-state")
+	if st := b.text("item-state"); st != "queued" || !strings.HasPrefix(b.url(), b.base+"/item?") {
+		t.Errorf("after requeue on the item page: state %q at %s", st, b.url())
+	}
+	info, err := store.Item(ctx, contract.ItemKey{Tenant: demo.HostileTenant, Queue: contract.DefaultQueue, ID: demo.HostileID})
+	if err != nil || info.Item.State != contract.StateQueued || info.Item.Attempts != 0 {
+		t.Fatalf("after the click the item is %+v (%v); want queued with attempts reset", info.Item, err)
+	}
+	b.shoot("item-requeued", modes[0])
+}
+
+// TestBrowserFaultsShowOnlyInABrowser covers the layout faults: a tenant
+// name near the 512-byte limit is cut short, with the whole name on
+// hover, and every tenant's lane and turn count stay on screen beside it;
+// at 400 px the dead letters' payload and actions and the health fixes
+// are on screen, not beyond a scroll.
+func TestBrowserFaultsShowOnlyInABrowser(t *testing.T) {
+	browser := chromiumPath(t)
+	store := memstore.New(nil)
+	long := strings.Repeat("tenant-with-a-very-long-name-", 18)[:494]
+	ctx := t.Context()
+	for _, tenant := range []string{long, "acme", "globex"} {
+		for i := range 3 {
+			if err := store.Enqueue(ctx, contract.Item{Tenant: tenant, ID: fmt.Sprint("i", i), Payload: []byte(`{"run":"r-1","step":"plan","model":"demo-1"}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ls, err := store.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Hour, Max: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Fail(ctx, ls[0], policy.Permanent(errors.New("tool arguments do not match the tool's schema: missing field"))); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Queue: store, Inspector: store, Token: testToken, SampleEvery: time.Hour, Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	b := openBrowser(t, browser, ts.URL)
+	b.mode(modes[0])
+	b.open("/tenants", "rotation-lanes")
+	type box struct {
+		Lane, Turns, TurnsRight, Viewport float64
+		Text                              string
+	}
+	boxes, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]box](`Array.from(document.querySelectorAll('[data-testid="lane"]')).map(tr => {
+		const lane = tr.querySelector('td.lane svg').getBoundingClientRect();
+		const turns = tr.querySelector('[data-testid="lane-turns"]').getBoundingClientRect();
+		return {Lane: lane.width, Turns: turns.width, TurnsRight: turns.right, Viewport: document.documentElement.clientWidth, Text: tr.querySelector('[data-testid="lane-turns"]').textContent};
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(boxes) != 3 {
+		t.Fatalf("%d lanes, want 3", len(boxes))
+	}
+	for i, bx := range boxes {
+		if bx.Lane < 100 || bx.Turns < 20 || bx.TurnsRight > bx.Viewport {
+			t.Errorf("lane %d: lane %.0fpx wide, turn count %.0fpx ending at %.0fpx of %.0fpx (%q): squeezed or off screen", i, bx.Lane, bx.Turns, bx.TurnsRight, bx.Viewport, bx.Text)
+		}
+	}
+	title, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('[data-testid="tenant-name"] bdi')).map(b => b.title).find(t => t.length > 400) || ""`))
+	if err != nil || title != long {
+		t.Errorf("the long name's hover text is %d bytes (%v), want the whole name", len(title), err)
+	}
+	b.mode(modes[2]) // 400 px
+	for _, p := range []struct{ path, wait string }{{"/dead", "dead-payload"}, {"/health", "health-fix"}, {"/leases", "lease-table"}, {"/tenants", "tenant-table"}} {
+		b.open(p.path, p.wait)
+		if off := b.offScreen(); off != "" {
+			t.Errorf("%s at 400 px: %s is off screen", p.path, off)
+		}
+	}
+	b.noConsoleErrors()
+}
+
+type tourPage struct {
+	name, path string
+	wait       []string
+}
+
+// mode is a viewport and a colour scheme.
+type mode struct {
+	width, height int64
+	scheme        string
+}
+
+var modes = []mode{{1440, 900, "light"}, {1440, 900, "dark"}, {400, 860, "light"}, {400, 860, "dark"}}
+
+// browserTab is one tab of headless Chromium with the test's helpers and a
+// record of everything the page logged as an error.
+type browserTab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+
+	mu     sync.Mutex
+	errors []string
+}
+
+func openBrowser(t *testing.T, path, base string) *browserTab {
+	t.Helper()
+	b := &browserTab{t: t, ctx: newBrowser(t, path), base: base}
+	if err := chromedp.Listen(b.ctx, func(ev any) {
+		var msg string
+		switch e := ev.(type) {
+		case *page.EventJavascriptDialogOpening:
+			msg = "script dialog: " + e.Message
+		case *cdpruntime.EventExceptionThrown:
+			msg = "uncaught: " + e.ExceptionDetails.Text
+			if e.ExceptionDetails.Exception != nil {
+				msg += " " + e.ExceptionDetails.Exception.Description
+			}
+		case *cdpruntime.EventConsoleAPICalled:
+			if e.Type == cdpruntime.ConsoleAPICalledTypeError || e.Type == cdpruntime.ConsoleAPICalledTypeAssert {
+				msg = "console." + string(e.Type)
+				for _, a := range e.Args {
+					msg += " " + string(a.Value) + a.Description
+				}
+			}
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.EntryLevelError && !expectedHTTPError(e.Entry) {
+				msg = "log " + string(e.Entry.Source) + ": " + e.Entry.Text + " " + e.Entry.URL
+			}
+		}
+		if msg != "" {
+			b.mu.Lock()
+			b.errors = append(b.errors, msg)
+			b.mu.Unlock()
 		}
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
 
-	open := func(name, path string, wait ...chromedp.CSS) {
-		t.Helper()
-		steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(ts.URL + path)}
-		for _, w := range wait {
-			steps = append(steps, chromedp.WaitVisible(w))
-		}
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		saveScreenshot(t, ctx, name)
-	}
-	count := func(sel string) int {
-		t.Helper()
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+jsString(sel)+`).length`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+// expectedHTTPError tells apart the failed loads the tour asks for (the
+// 404 page) from real errors.
+func expectedHTTPError(e *cdplog.Entry) bool {
+	return e.Source == cdplog.EntrySourceNetwork && strings.HasSuffix(e.URL, "/nosuch")
+}
 
-	open("overview", "/", css("queue-table"), css("chart-depth"))
-	if count(`[data-testid="chart-depth"] polyline`) == 0 {
-		t.Error("overview: the depth chart drew no line")
+func (b *browserTab) noConsoleErrors() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.errors {
+		b.t.Errorf("the browser reported an error: %s", e)
 	}
-	open("tenants", "/tenants", css("rotation-strip"), css("tenant-table"))
-	if n := count(`[data-testid="turn-cell"]`); n < 20 {
-		t.Errorf("tenants: the rotation strip shows %d turns", n)
-	}
-	if n := count(`[data-testid="tenant-row"]`); n != 20 {
-		t.Errorf("tenants: %d tenant rows, want 20", n)
-	}
-	open("leases", "/leases", css("lease-table"))
-	if n := count(`[data-testid^="lease-row"]`); n == 0 {
-		t.Error("leases: no lease rows while the workers run")
-	}
-	open("dead-letters", "/dead", css("dead-table"), css("dead-row"))
-	open("health", "/health", css("health-table"))
-	open("item", "/item?tenant="+demo.HostileTenant+"&id="+demo.HostileID, css("item-result"))
+}
 
-	// The hostile payload is text wherever it shows.
-	open("dead-letters-hostile", "/dead?tenant="+demo.HostileTenant+"&id="+demo.HostileID, css("dead-row"))
-	if n := count(`[data-testid="dead-table"] img`); n != 0 {
-		t.Errorf("the hostile payload became %d <img> element(s)", n)
-	}
-	text, err := chromedp.Run(ctx, chromedp.Text(css("dead-payload")))
-	if err != nil || text != demo.HostilePayload {
-		t.Errorf("payload cell text %q (%v)", text, err)
-	}
-
-	// A phone-sized view of the busiest page, then back to a laptop's.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
-		t.Fatal(err)
-	}
-	open("tenants-phone", "/tenants", css("rotation-strip"))
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
-		t.Fatal(err)
-	}
-
-	// Stop the workers so the requeued letter stays where it lands.
-	stop()
-
-	open("login", "/login", css("login-form"))
-	if err := chromedp.Do(ctx, chromedp.SendKeys(css("login-token"), testToken)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.RunResponse(ctx, chromedp.Click(css("login-submit"))); err != nil {
-		t.Fatalf("sign in: %v", err)
-	}
-	open("dead-letters-signed-in", "/dead?tenant="+demo.HostileTenant+"&id="+demo.HostileID, css("requeue-one"))
-	if n := count(`[data-testid="requeue-one"]:disabled`); n != 0 {
-		t.Fatal("requeue is still disabled after sign-in")
-	}
-	if _, err := chromedp.RunResponse(ctx, chromedp.Click(css("requeue-one"))); err != nil {
-		t.Fatalf("requeue click: %v", err)
-	}
-	flash, err := chromedp.Run(ctx, chromedp.Text(css("flash")))
-	if err != nil || !strings.Contains(flash, "Requeued 1") {
-		t.Errorf("flash after requeue: %q (%v)", flash, err)
-	}
-	info, err := store.Item(t.Context(), contract.ItemKey{Tenant: demo.HostileTenant, Queue: contract.DefaultQueue, ID: demo.HostileID})
-	if err != nil || info.Item.State != contract.StateQueued || info.Item.Attempts != 0 {
-		t.Fatalf("after the click the item is %+v (%v); want queued with attempts reset", info.Item, err)
-	}
-	stats, err := store.Tenants(t.Context(), contract.DefaultQueue)
+func (b *browserTab) mode(m mode) {
+	b.t.Helper()
+	err := chromedp.Do(b.ctx, chromedp.EmulateViewport(m.width, m.height), chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: m.scheme}}})
+		return err
+	}))
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
-	for _, s := range stats {
-		if s.Tenant == demo.HostileTenant && s.Ready == 0 {
-			t.Errorf("%s has no ready item after the requeue", s.Tenant)
-		}
-	}
-	open("item-requeued", "/item?tenant="+demo.HostileTenant+"&id="+demo.HostileID, css("item-state"))
-	if st, _ := chromedp.Run(ctx, chromedp.Text(css("item-state"))); st != "queued" {
-		t.Errorf("item page shows state %q", st)
-	}
+}
 
-	if n := dialogs.Load(); n != 0 {
-		t.Errorf("%d JavaScript dialog(s) opened: markup ran as script", n)
+func (b *browserTab) open(path string, wait ...string) {
+	b.t.Helper()
+	steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(b.base + path)}
+	for _, w := range wait {
+		steps = append(steps, chromedp.WaitVisible(css(w)))
 	}
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// click clicks a link or a submit button, waits until the page it leads
+// to has loaded, and then for that page's element.
+func (b *browserTab) click(testid, wait string) {
+	b.t.Helper()
+	if _, err := chromedp.RunResponse(b.ctx, chromedp.Click(css(testid))); err != nil {
+		b.t.Fatalf("click %s: %v", testid, err)
+	}
+	if err := chromedp.Do(b.ctx, chromedp.WaitVisible(css(wait))); err != nil {
+		b.t.Fatalf("after clicking %s: %v", testid, err)
+	}
+}
+
+// tick clicks a control that stays on the page (a checkbox).
+func (b *browserTab) tick(sel chromedp.CSS) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, chromedp.Click(sel)); err != nil {
+		b.t.Fatalf("click %s: %v", sel, err)
+	}
+}
+
+func (b *browserTab) count(sel string) int {
+	b.t.Helper()
+	n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+jsString(sel)+`).length`))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return n
+}
+
+func (b *browserTab) text(testid string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.querySelector('[data-testid="`+testid+`"]') || {textContent: ""}).textContent.trim().replace(/\s+/g, " ")`))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return s
+}
+
+func (b *browserTab) url() string {
+	b.t.Helper()
+	u, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`location.href`))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return u
+}
+
+// offScreen names the first visible element that reaches past the right
+// edge of the viewport, or "" when none does.
+func (b *browserTab) offScreen() string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(() => {
+		const w = document.documentElement.clientWidth;
+		if (document.documentElement.scrollWidth > w + 1) return "the page (" + document.documentElement.scrollWidth + "px wide)";
+		for (const el of document.querySelectorAll('main [data-testid], main td, main th, main button, main a')) {
+			const r = el.getBoundingClientRect();
+			if (r.width > 0 && r.height > 0 && r.right > w + 1) return (el.dataset.testid || el.tagName.toLowerCase() + "." + el.className) + " (right edge " + Math.round(r.right) + "px of " + w + ")";
+		}
+		return "";
+	})()`))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return s
+}
+
+func (b *browserTab) shoot(name string, m mode) {
+	b.t.Helper()
+	saveScreenshot(b.t, b.ctx, fmt.Sprintf("%s-%d-%s", name, m.width, m.scheme))
 }
 
 // newBrowser starts headless Chromium with a fresh profile and the flags
@@ -239,7 +570,7 @@ func saveScreenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 // TestBrowserHealthOnRedis shows the health page of a real Redis backing:
-// every check that is not green must carry its fix.
+// every check that is not healthy must carry its fix.
 func TestBrowserHealthOnRedis(t *testing.T) {
 	browser := chromiumPath(t)
 	redisURL := os.Getenv("ADK_TEST_REDIS_URL")
@@ -270,22 +601,23 @@ func TestBrowserHealthOnRedis(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 
-	ctx := newBrowser(t, browser)
-	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/health"), chromedp.WaitVisible(css("health-table"))); err != nil {
-		t.Fatal(err)
+	b := openBrowser(t, browser, ts.URL)
+	for _, m := range modes {
+		b.mode(m)
+		b.open("/health", "health-table")
+		b.shoot("health-redis", m)
 	}
-	missing, err := chromedp.Run(ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll('[data-testid="health-check"]:not(.st-ok) [data-testid="health-fix"]')).filter(e => e.textContent.trim() === "").length`))
+	missing, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll('[data-testid="health-check"]:not(.st-ok) [data-testid="health-fix"]')).filter(e => e.textContent.trim() === "").length`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if missing != 0 {
-		t.Errorf("%d amber/red check(s) without a fix", missing)
+		t.Errorf("%d check(s) that need attention or fail without a fix", missing)
 	}
-	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="health-check"]').length`))
-	if err != nil || rows < 2 {
-		t.Errorf("%d health rows (%v)", rows, err)
+	if rows := b.count(`[data-testid="health-check"]`); rows < 2 {
+		t.Errorf("%d health rows", rows)
 	}
-	saveScreenshot(t, ctx, "health-redis")
+	b.noConsoleErrors()
 }
 
 func jsString(s string) string {
@@ -328,72 +660,14 @@ func TestBrowserHealthOnPostgres(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 
-	ctx := newBrowser(t, browser)
-	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/health"), chromedp.WaitVisible(css("health-table"))); err != nil {
-		t.Fatal(err)
+	b := openBrowser(t, browser, ts.URL)
+	for _, m := range modes {
+		b.mode(m)
+		b.open("/health", "health-table")
+		b.shoot("health-postgresql", m)
 	}
-	text, err := chromedp.Run(ctx, chromedp.Text(css("health-table")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(text, "adk_work") {
+	if text := b.text("health-table"); !strings.Contains(text, "adk_work") {
 		t.Errorf("health table does not mention adk_work:\n%s", text)
 	}
-	saveScreenshot(t, ctx, "health-postgresql")
-}
-
-// TestBrowserLongTenantName: a tenant name near the 512-byte limit is cut
-// short with the whole name on hover, and every tenant's lane and turn
-// count stay on screen beside it.
-func TestBrowserLongTenantName(t *testing.T) {
-	browser := chromiumPath(t)
-	store := memstore.New(nil)
-	long := strings.Repeat("tenant-with-a-very-long-name-", 18)[:494]
-	ctx := t.Context()
-	for _, tenant := range []string{long, "acme", "globex"} {
-		for i := range 3 {
-			if err := store.Enqueue(ctx, contract.Item{Tenant: tenant, ID: fmt.Sprint("i", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := store.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Hour, Max: 6}); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Config{Queue: store, Inspector: store, SampleEvery: time.Hour, Refresh: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-
-	bctx := newBrowser(t, browser)
-	if err := chromedp.Do(bctx, chromedp.Navigate(ts.URL+"/tenants"), chromedp.WaitVisible(css("rotation-lanes"))); err != nil {
-		t.Fatal(err)
-	}
-	type box struct {
-		Lane, Turns, TurnsRight, Viewport float64
-		Text                              string
-	}
-	boxes, err := chromedp.Run(bctx, chromedp.Evaluate[[]box](`Array.from(document.querySelectorAll('[data-testid="lane"]')).map(tr => {
-		const lane = tr.querySelector('td.lane svg').getBoundingClientRect();
-		const turns = tr.querySelector('[data-testid="lane-turns"]').getBoundingClientRect();
-		return {Lane: lane.width, Turns: turns.width, TurnsRight: turns.right, Viewport: document.documentElement.clientWidth, Text: tr.querySelector('[data-testid="lane-turns"]').textContent};
-	})`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(boxes) != 3 {
-		t.Fatalf("%d lanes, want 3", len(boxes))
-	}
-	for i, b := range boxes {
-		if b.Lane < 100 || b.Turns < 20 || b.TurnsRight > b.Viewport {
-			t.Errorf("lane %d: lane %.0fpx wide, turn count %.0fpx ending at %.0fpx of %.0fpx (%q): squeezed or off screen", i, b.Lane, b.Turns, b.TurnsRight, b.Viewport, b.Text)
-		}
-	}
-	title, err := chromedp.Run(bctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('[data-testid="tenant-name"] bdi')).map(b => b.title).find(t => t.length > 400) || ""`))
-	if err != nil || title != long {
-		t.Errorf("the long name's hover text is %d bytes (%v), want the whole name", len(title), err)
-	}
+	b.noConsoleErrors()
 }

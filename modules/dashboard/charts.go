@@ -17,7 +17,7 @@ import (
 // labels on the left and the time labels below.
 const (
 	chartW, chartH         = 640, 220
-	padL, padR, padT, padB = 64, 14, 12, 28
+	padL, padR, padT, padB = 74, 14, 12, 28
 	linesPerChart          = 5
 )
 
@@ -54,7 +54,14 @@ type chartMetric struct {
 	unitSuffix string
 	queue      func(prev, cur queueSample, dt time.Duration, at time.Time, havePrev bool) (float64, bool)
 	tenant     func(prev, cur tenantSample, dt time.Duration, at time.Time, havePrev bool) (float64, bool)
+	// weight ranks the tenants that get a line, where the value itself
+	// would not (a ratio of one item of one is 100%); nil ranks by value.
+	weight func(tenantSample) float64
 }
+
+// minRatioItems is how many items a tenant must hold for its dead ratio to
+// get a line: below it the ratio is one letter's noise.
+const minRatioItems = 20
 
 var durationSteps = []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400}
 
@@ -80,14 +87,15 @@ var chartMetrics = []chartMetric{
 		},
 	},
 	{
-		id: "chart-dead", title: "Dead ratio", caption: "dead letters ÷ all items held, per tenant and in all", unit: "share",
+		id: "chart-dead", title: "Dead ratio", caption: "dead letters ÷ all items held, in all and for the tenants with the most dead letters", unit: "share",
 		minTop: 0.01, scale: 100, unitSuffix: "%", format: pct,
 		queue: func(_, c queueSample, _ time.Duration, _ time.Time, _ bool) (float64, bool) {
 			return deadRatio(c.Ready+c.Later, c.Leased, c.Dead), true
 		},
 		tenant: func(_, c tenantSample, _ time.Duration, _ time.Time, _ bool) (float64, bool) {
-			return deadRatio(c.Depth, c.Leased, c.Dead), true
+			return deadRatio(c.Depth, c.Leased, c.Dead), c.Depth+c.Leased+c.Dead >= minRatioItems
 		},
+		weight: func(c tenantSample) float64 { return float64(c.Dead) },
 	},
 	{
 		id: "chart-latency", title: "Queue latency", caption: "age of the oldest ready item, per tenant and the oldest in all", unit: "seconds",
@@ -211,6 +219,15 @@ func drawMetric(m chartMetric, hist []snapshot, queue string, colors tenantColor
 		for _, p := range pts {
 			peak[name] = max(peak[name], p.v)
 		}
+		if m.weight != nil && len(pts) > 0 {
+			w := 0.0
+			for _, s := range hist {
+				if ts, ok := s.Queues[queue].tenant(name); ok {
+					w = max(w, m.weight(ts))
+				}
+			}
+			peak[name] = w
+		}
 	}
 	names := make([]string, 0, len(peak))
 	for name, v := range peak {
@@ -310,7 +327,7 @@ func niceAxis(maxV float64, m chartMetric) (step, top float64) {
 }
 
 var timeSteps = []time.Duration{
-	5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
 	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
 	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
 }
@@ -336,6 +353,9 @@ func timeTicks(t0, t1 time.Time, c view.Chart) []view.Tick {
 		}
 		out = append(out, view.Tick{Pos: xPos(t, t0, t1, c), Label: t.UTC().Format(layout)})
 	}
+	if len(out) < 2 { // a span shorter than the finest step: label its ends
+		out = []view.Tick{{Pos: xPos(t0, t0, t1, c), Label: t0.UTC().Format("15:04:05")}, {Pos: xPos(t1, t0, t1, c), Label: t1.UTC().Format("15:04:05")}}
+	}
 	return out
 }
 
@@ -344,10 +364,19 @@ func timeTicks(t0, t1 time.Time, c view.Chart) []view.Tick {
 // tenant not listed (one whose work all completed).
 type tenantColors map[string]string
 
+// palette is ten colours that stay apart from each other and readable on
+// a light and a dark background; tenants past the tenth take hues spaced
+// by the golden angle.
+var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#8cd17d"}
+
 func newTenantColors(sorted []string) tenantColors {
 	m := make(tenantColors, len(sorted))
 	for i, t := range sorted {
-		m[t] = fmt.Sprintf("hsl(%d, 62%%, 50%%)", (i*137)%360)
+		if i < len(palette) {
+			m[t] = palette[i]
+		} else {
+			m[t] = fmt.Sprintf("hsl(%d, 55%%, 52%%)", (i*137+20)%360)
+		}
 	}
 	return m
 }

@@ -10,8 +10,12 @@
 // script sees exactly what a person sees:
 //
 //   - / and /api/overview: every queue's totals, the health verdict, and
-//     small SVG charts of depth per tenant, claims per second and dead
-//     ratio over the last minutes.
+//     SVG charts of claims per second, depth, dead ratio and queue latency,
+//     each with a line per busy tenant over the queue's own, a value axis
+//     from zero and UTC time labels, over 30 minutes, 6 or 24 hours.
+//   - /fairness: the last window of claims replayed as one FIFO queue
+//     would have served them, beside how adk served them, with each
+//     tenant's turns and wait under both.
 //   - /tenants: the rotation order now, the last N turns as a coloured
 //     strip and as one lane per tenant (a tenant whose ready work is older
 //     than the whole window and got no turn in it is starving, and is
@@ -43,9 +47,13 @@
 // # Sampler
 //
 // A [Server] snapshots the Inspector every [Config.SampleEvery] into a
-// fixed-size ring ([Config.SampleKeep] snapshots, eight tenant series per
-// queue), which feeds the charts and the /metrics gauges; a scrape never
-// queries the backing. [Server.Close] stops the sampler's goroutine.
+// fixed-size ring of [Config.SampleKeep] snapshots, and every
+// [Config.HistoryEvery] into a second ring of [Config.HistoryKeep] (a day
+// at the defaults), which feed the charts and the /metrics gauges; a
+// scrape never queries the backing. Memory is bounded whatever the
+// backing holds: a snapshot keeps the totals of at most 32 queues and the
+// busiest 8 tenants of at most 8 of them, and a chart draws at most 480
+// snapshots. [Server.Close] stops the sampler's goroutine.
 //
 // # Security
 //

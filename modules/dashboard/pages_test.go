@@ -205,7 +205,7 @@ func checkHealthPage(t *testing.T, f *fixture) {
 	if testids(doc, "health-check").Length() < 2 {
 		t.Error("expected the backing's check and the sampler's")
 	}
-	if !strings.Contains(testids(doc, "health-status").Text(), "green") {
+	if !strings.Contains(testids(doc, "health-status").Text(), "healthy") {
 		t.Errorf("status %q", testids(doc, "health-status").Text())
 	}
 	var api view.Health

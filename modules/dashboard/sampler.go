@@ -264,16 +264,38 @@ func summarize(stats []contract.TenantStats, prevServed map[string]int64, now ti
 	return qs
 }
 
-// window returns the snapshots of the last span, oldest first: from the
-// recent ring when it reaches back that far, else from the long one.
+// maxChartSnapshots bounds the snapshots one chart draws: about one per
+// pixel of the plot is all a line can show.
+const maxChartSnapshots = 480
+
+// window returns the snapshots of the last span, oldest first: the long
+// history's up to where the recent ring begins, then the recent ring's,
+// thinned evenly to at most maxChartSnapshots (the newest always kept).
+// Thinning keeps whole snapshots, so rates between kept ones are the
+// average over the longer step.
 func (s *sampler) window(span time.Duration) []snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	from := s.clock.Now().Add(-span)
-	if span <= s.every*time.Duration(len(s.recent.buf)) {
-		return s.recent.since(from)
+	recent := s.recent.since(from)
+	var out []snapshot
+	for _, snap := range s.history.since(from) {
+		if len(recent) > 0 && !snap.At.Before(recent[0].At) {
+			break
+		}
+		out = append(out, snap)
 	}
-	return s.history.since(from)
+	out = append(out, recent...)
+	if len(out) <= maxChartSnapshots {
+		return out
+	}
+	thin := make([]snapshot, 0, maxChartSnapshots)
+	step := float64(len(out)-1) / float64(maxChartSnapshots-1)
+	for i := range maxChartSnapshots {
+		thin = append(thin, out[int(float64(i)*step+0.5)])
+	}
+	thin[len(thin)-1] = out[len(out)-1]
+	return thin
 }
 
 // historyAll returns every snapshot of the recent ring, oldest first.

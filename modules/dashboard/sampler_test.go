@@ -53,6 +53,7 @@ func TestSamplerLongHistory(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
 	store := memstore.New(clock)
 	s := newSampler(store, clock, 5*time.Second, 3, time.Minute, 4)
+	start := clock.Now()
 	for range 100 { // 8m20s of samples
 		s.sample(context.Background())
 		clock.Advance(5 * time.Second)
@@ -60,17 +61,27 @@ func TestSamplerLongHistory(t *testing.T) {
 	if n := len(s.historyAll()); n != 3 {
 		t.Errorf("recent ring holds %d, want 3", n)
 	}
+	// The last sample was at 8m15s: the long ring holds 5m, 6m, 7m and
+	// 8m, the recent one 8m05s, 8m10s, 8m15s.
 	long := s.window(6 * time.Hour)
-	if len(long) != 4 {
-		t.Fatalf("long history holds %d, want 4", len(long))
+	var got []string
+	for _, snap := range long {
+		got = append(got, snap.At.Sub(start).String())
 	}
-	for i := 1; i < len(long); i++ {
-		if d := long[i].At.Sub(long[i-1].At); d != time.Minute {
-			t.Errorf("long history step %v, want 1m", d)
-		}
+	if want := "5m0s 6m0s 7m0s 8m0s 8m5s 8m10s 8m15s"; strings.Join(got, " ") != want {
+		t.Errorf("a 6h span draws %v, want %s", got, want)
 	}
 	if short := s.window(10 * time.Second); len(short) != 2 {
 		t.Errorf("a 10s span gives %d recent snapshots, want 2", len(short))
+	}
+	// However long the history, a chart draws at most maxChartSnapshots.
+	many := newSampler(store, clock, time.Second, 600, time.Second, 600)
+	for range 1000 {
+		many.sample(context.Background())
+		clock.Advance(time.Second)
+	}
+	if w := many.window(24 * time.Hour); len(w) != maxChartSnapshots {
+		t.Errorf("a full history draws %d snapshots, want %d", len(w), maxChartSnapshots)
 	}
 }
 

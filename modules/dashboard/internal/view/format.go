@@ -160,16 +160,24 @@ func StatusClass(s string) string {
 	}
 }
 
-// StatusWord is the colour word shown beside a status.
+// StatusWord says what a status means, for the badge beside its colour.
 func StatusWord(s string) string {
 	switch s {
 	case "ok":
-		return "green"
+		return "healthy"
 	case "warn":
-		return "amber"
+		return "needs attention"
 	default:
-		return "red"
+		return "failing"
 	}
+}
+
+// current marks the page a nav link points at, for screen readers.
+func current(active bool) string {
+	if active {
+		return "page"
+	}
+	return "false"
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
