@@ -145,13 +145,59 @@ func ValidateSummary(f DeadLetterFilter, groups int) error {
 	return ValidateFilter(f)
 }
 
-// SortGroups orders error groups as DeadLetterSummary lists them and
-// keeps the first n: backings that group in Go share it.
-func SortGroups(gs []DeadLetterGroup, n int) []DeadLetterGroup {
-	slices.SortFunc(gs, func(a, b DeadLetterGroup) int {
+// ErrorTally counts dead letters and groups them the way
+// DeadLetterSummary lists them, for a backing that reads the letters
+// itself. Its zero value counts without grouping.
+type ErrorTally struct {
+	groups  int
+	total   int64
+	byError map[string]*DeadLetterGroup
+}
+
+// NewErrorTally tallies for a summary of at most groups groups (0: the
+// count alone, and no group is kept).
+func NewErrorTally(groups int) *ErrorTally {
+	t := &ErrorTally{groups: groups}
+	if groups > 0 {
+		t.byError = map[string]*DeadLetterGroup{}
+	}
+	return t
+}
+
+// Add counts one matching letter.
+func (t *ErrorTally) Add(lastError string, deadAt time.Time) {
+	t.total++
+	if t.byError == nil {
+		return
+	}
+	key := ErrorGroup(lastError)
+	g := t.byError[key]
+	if g == nil {
+		g = &DeadLetterGroup{Error: key}
+		t.byError[key] = g
+	}
+	g.Count++
+	if deadAt.After(g.LastDeadAt) {
+		g.LastDeadAt = deadAt
+	}
+}
+
+// Summary returns the count and the largest groups, most letters first,
+// ties in byte order of the error.
+func (t *ErrorTally) Summary() DeadLetterSummary {
+	out := DeadLetterSummary{Total: t.total, Groups: []DeadLetterGroup{}}
+	if t.byError == nil {
+		return out
+	}
+	out.Distinct = int64(len(t.byError))
+	for _, g := range t.byError {
+		out.Groups = append(out.Groups, *g)
+	}
+	slices.SortFunc(out.Groups, func(a, b DeadLetterGroup) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Error, b.Error))
 	})
-	return gs[:min(n, len(gs))]
+	out.Groups = out.Groups[:min(t.groups, len(out.Groups))]
+	return out
 }
 
 // LeasePage is one page of leases; Next is "" on the last page.

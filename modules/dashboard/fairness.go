@@ -155,11 +155,7 @@ func fifoReplay(turns []contract.Turn, stats []contract.TenantStats, now time.Ti
 
 func (s *Server) fairness(c echo.Context) (view.Fairness, int, error) {
 	ctx := c.Request().Context()
-	queue, err := s.queueParam(c)
-	if err != nil {
-		return view.Fairness{}, 0, err
-	}
-	n, err := intParam(c, "turns", defaultTurns, 2, 1000)
+	queue, n, err := s.rotationParams(c)
 	if err != nil {
 		return view.Fairness{}, 0, err
 	}

@@ -142,5 +142,5 @@ func TestFairnessPage(t *testing.T) {
 			t.Errorf("%s waits %.1fs under adk and %.1fs under FIFO; want 0 and about 49", r.Tenant, r.AdkWaitSeconds, r.FIFOWaitSeconds)
 		}
 	}
-	srv.page(t, "/fairness?turns=1", http.StatusBadRequest)
+	srv.page(t, "/fairness?turns=0", http.StatusBadRequest)
 }

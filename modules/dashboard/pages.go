@@ -189,13 +189,19 @@ func refreshOr(r, def int) int {
 	return max(r, def)
 }
 
+// rotationParams reads the queue and the window of turns a rotation page
+// shows.
+func (s *Server) rotationParams(c echo.Context) (queue string, turns int, err error) {
+	if queue, err = s.queueParam(c); err != nil {
+		return "", 0, err
+	}
+	turns, err = intParam(c, "turns", defaultTurns, 1, 1000)
+	return queue, turns, err
+}
+
 func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 	ctx := c.Request().Context()
-	queue, err := s.queueParam(c)
-	if err != nil {
-		return view.Tenants{}, 0, err
-	}
-	n, err := intParam(c, "turns", defaultTurns, 1, 1000)
+	queue, n, err := s.rotationParams(c)
 	if err != nil {
 		return view.Tenants{}, 0, err
 	}

@@ -235,34 +235,13 @@ func (q *RedisWorkQueue) DeadLetterSummary(ctx context.Context, f contract.DeadL
 		})
 		return out, err
 	}
-	byError := map[string]*contract.DeadLetterGroup{}
+	tally := contract.NewErrorTally(groups)
 	err := q.scanDead(ctx, f, deadScan{}, deadScanBudget, func(h deadHit) bool {
-		out.Total++
-		if groups == 0 {
-			return true
-		}
-		key := contract.ErrorGroup(h.item.LastError)
-		g := byError[key]
-		if g == nil {
-			g = &contract.DeadLetterGroup{Error: key}
-			byError[key] = g
-		}
-		g.Count++
-		if h.item.DeadAt.After(g.LastDeadAt) {
-			g.LastDeadAt = h.item.DeadAt
-		}
+		tally.Add(h.item.LastError, h.item.DeadAt)
 		return true
 	})
 	if err != nil {
 		return contract.DeadLetterSummary{}, err
 	}
-	if groups > 0 {
-		out.Distinct = int64(len(byError))
-		all := make([]contract.DeadLetterGroup, 0, len(byError))
-		for _, g := range byError {
-			all = append(all, *g)
-		}
-		out.Groups = contract.SortGroups(all, groups)
-	}
-	return out, nil
+	return tally.Summary(), nil
 }

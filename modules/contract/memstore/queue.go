@@ -444,32 +444,12 @@ func (s *Store) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilt
 		}
 		return out, nil
 	}
-	byError := map[string]*contract.DeadLetterGroup{}
+	tally := contract.NewErrorTally(groups)
 	s.deadMatching(f, false, nil, func(e *entry) bool {
-		out.Total++
-		if groups == 0 {
-			return true
-		}
-		key := contract.ErrorGroup(e.item.LastError)
-		g := byError[key]
-		if g == nil {
-			g = &contract.DeadLetterGroup{Error: key}
-			byError[key] = g
-		}
-		g.Count++
-		g.LastDeadAt = maxTime(g.LastDeadAt, e.item.DeadAt)
+		tally.Add(e.item.LastError, e.item.DeadAt)
 		return true
 	})
-	if groups == 0 {
-		return out, nil
-	}
-	out.Distinct = int64(len(byError))
-	all := make([]contract.DeadLetterGroup, 0, len(byError))
-	for _, g := range byError {
-		all = append(all, *g)
-	}
-	out.Groups = contract.SortGroups(all, groups)
-	return out, nil
+	return tally.Summary(), nil
 }
 
 // Requeue moves the matching dead letters back to their queue, due now,
