@@ -20,13 +20,15 @@ const DefaultWaitTimeout = time.Second
 // master fails before a replica has received it. The store hands it back
 // wrapped in the operation's unavailable error (a
 // *contract.QueueUnavailableError or *contract.StatePersistenceError,
-// both retryable), so a caller that retries retryable errors repeats the
-// call, which is safe: every write carries what makes its repeat harmless
-// (an enqueue of a present item is a no-op, claims and settles replay
-// their nonce within one call's retries, a put or patch is checked
-// against the version). What a repeat cannot tell is whether the first
-// try is still there after a failover: read it back (Item, GetRun) where
-// that matters.
+// both retryable). Treat it as a write whose reply was lost: a settle or
+// a patch may be repeated (a repeated Complete names the items it already
+// completed as lost; a repeated PatchRun within its replay window is
+// answered without adding twice), but a repeated Enqueue is a no-op only
+// while the item still exists: once a worker has completed it, the same
+// ID is enqueued anew and runs again. A producer that must not cause that
+// leaves the enqueue as it is (it is on the master) or relies on an
+// idempotent consumer, as for any at-least-once delivery. After a
+// failover, read back what matters (Inspector.Item, GetRun).
 type ReplicaWaitError struct {
 	Want, Got int           // replicas asked for, replicas that acknowledged
 	Timeout   time.Duration // how long the WAIT waited

@@ -131,3 +131,19 @@ func containsLine(info, line string) bool {
 	}
 	return false
 }
+
+// AllNameMaster reports whether every Sentinel names addr as the master.
+// A Sentinel that has not yet heard of a failover names the old master
+// for a second or so after the others: a client asking it then is sent
+// to the old address.
+func (r *Replicated) AllNameMaster(ctx context.Context, addr string) bool {
+	for _, s := range r.Sentinels {
+		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
+		got, err := c.GetMasterAddrByName(ctx, r.Name).Result()
+		_ = c.Close()
+		if err != nil || len(got) != 2 || got[0]+":"+got[1] != addr {
+			return false
+		}
+	}
+	return true
+}
