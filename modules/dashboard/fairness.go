@@ -161,11 +161,7 @@ func (s *Server) fairness(c echo.Context) (view.Fairness, int, error) {
 	}
 	p := view.Fairness{Chrome: s.chrome(c, "What fairness buys", view.NavFairness, queue), Queue: queue}
 	p.Chrome.Refresh = refreshOr(p.Chrome.Refresh, 5)
-	stats, err := s.cfg.Inspector.Tenants(ctx, queue)
-	if err != nil {
-		return p, 0, err
-	}
-	rot, err := s.cfg.Inspector.Rotation(ctx, queue, n)
+	stats, rot, err := s.rotation(ctx, queue, n)
 	if err != nil {
 		return p, 0, err
 	}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"cmp"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -199,6 +200,16 @@ func (s *Server) rotationParams(c echo.Context) (queue string, turns int, err er
 	return queue, turns, err
 }
 
+// rotation reads a queue's tenants and its rotation with the last n turns.
+func (s *Server) rotation(ctx context.Context, queue string, n int) ([]contract.TenantStats, contract.Rotation, error) {
+	stats, err := s.cfg.Inspector.Tenants(ctx, queue)
+	if err != nil {
+		return nil, contract.Rotation{}, err
+	}
+	rot, err := s.cfg.Inspector.Rotation(ctx, queue, n)
+	return stats, rot, err
+}
+
 func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 	ctx := c.Request().Context()
 	queue, n, err := s.rotationParams(c)
@@ -206,11 +217,7 @@ func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 		return view.Tenants{}, 0, err
 	}
 	p := view.Tenants{Chrome: s.chrome(c, "Tenants & rotation", view.NavTenants, queue), Queue: queue, Window: n}
-	stats, err := s.cfg.Inspector.Tenants(ctx, queue)
-	if err != nil {
-		return p, 0, err
-	}
-	rot, err := s.cfg.Inspector.Rotation(ctx, queue, n)
+	stats, rot, err := s.rotation(ctx, queue, n)
 	if err != nil {
 		return p, 0, err
 	}
