@@ -596,17 +596,40 @@ func TestPgBouncerFaultLoad(t *testing.T) {
 	listening := workerDefaults(target, "w-listen")
 	listening.Listen = true
 	polling := workerDefaults(target, "w-poll")
+	// serverPIDs are the backends of PgBouncer's server connections.
+	serverPIDs := func(ctx context.Context) map[string]bool {
+		rows, err := b.pg.Admin(ctx, "SHOW SERVERS")
+		if err != nil {
+			t.Error(err)
+		}
+		pids := map[string]bool{}
+		for _, r := range rows {
+			pids[r["remote_pid"]] = true
+		}
+		return pids
+	}
+	var before map[string]bool
 	runLoad(t, load{target: target, direct: direct, workers: []oracle.WorkerConfig{listening, polling},
 		inject: func(t *testing.T, ctx context.Context, e *env) []string {
 			if !waitProgress(ctx, e.fleet, K/3) {
 				return nil
 			}
+			before = serverPIDs(ctx)
 			if _, err := b.pg.Admin(ctx, "RECONNECT"); err != nil {
 				t.Errorf("RECONNECT: %v", err)
 				return nil
 			}
-			return []string{fmt.Sprintf("PgBouncer RECONNECT after %d items acknowledged", e.fleet.Acked())}
+			return []string{fmt.Sprintf("PgBouncer RECONNECT after %d items acknowledged, %d server connections open", e.fleet.Acked(), len(before))}
 		}})
+	after := serverPIDs(context.Background())
+	for pid := range after {
+		if before[pid] {
+			t.Errorf("server connection %s outlived the RECONNECT (before %v, after %v)", pid, before, after)
+		}
+	}
+	if len(before) == 0 || len(after) == 0 {
+		t.Errorf("server connections before the RECONNECT %v, after the load %v: want some of each", before, after)
+	}
 }
 
 // BenchmarkPgBouncerWakeLatency measures enqueue commit → claim for a

@@ -26,7 +26,8 @@
 // a table. [OpenStateStore] and [OpenWorkQueue] run [Verify] first: it
 // reads adk_schema and refuses a version this release was not written
 // for ([SchemaVersion]), refuses missing tables, and refuses a connection
-// whose statement_timeout is 0. The New* constructors skip it. Table
+// whose statement_timeout is 0 (behind a pooler: whose server connections
+// start with 0). The New* constructors skip it. Table
 // names come from [StateTables] and must be plain identifiers, because
 // they are written into the SQL: a placeholder cannot name a relation.
 //
@@ -63,6 +64,26 @@
 // sent while it was away is lost. Without a listener, Subscribe falls
 // back to polling. Payloads over [MaxNotifyPayload] are refused by
 // [Notify] before the round trip with a *[PayloadTooLargeError].
+//
+// Every connection the listener makes is probed before it counts as
+// connected: a NOTIFY on the listener's own channel, sent from a second,
+// short-lived connection, must come back within
+// [ListenerSettings].ProbeTimeout, or Start fails with a
+// *[ListenerProbeError] (and after a reconnect the listener says so in
+// its Stats and the queue's Health, and retries).
+//
+// # Behind PgBouncer
+//
+// PgBouncer in transaction mode runs each transaction on any free server
+// connection. Give the pool an exec mode that keeps no prepared statement
+// between round trips (pgx.QueryExecModeExec; SimpleProtocol and
+// CacheDescribe work too), set statement_timeout and search_path on the
+// role (ALTER ROLE ... SET, then RECONNECT in PgBouncer's console), and
+// point the listener at PostgreSQL itself. [Verify] recognises a pooler
+// (the backend pid it reports differs from the one given at start-up)
+// and checks what every server connection starts with; what a pooler
+// breaks comes back as a *[PoolerError] that names the fix, from every
+// call path, and matches *contract.PreflightError.
 //
 // # Vacuum
 //

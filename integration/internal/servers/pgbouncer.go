@@ -189,8 +189,8 @@ func (b *PgBouncer) DSN(role, password string, extra ...string) string {
 }
 
 // Admin runs a command in PgBouncer's admin console (e.g. "RECONNECT",
-// "PAUSE", "SHOW SERVERS") and returns its rows as text.
-func (b *PgBouncer) Admin(ctx context.Context, command string) ([][]string, error) {
+// "SHOW SERVERS") and returns its rows, each as text by column name.
+func (b *PgBouncer) Admin(ctx context.Context, command string) ([]map[string]string, error) {
 	u := url.URL{Scheme: "postgres", User: url.User(b.AdminUser), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port)), Path: "/pgbouncer",
 		RawQuery: "sslmode=disable&default_query_exec_mode=simple_protocol"}
 	c, err := pgx.Connect(ctx, u.String())
@@ -203,15 +203,15 @@ func (b *PgBouncer) Admin(ctx context.Context, command string) ([][]string, erro
 		return nil, fmt.Errorf("pgbouncer %s: %w", command, err)
 	}
 	defer rows.Close()
-	var out [][]string
+	var out []map[string]string
 	for rows.Next() {
 		vals, err := rows.Values()
 		if err != nil {
 			return nil, err
 		}
-		row := make([]string, len(vals))
-		for i, v := range vals {
-			row[i] = fmt.Sprint(v)
+		row := map[string]string{}
+		for i, f := range rows.FieldDescriptions() {
+			row[f.Name] = fmt.Sprint(vals[i])
 		}
 		out = append(out, row)
 	}
