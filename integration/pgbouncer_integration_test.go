@@ -21,6 +21,7 @@ import (
 	"github.com/adkit/adk/integration/internal/servers"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/contract/runner"
 	"github.com/adkit/adk/modules/pgstore"
 	"github.com/adkit/adk/modules/policy"
 )
@@ -632,12 +633,12 @@ func TestPgBouncerFaultLoad(t *testing.T) {
 	}
 }
 
-// BenchmarkPgBouncerWakeLatency measures enqueue commit → claim for a
-// claimer whose pool goes through PgBouncer in transaction mode and that
-// sleeps on Subscribe with the runner's default 1 s re-poll as its safety
-// net: woken by a listener straight to PostgreSQL (the documented
-// set-up), and poll-only at 50 ms. A listener pointed at PgBouncer
-// itself no longer starts (TestPgBouncerListener).
+// BenchmarkPgBouncerWakeLatency measures enqueue commit → handler start
+// for contract/runner (defaults: 1 s re-poll as the safety net) on a
+// pool that goes through PgBouncer in transaction mode: woken by a
+// listener straight to PostgreSQL (the documented set-up), and poll-only
+// at 50 ms. A listener pointed at PgBouncer itself no longer starts
+// (TestPgBouncerListener).
 func BenchmarkPgBouncerWakeLatency(b *testing.B) {
 	bn := newBouncer(b, map[string]string{"statement_timeout": "30s"}, servers.PgBouncerConfig{})
 	if err := bn.role.Exec(context.Background(), pgstore.ExpectedSchema); err != nil {
@@ -655,12 +656,10 @@ func BenchmarkPgBouncerWakeLatency(b *testing.B) {
 }
 
 func benchWake(b *testing.B, pool *pgxpool.Pool, s pgstore.Settings) {
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	q, err := pgstore.NewWorkQueue(pool, nil, s)
 	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, "DELETE FROM adk_work"); err != nil {
 		b.Fatal(err)
 	}
 	if s.Listener != nil {
@@ -668,61 +667,36 @@ func benchWake(b *testing.B, pool *pgxpool.Pool, s pgstore.Settings) {
 			b.Fatal(err)
 		}
 	}
-	wake, stop := q.Subscribe("")
-	defer stop()
-	claimed := make(chan time.Time)
-	quit := make(chan struct{})
+	started := make(chan time.Time, 1)
+	r, err := runner.New(q, func(context.Context, contract.Lease) error {
+		started <- time.Now()
+		return nil
+	}, runner.Config{Concurrency: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		repoll := time.NewTicker(time.Second) // the runner's default safety net
-		defer repoll.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-wake:
-			case <-repoll.C:
-			}
-			ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
-			if errors.Is(err, contract.ErrEmpty) {
-				continue
-			}
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			at := time.Now()
-			if err := q.Complete(ctx, ls...); err != nil {
-				b.Error(err)
-				return
-			}
-			select {
-			case claimed <- at:
-			case <-quit:
-				return
-			}
-		}
-	})
+	wg.Go(func() { _ = r.Run(ctx) })
+	defer wg.Wait()
+	defer cancel()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
 		// At a random phase of the poll ticks, so poll-only latency is not
 		// an artefact of this loop's own rhythm.
 		time.Sleep(time.Duration(rand.Int64N(int64(50 * time.Millisecond))))
-		if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: fmt.Sprint("i", i)}); err != nil {
+		if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: fmt.Sprint(b.Name(), i)}); err != nil {
 			b.Fatal(err)
 		}
 		t0 := time.Now()
 		select {
-		case at := <-claimed:
+		case at := <-started:
 			lat = append(lat, at.Sub(t0))
 		case <-time.After(10 * time.Second):
-			b.Fatal("no claim within 10s")
+			b.Fatal("no handler start within 10s")
 		}
 	}
 	b.StopTimer()
-	close(quit)
-	wg.Wait()
 	slices.Sort(lat)
 	pct := func(p float64) float64 {
 		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -76,13 +75,7 @@ func StartPgBouncer(t testing.TB, upstreamDSN string, c PgBouncerConfig) *PgBoun
 	if err != nil {
 		t.Fatalf("parse the upstream DSN: %v", err)
 	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		t.Fatalf("PgBouncer refuses to run as root and runs as the postgres user here: %v", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "adk-pgbouncer-")
+	dir, uid, gid, err := postgresDir("adk-pgbouncer-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +123,7 @@ func StartPgBouncer(t testing.TB, upstreamDSN string, c PgBouncerConfig) *PgBoun
 			t.Fatal(err)
 		}
 	}
-	for _, p := range []string{dir, filepath.Join(dir, "userlist.txt"), filepath.Join(dir, "pgbouncer.ini")} {
+	for _, p := range []string{filepath.Join(dir, "userlist.txt"), filepath.Join(dir, "pgbouncer.ini")} {
 		if err := os.Chown(p, uid, gid); err != nil {
 			t.Fatalf("chown %s to postgres (run the integration lane as root): %v", p, err)
 		}

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -40,18 +38,8 @@ func StartPostgres() (*Postgres, error) {
 	if _, err := os.Stat(filepath.Join(PostgresBin, "initdb")); err != nil {
 		return nil, fmt.Errorf("PostgreSQL server binaries not found in %s; install postgresql-15", PostgresBin)
 	}
-	u, err := user.Lookup("postgres")
+	dir, _, _, err := postgresDir("adk-pg-")
 	if err != nil {
-		return nil, fmt.Errorf("the fault suite runs PostgreSQL as the postgres user: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "adk-pg-")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chown(dir, uid, gid); err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	p := &Postgres{Dir: dir}

@@ -4,7 +4,11 @@
 package servers
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"os/user"
+	"strconv"
 	"testing"
 )
 
@@ -25,4 +29,24 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// postgresDir makes a temporary directory the postgres user owns, for a
+// server that refuses to run as root (PostgreSQL, PgBouncer), and
+// returns it with that user's ids.
+func postgresDir(prefix string) (dir string, uid, gid int, err error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("the servers that refuse root run as the postgres user here: %w", err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", 0, 0, err
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		os.RemoveAll(dir)
+		return "", 0, 0, fmt.Errorf("chown %s to postgres (run the integration lane as root): %w", dir, err)
+	}
+	return dir, uid, gid, nil
 }
