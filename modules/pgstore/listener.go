@@ -287,6 +287,13 @@ func (l *Listener) Listen(ctx context.Context, channels ...string) error {
 	}
 }
 
+// listens reports whether the current connection LISTENs channel.
+func (l *Listener) listens(channel string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.have[channel]
+}
+
 // Subscribe returns a channel that receives the notifications of channel
 // (LISTENed in the background if it is new) and the synthetic wakes, and
 // a func that ends the subscription. The channel is buffered; what
