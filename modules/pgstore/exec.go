@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
@@ -47,6 +48,7 @@ type db struct {
 	pool           *pgxpool.Pool
 	bound          bool
 	acquireTimeout time.Duration
+	connectTimeout time.Duration // a new pool connection's, for acquire
 	counters       *poolCounters
 	// mode is the executor's default exec mode (0 when it cannot be
 	// known), named in the error a transaction pooler's lost prepared
@@ -58,6 +60,10 @@ func newDB(exec Executor, acquireTimeout time.Duration) *db {
 	d := &db{exec: exec, acquireTimeout: acquireTimeout, counters: &poolCounters{}, mode: execModeOf(exec)}
 	if p, ok := exec.(*pgxpool.Pool); ok {
 		d.pool = p
+		d.connectTimeout = p.Config().ConnConfig.ConnectTimeout
+		if d.connectTimeout <= 0 {
+			d.connectTimeout = DefaultConnectTimeout
+		}
 	}
 	return d
 }
@@ -135,9 +141,17 @@ func (d *db) once(ctx context.Context, fn func(ctx context.Context, e Executor) 
 // acquire takes a connection from the pool within acquireTimeout. A
 // timeout while every connection is busy is *contract.PoolExhaustedError,
 // reported at once: waiting longer would only pile more callers behind an
-// over-subscribed pool.
+// over-subscribed pool. A pool that still has room opens a connection
+// instead, which may take as long as the connection's ConnectTimeout
+// (DefaultConnectTimeout when it has none): a server slow to accept one
+// is not an exhausted pool, and if it never does, the error says the
+// server is unavailable, which is retryable.
 func (d *db) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	actx, cancel := context.WithTimeout(ctx, d.acquireTimeout)
+	timeout := d.acquireTimeout
+	if st := d.pool.Stat(); st.TotalConns() < st.MaxConns() {
+		timeout = max(timeout, d.connectTimeout)
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := d.pool.Acquire(actx)
 	if err == nil {
@@ -150,11 +164,16 @@ func (d *db) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 		st := d.pool.Stat()
 		if st.TotalConns() >= st.MaxConns() {
 			d.counters.exhausted.Add(1)
-			return nil, &contract.PoolExhaustedError{Backing: "postgresql", Err: errors.New("no connection free within " + d.acquireTimeout.String())}
+			return nil, &contract.PoolExhaustedError{Backing: "postgresql", Err: errors.New("no connection free within " + timeout.String())}
 		}
+		return nil, fmt.Errorf("%w within %v", errConnectSlow, timeout)
 	}
 	return nil, err
 }
+
+// errConnectSlow is a pool with room that could not open a connection in
+// time: the server is slow to accept or cannot be reached.
+var errConnectSlow = errors.New("pgstore: no connection to the server could be opened")
 
 // tx runs fn in a transaction: the caller's when bound, a new one
 // otherwise (committed when fn returns nil).
@@ -217,7 +236,7 @@ func unavailable(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, pgconn.ErrConnClosed)
+		errors.Is(err, net.ErrClosed) || errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, errConnectSlow)
 }
 
 // passThrough reports errors that go back to the caller as they are.

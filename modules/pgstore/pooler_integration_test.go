@@ -4,6 +4,7 @@ package pgstore_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore"
@@ -24,14 +26,18 @@ import (
 // quietProxy forwards connections to PostgreSQL and, while quiet, drops
 // the NotificationResponse messages on their way to the client: a path
 // that carries every query and reply but no notification, which is what
-// a listener behind PgBouncer in transaction mode gets.
+// a listener behind PgBouncer in transaction mode gets. With a delay it
+// holds each new connection that long before it reaches the server: a
+// server slow to accept connections.
 type quietProxy struct {
-	ln     net.Listener
-	target string
-	quiet  atomic.Bool
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	wg     sync.WaitGroup
+	ln      net.Listener
+	target  string
+	quiet   atomic.Bool
+	delay   atomic.Int64 // nanoseconds
+	closing chan struct{}
+	mu      sync.Mutex
+	conns   map[net.Conn]bool
+	wg      sync.WaitGroup
 }
 
 func startQuietProxy(t *testing.T, target string) *quietProxy {
@@ -40,7 +46,7 @@ func startQuietProxy(t *testing.T, target string) *quietProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &quietProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p := &quietProxy{ln: ln, target: target, conns: map[net.Conn]bool{}, closing: make(chan struct{})}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -52,17 +58,33 @@ func (p *quietProxy) accept() {
 		if err != nil {
 			return
 		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
 		p.mu.Lock()
-		p.conns[c], p.conns[s] = true, true
+		p.conns[c] = true
 		p.mu.Unlock()
-		p.wg.Go(func() { _, _ = io.Copy(s, c); s.Close(); c.Close() })
-		p.wg.Go(func() { p.fromServer(c, s); s.Close(); c.Close() })
+		p.wg.Go(func() { p.serve(c) })
 	}
+}
+
+func (p *quietProxy) serve(c net.Conn) {
+	defer c.Close()
+	select {
+	case <-time.After(time.Duration(p.delay.Load())):
+	case <-p.closing:
+		return
+	}
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	p.conns[s] = true
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(s, c); s.Close(); c.Close(); close(done) }()
+	p.fromServer(c, s)
+	s.Close()
+	c.Close()
+	<-done
 }
 
 // fromServer copies the server's messages (a type byte, then a length
@@ -89,6 +111,7 @@ func (p *quietProxy) fromServer(dst, src net.Conn) {
 }
 
 func (p *quietProxy) close() {
+	close(p.closing)
 	p.ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {
@@ -235,5 +258,54 @@ func TestListenerProbesEveryConnection(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no notification after recovery")
+	}
+}
+
+// A pool with room opens a connection when every one it has is busy; a
+// server slow to accept it is not an exhausted pool. Slower than
+// AcquireTimeout but within the connection's ConnectTimeout, the call
+// waits and succeeds; slower than that, it fails as the retryable outage
+// it is, never as a bare context error.
+func TestSlowConnectIsNotPoolExhaustion(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	p := startQuietProxy(t, hostPort(t, d.dsn))
+	pool := func(connectTimeout time.Duration) *pgxpool.Pool {
+		cfg, err := pgxpool.ParseConfig(d.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnConfig = p.through(t, d.connConfig(t))
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+		cfg.MaxConns = 2
+		pl, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pl.Close)
+		return pl
+	}
+	s := pgstore.Settings{AcquireTimeout: 100 * time.Millisecond}
+
+	p.delay.Store(int64(600 * time.Millisecond))
+	slow := pool(5 * time.Second)
+	st, err := pgstore.NewStateStore(slow, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r"}); err != nil {
+		t.Fatalf("PutRun on a pool whose new connection takes 600 ms (acquire timeout 100 ms, connect timeout 5 s): %v", err)
+	}
+
+	p.delay.Store(int64(3 * time.Second))
+	st, err = pgstore.NewStateStore(pool(500*time.Millisecond), nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.GetRun(ctx, "acme", "r")
+	var sp *contract.StatePersistenceError
+	var pe *contract.PoolExhaustedError
+	if !errors.As(err, &sp) || sp.Reason != contract.ReasonUnavailable || !contract.Retryable(err) || errors.As(err, &pe) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("GetRun when no connection opens within the connect timeout: %v (%T), want a retryable unavailable StatePersistenceError", err, err)
 	}
 }
