@@ -411,11 +411,11 @@ func TestPgBouncerListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wake, stop := q.Subscribe("")
-	defer stop()
 	if err := l.Listen(ctx, q.Channel()); err != nil {
 		t.Fatal(err)
 	}
+	wake, stop := q.Subscribe("") // the channel is LISTENed: its wakes are NOTIFYs
+	defer stop()
 	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "x"}); err != nil {
 		t.Fatal(err)
 	}
