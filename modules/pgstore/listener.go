@@ -561,9 +561,11 @@ func (l *Listener) receive(ctx context.Context, conn *pgx.Conn, first chan<- err
 		case err != nil && pending != nil && !time.Now().Before(pending.deadline) && !conn.IsClosed():
 			l.probeFails.Add(1)
 			perr := &ListenerProbeError{Channel: l.probeChannel, Timeout: l.settings.ProbeTimeout, Pooled: pending.pooled}
+			// The sender gives up at the same deadline: its last error, if it
+			// had one, says why nothing came.
 			select {
 			case perr.Err = <-pending.result:
-			default:
+			case <-time.After(200 * time.Millisecond):
 			}
 			return false, perr
 		case err != nil && wctx.Err() != nil && !conn.IsClosed():
@@ -617,12 +619,19 @@ func (l *Listener) sendProbe(ctx, pctx context.Context, conn *pgx.Conn, senders 
 	senders.Go(func() {
 		sctx, cancel := context.WithDeadline(pctx, p.deadline)
 		defer cancel()
-		c, err := pgx.ConnectConfig(sctx, l.probeCfg)
-		if err == nil {
-			_, err = c.Exec(sctx, "SELECT pg_notify($1, $2)", pgx.QueryExecModeSimpleProtocol, l.probeChannel, p.nonce)
-			closeConn(c)
+		// Until it is sent or the time is up: a server that has just come
+		// back may refuse the first connection while it starts.
+		for {
+			c, err := pgx.ConnectConfig(sctx, l.probeCfg)
+			if err == nil {
+				_, err = c.Exec(sctx, "SELECT pg_notify($1, $2)", pgx.QueryExecModeSimpleProtocol, l.probeChannel, p.nonce)
+				closeConn(c)
+			}
+			if err == nil || !sleep(sctx, 100*time.Millisecond) {
+				p.result <- err
+				return
+			}
 		}
-		p.result <- err
 	})
 	return p, nil
 }

@@ -127,11 +127,13 @@ func TestServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wake, stop := q.Subscribe("")
-	defer stop()
+	// LISTEN first: a subscriber that comes before its channel is LISTENed
+	// gets a wake of its own once it is, and this test counts wakes.
 	if err := l.Listen(ctx, pgstore.NotifyChannel(pgstore.StateTables{})); err != nil {
 		t.Fatal(err)
 	}
+	wake, stop := q.Subscribe("")
+	defer stop()
 	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "before"}); err != nil {
 		t.Fatal(err)
 	}
