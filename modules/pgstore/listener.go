@@ -99,6 +99,14 @@ type ListenerStats struct {
 // connection breaks the loop reconnects at once, then with backoff from
 // 50 ms doubling to 2 s, LISTENs every channel again and sends each
 // subscriber a synthetic wake.
+//
+// A connection that takes its LISTENs is not yet one that delivers:
+// behind PgBouncer in transaction mode it never does, without an error.
+// So every connection, the first and each reconnect, LISTENs a channel of
+// the listener's own and waits for a NOTIFY sent there from a second,
+// short-lived connection; only then does it count as connected (and a
+// reconnect send its synthetic wake). A probe that does not come back
+// within ProbeTimeout drops the connection with a *ListenerProbeError.
 type Listener struct {
 	config   *pgx.ConnConfig
 	probeCfg *pgx.ConnConfig // the probe sender's: the caller's config as given
