@@ -42,13 +42,35 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 type StateConflictError struct {
 	Tenant, ID string
 	Expected   int64 // the version the caller held
-	Actual     int64 // the version stored (0: the run does not exist)
+	// Actual is the version stored at the moment the check failed (0: the
+	// run did not exist), read in the same step as the check, so it never
+	// equals Expected.
+	Actual int64
 }
 
 func (e *StateConflictError) Error() string {
 	return fmt.Sprintf("adk: run %q/%q version conflict: expected %d, stored %d (re-read the run and apply the change again)",
 		e.Tenant, e.ID, e.Expected, e.Actual)
 }
+
+// CounterOverflowError is a PatchRun refused because a delta would take a
+// counter of the run past the int64 range. The patch is refused whole:
+// no counter, status or version changed. It matches ErrInvalid, because
+// the patch, not the store, has to change.
+type CounterOverflowError struct {
+	Tenant, ID string
+	Counter    string // the first counter, in Counters' field order, that would overflow: "InputTokens", ..., "Cursor"
+	Stored     int64  // its value when the patch was refused
+	Delta      int64  // the patch's delta for it
+}
+
+func (e *CounterOverflowError) Error() string {
+	return fmt.Sprintf("adk: run %q/%q: patch refused, nothing written: Counters.%s is %d and %+d would take it past the int64 range "+
+		"(count in coarser units, or carry the total over to a new run)", e.Tenant, e.ID, e.Counter, e.Stored, e.Delta)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *CounterOverflowError) Is(target error) bool { return target == ErrInvalid }
 
 // Reasons of a StatePersistenceError.
 const (

@@ -3,6 +3,8 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -49,6 +51,8 @@ func TestErrorsNameWhatAndFix(t *testing.T) {
 		{&LeaseLostError{Items: make([]ItemKey, 8)}, []string{"8 item(s)", "and 3 more"}},
 		{&SchemaError{Object: "adk_schema.version", Found: "1", Want: "2", Fix: "apply the migration"}, []string{"adk_schema.version", "is 1", "want 2", "apply the migration"}},
 		{&PreflightError{Setting: "maxmemory-policy", Value: "allkeys-lru", Fix: "set noeviction"}, []string{"maxmemory-policy", "allkeys-lru", "set noeviction"}},
+		{&CounterOverflowError{Tenant: "acme", ID: "r1", Counter: "Cursor", Stored: math.MaxInt64 - 1, Delta: 2},
+			[]string{`"acme"/"r1"`, "Counters.Cursor", "9223372036854775806", "+2", "nothing written", "coarser units"}},
 	}
 	for _, tt := range tests {
 		msg := tt.err.Error()
@@ -65,6 +69,9 @@ func TestErrorMatching(t *testing.T) {
 	if !errors.Is(fmt.Errorf("x: %w", &ValidationError{}), ErrInvalid) {
 		t.Error("ValidationError does not match ErrInvalid")
 	}
+	if !errors.Is(fmt.Errorf("x: %w", &CounterOverflowError{}), ErrInvalid) {
+		t.Error("CounterOverflowError does not match ErrInvalid")
+	}
 	if errors.Is(errors.New("other"), ErrInvalid) {
 		t.Error("a plain error matches ErrInvalid")
 	}
@@ -77,5 +84,43 @@ func TestErrorMatching(t *testing.T) {
 	}
 	if _, ok := errors.AsType[*StateConflictError](fmt.Errorf("put: %w", &StateConflictError{Expected: 1, Actual: 2})); !ok {
 		t.Error("StateConflictError not found by errors.AsType")
+	}
+}
+
+func TestCheckPatch(t *testing.T) {
+	const max, min = math.MaxInt64, math.MinInt64
+	tests := []struct {
+		name    string
+		c, d    Counters
+		counter string // "" when the patch fits
+	}{
+		{"small", Counters{InputTokens: 5}, Counters{InputTokens: 7, Cursor: -3}, ""},
+		{"up to the edge", Counters{InputTokens: max - 3}, Counters{InputTokens: 3}, ""},
+		{"down to the edge", Counters{CostMicros: min + 3}, Counters{CostMicros: -3}, ""},
+		{"one past the top", Counters{InputTokens: max - 3}, Counters{InputTokens: 4}, "InputTokens"},
+		{"one past the bottom", Counters{CostMicros: min + 3}, Counters{CostMicros: -4}, "CostMicros"},
+		{"opposite signs never overflow", Counters{Iterations: max}, Counters{Iterations: min}, ""},
+		{"the last counter", Counters{Cursor: max}, Counters{InputTokens: 1, OutputTokens: 1, CostMicros: 1, Iterations: 1, Cursor: 1}, "Cursor"},
+		{"the first of two is named", Counters{OutputTokens: max, Iterations: max}, Counters{OutputTokens: 1, Iterations: 1}, "OutputTokens"},
+		{"largest deltas", Counters{}, Counters{InputTokens: max, OutputTokens: min}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckPatch("acme", "r1", tt.c, tt.d)
+			if tt.counter == "" {
+				if err != nil {
+					t.Fatalf("CheckPatch = %v, want nil", err)
+				}
+				return
+			}
+			e, ok := errors.AsType[*CounterOverflowError](err)
+			if !ok || e.Counter != tt.counter || e.Tenant != "acme" || e.ID != "r1" {
+				t.Fatalf("CheckPatch = %#v, want an overflow of %s", err, tt.counter)
+			}
+			i := slices.Index(counterNames[:], e.Counter)
+			if e.Stored != tt.c.fields()[i] || e.Delta != tt.d.fields()[i] || CounterName(i) != e.Counter {
+				t.Errorf("overflow reports stored %d, delta %d; want %d, %d", e.Stored, e.Delta, tt.c.fields()[i], tt.d.fields()[i])
+			}
+		})
 	}
 }

@@ -131,9 +131,20 @@ type ItemPage struct {
 // WorkQueue is a fair, leased work queue. Every backing passes
 // contracttest.WorkQueue.
 type WorkQueue interface {
-	// Enqueue adds items atomically where the backing can (PostgreSQL,
-	// memory) and in one round trip otherwise. An item whose ID is already
-	// queued, leased or dead is left as it is.
+	// Enqueue adds the items; a tenant's items due at the same time are
+	// claimed in the order given. An item whose ID is already queued,
+	// leased or dead is left as it is (of several entries with one ID in a
+	// batch, the first wins). Bad input in any item is refused before
+	// anything is sent, and nothing is enqueued.
+	//
+	// A nil error means every item is now queued, leased or dead. Any
+	// other error may leave a batch partly enqueued: memory and PostgreSQL
+	// enqueue a batch all or none, while Redis sends it in chunks (per
+	// queue, at most 500 items or 8 MiB each, one script each, in order,
+	// each all or none). Sending the same batch again is safe and
+	// completes it: the items already there are left as they are and the
+	// others are added. (An item enqueued, claimed and completed before
+	// the retry is added again, as any enqueue of a completed ID is.)
 	Enqueue(ctx context.Context, items ...Item) error
 	// Claim leases up to req.Max due items, taking one item from each
 	// tenant with due work per turn, tenants in rotation order, round
@@ -145,6 +156,12 @@ type WorkQueue interface {
 	// Complete removes the items of the given leases, each fenced by its
 	// own token. Leases whose token no longer matches are left untouched
 	// and named in the returned *LeaseLostError; the others complete.
+	//
+	// A batch settles its leases in order, as that many Complete calls one
+	// after another would: an item named twice completes once, and the
+	// entry that finds it gone (or held under another token) is reported
+	// lost. So a stale lease and the live lease of one item in one batch
+	// complete the item and name the stale one.
 	Complete(ctx context.Context, leases ...Lease) error
 	// Fail records cause against the lease and lets the policy decide:
 	// back to the queue at a later time, or to the dead letter.

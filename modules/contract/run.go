@@ -30,6 +30,32 @@ func (c Counters) Add(d Counters) Counters {
 	}
 }
 
+// counterNames are the names of the Counters fields, in field order.
+var counterNames = [5]string{"InputTokens", "OutputTokens", "CostMicros", "Iterations", "Cursor"}
+
+func (c Counters) fields() [5]int64 {
+	return [5]int64{c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor}
+}
+
+// CheckPatch returns the *CounterOverflowError a patch adding d to the
+// counters c of run tenant/id must be refused with, naming the first
+// counter whose sum would leave the int64 range, or nil when every sum
+// fits. Backings call it before they write anything.
+func CheckPatch(tenant, id string, c, d Counters) error {
+	cs, ds := c.fields(), d.fields()
+	for i := range cs {
+		if s := cs[i] + ds[i]; (ds[i] > 0 && s < cs[i]) || (ds[i] < 0 && s > cs[i]) {
+			return &CounterOverflowError{Tenant: tenant, ID: id, Counter: counterNames[i], Stored: cs[i], Delta: ds[i]}
+		}
+	}
+	return nil
+}
+
+// CounterName is the name CounterOverflowError gives the i-th counter in
+// field order (0 for InputTokens, ..., 4 for Cursor), for backings whose
+// server reports an overflow by position.
+func CounterName(i int) string { return counterNames[i] }
+
 // Run is the durable state of one agent run: the JSON blob its worker last
 // wrote plus the counters every worker adds to.
 type Run struct {
@@ -81,6 +107,20 @@ type RunPage struct {
 }
 
 // StateStore keeps runs. Every backing passes contracttest.StateStore.
+//
+// A store is linearizable: each call takes effect at most once, at one
+// instant between its invocation and its return, and reports the state
+// at that instant. That holds when a reply is lost, too. A backing that
+// sends a write again after losing its reply (a cut connection, a server
+// restart, a failover) recognises its own earlier application and answers
+// with that application's outcome: a put does not conflict with itself, a
+// patch is not added twice, and a delete that landed returns nil and does
+// not remove a run created after it.
+//
+// A write that returns an error other than its own refusal (ErrNotFound,
+// *StateConflictError, *CounterOverflowError, *ValidationError, a
+// too_large *StatePersistenceError) may or may not have taken effect:
+// read the run before writing it again.
 type StateStore interface {
 	// GetRun returns the run, or ErrNotFound.
 	GetRun(ctx context.Context, tenant, id string) (*Run, error)
@@ -88,10 +128,17 @@ type StateStore interface {
 	// creates the run (a *StateConflictError if it exists); otherwise
 	// Version must equal the stored version. Counters and Seq in the
 	// argument are ignored: counters change only through PatchRun. It
-	// returns the run as stored, with its new version.
+	// returns the run as this put left it, with its new version. A
+	// conflict reports the version stored when the check failed.
 	PutRun(ctx context.Context, run Run) (*Run, error)
 	// PatchRun adds the patch's counters to the run and sets its status
-	// when given, returning the run as stored. ErrNotFound if missing.
+	// when given, returning the run as this patch left it. ErrNotFound if
+	// missing. A delta that would take a counter past the int64 range
+	// refuses the whole patch with a *CounterOverflowError. One field may
+	// be newer than the patch: a backing answering a resent patch from
+	// what it recorded of the first (a lost reply) keeps the patch's
+	// version, counters and status but not a copy of the blob, so when a
+	// PutRun rewrote Data in between, the Data returned is the newer one.
 	PatchRun(ctx context.Context, tenant, id string, patch Patch) (*Run, error)
 	// ListRuns pages through a tenant's runs by Seq. Runs updated while
 	// paging are neither skipped nor repeated.

@@ -257,13 +257,20 @@ func (q *PostgresWorkQueue) Complete(ctx context.Context, leases ...contract.Lea
 		k := l.Key()
 		queues[i], tenants[i], ids[i], tokens[i] = k.Queue, k.Tenant, k.ID, l.Token
 	}
-	done := make(map[contract.ItemKey]bool, n)
+	// done holds the token each completed item was completed under; an
+	// entry counts as completed once, so the leases settle in order as
+	// separate calls would: of two entries for one item, the one holding
+	// the token completed it and the other was lost.
+	done := make(map[contract.ItemKey]int64, n)
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		clear(done)
 		return q.db.plannedRows(ctx, e, q.q.get("complete"), q.q.get("complete_settings"), []any{queues, tenants, ids, tokens}, func(rows pgx.Rows) error {
 			var k contract.ItemKey
-			err := rows.Scan(&k.Queue, &k.Tenant, &k.ID)
-			done[k] = err == nil
+			var token int64
+			err := rows.Scan(&k.Queue, &k.Tenant, &k.ID, &token)
+			if err == nil {
+				done[k] = token
+			}
 			return err
 		})
 	})
@@ -272,9 +279,11 @@ func (q *PostgresWorkQueue) Complete(ctx context.Context, leases ...contract.Lea
 	}
 	var lost []contract.ItemKey
 	for _, l := range leases {
-		if !done[l.Key()] {
-			lost = append(lost, l.Key())
+		if token, ok := done[l.Key()]; ok && token == l.Token {
+			delete(done, l.Key())
+			continue
 		}
+		lost = append(lost, l.Key())
 	}
 	if lost != nil {
 		return &contract.LeaseLostError{Items: lost}

@@ -3,6 +3,12 @@
 package redisstore_test
 
 import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/adkit/adk/modules/contract"
@@ -42,4 +48,105 @@ func TestStateStoreConformance(t *testing.T) {
 
 func TestWorkQueueConformance(t *testing.T) {
 	contracttest.WorkQueue(t, queueFactory(redistest.Client(t)))
+}
+
+// TestStateReplayConformance runs the lost-reply cases: the client's hook
+// lets a state write run on the server, then throws its reply away and
+// reports a broken connection, so the store's retry budget sends it again.
+func TestStateReplayConformance(t *testing.T) {
+	client := redistest.Client(t)
+	hook := &lostReplies{armed: map[string]func(){}, lost: map[string]bool{}}
+	client.AddHook(hook)
+	contracttest.StateReplay(t, func(t *testing.T, clock contract.Clock) (contract.StateStore, contracttest.LoseReply) {
+		ns := redistest.Namespace(t, client)
+		s, err := redisstore.NewState(client, clock, redisstore.Settings{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, func(between func()) func() bool { return hook.arm(ns, between) }
+	})
+}
+
+// errReplyLost is what a connection cut after the request was sent
+// looks like to the store: a transport error, retried within the budget.
+var errReplyLost = errors.New("redis reply lost: " + io.ErrUnexpectedEOF.Error())
+
+// lostReplies is a go-redis hook that loses the reply of the next state
+// write script of an armed namespace, after the server ran it.
+type lostReplies struct {
+	mu    sync.Mutex
+	armed map[string]func()
+	lost  map[string]bool
+}
+
+func (l *lostReplies) arm(ns string, between func()) func() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed[ns], l.lost[ns] = between, false
+	return func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.lost[ns]
+	}
+}
+
+func (l *lostReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *lostReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (l *lostReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := next(ctx, cmd); err != nil {
+			return err // not run (NOSCRIPT, say): stay armed for the call that runs
+		}
+		ns, ok := stateWrite(cmd.Args())
+		if !ok {
+			return nil
+		}
+		l.mu.Lock()
+		between := l.armed[ns]
+		delete(l.armed, ns)
+		l.lost[ns] = l.lost[ns] || between != nil
+		l.mu.Unlock()
+		if between == nil {
+			return nil
+		}
+		between()
+		cmd.SetErr(errReplyLost)
+		return errReplyLost
+	}
+}
+
+// stateWrite reports whether args are an EVALSHA or EVAL of a state write
+// script, and of which namespace: a script whose first key is a run blob
+// and that declares more keys than the run's two (GetRun's script
+// declares those two only, the listing's starts with a run hash).
+func stateWrite(args []any) (string, bool) {
+	if len(args) < 3 {
+		return "", false
+	}
+	name, _ := args[0].(string)
+	if name = strings.ToLower(name); name != "evalsha" && name != "eval" {
+		return "", false
+	}
+	n, err := strconv.Atoi(fmtArg(args[2]))
+	if err != nil || n < 3 || len(args) < 3+n {
+		return "", false
+	}
+	ns, rest, found := strings.Cut(fmtArg(args[3]), ":state:")
+	return ns, found && strings.Contains(rest, "}:run:")
+}
+
+func fmtArg(a any) string {
+	switch v := a.(type) {
+	case string:
+		return v
+	case int:
+		return strconv.Itoa(v)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	}
+	return ""
 }

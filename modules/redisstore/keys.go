@@ -31,6 +31,12 @@ func (k stateKeys) patches(id string) string { return k.prefix + "patches:" + lp
 func (k stateKeys) seq() string              { return k.prefix + "seq" }
 func (k stateKeys) session(s string) string  { return k.prefix + "session:" + lp(s) }
 
+// replays and outcomes hold what each recent write did, under its nonce
+// (see scripts/state_lib.lua). They are the tenant's, not the run's, so
+// the record of a delete outlives the run it deleted.
+func (k stateKeys) replays() string  { return k.prefix + "replays" }
+func (k stateKeys) outcomes() string { return k.prefix + "outcomes" }
+
 // queueKeys builds the keys of one namespace's queues. The whole namespace
 // is one hash tag because a claim reads several tenants' ready sets in one
 // script; a deployment shards by running several namespaces.

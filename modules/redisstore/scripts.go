@@ -21,11 +21,8 @@ func loadScript(name string) *redis.Script {
 // that has not cached them). They are package values because they are
 // constants: the source is fixed at build time.
 var (
-	scriptStatePut    = loadScript("state_put")
-	scriptStatePatch  = loadScript("state_patch")
-	scriptStateGet    = loadScript("state_get")
-	scriptStateDelete = loadScript("state_delete")
-	scriptStateList   = loadScript("state_list")
+	scriptStateGet  = loadScript("state_get")
+	scriptStateList = loadScript("state_list")
 )
 
 // Queue scripts share a prelude (key names and the rotation helpers), kept
@@ -48,6 +45,14 @@ func loadWith(name string, libs ...string) *redis.Script {
 	}
 	return redis.NewScript(string(src))
 }
+
+// The state write scripts share their replay records (state_lib.lua);
+// the patch adds exact int64 sums (state_int64.lua).
+var (
+	scriptStatePut    = loadWith("state_put", "state_lib")
+	scriptStatePatch  = loadWith("state_patch", "state_lib", "state_int64")
+	scriptStateDelete = loadWith("state_delete", "state_lib")
+)
 
 var (
 	scriptEnqueue   = loadQueueScript("enqueue")

@@ -21,6 +21,7 @@ type RedisStateStore struct {
 	clock    contract.Clock
 	settings Settings
 	retry    retrier
+	window   time.Duration // replayWindow; shorter in this package's tests
 }
 
 var _ contract.StateStore = (*RedisStateStore)(nil)
@@ -43,7 +44,7 @@ func NewState(client redis.UniversalClient, clock contract.Clock, settings Setti
 	if err != nil {
 		return nil, err
 	}
-	return &RedisStateStore{client: client, clock: clock, settings: s, retry: r}, nil
+	return &RedisStateStore{client: client, clock: clock, settings: s, retry: r, window: replayWindow}, nil
 }
 
 // OpenState runs Preflight against the server (waiting out a failover
@@ -98,41 +99,104 @@ func (s *RedisStateStore) GetRun(ctx context.Context, tenant, id string) (*contr
 	return decodeRun(tenant, id, vals)
 }
 
+// replayWindow is how long the store remembers what each write did, under
+// the write's nonce: a write sent again within the window (its reply was
+// lost) is answered from that record instead of running again. Resends
+// come within the retry budget plus the client's timeouts, well under a
+// minute; the window leaves a wide margin. A record takes about 200 bytes
+// for the window's length: 120 MB at 1,000 writes a second.
+const replayWindow = 10 * time.Minute
+
+// sessionTries bounds the calls of a put or delete that learns the run
+// is in a session other than the one whose index it declared (see
+// scripts/state_put.lua): each learns the session the run has now, so a
+// second call succeeds unless the session changes again in between.
+const sessionTries = 4
+
+// writeArgs are the arguments every state write script starts with (see
+// scripts/state_lib.lua).
+func (s *RedisStateStore) writeArgs(id string, now time.Time, run string, more ...any) []any {
+	return append([]any{id, now.UnixMilli(), now.Add(-s.window).UnixMilli(), run}, more...)
+}
+
+// writeKeys are the keys every state write script starts with.
+func writeKeys(k stateKeys, id string, more ...string) []string {
+	return append([]string{k.run(id), k.meta(id), k.replays(), k.outcomes()}, more...)
+}
+
+// writeReply splits a write script's reply into its status and the rest.
+func writeReply(res any) (int64, []any, error) {
+	vals, _ := res.([]any)
+	if len(vals) == 0 {
+		return 0, nil, fmt.Errorf("redisstore: malformed state reply %v", res)
+	}
+	status, ok := vals[0].(int64)
+	if !ok {
+		return 0, nil, fmt.Errorf("redisstore: malformed state reply %v", res)
+	}
+	return status, vals[1:], nil
+}
+
+func replyString(vals []any) string {
+	if len(vals) == 0 {
+		return ""
+	}
+	s, _ := vals[0].(string)
+	return s
+}
+
+// Statuses of the state write scripts' replies.
+const (
+	replyMissing  = 0 // not found (a delete or patch); a conflict (a put)
+	replyDone     = 1 // written, by this call or an earlier try of it
+	replySession  = 2 // the run is in another session: call again declaring its index
+	replyOverflow = 3 // a counter would leave the int64 range
+)
+
 // PutRun writes the run's Session, Status and Data, version-checked. Each
-// call carries a nonce, so a retry of a put whose reply was lost returns
-// the run it wrote rather than a conflict with itself.
+// call carries a nonce, so a put sent again after its reply was lost
+// answers with the run it wrote rather than a conflict with itself.
 func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
 		return nil, err
 	}
 	k := newStateKeys(s.settings.Namespace, run.Tenant)
-	now := s.clock.Now()
-	res, err := s.run(ctx, scriptStatePut,
-		[]string{k.run(run.ID), k.meta(run.ID), k.index(), k.seq()},
-		k.prefix, run.Version, run.ID, run.Session, run.Status, []byte(run.Data), now.UnixNano(), nonce())
-	if err != nil {
-		return nil, err
-	}
-	vals, _ := res.([]any)
-	if len(vals) < 2 {
+	now, id := s.clock.Now(), nonce()
+	// Most puts keep the run's session: guess that it is the stored one.
+	stored := run.Session
+	for range sessionTries {
+		res, err := s.run(ctx, scriptStatePut,
+			writeKeys(k, run.ID, k.index(), k.seq(), k.session(run.Session), k.session(stored)),
+			s.writeArgs(id, now, run.ID, run.Version, run.Session, stored, run.Status, []byte(run.Data), now.UnixNano())...)
+		if err != nil {
+			return nil, err
+		}
+		status, vals, err := writeReply(res)
+		switch {
+		case err != nil:
+			return nil, err
+		case status == replyDone:
+			return decodeRun(run.Tenant, run.ID, vals)
+		case status == replyMissing:
+			return nil, &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version, Actual: atoi64(replyString(vals))}
+		case status == replySession:
+			stored = replyString(vals)
+			continue
+		}
 		return nil, fmt.Errorf("redisstore: unexpected put reply %v", res)
 	}
-	if n, _ := vals[0].(int64); n == 0 {
-		actual, _ := vals[1].(int64)
-		return nil, &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version, Actual: actual}
-	}
-	return decodeRun(run.Tenant, run.ID, vals[1:])
+	return nil, sessionMoving(run.Tenant, run.ID)
 }
 
-// patchReplayWindow is how long a run remembers the nonce of a patch it
-// applied. A retry of that patch (its reply was lost) within the window is
-// answered without adding the deltas again. Retries come within the retry
-// budget plus the client's read timeouts: well under a minute.
-const patchReplayWindow = 10 * time.Minute
+func sessionMoving(tenant, id string) error {
+	return stateUnavailable(fmt.Errorf("run %q/%q moved between sessions under %d tries; nothing was written", tenant, id, sessionTries))
+}
 
 // PatchRun adds the patch's counters and sets its status when given. Each
-// call carries a nonce the run remembers for patchReplayWindow, so a retry
-// of a patch whose reply was lost is not added twice.
+// call carries a nonce the tenant remembers for replayWindow, so a patch
+// sent again after its reply was lost is not added twice, and is answered
+// even if the run was deleted meanwhile. All five sums are checked before
+// any is written: a patch that would overflow one is refused whole.
 func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
 	if err := validateTenantID("tenant", "id", tenant, id); err != nil {
 		return nil, err
@@ -142,18 +206,28 @@ func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch
 	}
 	k := newStateKeys(s.settings.Namespace, tenant)
 	c := patch.Counters
+	deltas := [5]int64{c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor}
 	now := s.clock.Now()
-	res, err := s.run(ctx, scriptStatePatch, []string{k.run(id), k.meta(id), k.patches(id)},
-		c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, patch.Status, now.UnixNano(), nonce(),
-		now.UnixMilli(), patchReplayWindow.Milliseconds())
+	res, err := s.run(ctx, scriptStatePatch, writeKeys(k, id),
+		s.writeArgs(nonce(), now, id, deltas[0], deltas[1], deltas[2], deltas[3], deltas[4], patch.Status, now.UnixNano())...)
 	if err != nil {
 		return nil, err
 	}
-	vals, _ := res.([]any)
-	if len(vals) == 0 {
+	status, vals, err := writeReply(res)
+	switch {
+	case err != nil:
+		return nil, err
+	case status == replyDone:
+		return decodeRun(tenant, id, vals)
+	case status == replyMissing:
 		return nil, contract.ErrNotFound
+	case status == replyOverflow && len(vals) == 2:
+		if n, _ := vals[0].(int64); n >= 1 && n <= 5 {
+			stored, _ := vals[1].(string)
+			return nil, &contract.CounterOverflowError{Tenant: tenant, ID: id, Counter: contract.CounterName(int(n - 1)), Stored: atoi64(stored), Delta: deltas[n-1]}
+		}
 	}
-	return decodeRun(tenant, id, vals)
+	return nil, fmt.Errorf("redisstore: unexpected patch reply %v", res)
 }
 
 // ListRuns pages through the tenant's runs by Seq.
@@ -174,6 +248,11 @@ func (s *RedisStateStore) ListSessionRuns(ctx context.Context, tenant, session s
 	return s.list(ctx, tenant, k, k.session(session), page)
 }
 
+// list reads a page in two steps: the ids after the cursor from the
+// index, then those runs by a script that declares their keys (so Redis
+// Cluster routes and checks all of them, mid-migration too). A run
+// deleted between the steps is skipped and the next ids are read in its
+// place, so a page short of the limit is still the last.
 func (s *RedisStateStore) list(ctx context.Context, tenant string, k stateKeys, index string, page contract.PageRequest) (contract.RunPage, error) {
 	limit, err := contract.ValidatePage(page)
 	if err != nil {
@@ -183,41 +262,92 @@ func (s *RedisStateStore) list(ctx context.Context, tenant string, k stateKeys, 
 	if err != nil {
 		return contract.RunPage{}, err
 	}
-	res, err := s.run(ctx, scriptStateList, []string{index}, k.prefix, after, limit+1)
-	if err != nil {
-		return contract.RunPage{}, err
-	}
-	rows, _ := res.([]any)
-	out := contract.RunPage{Runs: make([]contract.Run, 0, min(len(rows), limit))}
-	for _, row := range rows {
-		vals, _ := row.([]any)
-		if len(out.Runs) == limit {
-			out.Next = formatCursor(out.Runs[limit-1].Seq)
+	out := contract.RunPage{Runs: make([]contract.Run, 0, limit)}
+	for len(out.Runs) <= limit {
+		want := limit + 1 - len(out.Runs)
+		var ids []redis.Z
+		err := s.retry.do(ctx, func(ctx context.Context) error {
+			var err error
+			ids, err = s.client.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: index, ByScore: true,
+				Start: "(" + strconv.FormatInt(after, 10), Stop: "+inf", Count: int64(want)}).Result()
+			return err
+		})
+		if err != nil || len(ids) == 0 {
+			if err != nil {
+				return contract.RunPage{}, err
+			}
 			break
 		}
-		r, err := decodeRun(tenant, "", vals)
+		keys := make([]string, 0, 2*len(ids))
+		for _, z := range ids {
+			id, _ := z.Member.(string)
+			keys = append(keys, k.meta(id), k.run(id))
+		}
+		res, err := s.run(ctx, scriptStateList, keys)
 		if err != nil {
 			return contract.RunPage{}, err
 		}
-		out.Runs = append(out.Runs, *r)
+		rows, _ := res.([]any)
+		for i, z := range ids {
+			after = int64(z.Score)
+			if i >= len(rows) {
+				break
+			}
+			vals, _ := rows[i].([]any)
+			if len(vals) == 0 {
+				continue // deleted since the index was read
+			}
+			id, _ := z.Member.(string)
+			r, err := decodeRun(tenant, id, vals)
+			if err != nil {
+				return contract.RunPage{}, err
+			}
+			out.Runs = append(out.Runs, *r)
+		}
+		if len(ids) < want {
+			break // the index has no more
+		}
+	}
+	if len(out.Runs) > limit {
+		out.Runs = out.Runs[:limit]
+		out.Next = formatCursor(out.Runs[limit-1].Seq)
 	}
 	return out, nil
 }
 
-// DeleteRun removes the run, or returns contract.ErrNotFound.
+// DeleteRun removes the run, or returns contract.ErrNotFound. A delete
+// sent again after its reply was lost finds its record (which outlives
+// the run) and answers nil, and does not remove a run created meanwhile.
 func (s *RedisStateStore) DeleteRun(ctx context.Context, tenant, id string) error {
 	if err := validateTenantID("tenant", "id", tenant, id); err != nil {
 		return err
 	}
 	k := newStateKeys(s.settings.Namespace, tenant)
-	res, err := s.run(ctx, scriptStateDelete, []string{k.run(id), k.meta(id), k.index(), k.patches(id)}, k.prefix, id)
-	if err != nil {
-		return err
+	now, n := s.clock.Now(), nonce()
+	// The run's session is not known here; most runs have none. A run in
+	// a session costs a second call, which declares the session's index.
+	session := ""
+	for range sessionTries {
+		res, err := s.run(ctx, scriptStateDelete, writeKeys(k, id, k.index(), k.patches(id), k.session(session)),
+			s.writeArgs(n, now, id, session)...)
+		if err != nil {
+			return err
+		}
+		status, vals, err := writeReply(res)
+		switch {
+		case err != nil:
+			return err
+		case status == replyDone:
+			return nil
+		case status == replyMissing:
+			return contract.ErrNotFound
+		case status == replySession:
+			session = replyString(vals)
+			continue
+		}
+		return fmt.Errorf("redisstore: unexpected delete reply %v", res)
 	}
-	if n, _ := res.(int64); n == 0 {
-		return contract.ErrNotFound
-	}
-	return nil
+	return sessionMoving(tenant, id)
 }
 
 func validateTenantID(tf, idf, tenant, id string) error {

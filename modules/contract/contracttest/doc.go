@@ -48,6 +48,14 @@
 //     version, each patch returning its own version); optimistic
 //     read-modify-write loops lose nothing; racing creates have one winner;
 //     puts never overwrite counters patched meanwhile.
+//   - Atomicity: a patch that would take any counter past the int64
+//     range (the last of five, or below the bottom) is refused whole with a
+//     *CounterOverflowError naming the counter, its value and the delta,
+//     and nothing is written; sums landing exactly on the range's ends are
+//     taken (the check is exact, not floating point); eight clients racing
+//     creates, puts, patches and deletes of one run never see a conflict
+//     whose Actual equals its Expected (the stored version is read in the
+//     same step as the failed check).
 //   - Paging: 250 runs paged 7 at a time while runs are rewritten (between
 //     pages, and concurrently) are each listed once, in ascending Seq;
 //     pages short of the limit are last; listed runs equal GetRun's;
@@ -68,6 +76,20 @@
 //   - Context: a cancelled or expired context is returned as such
 //     (errors.Is context.Canceled / DeadlineExceeded) and changes nothing.
 //
+// # What StateReplay pins
+//
+// [StateReplay] runs against a store whose test can lose a reply
+// ([LoseReply]: the write lands, its answer does not come back). A put,
+// patch or delete whose reply was lost, with other clients' writes landing
+// before the store hears of the loss, takes effect once and answers with
+// its own outcome or a retryable error: a resent create or put is not a
+// conflict with itself and returns the run as it wrote it (not as it is
+// now), and writes nothing over a run deleted and created again meanwhile;
+// a resent patch is added once and returns its own version and counters,
+// even when the run was deleted since (never ErrNotFound, never a
+// re-created run); a resent delete answers nil and leaves alone a run
+// created after it landed.
+//
 // # What WorkQueue pins
 //
 //   - Basic: enqueue, claim, complete; a lease carries the item intact
@@ -77,6 +99,13 @@
 //     after Complete the ID may be used again; batch Enqueue and batch
 //     Complete, where a lost lease in a batch is named alone and the rest
 //     complete; "" and DefaultQueue are one queue.
+//   - Batch: Complete settles a batch's leases in order, as one call
+//     each would: Complete(a, a, b) completes a and b and names the second
+//     a lost; a stale and the live lease of one item, in either order,
+//     complete the item and name the stale one. Enqueue of a batch sent
+//     again (part of it landed, then an error) leaves the items already
+//     there as they are, leased or queued, and adds the rest, in batch
+//     order.
 //   - Concurrency: 10 workers claiming 200 items (Max 1, Max 5, with and
 //     without completing) never share an item and claim every one;
 //     producers and consumers running at once complete each item once.

@@ -28,6 +28,11 @@ type faulty struct {
 	mu        sync.Mutex
 	lastLease *contract.Lease
 	claims    int
+	conflicts int
+	// between is armed by loseReply: the next write's reply is lost, with
+	// between run after the write took effect.
+	between func()
+	lost    bool
 }
 
 // shared is the store the "factory-shares" faults hand out on every call.
@@ -57,6 +62,47 @@ type mute struct{ *faulty }
 func (mute) Subscribe(string) (<-chan struct{}, func()) { return make(chan struct{}, 1), func() {} }
 
 // ---- StateStore faults ----
+
+// loseReply is the LoseReply of the reference store. Intact, it reports
+// a lost reply the way a backing that never resends a write does: the
+// write took effect, the call returns a retryable error. The replay faults
+// resend it instead, as a careless backing would: "replay-reapplies" runs
+// the write again against the state as it is now, "replay-answers-current"
+// recognises the resend but answers with the run as it is now.
+func (f *faulty) loseReply(between func()) func() bool {
+	f.mu.Lock()
+	f.between, f.lost = between, false
+	f.mu.Unlock()
+	return func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.lost
+	}
+}
+
+// replayed runs write, the write whose reply is lost when one is armed.
+func (f *faulty) replayed(ctx context.Context, tenant, id string, write func() (*contract.Run, error)) (*contract.Run, error) {
+	f.mu.Lock()
+	between := f.between
+	f.between = nil
+	f.lost = f.lost || between != nil
+	f.mu.Unlock()
+	if between == nil {
+		return write()
+	}
+	r, err := write()
+	between()
+	switch f.fault {
+	case "replay-reapplies":
+		return write()
+	case "replay-answers-current":
+		if err != nil {
+			return r, err
+		}
+		return f.Store.GetRun(ctx, tenant, id)
+	}
+	return nil, &contract.StatePersistenceError{Reason: contract.ReasonUnavailable, Transient: true, Err: errors.New("reply lost")}
+}
 
 func (f *faulty) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
 	r, err := f.Store.GetRun(ctx, tenant, id)
@@ -90,10 +136,21 @@ func (f *faulty) PutRun(ctx context.Context, run contract.Run) (*contract.Run, e
 	case "deadline-ignored":
 		ctx = context.WithoutCancel(ctx)
 	}
-	r, err := f.Store.PutRun(ctx, run)
+	r, err := f.replayed(ctx, run.Tenant, run.ID, func() (*contract.Run, error) { return f.Store.PutRun(ctx, run) })
 	var ce *contract.StateConflictError
 	if f.fault == "conflict-numbers-swapped" && errors.As(err, &ce) {
 		ce.Expected, ce.Actual = ce.Actual, ce.Expected
+	}
+	if f.fault == "conflict-version-read-later" && errors.As(err, &ce) {
+		// The version read in a second step after the failed check, with
+		// the run deleted and created again in between: now and then that
+		// is the version the caller held.
+		f.mu.Lock()
+		f.conflicts++
+		if f.conflicts%5 == 0 {
+			ce.Actual = ce.Expected
+		}
+		f.mu.Unlock()
 	}
 	var pe *contract.StatePersistenceError
 	if f.fault == "too-large-retryable" && errors.As(err, &pe) {
@@ -113,8 +170,13 @@ func (f *faulty) PatchRun(ctx context.Context, tenant, id string, p contract.Pat
 	case "deadline-ignored":
 		ctx = context.WithoutCancel(ctx)
 	}
-	r, err := f.Store.PatchRun(ctx, tenant, id, p)
+	r, err := f.replayed(ctx, tenant, id, func() (*contract.Run, error) { return f.Store.PatchRun(ctx, tenant, id, p) })
 	return f.stamp(r), err
+}
+
+func (f *faulty) DeleteRun(ctx context.Context, tenant, id string) error {
+	_, err := f.replayed(ctx, tenant, id, func() (*contract.Run, error) { return nil, f.Store.DeleteRun(ctx, tenant, id) })
+	return err
 }
 
 // stamp replaces the clock's timestamps with the wall clock's.
@@ -153,6 +215,12 @@ func (f *faulty) ListSessionRuns(ctx context.Context, tenant, session string, pa
 func (f *faulty) Enqueue(ctx context.Context, items ...contract.Item) error {
 	if f.fault == "enqueue-cancel-ignored" {
 		ctx = context.WithoutCancel(ctx)
+	}
+	if f.fault == "enqueue-batch-stops-at-live" && len(items) > 0 {
+		// Takes a batch whose first item is there as sent already.
+		if _, err := f.Store.Item(ctx, items[0].Key()); err == nil {
+			return nil
+		}
 	}
 	err := f.Store.Enqueue(ctx, items...)
 	var pe *contract.StatePersistenceError
@@ -219,6 +287,22 @@ func (f *faulty) Heartbeat(ctx context.Context, l contract.Lease, extend time.Du
 }
 
 func (f *faulty) Complete(ctx context.Context, leases ...contract.Lease) error {
+	if f.fault == "complete-batch-by-item" {
+		// Settles each item once, with the last lease given for it, and
+		// counts every entry of a completed item as completed.
+		last := map[contract.ItemKey]contract.Lease{}
+		var keys []contract.ItemKey
+		for _, l := range leases {
+			if _, ok := last[l.Key()]; !ok {
+				keys = append(keys, l.Key())
+			}
+			last[l.Key()] = l
+		}
+		leases = leases[:0:0]
+		for _, k := range keys {
+			leases = append(leases, last[k])
+		}
+	}
 	err := f.Store.Complete(ctx, leases...)
 	var ll *contract.LeaseLostError
 	if f.fault == "lease-lost-names-all" && errors.As(err, &ll) {

@@ -4,8 +4,9 @@ import "testing"
 
 // StateStore runs the StateStore conformance suite against the stores f
 // makes, one fresh store and FakeClock per subtest. Subtests are grouped by
-// area (CRUD, Concurrency, Paging, Isolation, Limits, Input, Context), so
-// `go test -run 'StateStore/Paging'` selects one area.
+// area (CRUD, Concurrency, Atomicity, Paging, Isolation, Limits, Input,
+// Context), so `go test -run 'StateStore/Paging'` selects one area. A
+// backing whose calls travel to a server also runs [StateReplay].
 func StateStore(t *testing.T, f StateFactory) {
 	t.Helper()
 	if f == nil {
@@ -13,6 +14,7 @@ func StateStore(t *testing.T, f StateFactory) {
 	}
 	runGroup(t, f, "CRUD", stateCRUDCases())
 	runGroup(t, f, "Concurrency", stateConcurrencyCases())
+	runGroup(t, f, "Atomicity", stateAtomicityCases())
 	runGroup(t, f, "Paging", statePagingCases())
 	runGroup(t, f, "Isolation", stateIsolationCases())
 	runGroup(t, f, "Limits", stateLimitsCases())
@@ -22,15 +24,16 @@ func StateStore(t *testing.T, f StateFactory) {
 
 // WorkQueue runs the WorkQueue conformance suite against the queues f
 // makes, one fresh queue and FakeClock per subtest; f receives the policy
-// each subtest pins. Subtests are grouped by area (Basic, Lease, Retry,
-// Fairness, DeadLetter, Isolation, Limits, Input, Context, Inspector,
-// Waker).
+// each subtest pins. Subtests are grouped by area (Basic, Batch,
+// Concurrency, Lease, Retry, Fairness, DeadLetter, Isolation, Limits,
+// Input, Context, Inspector, Waker).
 func WorkQueue(t *testing.T, f QueueFactory) {
 	t.Helper()
 	if f == nil {
 		t.Fatal("contracttest.WorkQueue: nil QueueFactory")
 	}
 	runGroup(t, f, "Basic", queueBasicCases())
+	runGroup(t, f, "Batch", queueBatchCases())
 	runGroup(t, f, "Concurrency", queueConcurrencyCases())
 	runGroup(t, f, "Lease", queueLeaseCases())
 	runGroup(t, f, "Retry", queueRetryCases())

@@ -25,6 +25,14 @@ func TestStateStore(t *testing.T) {
 	})
 }
 
+func TestStateReplay(t *testing.T) {
+	fault := os.Getenv(faultEnv)
+	contracttest.StateReplay(t, func(t *testing.T, clock contract.Clock) (contract.StateStore, contracttest.LoseReply) {
+		f := newFaulty(clock, fault)
+		return f, f.loseReply
+	})
+}
+
 func TestWorkQueue(t *testing.T) {
 	fault := os.Getenv(faultEnv)
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
@@ -65,10 +73,22 @@ var faults = []struct{ fault, point string }{
 	{"invalid-as-not-found", "TestStateStore/Input/BadNamesRefused"},
 	{"malformed-json-accepted", "TestStateStore/Input/MalformedDataRefused"},
 	{"deadline-ignored", "TestStateStore/Context/ExpiredDeadline"},
+	{"conflict-version-read-later", "TestStateStore/Atomicity/ConflictReportsStoredVersion"},
+	{"replay-reapplies", "TestStateReplay/Replay/PutNotAConflictWithItself"},
+	{"replay-reapplies", "TestStateReplay/Replay/PutSparesRecreatedRun"},
+	{"replay-reapplies", "TestStateReplay/Replay/PatchAddedOnce"},
+	{"replay-reapplies", "TestStateReplay/Replay/PatchOfDeletedRunAnswered"},
+	{"replay-reapplies", "TestStateReplay/Replay/DeleteAnsweredOnce"},
+	{"replay-reapplies", "TestStateReplay/Replay/DeleteSparesNewRun"},
+	{"replay-answers-current", "TestStateReplay/Replay/PutAnsweredAsItWrote"},
+	{"replay-answers-current", "TestStateReplay/Replay/PatchAddedOnce"},
 
 	{"expiry-from-wall-clock", "TestWorkQueue/Basic/EnqueueClaimComplete"},
 	{"claim-strips-metadata", "TestWorkQueue/Basic/EnqueueClaimComplete"},
 	{"lease-lost-names-all", "TestWorkQueue/Basic/BatchCompletePartialLoss"},
+	{"complete-batch-by-item", "TestWorkQueue/Batch/CompleteNamesItemTwice"},
+	{"complete-batch-by-item", "TestWorkQueue/Batch/CompleteStaleBesideLive"},
+	{"enqueue-batch-stops-at-live", "TestWorkQueue/Batch/EnqueueResentBatch"},
 	{"claim-repeats-lease", "TestWorkQueue/Concurrency/ConcurrentClaimsMax1"},
 	{"claim-repeats-lease", "TestWorkQueue/Concurrency/ConcurrentClaimCompleteMax5"},
 	{"heartbeat-keeps-token", "TestWorkQueue/Lease/HeartbeatKeepsLease"},

@@ -24,6 +24,7 @@ var mutationNames = map[string]mutation{
 	"dead-paging-repeats":     mutDeadPagingRepeats,
 	"ignore-context":          mutIgnoreContext,
 	"delayed-loses-place":     mutDelayedLosesPlace,
+	"wrap-counters":           mutWrapCounters,
 }
 
 // NewMutant returns a store carrying the deliberate faults named in

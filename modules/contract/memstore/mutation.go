@@ -28,6 +28,7 @@ const (
 	mutDeadPagingRepeats                         // a dead-letter page's cursor points one before its last item
 	mutIgnoreContext                             // calls go ahead with a cancelled context
 	mutDelayedLosesPlace                         // a tenant whose items were all delayed rejoins at the back when one falls due
+	mutWrapCounters                              // PatchRun lets a counter wrap past the int64 range instead of refusing the patch
 )
 
 func (m mutation) has(f mutation) bool { return m&f != 0 }
@@ -49,6 +50,9 @@ func (s *Store) patchUnlocked(ctx context.Context, tenant, id string, patch cont
 	runtime.Gosched()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := contract.CheckPatch(tenant, id, read.Counters, patch.Counters); err != nil {
+		return nil, err
+	}
 	stored.Counters = read.Counters.Add(patch.Counters)
 	if patch.Status != "" {
 		stored.Status = patch.Status

@@ -52,6 +52,8 @@ var mutants = []struct {
 		"a dead-letter page's cursor points one before its last item, so the next page repeats it"},
 	{"ignore-context", "TestStateStore/Context/CancelledContextChangesNothing",
 		"calls go ahead with a cancelled context"},
+	{"wrap-counters", "TestStateStore/Atomicity/OverflowRefusedWhole",
+		"a patch past the int64 range wraps the counter to the other end instead of being refused whole (also caught by OverflowBelowRefused and OverflowFirstCounterNamed)"},
 
 	// Promises no suite point pins yet, caught by this package's own tests.
 	{"delayed-loses-place", "TestDelayedTenantKeepsItsPlace",

@@ -111,6 +111,9 @@ func (s *Store) PatchRun(ctx context.Context, tenant, id string, patch contract.
 	if !ok {
 		return nil, contract.ErrNotFound
 	}
+	if err := contract.CheckPatch(tenant, id, stored.Counters, patch.Counters); err != nil && !s.mutations.has(mutWrapCounters) {
+		return nil, err
+	}
 	stored.Counters = stored.Counters.Add(patch.Counters)
 	if patch.Status != "" {
 		stored.Status = patch.Status

@@ -1,7 +1,8 @@
 -- Complete a batch in one statement: $1..$4 are parallel arrays (queue,
 -- tenant, id, token). Each row is deleted only while it is still leased
--- under the token presented; the rows that come back completed, the
--- others were lost.
+-- under the token presented; the rows that come back completed, each with
+-- the token that completed it (an item named twice comes back once), and
+-- the others were lost.
 --
 -- The state is compared through coalesce (state is NOT NULL, so it means
 -- the same) so that the planner cannot prove the predicate of the
@@ -14,4 +15,4 @@ DELETE FROM {work} w
 USING unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS l(queue, tenant, id, token)
 WHERE w.queue = l.queue AND w.tenant = l.tenant AND w.id = l.id
   AND coalesce(w.state, '') = 'leased' AND w.token = l.token
-RETURNING w.queue, w.tenant, w.id
+RETURNING w.queue, w.tenant, w.id, w.token

@@ -1,6 +1,21 @@
 -- Create a run at version 1: $1 tenant, $2 id, $3 session, $4 status,
--- $5 data, $6 now. No row comes back when the run exists.
-INSERT INTO {runs} (tenant, id, session, status, data, version, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, 1, $6, $6)
-ON CONFLICT (tenant, id) DO NOTHING
-RETURNING tenant, id, seq, session, status, data, version, input_tokens, output_tokens, cost_micros, iterations, cursor, created_at, updated_at
+-- $5 data, $6 now. Rows come back as (written, run columns): the new run,
+-- or, when the run exists, the stored run read in this same statement
+-- and locked (FOR UPDATE reads the newest committed row), so the
+-- conflict reports the version that refused the insert. No row comes back
+-- when the conflicting run committed after this statement's snapshot was
+-- taken, or was deleted meanwhile: nothing was written, and the caller
+-- sends the statement again.
+WITH created AS (
+  INSERT INTO {runs} (tenant, id, session, status, data, version, created_at, updated_at)
+  VALUES ($1, $2, $3, $4, $5, 1, $6, $6)
+  ON CONFLICT (tenant, id) DO NOTHING
+  RETURNING {run_columns}
+), stored AS (
+  SELECT {run_columns} FROM {runs}
+  WHERE tenant = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM created)
+  FOR UPDATE
+)
+SELECT true, * FROM created
+UNION ALL
+SELECT false, * FROM stored

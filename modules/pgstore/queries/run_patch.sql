@@ -1,14 +1,33 @@
 -- Additive patch: the deltas are added in SQL, so concurrent patches all
 -- land. $1 tenant, $2 id, $3..$7 the counter deltas, $8 status ('' keeps
--- it), $9 now.
-UPDATE {runs}
-SET input_tokens  = input_tokens + $3,
-    output_tokens = output_tokens + $4,
-    cost_micros   = cost_micros + $5,
-    iterations    = iterations + $6,
-    cursor        = cursor + $7,
-    status        = CASE WHEN $8::text = '' THEN status ELSE $8 END,
-    version       = version + 1,
-    updated_at    = $9
-WHERE tenant = $1 AND id = $2
-RETURNING tenant, id, seq, session, status, data, version, input_tokens, output_tokens, cost_micros, iterations, cursor, created_at, updated_at
+-- it), $9 now. A patch that would take any counter past the bigint range
+-- matches no row (the sums are checked in numeric, which cannot
+-- overflow) rather than failing halfway, and the stored run is read and
+-- locked in this same statement for the refusal to name the counter.
+-- Rows come back as (written, run columns); no row: the run does not
+-- exist.
+WITH patched AS (
+  UPDATE {runs}
+  SET input_tokens  = input_tokens + $3::bigint,
+      output_tokens = output_tokens + $4::bigint,
+      cost_micros   = cost_micros + $5::bigint,
+      iterations    = iterations + $6::bigint,
+      cursor        = cursor + $7::bigint,
+      status        = CASE WHEN $8::text = '' THEN status ELSE $8 END,
+      version       = version + 1,
+      updated_at    = $9
+  WHERE tenant = $1 AND id = $2
+    AND input_tokens::numeric + $3::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+    AND output_tokens::numeric + $4::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+    AND cost_micros::numeric + $5::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+    AND iterations::numeric + $6::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+    AND cursor::numeric + $7::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+  RETURNING {run_columns}
+), stored AS (
+  SELECT {run_columns} FROM {runs}
+  WHERE tenant = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM patched)
+  FOR UPDATE
+)
+SELECT true, * FROM patched
+UNION ALL
+SELECT false, * FROM stored

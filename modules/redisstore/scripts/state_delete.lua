@@ -1,17 +1,30 @@
 -- Removes a run and its index entries.
 --
--- KEYS[1] run blob   KEYS[2] run hash   KEYS[3] tenant index
--- KEYS[4] applied patches
--- ARGV[1] tenant key prefix   ARGV[2] run id
--- Returns 1 when deleted, 0 when missing.
-local function lp(s) return #s .. ':' .. s end
+-- KEYS[1..4] and ARGV[1..4] as in state_lib.lua
+-- KEYS[5] tenant index   KEYS[6] the run's applied patches of earlier
+-- releases   KEYS[7] the run's session index, as the client guessed it
+-- ARGV[5] the session KEYS[7] belongs to
+--
+-- The delete's record outlives the run (it is the tenant's), so a delete
+-- sent again after its reply was lost answers 1 and leaves alone a run
+-- created in the meantime. Returns {1} when deleted (by this try or an
+-- earlier one), {0} when missing, {2, session} when the run is in a
+-- session other than the one declared: nothing was written, and the
+-- client calls again declaring that session's index.
+if replayed('delete') then
+  return {1}
+end
 local session = redis.call('HGET', KEYS[2], 'se')
 if not session then
-  return 0
+  return {0}
+end
+if session ~= '' and session ~= ARGV[5] then
+  return {2, session}
 end
 if session ~= '' then
-  redis.call('ZREM', ARGV[1] .. 'session:' .. lp(session), ARGV[2])
+  redis.call('ZREM', KEYS[7], ID)
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
-redis.call('ZREM', KEYS[3], ARGV[2])
-return 1
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[6])
+redis.call('ZREM', KEYS[5], ID)
+remember('delete', {})
+return {1}

@@ -1,21 +1,16 @@
--- Reads one page of runs from an index sorted by seq, after a cursor.
--- Seq never changes, so updates made while paging neither skip nor repeat
--- a run.
+-- Reads runs by id: the ids of one page, which the client read from an
+-- index (tenant or session zset, by seq) just before, so that every key
+-- this script touches is declared.
 --
--- KEYS[1] index (tenant or session zset)
--- ARGV[1] tenant key prefix   ARGV[2] after seq (exclusive)
--- ARGV[3] how many to read
--- Returns a list of {hash fields..., data}, one per run.
-local function lp(s) return #s .. ':' .. s end
-local ids = redis.call('ZRANGE', KEYS[1], '(' .. ARGV[2], '+inf', 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
+-- KEYS: for each run, its hash then its blob.
+-- Returns a list with one entry per run: {} when the run is gone
+-- (deleted since the index was read), else {hash fields..., data}.
 local out = {}
-for _, id in ipairs(ids) do
-  local h = redis.call('HGETALL', ARGV[1] .. 'meta:' .. lp(id))
+for i = 1, #KEYS, 2 do
+  local h = redis.call('HGETALL', KEYS[i])
   if #h > 0 then
-    table.insert(h, 'id')
-    table.insert(h, id)
-    table.insert(h, redis.call('GET', ARGV[1] .. 'run:' .. lp(id)) or '')
-    table.insert(out, h)
+    table.insert(h, redis.call('GET', KEYS[i + 1]) or '')
   end
+  out[#out + 1] = h
 end
 return out

@@ -2,58 +2,57 @@
 -- version (0 creates). The version check and the write are one step, so
 -- two workers holding the same version cannot both win.
 --
--- KEYS[1] run blob   KEYS[2] run hash   KEYS[3] tenant index (zset by seq)
--- KEYS[4] tenant seq counter
--- ARGV[1] tenant key prefix (for session index keys)
--- ARGV[2] expected version   ARGV[3] run id   ARGV[4] session
--- ARGV[5] status   ARGV[6] data   ARGV[7] now (unix ns)
--- ARGV[8] nonce of this call: a retry of a put that landed (its reply was
--- lost) finds its own nonce and returns the run instead of a conflict.
--- Returns {0, stored version} on conflict, or {1, hash fields..., data}.
-local function lp(s) return #s .. ":" .. s end
+-- KEYS[1..4] and ARGV[1..4] as in state_lib.lua
+-- KEYS[5] tenant index (zset by seq)   KEYS[6] tenant seq counter
+-- KEYS[7] the new session's index   KEYS[8] the stored session's index,
+-- as the client guessed it (a session index key nobody uses when none)
+-- ARGV[5] expected version   ARGV[6] new session   ARGV[7] the session
+-- KEYS[8] belongs to   ARGV[8] status   ARGV[9] data   ARGV[10] now (ns)
+--
+-- Returns {1, hash fields..., data} when written (or written by an
+-- earlier try of this call), {0, stored version} on conflict, and
+-- {2, stored session} when the run is in a session other than the one
+-- whose index the client declared: nothing was written, and the client
+-- calls again declaring that session's index, so that every key the
+-- script touches is one Redis Cluster routed and checked.
+local done = replayed('put')
+if done then
+  return reply(done, ARGV[9])
+end
+local h = redis.call('HMGET', KEYS[2], 'v', 'se', 'seq')
+local stored, old, seq = h[1], h[2] or '', h[3]
+if (stored or '0') ~= ARGV[5] then
+  return {0, stored or '0'}
+end
+if stored and old ~= '' and old ~= ARGV[7] then
+  return {2, old}
+end
 
-local expected = tonumber(ARGV[2])
-local stored = redis.call('HGET', KEYS[2], 'v')
-if stored and redis.call('HGET', KEYS[2], 'wn') == ARGV[8] then
-  local out = redis.call('HGETALL', KEYS[2])
-  table.insert(out, 1, 1)
-  table.insert(out, redis.call('GET', KEYS[1]) or '')
-  return out
-end
-local actual = stored and tonumber(stored) or 0
-if stored and expected == 0 then
-  return {0, actual}
-end
-if expected ~= actual then
-  return {0, actual}
-end
-
-local id, session = ARGV[3], ARGV[4]
+local session, now = ARGV[6], ARGV[10]
 if not stored then
-  local seq = redis.call('INCR', KEYS[4])
+  seq = redis.call('INCR', KEYS[6])
   redis.call('HSET', KEYS[2], 'v', 1, 'seq', seq, 'it', 0, 'ot', 0, 'c', 0, 'i', 0, 'cur', 0,
-    'ca', ARGV[7], 'ua', ARGV[7], 'st', ARGV[5], 'se', session, 'wn', ARGV[8])
-  redis.call('ZADD', KEYS[3], seq, id)
+    'ca', now, 'ua', now, 'st', ARGV[8], 'se', session)
+  redis.call('ZADD', KEYS[5], seq, ID)
   if session ~= '' then
-    redis.call('ZADD', ARGV[1] .. 'session:' .. lp(session), seq, id)
+    redis.call('ZADD', KEYS[7], seq, ID)
   end
 else
-  local old = redis.call('HGET', KEYS[2], 'se') or ''
-  local seq = redis.call('HGET', KEYS[2], 'seq')
   if old ~= session then
     if old ~= '' then
-      redis.call('ZREM', ARGV[1] .. 'session:' .. lp(old), id)
+      redis.call('ZREM', KEYS[8], ID)
     end
     if session ~= '' then
-      redis.call('ZADD', ARGV[1] .. 'session:' .. lp(session), seq, id)
+      redis.call('ZADD', KEYS[7], seq, ID)
     end
   end
   redis.call('HINCRBY', KEYS[2], 'v', 1)
-  redis.call('HSET', KEYS[2], 'ua', ARGV[7], 'st', ARGV[5], 'se', session, 'wn', ARGV[8])
+  redis.call('HSET', KEYS[2], 'ua', now, 'st', ARGV[8], 'se', session)
+  -- The replay marker of earlier releases: one per run, overwritten by
+  -- the next put, which is why it could not recognise a replay.
+  redis.call('HDEL', KEYS[2], 'wn')
 end
-redis.call('SET', KEYS[1], ARGV[6])
-
-local out = redis.call('HGETALL', KEYS[2])
-table.insert(out, 1, 1)
-table.insert(out, ARGV[6])
-return out
+redis.call('SET', KEYS[1], ARGV[9])
+local fields = redis.call('HGETALL', KEYS[2])
+remember('put', fields)
+return reply(fields, ARGV[9])

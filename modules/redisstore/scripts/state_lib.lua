@@ -1,0 +1,60 @@
+-- Shared by the state write scripts (put, patch, delete). Each is one
+-- step: every read and check comes before the first write, so a script
+-- that stops early (refused mid-migration, a conflict, an overflow) has
+-- written nothing and can be sent again.
+--
+-- KEYS[1] run blob   KEYS[2] run hash
+-- KEYS[3] the tenant's replay set (nonce, scored by the ms it landed)
+-- KEYS[4] the tenant's replay outcomes (nonce -> what the call did)
+-- ARGV[1] nonce of this call (16 hex digits)   ARGV[2] now (unix ms)
+-- ARGV[3] records older than this (unix ms) are forgotten   ARGV[4] run id
+--
+-- A call whose reply was lost is sent again with the same nonce. Every
+-- write records what it did under its nonce, in the tenant's keys rather
+-- than the run's, so the record outlives a delete of the run; a resent
+-- call finds it and answers with it instead of running against the run as
+-- it is now. Records live for the replay window and are trimmed by score,
+-- a few per call, never by TTL (no key of a run may expire).
+local NONCE, NOW, FORGET, ID = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+-- replayed returns the hash fields an earlier try of this call left, as
+-- it recorded them, or nil when there was none.
+local function replayed(kind)
+  local rec = redis.call('HGET', KEYS[4], NONCE)
+  if not rec then
+    return nil
+  end
+  local r = cjson.decode(rec)
+  if r[1] ~= kind or r[2] ~= ID then
+    return nil
+  end
+  return {unpack(r, 3)}
+end
+
+-- remember records this call's outcome (its kind, the run id and the run
+-- hash as it left it) and forgets at most 8 expired records, so a call
+-- costs a bounded amount however long the tenant was idle.
+local function remember(kind, fields)
+  local rec = {kind, ID}
+  for _, f in ipairs(fields) do
+    rec[#rec + 1] = f
+  end
+  redis.call('HSET', KEYS[4], NONCE, cjson.encode(rec))
+  redis.call('ZADD', KEYS[3], NOW, NONCE)
+  local old = redis.call('ZRANGE', KEYS[3], '-inf', '(' .. FORGET, 'BYSCORE', 'LIMIT', 0, 8)
+  if #old > 0 then
+    redis.call('HDEL', KEYS[4], unpack(old))
+    redis.call('ZREM', KEYS[3], unpack(old))
+  end
+end
+
+-- reply is a run as the write scripts answer it: 1, the hash fields, the
+-- blob.
+local function reply(fields, data)
+  local out = {1}
+  for _, f in ipairs(fields) do
+    out[#out + 1] = f
+  end
+  out[#out + 1] = data
+  return out
+end
