@@ -105,6 +105,9 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require github.com/adkit/adk/modules/dashboard v0.1.0
+require (
+	github.com/adkit/adk/modules/dashboard v0.1.0
+	github.com/anishathalye/porcupine v1.3.1
+)
 
 replace github.com/adkit/adk/modules/dashboard => ../modules/dashboard
