@@ -131,22 +131,22 @@ func (s *PostgresStateStore) PutRun(ctx context.Context, run contract.Run) (*con
 			case r == nil && run.Version != 0:
 				return &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version}
 			}
-			// The run changed between the check and the read that locked
-			// it (a create that collided with a run this statement could
-			// not see yet, or a version written back to the one held):
-			// nothing was written, so the statement runs again.
+			// The run moved on after the statement's snapshot (a create
+			// that collided with a run the snapshot does not hold, or an
+			// update that found the held version replaced): nothing was
+			// written, so the statement runs again, on a new snapshot.
 		}
 		return unsettled(run.Tenant, run.ID)
 	})
 	return out, stateErr(err)
 }
 
-// settledTries is how often a write runs again when the run changed
-// between its check and the read that explains the refusal. Each try
-// writes nothing unless it succeeds. Eight clients creating and deleting
-// one run as fast as they can needed a second try for one create in
-// two and at most nine tries (measured); clients that do not all write
-// one run at once need none.
+// settledTries is how often a write runs again when the run moved on
+// between its statement's snapshot and its check. Each try writes nothing
+// unless it succeeds. Eight clients creating and deleting one run as fast
+// as they can needed a second try for about one create in two and at
+// most nine tries (measured); clients that do not all write one run at
+// once need none.
 const settledTries = 32
 
 func unsettled(tenant, id string) error {
@@ -180,8 +180,8 @@ func (s *PostgresStateStore) PatchRun(ctx context.Context, tenant, id string, p 
 			if err := contract.CheckPatch(tenant, id, r.Counters, c); err != nil {
 				return err
 			}
-			// The counters moved back into range between the check and
-			// the locking read: nothing was written, try again.
+			// The snapshot's counters fit: a concurrent patch moved the
+			// row on after it. Nothing was written; try again.
 		}
 		return unsettled(tenant, id)
 	})

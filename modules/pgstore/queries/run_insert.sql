@@ -1,11 +1,10 @@
 -- Create a run at version 1: $1 tenant, $2 id, $3 session, $4 status,
 -- $5 data, $6 now. Rows come back as (written, run columns): the new run,
--- or, when the run exists, the stored run read in this same statement
--- and locked (FOR UPDATE reads the newest committed row), so the
--- conflict reports the version that refused the insert. No row comes back
--- when the conflicting run committed after this statement's snapshot was
--- taken, or was deleted meanwhile: nothing was written, and the caller
--- sends the statement again.
+-- or, when the run exists, the stored run as this statement's snapshot
+-- holds it, so the conflict reports the version of one instant inside the
+-- call (the snapshot's) at which a create is refused. No row comes back
+-- when the run that refused the insert committed after the snapshot was
+-- taken: nothing was written, and the caller sends the statement again.
 WITH created AS (
   INSERT INTO {runs} (tenant, id, session, status, data, version, created_at, updated_at)
   VALUES ($1, $2, $3, $4, $5, 1, $6, $6)
@@ -14,7 +13,6 @@ WITH created AS (
 ), stored AS (
   SELECT {run_columns} FROM {runs}
   WHERE tenant = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM created)
-  FOR UPDATE
 )
 SELECT true, * FROM created
 UNION ALL

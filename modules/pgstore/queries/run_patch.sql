@@ -2,10 +2,12 @@
 -- land. $1 tenant, $2 id, $3..$7 the counter deltas, $8 status ('' keeps
 -- it), $9 now. A patch that would take any counter past the bigint range
 -- matches no row (the sums are checked in numeric, which cannot
--- overflow) rather than failing halfway, and the stored run is read and
--- locked in this same statement for the refusal to name the counter.
--- Rows come back as (written, run columns); no row: the run does not
--- exist.
+-- overflow) rather than failing halfway, and the stored run is read in
+-- this same statement, as its snapshot holds it, for the refusal to name
+-- the counter (when those counters fit, a concurrent patch moved the row
+-- on after the snapshot: nothing was written, and the caller sends the
+-- statement again). Rows come back as (written, run columns); no row: the
+-- run did not exist at the snapshot.
 WITH patched AS (
   UPDATE {runs}
   SET input_tokens  = input_tokens + $3::bigint,
@@ -26,7 +28,6 @@ WITH patched AS (
 ), stored AS (
   SELECT {run_columns} FROM {runs}
   WHERE tenant = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM patched)
-  FOR UPDATE
 )
 SELECT true, * FROM patched
 UNION ALL
