@@ -102,10 +102,20 @@ func (s *RedisStateStore) GetRun(ctx context.Context, tenant, id string) (*contr
 // replayWindow is how long the store remembers what each write did, under
 // the write's nonce: a write sent again within the window (its reply was
 // lost) is answered from that record instead of running again. Resends
-// come within the retry budget plus the client's timeouts, well under a
-// minute; the window leaves a wide margin. A record takes about 200 bytes
-// for the window's length: 120 MB at 1,000 writes a second.
-const replayWindow = 10 * time.Minute
+// come within the retry budget plus the client's timeouts, two minutes at
+// most with the defaults; a call stops resending at half the window
+// whatever its budget (see resendable), and the other half covers clients
+// whose clocks disagree about when a record is old. A record takes about
+// 300 bytes of the server's memory for the window's length (measured:
+// BenchmarkStateWrites), so 1,000 writes a second keep about 90 MB.
+const replayWindow = 5 * time.Minute
+
+// resendable bounds a write call, its resends included, to half the
+// replay window from its start: past that its record may be forgotten
+// by a client whose clock runs ahead, and a resend could apply twice.
+func (s *RedisStateStore) resendable(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.window/2)
+}
 
 // sessionTries bounds the calls of a put or delete that learns the run
 // is in a session other than the one whose index it declared (see
@@ -160,6 +170,8 @@ func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contra
 	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.resendable(ctx)
+	defer cancel()
 	k := newStateKeys(s.settings.Namespace, run.Tenant)
 	now, id := s.clock.Now(), nonce()
 	// Most puts keep the run's session: guess that it is the stored one.
@@ -204,6 +216,8 @@ func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch
 	if err := contract.ValidatePatch(patch); err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.resendable(ctx)
+	defer cancel()
 	k := newStateKeys(s.settings.Namespace, tenant)
 	c := patch.Counters
 	deltas := [5]int64{c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor}
@@ -322,6 +336,8 @@ func (s *RedisStateStore) DeleteRun(ctx context.Context, tenant, id string) erro
 	if err := validateTenantID("tenant", "id", tenant, id); err != nil {
 		return err
 	}
+	ctx, cancel := s.resendable(ctx)
+	defer cancel()
 	k := newStateKeys(s.settings.Namespace, tenant)
 	now, n := s.clock.Now(), nonce()
 	// The run's session is not known here; most runs have none. A run in

@@ -11,7 +11,7 @@
 -- earlier one), {0} when missing, {2, session} when the run is in a
 -- session other than the one declared: nothing was written, and the
 -- client calls again declaring that session's index.
-if replayed('delete') then
+if replayed('d') then
   return {1}
 end
 local session = redis.call('HGET', KEYS[2], 'se')
@@ -26,5 +26,5 @@ if session ~= '' then
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[6])
 redis.call('ZREM', KEYS[5], ID)
-remember('delete', {})
+remember('d')
 return {1}

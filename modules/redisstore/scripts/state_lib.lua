@@ -8,6 +8,8 @@
 -- KEYS[4] the tenant's replay outcomes (nonce -> what the call did)
 -- ARGV[1] nonce of this call (16 hex digits)   ARGV[2] now (unix ms)
 -- ARGV[3] records older than this (unix ms) are forgotten   ARGV[4] run id
+-- (a nonce is drawn per call from 64 random bits, so a record found under
+-- it is this call's)
 --
 -- A call whose reply was lost is sent again with the same nonce. Every
 -- write records what it did under its nonce, in the tenant's keys rather
@@ -17,6 +19,9 @@
 -- a few per call, never by TTL (no key of a run may expire).
 local NONCE, NOW, FORGET, ID = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
+-- The run hash fields a record keeps, in the order it keeps them.
+local RECORDED = {'v', 'seq', 'it', 'ot', 'c', 'i', 'cur', 'ca', 'ua', 'st', 'se'}
+
 -- replayed returns the hash fields an earlier try of this call left, as
 -- it recorded them, or nil when there was none.
 local function replayed(kind)
@@ -25,19 +30,30 @@ local function replayed(kind)
     return nil
   end
   local r = cjson.decode(rec)
-  if r[1] ~= kind or r[2] ~= ID then
+  if r[1] ~= kind then
     return nil
   end
-  return {unpack(r, 3)}
+  local fields = {}
+  for n, f in ipairs(RECORDED) do
+    if r[n + 1] then
+      fields[#fields + 1] = f
+      fields[#fields + 1] = r[n + 1]
+    end
+  end
+  return fields
 end
 
--- remember records this call's outcome (its kind, the run id and the run
--- hash as it left it) and forgets at most 8 expired records, so a call
--- costs a bounded amount however long the tenant was idle.
-local function remember(kind, fields)
-  local rec = {kind, ID}
-  for _, f in ipairs(fields) do
-    rec[#rec + 1] = f
+-- remember records this call's outcome (its kind and the run hash as it
+-- left it, values only: about 100 bytes) and forgets at most 8 expired
+-- records, so a call costs a bounded amount however long the tenant was
+-- idle.
+local function remember(kind)
+  local rec = {kind}
+  if kind ~= 'd' then
+    local vals = redis.call('HMGET', KEYS[2], unpack(RECORDED))
+    for n = 1, #RECORDED do
+      rec[n + 1] = vals[n] or ''
+    end
   end
   redis.call('HSET', KEYS[4], NONCE, cjson.encode(rec))
   redis.call('ZADD', KEYS[3], NOW, NONCE)

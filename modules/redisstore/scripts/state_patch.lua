@@ -13,7 +13,7 @@
 -- ones that patch left, and the blob is the one stored now), {0} when the
 -- run does not exist, {3, counter position (1..5), stored value} when a
 -- sum would leave the int64 range.
-local done = replayed('patch')
+local done = replayed('a')
 if done then
   return reply(done, redis.call('GET', KEYS[1]) or '')
 end
@@ -38,6 +38,5 @@ redis.call('HSET', KEYS[2], 'ua', ARGV[11])
 if ARGV[10] ~= '' then
   redis.call('HSET', KEYS[2], 'st', ARGV[10])
 end
-local fields = redis.call('HGETALL', KEYS[2])
-remember('patch', fields)
-return reply(fields, redis.call('GET', KEYS[1]) or '')
+remember('a')
+return reply(redis.call('HGETALL', KEYS[2]), redis.call('GET', KEYS[1]) or '')

@@ -15,7 +15,7 @@
 -- whose index the client declared: nothing was written, and the client
 -- calls again declaring that session's index, so that every key the
 -- script touches is one Redis Cluster routed and checked.
-local done = replayed('put')
+local done = replayed('p')
 if done then
   return reply(done, ARGV[9])
 end
@@ -53,6 +53,5 @@ else
   redis.call('HDEL', KEYS[2], 'wn')
 end
 redis.call('SET', KEYS[1], ARGV[9])
-local fields = redis.call('HGETALL', KEYS[2])
-remember('put', fields)
-return reply(fields, ARGV[9])
+remember('p')
+return reply(redis.call('HGETALL', KEYS[2]), ARGV[9])
