@@ -140,6 +140,9 @@ func TestFaultRedisRestart(t *testing.T) {
 				// Slow enough that the load spans the kill by more than a
 				// second.
 				w.Concurrency, w.HandlerDelay = 4, 50*time.Millisecond
+				// Puts and deletes resent across the restart (not with a
+				// host crash, which may lose acknowledged writes).
+				w.StateLoad = !tc.hostCrash
 				workers = append(workers, w)
 			}
 			aof := aofFile(t, srv.Dir)
@@ -274,7 +277,7 @@ func TestFaultPostgresRestart(t *testing.T) {
 	var workers []oracle.WorkerConfig
 	for i := range 2 {
 		w := workerDefaults(target, fmt.Sprintf("w%d", i))
-		w.Listen = true
+		w.Listen, w.StateLoad = true, true
 		workers = append(workers, w)
 	}
 	out := runLoad(t, load{target: target, direct: target, workers: workers,
@@ -446,6 +449,7 @@ func TestFaultNetworkCuts(t *testing.T) {
 				w.Concurrency = 4
 				w.HandlerDelay = 60 * time.Millisecond
 				w.Listen = b == oracle.Postgres
+				w.StateLoad = true
 				workers = append(workers, w)
 			}
 			out := runLoad(t, load{target: via, direct: direct, workers: workers,

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -166,6 +167,18 @@ func runLoad(t *testing.T, l load) outcome {
 	rep, err := oracle.Judge(ctx, parent, specs, fleet.Acks(), allow)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if slices.ContainsFunc(l.workers, func(w oracle.WorkerConfig) bool { return w.StateLoad }) {
+		st, err := oracle.JudgeState(ctx, parent, specs, fleet.Acks(), fleet.StateEvents())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("state load: %d acknowledged appends to the logs, %d hand-ons of the slots, %d state violations", st.Appends, st.Handoffs, len(st.Violations))
+		if st.Appends == 0 || st.Handoffs == 0 {
+			t.Errorf("the state load did nothing: %d appends, %d hand-ons", st.Appends, st.Handoffs)
+		}
+		rep.Violations = append(rep.Violations, st.Violations...)
+		rep.Forgiven = append(rep.Forgiven, st.Forgiven...)
 	}
 	t.Logf("%s on %s: %d items, %d worker processes, %v", t.Name(), l.direct.Backing, l.k, len(l.workers), time.Since(start).Round(time.Millisecond))
 	t.Logf("faults injected (%d): %s", len(faults), strings.Join(faults, "; "))

@@ -19,6 +19,7 @@ type Fleet struct {
 	procs  []*Proc
 	acks   []Event
 	errs   []Event
+	states []Event
 	stats  []Event
 	acked  map[string]bool // tenant+"\x00"+id of items with at least one ack
 	ready  map[string]bool
@@ -113,6 +114,8 @@ func (f *Fleet) record(e Event) {
 		f.acked[e.Tenant+"\x00"+e.ID] = true
 	case "err":
 		f.errs = append(f.errs, e)
+	case "state":
+		f.states = append(f.states, e)
 	case "stats":
 		f.stats = append(f.stats, e)
 	}
@@ -131,6 +134,13 @@ func (f *Fleet) Acks() []Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Event(nil), f.acks...)
+}
+
+// StateEvents returns what the workers' state load reported so far.
+func (f *Fleet) StateEvents() []Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Event(nil), f.states...)
 }
 
 // Stats returns the workers' final counts (one per worker that stopped

@@ -73,11 +73,20 @@ func Seed(ctx context.Context, s *Stores, specs []Spec) error {
 	return Enqueue(ctx, s, specs)
 }
 
-// SeedRuns creates every tenant's tally and every item's run.
+// SeedRuns creates every tenant's tally, logs and slot (for the state
+// load) and every item's run.
 func SeedRuns(ctx context.Context, s *Stores, specs []Spec) error {
 	for _, tenant := range Tenants {
 		if _, err := s.State.PutRun(ctx, contract.Run{Tenant: tenant, ID: AcctID, Status: "open", Data: json.RawMessage(`{"kind":"tally"}`)}); err != nil {
 			return fmt.Errorf("seed tally %q: %w", tenant, err)
+		}
+		for i := range Logs {
+			if _, err := s.State.PutRun(ctx, contract.Run{Tenant: tenant, ID: LogID(i), Data: json.RawMessage(`[]`)}); err != nil {
+				return fmt.Errorf("seed log %d of %q: %w", i, tenant, err)
+			}
+		}
+		if _, err := s.State.PutRun(ctx, contract.Run{Tenant: tenant, ID: SlotID, Data: json.RawMessage(`"` + seedHolder + `"`)}); err != nil {
+			return fmt.Errorf("seed slot of %q: %w", tenant, err)
 		}
 	}
 	for _, sp := range specs {

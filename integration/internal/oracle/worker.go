@@ -59,12 +59,16 @@ type WorkerConfig struct {
 	HogFor   time.Duration `json:"hog_for"`
 	// NoClientRetries: see OpenOptions.
 	NoClientRetries bool `json:"no_client_retries"`
-	MaxAttempts     int  `json:"max_attempts"`
+	// StateLoad adds versioned puts and deletes to each execution: it
+	// appends its mark to a log of its tenant and hands the tenant's slot
+	// on (see state.go).
+	StateLoad   bool `json:"state_load"`
+	MaxAttempts int  `json:"max_attempts"`
 }
 
 // Event is one line a worker writes on its standard output.
 type Event struct {
-	Kind string `json:"k"` // "ready", "ack", "err", "stats"
+	Kind string `json:"k"` // "ready", "ack", "err", "state", "stats"
 	// ack: an execution whose two writes were both acknowledged.
 	Tenant   string `json:"t,omitempty"`
 	ID       string `json:"i,omitempty"`
@@ -73,7 +77,13 @@ type Event struct {
 	At       int64  `json:"at,omitempty"` // wall-clock unix nanoseconds (never skewed)
 	Started  int64  `json:"st,omitempty"` // when the handler began, same clock
 	Claimed  int64  `json:"cl,omitempty"` // when the claim that leased it returned, same clock
-	// err: a failed call, by class; stats: counts by class.
+	// Mark is the execution's mark, appended to its log (state load), and
+	// Took says it took its tenant's slot and created it again holding
+	// the mark.
+	Mark string `json:"m,omitempty"`
+	Took bool   `json:"took,omitempty"`
+	// err: a failed call, by class; state: what the state load saw (see
+	// the classes in state.go), detail in Where; stats: counts by class.
 	Where  string           `json:"w,omitempty"`
 	Class  string           `json:"c,omitempty"`
 	Fenced int              `json:"fenced,omitempty"` // items named by a LeaseLostError
@@ -100,6 +110,8 @@ type worker struct {
 	mu     sync.Mutex
 	out    *bufio.Writer
 	counts map[string]int64
+	// handoffs are the slot hand-ons under way (state load).
+	handoffs sync.WaitGroup
 }
 
 // WorkerMain runs a worker until its standard input closes, then stops
@@ -154,6 +166,7 @@ func WorkerMain() int {
 	}()
 	w.emit(Event{Kind: "ready", Worker: cfg.Worker})
 	_ = r.Run(ctx)
+	w.handoffs.Wait()
 	st := Event{Kind: "stats", Worker: cfg.Worker, Counts: w.snapshot()}
 	if s.Listener != nil {
 		st.Reconnects = s.Listener.Stats().Reconnects
@@ -281,7 +294,26 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 		w.count("handler_"+errClass(err), 1)
 		return err
 	}
-	w.emit(Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, At: time.Now().UnixNano(), Started: started, Claimed: claimed, Worker: w.cfg.Worker})
+	ack := Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, Started: started, Claimed: claimed, Worker: w.cfg.Worker}
+	if w.cfg.StateLoad {
+		ack.Mark = Mark(l.Item.ID, l.Token)
+		if err := w.appendMark(ctx, l, LogID(p.N%Logs), ack.Mark); err != nil {
+			w.count("handler_"+errClass(err), 1)
+			return err
+		}
+		if err := w.scratch(ctx, l, ack.Mark); err != nil {
+			w.count("handler_"+errClass(err), 1)
+			return err
+		}
+		took, err := w.handOn(ctx, l, ack.Mark)
+		if err != nil {
+			w.count("handler_"+errClass(err), 1)
+			return err
+		}
+		ack.Took = took
+	}
+	ack.At = time.Now().UnixNano()
+	w.emit(ack)
 	if w.cfg.DelayAfterEffect {
 		return pause(ctx, delay)
 	}
