@@ -11,7 +11,10 @@
 // deltas and never conflicts, so workers patching the same run at once
 // all land. Runs page by [Run.Seq], a number the store gives a run when it
 // is created and never rewrites, so a listing neither skips nor repeats a
-// run that changes while it is read.
+// run that changes while it is read. A store is linearizable, a lost reply
+// included: a write that a backing sends again after its reply was lost
+// answers with its first application's outcome instead of applying twice
+// (see [StateStore]).
 //
 // A [WorkQueue] holds [Item]s: units of work per tenant, leased to one
 // worker at a time. [WorkQueue.Claim] takes up to N due items, one tenant

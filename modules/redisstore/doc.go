@@ -24,9 +24,12 @@
 //
 // so a tenant named "a:b" and a tenant named "a" holding id "b:x" can never
 // share a key, and a run, its counters and its indexes share one slot.
-// PutRun and PatchRun are Lua scripts (scripts/*.lua, run by SHA): the
-// version check and the write are one step, and counters are HINCRBY, so
-// concurrent patches all land.
+// PutRun, PatchRun and DeleteRun are Lua scripts (scripts/*.lua, run by
+// SHA): the version check and the write are one step, and counters are
+// HINCRBY, so concurrent patches all land. Every script declares the keys
+// it touches and checks everything before its first write (a patch checks
+// all five sums before the first HINCRBY), so one refused or stopped
+// midway has written nothing.
 //
 // A queue namespace is one hash tag ({adk:queue}) because one claim script
 // reads several tenants' ready items to take turns between them; a
@@ -64,10 +67,13 @@
 // TTL.
 //
 // A script whose reply was lost is retried. Claim, PutRun, PatchRun,
-// Heartbeat and Fail carry a nonce the server remembers, so their retries
-// replay the first outcome instead of applying twice (a retried Claim gets
-// the same leases back; a retried CompleteAndClaim also gets the lost
-// leases its first try found); Enqueue is idempotent by item ID. A retried
+// DeleteRun, Heartbeat and Fail carry a nonce the server remembers, so
+// their retries replay the first outcome instead of applying twice: a
+// retried Claim gets the same leases back, a retried CompleteAndClaim also
+// gets the lost leases its first try found, and the state writes' records
+// are the tenant's, so they outlive a deleted run and a resent delete
+// neither reports its own deletion as not found nor removes a run created
+// since. Enqueue is idempotent by item ID. A retried
 // Complete may name an item the first try completed as lost: it is gone
 // either way. Items whose worker died holding them come back when their
 // lease expires and [RedisWorkQueue.Reap] runs, with the attempt counted.
