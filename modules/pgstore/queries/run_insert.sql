@@ -5,15 +5,9 @@
 -- call (the snapshot's) at which a create is refused. No row comes back
 -- when the run that refused the insert committed after the snapshot was
 -- taken: nothing was written, and the caller sends the statement again.
-WITH created AS (
+WITH written AS (
   INSERT INTO {runs} (tenant, id, session, status, data, version, created_at, updated_at)
   VALUES ($1, $2, $3, $4, $5, 1, $6, $6)
   ON CONFLICT (tenant, id) DO NOTHING
   RETURNING {run_columns}
-), stored AS (
-  SELECT {run_columns} FROM {runs}
-  WHERE tenant = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM created)
-)
-SELECT true, * FROM created
-UNION ALL
-SELECT false, * FROM stored
+{written_or_stored}

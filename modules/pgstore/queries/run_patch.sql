@@ -8,7 +8,7 @@
 -- on after the snapshot: nothing was written, and the caller sends the
 -- statement again). Rows come back as (written, run columns); no row: the
 -- run did not exist at the snapshot.
-WITH patched AS (
+WITH written AS (
   UPDATE {runs}
   SET input_tokens  = input_tokens + $3::bigint,
       output_tokens = output_tokens + $4::bigint,
@@ -25,10 +25,4 @@ WITH patched AS (
     AND iterations::numeric + $6::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
     AND cursor::numeric + $7::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
   RETURNING {run_columns}
-), stored AS (
-  SELECT {run_columns} FROM {runs}
-  WHERE tenant = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM patched)
-)
-SELECT true, * FROM patched
-UNION ALL
-SELECT false, * FROM stored
+{written_or_stored}

@@ -15,10 +15,4 @@ WITH written AS (
   SET session = $3, status = $4, data = $5, version = version + 1, updated_at = $6
   WHERE tenant = $1 AND id = $2 AND version = $7
   RETURNING {run_columns}
-), stored AS (
-  SELECT {run_columns} FROM {runs}
-  WHERE tenant = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM written)
-)
-SELECT true, * FROM written
-UNION ALL
-SELECT false, * FROM stored
+{written_or_stored}
