@@ -134,6 +134,16 @@ func writeKeys(k stateKeys, id string, more ...string) []string {
 	return append([]string{k.run(id), k.meta(id), k.replays(), k.outcomes()}, more...)
 }
 
+// write runs a state write script under the retry budget and splits its
+// reply into its status and the rest.
+func (s *RedisStateStore) write(ctx context.Context, sc *redis.Script, keys []string, args ...any) (int64, []any, error) {
+	res, err := s.run(ctx, sc, keys, args...)
+	if err != nil {
+		return 0, nil, err
+	}
+	return writeReply(res)
+}
+
 // writeReply splits a write script's reply into its status and the rest.
 func writeReply(res any) (int64, []any, error) {
 	vals, _ := res.([]any)
@@ -177,13 +187,9 @@ func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contra
 	// Most puts keep the run's session: guess that it is the stored one.
 	stored := run.Session
 	for range sessionTries {
-		res, err := s.run(ctx, scriptStatePut,
+		status, vals, err := s.write(ctx, scriptStatePut,
 			writeKeys(k, run.ID, k.index(), k.seq(), k.session(run.Session), k.session(stored)),
 			s.writeArgs(id, now, run.ID, run.Version, run.Session, stored, run.Status, []byte(run.Data), now.UnixNano())...)
-		if err != nil {
-			return nil, err
-		}
-		status, vals, err := writeReply(res)
 		switch {
 		case err != nil:
 			return nil, err
@@ -195,7 +201,7 @@ func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contra
 			stored = replyString(vals)
 			continue
 		}
-		return nil, fmt.Errorf("redisstore: unexpected put reply %v", res)
+		return nil, fmt.Errorf("redisstore: unexpected put reply %d %v", status, vals)
 	}
 	return nil, sessionMoving(run.Tenant, run.ID)
 }
@@ -222,12 +228,8 @@ func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch
 	c := patch.Counters
 	deltas := [5]int64{c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor}
 	now := s.clock.Now()
-	res, err := s.run(ctx, scriptStatePatch, writeKeys(k, id),
+	status, vals, err := s.write(ctx, scriptStatePatch, writeKeys(k, id),
 		s.writeArgs(nonce(), now, id, deltas[0], deltas[1], deltas[2], deltas[3], deltas[4], patch.Status, now.UnixNano())...)
-	if err != nil {
-		return nil, err
-	}
-	status, vals, err := writeReply(res)
 	switch {
 	case err != nil:
 		return nil, err
@@ -241,7 +243,7 @@ func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch
 			return nil, &contract.CounterOverflowError{Tenant: tenant, ID: id, Counter: contract.CounterName(int(n - 1)), Stored: atoi64(stored), Delta: deltas[n-1]}
 		}
 	}
-	return nil, fmt.Errorf("redisstore: unexpected patch reply %v", res)
+	return nil, fmt.Errorf("redisstore: unexpected patch reply %d %v", status, vals)
 }
 
 // ListRuns pages through the tenant's runs by Seq.
@@ -344,12 +346,8 @@ func (s *RedisStateStore) DeleteRun(ctx context.Context, tenant, id string) erro
 	// a session costs a second call, which declares the session's index.
 	session := ""
 	for range sessionTries {
-		res, err := s.run(ctx, scriptStateDelete, writeKeys(k, id, k.index(), k.patches(id), k.session(session)),
+		status, vals, err := s.write(ctx, scriptStateDelete, writeKeys(k, id, k.index(), k.patches(id), k.session(session)),
 			s.writeArgs(n, now, id, session)...)
-		if err != nil {
-			return err
-		}
-		status, vals, err := writeReply(res)
 		switch {
 		case err != nil:
 			return err
@@ -361,7 +359,7 @@ func (s *RedisStateStore) DeleteRun(ctx context.Context, tenant, id string) erro
 			session = replyString(vals)
 			continue
 		}
-		return fmt.Errorf("redisstore: unexpected delete reply %v", res)
+		return fmt.Errorf("redisstore: unexpected delete reply %d %v", status, vals)
 	}
 	return sessionMoving(tenant, id)
 }
