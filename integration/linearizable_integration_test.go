@@ -218,10 +218,13 @@ type linReport struct {
 func TestStateLinearizable(t *testing.T) {
 	began := time.Now()
 	var rows []string
-	for _, backing := range []string{"memstore", oracle.Redis, oracle.Postgres} {
+	for _, backing := range []string{"memstore", oracle.Redis, linCluster, oracle.Postgres} {
 		faults := []string{"none", "restarts", "cuts"}
-		if backing == "memstore" {
+		switch backing {
+		case "memstore":
 			faults = faults[:1]
+		case linCluster:
+			faults = []string{"reshard"}
 		}
 		for _, fault := range faults {
 			t.Run(backing+"/"+fault, func(t *testing.T) {
@@ -254,6 +257,10 @@ func TestStateLinearizable(t *testing.T) {
 	t.Logf("linearizability, all rows in %v:\n| backing | fault | ops | unknown | violations | check |\n|---|---|---|---|---|---|\n%s",
 		time.Since(began).Round(100*time.Millisecond), strings.Join(rows, "\n"))
 }
+
+// linCluster is the row of a three-master Redis Cluster whose slot of
+// the runs' tenant moves back and forth under the load.
+const linCluster = "redis-cluster"
 
 // linSetup starts what a row needs and returns how its clients connect
 // and how its fault is made.
@@ -288,6 +295,41 @@ func linSetup(t *testing.T, backing, fault string) linTarget {
 			c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second})
 			t.Cleanup(func() { _ = c.Close() })
 			s, err := redisstore.NewState(c, contract.SystemClock{}, redisstore.Settings{Namespace: "lin"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	case linCluster:
+		cl := servers.StartRedisCluster(t, 3)
+		slot := servers.Slot("lin:state:{3:lin}:runs")
+		target.inject = func(stop <-chan struct{}) string {
+			moves, keys := 0, 0
+			for linPause(stop, 50*time.Millisecond) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				owner, err := cl.Owner(ctx, slot)
+				var n int
+				if err == nil {
+					var mv *servers.SlotMove
+					if mv, err = cl.NewSlotMove(ctx, slot, (owner+1)%len(cl.Nodes)); err == nil {
+						n, err = mv.Run(ctx)
+					}
+				}
+				cancel()
+				if err != nil {
+					t.Errorf("move %d of slot %d did not complete: %v", moves+1, slot, err)
+					break
+				}
+				moves++
+				keys += n
+			}
+			if moves < 5 {
+				t.Errorf("only %d moves of the tenant's slot during the load; want at least 5", moves)
+			}
+			return fmt.Sprintf("%d moves of the tenant's slot %d between 3 masters (%d keys migrated)", moves, slot, keys)
+		}
+		target.open = func(t *testing.T) contract.StateStore {
+			s, err := redisstore.NewState(cl.Client(t), contract.SystemClock{}, redisstore.Settings{Namespace: "lin"})
 			if err != nil {
 				t.Fatal(err)
 			}
