@@ -59,9 +59,10 @@
 // crashed master had not sent on are lost when a replica is promoted,
 // unless [Settings].WaitReplicas makes each write wait for replicas (a
 // write they did not acknowledge in time fails with a [ReplicaWaitError]).
-// On Redis Cluster every queue script declares all its keys and reads
-// before it writes, so a reshard of the queue's slot refuses a script
-// whole (TRYAGAIN, ASK) and the retry is safe. A pool timeout is a
+// On Redis Cluster every queue and state script declares all its keys and
+// reads before it writes, so a reshard of the queue's slot or of a
+// tenant's state slot refuses a script whole (TRYAGAIN, ASK) and the
+// retry is safe. A pool timeout is a
 // *contract.PoolExhaustedError at once. Values over [Settings].MaxValueBytes
 // are refused before anything is sent. No key this package writes carries a
 // TTL.

@@ -21,7 +21,7 @@ type RedisStateStore struct {
 	clock    contract.Clock
 	settings Settings
 	retry    retrier
-	window   time.Duration // replayWindow; shorter in this package's tests
+	window   time.Duration // replayWindowFor the retry budget
 }
 
 var _ contract.StateStore = (*RedisStateStore)(nil)
@@ -44,7 +44,7 @@ func NewState(client redis.UniversalClient, clock contract.Clock, settings Setti
 	if err != nil {
 		return nil, err
 	}
-	return &RedisStateStore{client: client, clock: clock, settings: s, retry: r, window: replayWindow}, nil
+	return &RedisStateStore{client: client, clock: clock, settings: s, retry: r, window: replayWindowFor(s.RetryBudget)}, nil
 }
 
 // OpenState runs Preflight against the server (waiting out a failover
@@ -100,15 +100,22 @@ func (s *RedisStateStore) GetRun(ctx context.Context, tenant, id string) (*contr
 }
 
 // replayWindow is how long the store remembers what each write did, under
-// the write's nonce: a write sent again within the window (its reply was
-// lost) is answered from that record instead of running again. Resends
-// come within the retry budget plus the client's timeouts, two minutes at
-// most with the defaults; a call stops resending at half the window
-// whatever its budget (see resendable), and the other half covers clients
-// whose clocks disagree about when a record is old. A record takes about
-// 300 bytes of the server's memory for the window's length (measured:
-// BenchmarkStateWrites), so 1,000 writes a second keep about 90 MB.
+// the write's nonce, at the least: a write sent again within the window
+// (its reply was lost) is answered from that record instead of running
+// again. A call stops resending at half the window (see resendable), and
+// the other half covers clients whose clocks disagree about when a record
+// is old. A record takes about 300 bytes of the server's memory for the
+// window's length (measured: BenchmarkStateWrites), so 1,000 writes a
+// second keep about 90 MB.
 const replayWindow = 5 * time.Minute
+
+// replayWindowFor is the window for a retry budget: replayWindow, or more
+// when the budget resends for longer, so that a call never resends after
+// half of it (the budget's MaxElapsed plus a minute for the timeouts of
+// its last tries; 45s by default).
+func replayWindowFor(b RetryBudget) time.Duration {
+	return max(replayWindow, 2*(b.MaxElapsed+time.Minute))
+}
 
 // resendable bounds a write call, its resends included, to half the
 // replay window from its start: past that its record may be forgotten
