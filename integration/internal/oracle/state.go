@@ -48,7 +48,8 @@ const (
 	FalseConflict = "false_conflict"      // a put refused as a conflict had landed: its mark was in the log
 	FalseReply    = "false_reply"         // a put succeeded but answered with a run it did not write
 	ForeignSlot   = "foreign_slot"        // the slot was created by another execution while this one held it
-	UnknownTake   = "unknown_take"        // a delete of the slot failed unanswered, and the slot stayed missing: taken to be this execution's
+	UnknownTake   = "unknown_take"        // a delete of the slot failed unanswered: it may land any time later
+	UnknownGive   = "unknown_give"        // a create of the slot failed unanswered: it may land any time later
 	ImpossibleAck = "impossible_conflict" // a conflict whose stored version is the one the put held
 	FalseNotFound = "false_not_found"     // a delete of a run only this execution wrote answered not found
 )
@@ -180,6 +181,11 @@ func (w *worker) handOn(ctx context.Context, l contract.Lease, mark string) (boo
 	case errors.Is(err, contract.ErrNotFound):
 		return false, nil // another execution holds it
 	case err != nil:
+		// Even when this execution ends up not holding the slot, the
+		// delete may still land later (a statement the server runs after
+		// the connection it came on was cut): the judge forgives what
+		// that explains.
+		w.stateEvent(l, UnknownTake, err.Error())
 		if !w.tookUnanswered(ctx, l) {
 			return false, nil
 		}
@@ -205,6 +211,9 @@ func (w *worker) handOn(ctx context.Context, l contract.Lease, mark string) (boo
 				return true, nil
 			}
 		default:
+			if !unknown {
+				w.stateEvent(l, UnknownGive, err.Error())
+			}
 			unknown = true
 		}
 		if ctx.Err() != nil {
@@ -219,8 +228,7 @@ func (w *worker) handOn(ctx context.Context, l contract.Lease, mark string) (boo
 // that is there (or comes back within a second, created by the execution
 // that was handing it on) was not taken by this delete. A slot still
 // missing after a second is taken to be this execution's: it creates it
-// again, and the judge forgives the tenant's slot should that guess give
-// the slot two holders.
+// again.
 func (w *worker) tookUnanswered(ctx context.Context, l contract.Lease) bool {
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
 		_, err := w.state.GetRun(ctx, l.Item.Tenant, SlotID)
@@ -229,7 +237,6 @@ func (w *worker) tookUnanswered(ctx context.Context, l contract.Lease) bool {
 		}
 		pause(ctx, 50*time.Millisecond)
 	}
-	w.stateEvent(l, UnknownTake, "a delete of the slot failed unanswered and the slot stayed missing for 1s: taken to be this execution's")
 	return true
 }
 
@@ -258,17 +265,22 @@ type StateReport struct {
 func JudgeState(ctx context.Context, s *Stores, specs []Spec, acks, events []Event) (StateReport, error) {
 	var rep StateReport
 	violate := func(f string, a ...any) { rep.Violations = append(rep.Violations, fmt.Sprintf(f, a...)) }
+	// A delete or create of a slot that failed unanswered may land at any
+	// time after (the server can run a statement after the connection it
+	// came on was cut): what happens to that tenant's slot afterwards is
+	// forgiven, and listed.
 	uncertain := map[string]int{}
 	for _, e := range events {
-		if e.Class == UnknownTake {
+		if e.Class == UnknownTake || e.Class == UnknownGive {
 			uncertain[e.Tenant]++
 		}
 	}
 	for _, e := range events {
 		switch {
-		case e.Class == UnknownTake:
+		case e.Class == UnknownTake || e.Class == UnknownGive:
 		case e.Class == ForeignSlot && uncertain[e.Tenant] > 0:
-			rep.Forgiven = append(rep.Forgiven, fmt.Sprintf("%q/%q by %s: %s, after a delete of the slot whose outcome nobody knew was guessed: %s", e.Tenant, e.ID, e.Worker, e.Class, e.Where))
+			rep.Forgiven = append(rep.Forgiven, fmt.Sprintf("%q/%q by %s: %s after %d deletes or creates of the slot whose outcome nobody knew: %s",
+				e.Tenant, e.ID, e.Worker, e.Class, uncertain[e.Tenant], e.Where))
 		default:
 			violate("%q/%q by %s: %s: %s", e.Tenant, e.ID, e.Worker, e.Class, e.Where)
 		}
@@ -330,7 +342,7 @@ func JudgeState(ctx context.Context, s *Stores, specs []Spec, acks, events []Eve
 		r, err := s.State.GetRun(ctx, tenant, SlotID)
 		switch {
 		case errors.Is(err, contract.ErrNotFound) && uncertain[tenant] > 0:
-			rep.Forgiven = append(rep.Forgiven, fmt.Sprintf("the slot of %q is gone, after %d deletes of it whose outcome nobody knows", tenant, uncertain[tenant]))
+			rep.Forgiven = append(rep.Forgiven, fmt.Sprintf("the slot of %q is gone, after %d deletes or creates of it whose outcome nobody knew", tenant, uncertain[tenant]))
 		case errors.Is(err, contract.ErrNotFound):
 			violate("the slot of %q is gone: a delete took it and it was never created again (a resent delete answered not found for its own deletion, or removed the slot created after it)", tenant)
 		case err != nil:

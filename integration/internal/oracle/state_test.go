@@ -163,4 +163,15 @@ func TestJudgeStateCatches(t *testing.T) {
 			t.Fatalf("got %+v; want the lost slot forgiven and nothing else", rep)
 		}
 	})
+	t.Run("a foreign slot after an unanswered create is forgiven", func(t *testing.T) {
+		sc := newStateScene(t)
+		sc.events = append(sc.events,
+			Event{Kind: "state", Tenant: "acme", ID: "item:1", Class: UnknownGive},
+			Event{Kind: "state", Tenant: "acme", ID: "item:3", Class: ForeignSlot, Where: "held by item:3@1, found created holding item:1@1"})
+		if rep := sc.judge(t); len(rep.Violations) > 0 || len(rep.Forgiven) != 1 {
+			t.Fatalf("got %+v; want the foreign slot forgiven and nothing else", rep)
+		}
+		sc.events = append(sc.events, Event{Kind: "state", Tenant: "noisy", ID: "item:0", Class: ForeignSlot, Where: "held by item:0@1, found created holding item:2@1"})
+		wantStateViolation(t, sc.judge(t), ForeignSlot)
+	})
 }
