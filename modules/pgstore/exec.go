@@ -168,6 +168,14 @@ func (d *db) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 		}
 		return nil, fmt.Errorf("%w within %v", errConnectSlow, timeout)
 	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// The connection's own ConnectTimeout can end the attempt just
+		// before actx does; its error wraps context.DeadlineExceeded,
+		// which would read as the caller's deadline. The cause is kept
+		// in the text only.
+		return nil, fmt.Errorf("%w: %v", errConnectSlow, err)
+	}
 	return nil, err
 }
 
