@@ -11,6 +11,13 @@ import (
 // the same client and settings: the usual way to start a deployment that
 // keeps both in one Redis. Close the queue when done; the client stays the
 // caller's.
+//
+// Like OpenState and OpenQueue it refuses a namespace whose queues still
+// hold data in the key layout of an earlier release (a
+// *contract.PreflightError with Setting [SettingQueueLayout] naming the
+// queues and the migration): started anyway, the store would see those
+// items and dead letters as gone. [NewState] and [NewQueue] build the
+// same values without the check.
 func Open(ctx context.Context, client redis.UniversalClient, clock contract.Clock, settings Settings) (*RedisStateStore, *RedisWorkQueue, error) {
 	st, err := OpenState(ctx, client, clock, settings)
 	if err != nil {

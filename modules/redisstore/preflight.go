@@ -47,6 +47,14 @@ const fixAssumeDurable = "the server does not let this client read CONFIG (manag
 // replicas than are connected, or where the client reached a replica.
 // A standalone server without replicas is fine.
 //
+// It refuses, too, a namespace whose queues still hold items or dead
+// letters in the key layout of a release before declared keys, which this
+// release does not read (Setting [SettingQueueLayout]; the fix names the
+// queues and the migration, [RedisWorkQueue.MigrateLayout] or adkctl redis
+// migrate-layout), and warns of a queue created by such a release that
+// lacks its placeholders. For this it reads each queue's tenant set a
+// thousand at a time and checks their old keys with EXISTS.
+//
 // It never changes the server. On Redis Cluster every master is checked.
 func Preflight(ctx context.Context, client redis.UniversalClient, settings Settings) (PreflightReport, error) {
 	s, err := settings.normalized()
@@ -72,13 +80,27 @@ func Preflight(ctx context.Context, client redis.UniversalClient, settings Setti
 	} else {
 		err = check(ctx, client)
 	}
+	var (
+		layout  contract.HealthCheck
+		refusal *contract.PreflightError
+	)
+	if err == nil {
+		// The namespace's queue keys share one hash tag, so this reads the
+		// one master that serves them.
+		layout, refusal, err = layoutCheck(ctx, client, s.Namespace)
+	}
 	if err != nil {
 		if kind := classify(err); kind == kindPool {
 			return PreflightReport{}, &contract.PoolExhaustedError{Backing: "redis", Err: err}
 		}
 		return PreflightReport{}, fmt.Errorf("redisstore: preflight: %w", err)
 	}
-	return judge(reports, s)
+	rep, err := judge(reports, s)
+	rep.Checks = append(rep.Checks, layout)
+	if err == nil && refusal != nil {
+		err = refusal
+	}
+	return rep, err
 }
 
 // nodeReport is what one server said.
