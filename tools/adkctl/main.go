@@ -1,8 +1,9 @@
 // Command adkctl is the operator's terminal tool for the adk kit: it shows
 // and acts on a Redis or PostgreSQL backing as the dashboard does — queues,
 // tenants and their rotation, leases, dead letters (list, count, requeue,
-// purge), one item, health — and prints, applies and verifies the
-// PostgreSQL schema:
+// purge), one item, health — prints, applies and verifies the PostgreSQL
+// schema, and moves Redis queues an earlier release wrote into the current
+// key layout:
 //
 //	adkctl queues
 //	adkctl tenants --queue agent
@@ -11,6 +12,7 @@
 //	adkctl item --tenant acme --id run-42 --json
 //	adkctl health
 //	adkctl schema apply --dsn URL
+//	adkctl redis migrate-layout --yes
 //
 // The backing comes from ADK_REDIS_DSN or ADK_POSTGRES_DSN, as for make
 // demo, or from --redis / --postgres; DSNs are never printed. Every verb
@@ -69,10 +71,12 @@ verbs (adkctl <verb> --help for the flags and more examples):
                                adkctl health
   schema print|apply|verify  the PostgreSQL schema of pgstore
                                adkctl schema apply --dsn postgres://localhost/dev
+  redis migrate-layout       move queues an earlier release wrote into this key layout (dry run without --yes)
+                               adkctl redis migrate-layout --redis-namespace adk --yes
 
 exit codes:
   0  done (health: no check failed)
-  1  a failure or refusal: server unreachable or unfit, health red, bulk action without --yes
+  1  a failure or refusal: server unreachable or unfit, health red, bulk action or migration without --yes
   2  usage error: unknown verb or flag, bad value, no backing named
   3  not found: no such item or dead letter
 `
@@ -103,10 +107,12 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.health(ctx, args[1:])
 	case "schema":
 		return runSchema(ctx, args[1:], a.stdout, a.stderr, a.getenv)
+	case "redis":
+		return a.redis(ctx, args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(a.stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, item, health, schema (adkctl --help)\n", args[0])
+	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, item, health, schema, redis (adkctl --help)\n", args[0])
 	return exitUsage
 }
