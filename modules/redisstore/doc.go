@@ -9,7 +9,10 @@
 // maxmemory-policy, appendonly and save, and INFO, and refuses a server
 // that would lose a run (an allkeys-* or volatile-ttl eviction policy; no
 // AOF and no RDB save points unless [Settings].Volatile is set; CONFIG hidden,
-// unless [Settings].AssumeDurable). It never changes the server.
+// unless [Settings].AssumeDurable), and a namespace whose queues still
+// hold data in the key layout of a release before declared keys, which
+// [RedisWorkQueue.MigrateLayout] (or adkctl redis migrate-layout) moves.
+// It never changes the server.
 // [NewState] and [NewQueue] skip the check, for tests and for callers that
 // checked the server themselves.
 //

@@ -301,29 +301,59 @@ const layoutPage = 1000
 // EXISTS; every key shares the namespace's hash tag, so on Redis Cluster
 // the whole read goes to the one master that serves the namespace.
 func eachOldLayoutTenant(ctx context.Context, c redis.UniversalClient, k queueKeys, name string, fn func(tenant string, keys int64)) error {
-	tenantsKey := k.queue(name) + "tenants"
 	seen := map[string]bool{}
-	var cursor uint64
-	for {
-		page, next, err := c.SScan(ctx, tenantsKey, cursor, "", layoutPage).Result()
-		if err != nil {
-			return err
-		}
+	return eachTenantPage(ctx, c, k, name, func(page []string) error {
 		pipe := c.Pipeline()
 		checks := make([]*redis.IntCmd, len(page))
 		for i, t := range page {
 			checks[i] = pipe.Exists(ctx, oldReadyKey(k, name, t), oldDeadKey(k, name, t))
 		}
-		if len(page) > 0 {
-			if _, err := pipe.Exec(ctx); err != nil {
-				return err
-			}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
 		}
 		for i, t := range page {
 			// SSCAN may return a member twice when the set grows meanwhile.
 			if n := checks[i].Val(); n > 0 && !seen[t] {
 				seen[t] = true
 				fn(t, n)
+			}
+		}
+		return nil
+	})
+}
+
+// countOldLayout is how many keys of the earlier layout queue name has:
+// one EXISTS of every old key per page of tenants, which is what makes
+// Preflight's check cheap. A tenant SSCAN returns twice counts twice; a
+// count is all Preflight needs.
+func countOldLayout(ctx context.Context, c redis.UniversalClient, k queueKeys, name string) (int64, error) {
+	var n int64
+	keys := make([]string, 0, 2*layoutPage)
+	err := eachTenantPage(ctx, c, k, name, func(page []string) error {
+		keys = keys[:0]
+		for _, t := range page {
+			keys = append(keys, oldReadyKey(k, name, t), oldDeadKey(k, name, t))
+		}
+		m, err := c.Exists(ctx, keys...).Result()
+		n += m
+		return err
+	})
+	return n, err
+}
+
+// eachTenantPage hands fn the tenants of queue name a page (about
+// layoutPage) at a time.
+func eachTenantPage(ctx context.Context, c redis.UniversalClient, k queueKeys, name string, fn func([]string) error) error {
+	tenantsKey := k.queue(name) + "tenants"
+	var cursor uint64
+	for {
+		page, next, err := c.SScan(ctx, tenantsKey, cursor, "", layoutPage).Result()
+		if err != nil {
+			return err
+		}
+		if len(page) > 0 {
+			if err := fn(page); err != nil {
+				return err
 			}
 		}
 		if cursor = next; cursor == 0 {
@@ -342,8 +372,8 @@ func findOldLayout(ctx context.Context, c redis.UniversalClient, k queueKeys) ([
 	slices.Sort(names)
 	var out []oldLayoutQueue
 	for _, name := range names {
-		var n int64
-		if err := eachOldLayoutTenant(ctx, c, k, name, func(_ string, keys int64) { n += keys }); err != nil {
+		n, err := countOldLayout(ctx, c, k, name)
+		if err != nil {
 			return nil, err
 		}
 		if n > 0 {

@@ -229,8 +229,17 @@ func exerciseMigration(t *testing.T, client redis.UniversalClient) {
 		t.Errorf("claimed %v at t0; want a2 b2 a3", order)
 	}
 
-	// The lease the earlier release gave a1 expires and is reaped; c2
-	// falls due an hour on, d1 two hours on.
+	// The lease the earlier release gave a1 heartbeats, expires and is
+	// reaped; c2 falls due an hour on, d1 two hours on.
+	leases, err := q.Leases(ctx, "agent", contract.PageRequest{Limit: 10})
+	must(t, err)
+	if len(leases.Leases) != 1 || leases.Leases[0].Item.ID != "a1" || leases.Leases[0].Worker != "w-old" {
+		t.Fatalf("leases after the migration: %+v; want a1's, by w-old", leases.Leases)
+	}
+	hb, err := q.Heartbeat(ctx, leases.Leases[0], 10*time.Minute)
+	if err != nil || hb.Token <= leases.Leases[0].Token {
+		t.Errorf("heartbeat of the earlier release's lease: %v, %v", hb, err)
+	}
 	clock.Set(t0.Add(time.Hour))
 	if n, err := q.Reap(ctx, "agent"); err != nil || n != 1 {
 		t.Errorf("reap of the earlier release's lease: %d, %v; want 1", n, err)
