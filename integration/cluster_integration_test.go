@@ -116,20 +116,9 @@ func TestClusterSplitSlotRefusesWholeScripts(t *testing.T) {
 
 	prefix := queuePrefix(ns, contract.DefaultQueue)
 	slot := servers.Slot(prefix)
-	owner, err := cl.Owner(ctx, slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mv, err := cl.NewSlotMove(ctx, slot, (owner+1)%3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mv.Begin(ctx); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := mv.Keys(ctx)
-	if err != nil || len(keys) < 10 {
-		t.Fatalf("the queue's slot holds %d keys (%v): %v", len(keys), keys, err)
+	mv, keys := beginSlotMove(t, cl, slot)
+	if len(keys) < 10 {
+		t.Fatalf("the queue's slot holds %d keys (%v)", len(keys), keys)
 	}
 	var rest []string
 	for _, k := range keys {

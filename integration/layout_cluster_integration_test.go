@@ -74,21 +74,7 @@ func TestClusterSplitSlotRefusesLayoutMigration(t *testing.T) {
 	}
 	defer q.Close()
 	slot := servers.Slot(prefix)
-	owner, err := cl.Owner(ctx, slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mv, err := cl.NewSlotMove(ctx, slot, (owner+1)%3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mv.Begin(ctx); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := mv.Keys(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mv, keys := beginSlotMove(t, cl, slot)
 	var rest []string
 	for _, k := range keys {
 		if k != oldReady && k != oldDead && k != prefix+"items" {
@@ -175,4 +161,28 @@ func (h *refusedCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 		}
 		return err
 	}
+}
+
+// beginSlotMove starts moving slot from its owner to the next node (the
+// slot marked importing there and migrating on the owner) and returns the
+// move and the slot's keys, none moved yet.
+func beginSlotMove(t *testing.T, cl *servers.Cluster, slot int) (*servers.SlotMove, []string) {
+	t.Helper()
+	ctx := context.Background()
+	owner, err := cl.Owner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv, err := cl.NewSlotMove(ctx, slot, (owner+1)%3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mv.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := mv.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mv, keys
 }

@@ -60,7 +60,7 @@ func writeCurrent(t *testing.T, q *redisstore.RedisWorkQueue, t0 time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	item := func(queue, tenant, id string, at time.Time) contract.Item {
-		it := contract.Item{Queue: queue, Tenant: tenant, ID: id, Payload: []byte("payload of " + id)}
+		it := contract.Item{Queue: queue, Tenant: tenant, ID: id, Payload: []byte(payloadOf(id))}
 		if at.After(t0) {
 			it.NotBefore = at
 		}
@@ -205,27 +205,7 @@ func exerciseMigration(t *testing.T, client redis.UniversalClient) {
 
 	// Served in rotation order (a was served last, so b's turn comes
 	// between a's); the delayed items wait.
-	claim := func(max int) []string {
-		ls, err := q.Claim(ctx, contract.ClaimRequest{Queue: "agent", Worker: "w-new", LeaseFor: time.Minute, Max: max})
-		if errors.Is(err, contract.ErrEmpty) {
-			return nil
-		}
-		must(t, err)
-		var ids []string
-		for _, l := range ls {
-			ids = append(ids, l.Item.ID)
-			if string(l.Item.Payload) != "payload of "+l.Item.ID {
-				t.Errorf("item %s payload %q", l.Item.ID, l.Item.Payload)
-			}
-			must(t, q.Complete(ctx, l))
-		}
-		return ids
-	}
-	var order []string
-	for ids := claim(1); ids != nil; ids = claim(1) {
-		order = append(order, ids...)
-	}
-	if !slices.Equal(order, []string{"a2", "b2", "a3"}) {
+	if order := claimDue(t, q, "agent", 1, payloadOf); !slices.Equal(order, []string{"a2", "b2", "a3"}) {
 		t.Errorf("claimed %v at t0; want a2 b2 a3", order)
 	}
 
@@ -245,11 +225,11 @@ func exerciseMigration(t *testing.T, client redis.UniversalClient) {
 		t.Errorf("reap of the earlier release's lease: %d, %v; want 1", n, err)
 	}
 	clock.Advance(time.Minute)
-	if got := claim(10); !slices.Equal(sorted(got), []string{"a1", "c2"}) {
+	if got := claimDue(t, q, "agent", 10, payloadOf); !slices.Equal(sorted(got), []string{"a1", "c2"}) {
 		t.Errorf("claimed %v an hour on; want a1 and c2", got)
 	}
 	clock.Set(t0.Add(2 * time.Hour))
-	if got := claim(10); !slices.Equal(got, []string{"d1"}) {
+	if got := claimDue(t, q, "agent", 10, payloadOf); !slices.Equal(got, []string{"d1"}) {
 		t.Errorf("claimed %v two hours on; want d1", got)
 	}
 
@@ -263,7 +243,7 @@ func exerciseMigration(t *testing.T, client redis.UniversalClient) {
 	if n, err := q.Requeue(ctx, contract.DeadLetterFilter{Queue: "agent", Tenant: "c"}); err != nil || n != 1 {
 		t.Errorf("requeue of c's letter: %d, %v", n, err)
 	}
-	if got := claim(10); !slices.Equal(got, []string{"c1"}) {
+	if got := claimDue(t, q, "agent", 10, payloadOf); !slices.Equal(got, []string{"c1"}) {
 		t.Errorf("claimed %v after the requeue; want c1", got)
 	}
 	if n, err := q.Purge(ctx, contract.DeadLetterFilter{Queue: "default", Tenant: "x"}); err != nil || n != 1 {
@@ -323,18 +303,7 @@ func TestMigrateLayoutRepairs(t *testing.T) {
 	checkReport(t, "migration", rep, oldNS, true, []redisstore.QueueLayout{
 		{Queue: "default", Tenants: 4, Keys: 4, Ready: 4, Dropped: 2, Placed: 3, Placeholders: 8, LastClaim: t0},
 	})
-	var got []string
-	for {
-		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
-		if errors.Is(err, contract.ErrEmpty) {
-			break
-		}
-		must(t, err)
-		for _, l := range ls {
-			got = append(got, l.Item.ID)
-		}
-		must(t, q.Complete(ctx, ls...))
-	}
+	got := claimDue(t, q, "", 10, payloadOf)
 	// s1 was claimed before the migration (its new entry); p and r join
 	// the rotation's back in the order the migration met them.
 	if !slices.Equal(sorted(got), []string{"p1", "p2", "r1"}) {
@@ -372,12 +341,7 @@ func TestMigrateLayoutResumes(t *testing.T) {
 
 	// A client that, once armed, lets the second migration call of a
 	// tenant run but loses its reply, and gives up.
-	opt, err := redis.ParseURL(redistest.URL(t))
-	must(t, err)
-	cut := redis.NewClient(opt)
-	defer cut.Close()
-	hook := &loseReply{}
-	cut.AddHook(hook)
+	cut, calls := countingClient(t)
 	q, err := redisstore.NewQueue(cut, contracttest.NewFakeClock(t0), redisstore.Settings{Namespace: oldNS})
 	must(t, err)
 	defer q.Close()
@@ -386,7 +350,7 @@ func TestMigrateLayoutResumes(t *testing.T) {
 	checkReport(t, "dry run", dry, oldNS, false, []redisstore.QueueLayout{
 		{Queue: "default", Tenants: 1, Keys: 2, Ready: 1200, Dead: 1100, Placeholders: 8, LastClaim: t0},
 	})
-	hook.after = 2
+	calls.armed, calls.cutAfter = true, 2
 	if _, err := q.MigrateLayout(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the cut migration: %v; want the call given up", err)
 	}
@@ -409,18 +373,7 @@ func TestMigrateLayoutResumes(t *testing.T) {
 	checkReport(t, "resumed migration", rep, oldNS, true, []redisstore.QueueLayout{
 		{Queue: "default", Tenants: 1, Keys: 2, Ready: 200, Dead: 100, LastClaim: t0},
 	})
-	var got []string
-	for {
-		ls, err := q2.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 100})
-		if errors.Is(err, contract.ErrEmpty) {
-			break
-		}
-		must(t, err)
-		for _, l := range ls {
-			got = append(got, l.Item.ID)
-		}
-		must(t, q2.Complete(ctx, ls...))
-	}
+	got := claimDue(t, q2, "", 100, payloadOf)
 	if !slices.Equal(got, ids) {
 		t.Errorf("claimed %d items (first %v); want the %d left, in enqueue order", len(got), got[:min(3, len(got))], len(ids))
 	}
@@ -440,26 +393,100 @@ func TestMigrateLayoutResumes(t *testing.T) {
 	}
 }
 
-// loseReply lets the migration calls of a tenant run and, from the
-// after-th on (once after is set), returns context.Canceled instead of
-// their reply: a migration cut off mid-way.
-type loseReply struct{ after, n int }
+// tenantCalls counts the migration's calls for one tenant (the scripts
+// that declare 20 keys) once armed, and from the cutAfter-th on, when
+// set, lets them run but returns context.Canceled instead of their reply:
+// a migration cut off mid-way.
+type tenantCalls struct {
+	armed       bool
+	cutAfter, n int
+}
 
-func (h *loseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *loseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *tenantCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *tenantCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
-func (h *loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *tenantCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if name := cmd.Name(); (name == "evalsha" || name == "eval") && err == nil && h.after > 0 && len(cmd.Args()) > 2 && fmt.Sprint(cmd.Args()[2]) == "20" {
-			if h.n++; h.after > 0 && h.n >= h.after {
+		if name := cmd.Name(); h.armed && (name == "evalsha" || name == "eval") && err == nil && len(cmd.Args()) > 2 && fmt.Sprint(cmd.Args()[2]) == "20" {
+			if h.n++; h.cutAfter > 0 && h.n >= h.cutAfter {
 				return context.Canceled
 			}
 		}
 		return err
 	}
 }
+
+// countingClient is a client of the shared server with a tenantCalls hook.
+func countingClient(t *testing.T) (*redis.Client, *tenantCalls) {
+	t.Helper()
+	opt, err := redis.ParseURL(redistest.URL(t))
+	must(t, err)
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	h := &tenantCalls{}
+	c.AddHook(h)
+	return c, h
+}
+
+// TestMigrateLayoutRecordBudget: a tenant whose records are large moves
+// in as many calls as keep each under the byte budget (4 MiB), in order.
+func TestMigrateLayoutRecordBudget(t *testing.T) {
+	ctx := context.Background()
+	client, calls := countingClient(t)
+	oldNS := redistest.Namespace(t, client)
+	t0 := contracttest.FakeEpoch
+	o := newEarlierRelease(t, client, oldNS)
+	big := strings.Repeat("x", 300<<10)
+	var items []oldItem
+	var ids []string
+	for i := range 20 {
+		id := fmt.Sprintf("large-%02d", i)
+		items = append(items, oldItem{tenant: "big", id: id, payload: big})
+		ids = append(ids, id)
+	}
+	o.Enqueue("default", t0, items...)
+	q, err := redisstore.NewQueue(client, contracttest.NewFakeClock(t0), redisstore.Settings{Namespace: oldNS})
+	must(t, err)
+	defer q.Close()
+	calls.armed = true
+	rep, err := q.MigrateLayout(ctx)
+	must(t, err)
+	checkReport(t, "migration", rep, oldNS, true, []redisstore.QueueLayout{{Queue: "default", Tenants: 1, Keys: 1, Ready: 20, Placeholders: 8}})
+	if calls.n != 2 {
+		t.Errorf("20 records of 300 KiB moved in %d calls; want 2 (13 fit in 4 MiB)", calls.n)
+	}
+	if got := claimDue(t, q, "", 5, func(string) string { return big }); !slices.Equal(got, ids) {
+		t.Errorf("claimed %v; want %v", got, ids)
+	}
+}
+
+// claimDue claims the due items of queue, max at a time, until none is
+// left, completes them, and returns their ids in the order claimed. Each
+// payload must be payload(id).
+func claimDue(t *testing.T, q *redisstore.RedisWorkQueue, queue string, max int, payload func(id string) string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for {
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Queue: queue, Worker: "w-new", LeaseFor: time.Minute, Max: max})
+		if errors.Is(err, contract.ErrEmpty) {
+			return ids
+		}
+		must(t, err)
+		for _, l := range ls {
+			ids = append(ids, l.Item.ID)
+			if want := payload(l.Item.ID); string(l.Item.Payload) != want {
+				t.Errorf("item %s: payload of %d bytes; want the %d it was enqueued with", l.Item.ID, len(l.Item.Payload), len(want))
+			}
+		}
+		must(t, q.Complete(ctx, ls...))
+	}
+}
+
+// payloadOf is the payload the earlier release's Enqueue gives id.
+func payloadOf(id string) string { return "payload of " + id }
 
 func checkReport(t *testing.T, what string, rep redisstore.LayoutReport, ns string, applied bool, want []redisstore.QueueLayout) {
 	t.Helper()

@@ -68,10 +68,12 @@ func (o *earlierRelease) run(sc *redis.Script, key string, args ...any) any {
 func usOf(t time.Time) string { return strconv.FormatInt(t.UnixNano()/1000, 10) }
 func nsOf(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
 
-// oldItem is one item to enqueue: due at now when at is zero.
+// oldItem is one item to enqueue: due at now when at is zero, its
+// payload "payload of "+id unless payload is set.
 type oldItem struct {
 	tenant, id string
 	at         time.Time
+	payload    string
 }
 
 // Enqueue adds items to queue at now, as that release's Enqueue did: the
@@ -85,9 +87,13 @@ func (o *earlierRelease) Enqueue(queue string, now time.Time, items ...oldItem) 
 		if it.at.After(now) {
 			nb, due = nsOf(it.at), usOf(it.at)
 		}
+		payload := it.payload
+		if payload == "" {
+			payload = "payload of " + it.id
+		}
 		var rec strings.Builder
 		// s a e nb ea da ds fn t i md p (the ready member m comes last).
-		for _, f := range []string{"q", "0", "", nb, nsOf(now), "", "", "", it.tenant, it.id, "", "payload of " + it.id} {
+		for _, f := range []string{"q", "0", "", nb, nsOf(now), "", "", "", it.tenant, it.id, "", payload} {
 			rec.WriteString(lp(f))
 		}
 		args = append(args, it.tenant, lp(it.tenant)+lp(it.id), rec.String(), due)

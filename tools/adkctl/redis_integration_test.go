@@ -20,13 +20,10 @@ import (
 	"github.com/adkit/adk/modules/redisstore"
 )
 
-// TestMigrateLayoutVerb: adkctl redis migrate-layout over a namespace
-// written in the key layout of the release before declared keys (built
-// here with the commands that release's scripts ran): the dry run prints
-// and changes nothing, --yes refuses while a claim is fresh in the log,
-// moves it all with --force, and a second run has nothing to do.
-// modules/redisstore's layout tests run that release's own scripts.
-func TestMigrateLayoutVerb(t *testing.T) {
+// redisNamespace returns the shared test server's URL, a client of it and
+// a namespace of the test's own, whose keys are deleted when it ends.
+func redisNamespace(t *testing.T) (string, *redis.Client, string) {
+	t.Helper()
 	dsn := os.Getenv("ADK_TEST_REDIS_URL")
 	if dsn == "" {
 		t.Fatal("set ADK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run the adkctl Redis integration tests")
@@ -36,15 +33,27 @@ func TestMigrateLayoutVerb(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := redis.NewClient(opts)
-	defer client.Close()
-	ctx := context.Background()
 	ns := "adkctl" + randomHex()
-	defer func() {
+	t.Cleanup(func() {
+		ctx := context.Background()
 		iter := client.Scan(ctx, 0, "*"+ns+"*", 1000).Iterator()
 		for iter.Next(ctx) {
 			client.Del(ctx, iter.Val())
 		}
-	}()
+		_ = client.Close()
+	})
+	return dsn, client, ns
+}
+
+// TestMigrateLayoutVerb: adkctl redis migrate-layout over a namespace
+// written in the key layout of the release before declared keys (built
+// here with the commands that release's scripts ran): the dry run prints
+// and changes nothing, --yes refuses while a claim is fresh in the log,
+// moves it all with --force, and a second run has nothing to do.
+// modules/redisstore's layout tests run that release's own scripts.
+func TestMigrateLayoutVerb(t *testing.T) {
+	dsn, client, ns := redisNamespace(t)
+	ctx := context.Background()
 
 	// acme has i1 and i2 queued and d1 dead; the last claim was long ago.
 	lp := func(s string) string { return strconv.Itoa(len(s)) + ":" + s }

@@ -3,18 +3,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore"
@@ -25,24 +22,7 @@ import (
 // The verbs on Redis, in a namespace of the test's own (deleted after),
 // through ADK_REDIS_DSN as make demo reads it.
 func TestVerbsOnRedis(t *testing.T) {
-	dsn := os.Getenv("ADK_TEST_REDIS_URL")
-	if dsn == "" {
-		t.Fatal("set ADK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run the adkctl Redis integration tests")
-	}
-	opts, err := redis.ParseURL(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(opts)
-	defer client.Close()
-	ns := "adkctl" + randomHex()
-	defer func() {
-		ctx := context.Background()
-		iter := client.Scan(ctx, 0, "*"+ns+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			client.Del(ctx, iter.Val())
-		}
-	}()
+	dsn, client, ns := redisNamespace(t)
 	settings := redisstore.Settings{Namespace: ns}
 	q, err := redisstore.NewQueue(client, nil, settings)
 	if err != nil {

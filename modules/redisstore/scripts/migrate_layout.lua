@@ -62,19 +62,26 @@ local rleft, dleft = 0, 0
 local lt = lp(t)
 local first -- the earliest due time (us) among the items moved
 local place = false
+-- record reads the record of ref, the entry after the taken ones already
+-- taken from its set, and says whether that spends the byte budget: the
+-- entry then waits for the next call (the first of a set never does).
+local used = 0
+local function record(ref, taken)
+  local v = redis.call('HGET', ITEMS, ref)
+  used = used + (v and #v or 0)
+  return decode(v), taken > 0 and used > budget
+end
+
 if OLDREADY then
-  local used = 0
   local rs = redis.call('ZRANGE', OLDREADY, skipR, skipR + most - 1, 'WITHSCORES')
   for j = 1, #rs, 2 do
     local m = rs[j]
     local ref = string.sub(m, 17)
-    local v = redis.call('HGET', ITEMS, ref)
-    used = used + (v and #v or 0)
-    if #gone > 0 and used > budget then
+    local r, spent = record(ref, #gone)
+    if spent then
       break
     end
     gone[#gone + 1] = m
-    local r = decode(v)
     if r and r.s == 'q' and r.t == t and r.m == m and string.find(m, HEX16) then
       local due = math.max(math.floor(tonumber(rs[j + 1]) or 0), 0)
       r.m = lt .. hex16(due) .. string.sub(m, 1, 16) .. ref
@@ -95,13 +102,11 @@ if OLDREADY then
   local ds = redis.call('ZRANGE', OLDDEAD, skipD, skipD + most - 1, 'WITHSCORES')
   for j = 1, #ds, 2 do
     local ref = ds[j]
-    local v = redis.call('HGET', ITEMS, ref)
-    used = used + (v and #v or 0)
-    if #dgone > 0 and used > budget then
+    local r, spent = record(ref, #dgone)
+    if spent then
       break
     end
     dgone[#dgone + 1] = ref
-    local r = decode(v)
     if r and r.s == 'd' and r.t == t then
       local seq = tonumber(r.ds) or tonumber(ds[j + 1]) or 0
       tadds[#tadds + 1] = '0'
