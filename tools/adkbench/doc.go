@@ -7,8 +7,12 @@
 // tenant beside 49 idle ones), busy50 (fifty busy tenants), fairness (the
 // claim index of small tenants' first items behind a big one), wake
 // (enqueue return → handler start at a steady arrival rate), depth (claim
-// latency at 1,000 vs 1,000,000 queued) and physical (redis-benchmark EVAL
-// and pgbench -N as the machine's references).
+// latency at 1,000 vs 1,000,000 queued), burndown (River's published
+// benchmark: a million items queued, then drained by 2,000 workers),
+// runner (contract/runner beside the harness's own worker pool, a
+// diagnostic) and physical (redis-benchmark EVAL and pgbench -N as the
+// machine's references). Every row of our backings but runner's reference
+// runs contract/runner, the loop users run.
 //
 //	ADK_TEST_REDIS_URL=redis://127.0.0.1:6379/0 \
 //	ADK_TEST_POSTGRES_DSN='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \

@@ -29,7 +29,7 @@ type config struct {
 	// pairs is how many interleaved (one tenant, idle) pairs the idle
 	// scenario measures on our backings; its ratio is their median.
 	pairs int
-	// completeAndClaim makes our worker pool carry handled leases into
+	// completeAndClaim makes the harness pool carry handled leases into
 	// its next claim when the queue is a contract.CompleteClaimer.
 	completeAndClaim bool
 	// burndown and burndownConc are the burndown scenario's queued items
@@ -68,10 +68,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.burndownConc, "burndown-concurrency", 2000, "worker count of the burndown scenario")
 	fs.IntVar(&c.wakeItems, "wake-items", 400, "items of the wake-latency scenario")
 	fs.IntVar(&c.wakeRate, "wake-rate", 100, "items per second in the wake-latency scenario")
-	fs.IntVar(&c.claimers, "claimers", 2, "claim loops per worker pool of our backings")
+	fs.IntVar(&c.claimers, "claimers", 2, "claim loops of the harness pool (the runner scenario's reference)")
 	fs.IntVar(&c.batch, "batch", 100, "most items one claim of our backings asks for")
 	fs.IntVar(&c.pairs, "pairs", 3, "idle scenario on our backings: interleaved (one tenant, 49 idle beside it) pairs whose median ratio is reported")
-	fs.BoolVar(&c.completeAndClaim, "complete-and-claim", false, "our worker pool carries handled items into its next claim (CompleteAndClaim) where the backing offers it, instead of settling them on two completers")
+	fs.BoolVar(&c.completeAndClaim, "complete-and-claim", false, "the harness pool (the runner scenario's reference) carries handled items into its next claim (CompleteAndClaim) where the backing offers it, instead of settling them on two completers")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "limit for one measurement")
 	fs.DurationVar(&c.riverCooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown (River's default is 100ms, its floor 1ms)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

@@ -25,6 +25,10 @@ type instance struct {
 	// load (the depth scenario measures claims there, not the server's
 	// catching up with a million fresh rows).
 	settle func(ctx context.Context) error
+	// serverMicros, when set, reads the server's own time in the queue's
+	// scripts so far (Redis: INFO commandstats), so a row can say what
+	// the server spent per item while the workers ran.
+	serverMicros func(ctx context.Context) (int64, error)
 }
 
 // ourBacking drives a contract.WorkQueue with contract/runner, the loop
@@ -50,6 +54,10 @@ type ourBacking struct {
 	inst *instance
 	w    workload
 	pool consumer
+	// serverAt is serverMicros when the workers started; serverPerItem
+	// what it grew by per item handled, once they stopped (0: unknown).
+	serverAt      int64
+	serverPerItem float64
 }
 
 // consumer is what works a queue during a measurement: the harness's
@@ -79,7 +87,11 @@ func (b *ourBacking) detail() string {
 	if b.pool == nil {
 		return ""
 	}
-	return b.pool.summary()
+	s := b.pool.summary()
+	if b.serverPerItem > 0 {
+		s += fmt.Sprintf("; server %.1f µs/item", b.serverPerItem)
+	}
+	return s
 }
 
 func (b *ourBacking) prepare(ctx context.Context, w workload) error {
@@ -87,7 +99,7 @@ func (b *ourBacking) prepare(ctx context.Context, w workload) error {
 	if err != nil {
 		return err
 	}
-	b.inst, b.w, b.pool = inst, w, nil
+	b.inst, b.w, b.pool, b.serverPerItem = inst, w, nil, 0
 	return nil
 }
 
@@ -104,6 +116,11 @@ func (b *ourBacking) enqueue(ctx context.Context, jobs []job) error {
 }
 
 func (b *ourBacking) start(ctx context.Context) error {
+	if b.inst.serverMicros != nil {
+		if us, err := b.inst.serverMicros(ctx); err == nil {
+			b.serverAt = us
+		}
+	}
 	if !b.viaPool {
 		p, err := startRunner(b.inst.q, b.w.rec, b.w.conc, b.maxBatch, b.poll)
 		if err != nil {
@@ -124,6 +141,11 @@ func (b *ourBacking) start(ctx context.Context) error {
 func (b *ourBacking) stop(ctx context.Context) error {
 	if b.pool != nil {
 		b.pool.halt()
+	}
+	if b.inst.serverMicros != nil {
+		if us, err := b.inst.serverMicros(ctx); err == nil && b.w.rec.processed.Load() > 0 {
+			b.serverPerItem = float64(us-b.serverAt) / float64(b.w.rec.processed.Load())
+		}
 	}
 	return nil
 }
