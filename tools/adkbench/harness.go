@@ -102,9 +102,7 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 		switch sc {
 		case "throughput":
 			for _, c := range h.cfg.conc {
-				for _, b := range bs {
-					h.throughput(ctx, "throughput", b, c, 1, 0)
-				}
+				h.interleaved(ctx, "throughput", bs, c, 1)
 			}
 		case "runner":
 			for _, b := range bs {
@@ -121,9 +119,7 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 				}
 			}
 		case "busy50":
-			for _, b := range bs {
-				h.throughput(ctx, "busy50", b, c0, 50, 0)
-			}
+			h.interleaved(ctx, "busy50", bs, c0, 50)
 		case "fairness":
 			for _, b := range bs {
 				h.fairness(ctx, b, c0)

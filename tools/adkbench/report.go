@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +36,10 @@ type row struct {
 	Errors     int64   `json:"errors"`
 	Seconds    float64 `json:"seconds"`
 	Note       string  `json:"note,omitempty"`
+	// Rounds are the values of the interleaved rounds the row is the
+	// median of (throughput, busy50); the peer ratios are then the
+	// medians of the ratios within each round.
+	Rounds []float64 `json:"rounds,omitempty"`
 	// Detail is how our worker pool's calls went (claims and completes).
 	Detail string `json:"detail,omitempty"`
 	Error  string `json:"error,omitempty"`
@@ -75,10 +80,10 @@ func (res *result) compare() {
 			peerScenario = "throughput"
 		}
 		if p := res.find(peerScenario, "river", r.Metric, r.Concurrency); p != nil && p.Value > 0 {
-			r.VsRiver = r.Value / p.Value
+			r.VsRiver = ratioTo(r, p)
 		}
 		if p := res.find(peerScenario, "asynq", r.Metric, r.Concurrency); p != nil && p.Value > 0 {
-			r.VsAsynq = r.Value / p.Value
+			r.VsAsynq = ratioTo(r, p)
 		}
 		if r.Scenario == "wake" && r.Met != nil && r.VsRiver > 0 {
 			// Issue 23: LISTEN wakes at or below River's, beside §9's bound.
@@ -140,6 +145,25 @@ func (res *result) compare() {
 			}
 		}
 	}
+}
+
+// ratioTo is r's value over p's: the median of the per-round ratios when
+// both were measured in the same interleaved rounds, else of the values.
+func ratioTo(r, p *row) float64 {
+	if len(r.Rounds) == 0 || len(r.Rounds) != len(p.Rounds) {
+		return r.Value / p.Value
+	}
+	var ratios []float64
+	for i := range r.Rounds {
+		if p.Rounds[i] > 0 {
+			ratios = append(ratios, r.Rounds[i]/p.Rounds[i])
+		}
+	}
+	if len(ratios) == 0 {
+		return r.Value / p.Value
+	}
+	slices.Sort(ratios)
+	return ratios[len(ratios)/2]
 }
 
 func (res *result) writeJSON(w io.Writer) error {

@@ -148,6 +148,49 @@ func (h *harness) throughput(ctx context.Context, scenario string, b backing, co
 	h.add(h.measureThroughput(ctx, scenario, b, conc, h.cfg.items, busy, idle))
 }
 
+// interleaved measures the scenario on every backing in turn, -pairs
+// rounds of them, and adds each backing's median row, its rounds' values
+// kept in the row: the peer ratios are then the medians of ratios taken
+// within one round, a minute apart at most, rather than of two figures
+// the machine's other work may have landed on differently.
+func (h *harness) interleaved(ctx context.Context, scenario string, bs []backing, conc, busy int) {
+	rounds := make([][]row, len(bs))
+	for range max(1, h.cfg.pairs) {
+		for i, b := range bs {
+			rounds[i] = append(rounds[i], h.measureThroughput(ctx, scenario, b, conc, h.cfg.items, busy, 0))
+		}
+	}
+	for _, rs := range rounds {
+		h.add(medianRow(rs))
+	}
+}
+
+// medianRow is the row of median value among rs, carrying every round's
+// value (0 for a round that failed) in Rounds; a failed round makes the
+// row the failed one, so no error hides behind a median.
+func medianRow(rs []row) row {
+	vals := make([]float64, len(rs))
+	for i, r := range rs {
+		if r.Error != "" {
+			return r
+		}
+		vals[i] = r.Value
+	}
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b row) int { return cmp.Compare(a.Value, b.Value) })
+	m := sorted[len(sorted)/2]
+	m.Rounds = vals
+	shown := make([]string, len(vals))
+	for i, v := range vals {
+		shown[i] = fnum(v)
+	}
+	m.Note = fmt.Sprintf("median of %d interleaved rounds (%s); %s", len(vals), strings.Join(shown, ", "), m.Note)
+	return m
+}
+
 // idlePairs measures the idle scenario on one of our backings as
 // interleaved pairs: the one-tenant figure, then the same with 49 idle
 // tenants beside it.
