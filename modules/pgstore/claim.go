@@ -67,10 +67,25 @@ func (d *db) ownedConn(e Executor) (batchConn, func() byte, bool) {
 	return nil, nil, false
 }
 
-// stmt is one statement of a pipelined transaction.
+// stmt is one statement of a pipelined transaction; scan, when set,
+// reads the rows it returns.
 type stmt struct {
 	sql  string
 	args []any
+	scan func(pgx.Rows) error
+}
+
+// run runs the statement on e, outside a batch.
+func (s stmt) run(ctx context.Context, e Executor) error {
+	if s.scan == nil {
+		_, err := e.Exec(ctx, s.sql, s.args...)
+		return err
+	}
+	rows, err := e.Query(ctx, s.sql, s.args...)
+	if err != nil {
+		return err
+	}
+	return readRows(rows, s.scan)
 }
 
 // plannedRows runs sql with args on e, after settings (local to the
@@ -94,7 +109,7 @@ func (d *db) plannedRows(ctx context.Context, e Executor, sql, settings string, 
 	if !ok {
 		run := func(e Executor) error {
 			for _, s := range prelude {
-				if _, err := e.Exec(ctx, s.sql, s.args...); err != nil {
+				if err := s.run(ctx, e); err != nil {
 					return err
 				}
 			}
@@ -121,8 +136,24 @@ func (d *db) plannedRows(ctx context.Context, e Executor, sql, settings string, 
 	b.Queue("COMMIT")
 	br := c.SendBatch(ctx, b)
 	err := func() error {
-		for range b.Len() - 2 {
+		// BEGIN and the settings, then the prelude.
+		for range b.Len() - 2 - len(prelude) {
 			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		for _, s := range prelude {
+			if s.scan == nil {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+				continue
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			if err := readRows(rows, s.scan); err != nil {
 				return err
 			}
 		}

@@ -2,8 +2,10 @@
 // pgx v5.
 //
 // [PostgresStateStore] is a [contract.StateStore] and [PostgresWorkQueue]
-// a [contract.WorkQueue] (with [contract.Inspector], [contract.Waker] and
-// [contract.StatsSource]); both pass the conformance suites of package
+// a [contract.WorkQueue] (with [contract.Inspector], [contract.Waker],
+// [contract.StatsSource] and [contract.CompleteClaimer], whose
+// CompleteAndClaim commits a batch's completes with the next claim: one
+// commit instead of two); both pass the conformance suites of package
 // contracttest unchanged. Pick PostgreSQL when the state change of a run
 // and the work it queues must commit in one transaction: [PostgresStateStore.Bound]
 // and [PostgresWorkQueue.Bound] run inside a pgx.Tx the caller opened, so

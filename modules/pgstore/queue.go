@@ -128,7 +128,7 @@ func (q *PostgresWorkQueue) Enqueue(ctx context.Context, items ...contract.Item)
 		due = append(due, later(it.NotBefore, now))
 	}
 	lockQueues, lockTenants := distinctTenants(queues, tenants)
-	share := stmt{q.q.get("turns_share"), []any{lockQueues, lockTenants}}
+	share := stmt{sql: q.q.get("turns_share"), args: []any{lockQueues, lockTenants}}
 	args := []any{queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel}
 	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		return q.db.plannedRows(ctx, e, q.q.get("enqueue"), "", args, func(pgx.Rows) error { return nil }, share)
@@ -169,6 +169,12 @@ func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest
 	if err := contract.ValidateClaim(req); err != nil {
 		return nil, err
 	}
+	return q.claimWith(ctx, req, nil)
+}
+
+// claimWith claims as Claim does; with complete set, it first runs that
+// Complete statement in the claim's own transaction (CompleteAndClaim).
+func (q *PostgresWorkQueue) claimWith(ctx context.Context, req contract.ClaimRequest, complete *completion) ([]contract.Lease, error) {
 	name := contract.QueueName(req.Queue)
 	parkFirst := !q.db.bound && q.parks.due(name, q.clock.Now())
 	var leases []contract.Lease
@@ -190,21 +196,50 @@ func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest
 		now := q.clock.Now()
 		leases = leases[:0]
 		args := []any{name, now, req.Max, req.Worker, now.Add(req.LeaseFor)}
+		var prelude []stmt
+		if complete != nil {
+			prelude = append(prelude, complete.stmt(q))
+		}
 		return q.db.plannedRows(ctx, e, q.q.get("claim"), q.q.get("claim_settings"), args, func(rows pgx.Rows) error {
 			l, err := scanLease(rows)
 			if err == nil {
 				leases = append(leases, l)
 			}
 			return err
-		})
+		}, prelude...)
 	})
 	if err != nil {
 		return nil, queueErr(err)
+	}
+	if complete != nil {
+		if lost := complete.lost(); lost != nil {
+			return leases, lost
+		}
 	}
 	if len(leases) == 0 {
 		return nil, contract.ErrEmpty
 	}
 	return leases, nil
+}
+
+var _ contract.CompleteClaimer = (*PostgresWorkQueue)(nil)
+
+// CompleteAndClaim completes done and claims req in one transaction: one
+// round trip and one commit instead of two, the Complete's DELETE running
+// first in the claim's pipelined batch. Lost leases are named in a
+// *contract.LeaseLostError returned beside the claimed leases; if the
+// call fails otherwise, nothing of it committed.
+func (q *PostgresWorkQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	if err := contract.ValidateCompleteAndClaim(done, req); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.Max == 0:
+		return nil, q.Complete(ctx, done...)
+	case len(done) == 0:
+		return q.Claim(ctx, req)
+	}
+	return q.claimWith(ctx, req, newCompletion(done))
 }
 
 // Heartbeat extends a live lease to now+extend under a new token.
@@ -248,39 +283,67 @@ func (q *PostgresWorkQueue) Complete(ctx context.Context, leases ...contract.Lea
 	if len(leases) == 0 {
 		return nil
 	}
-	// Key order, so two batches that overlap lock their rows in one order.
-	sorted := slices.Clone(leases)
-	slices.SortFunc(sorted, func(a, b contract.Lease) int { return compareKeys(a.Key(), b.Key()) })
-	n := len(sorted)
-	queues, tenants, ids, tokens := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
-	for i, l := range sorted {
-		k := l.Key()
-		queues[i], tenants[i], ids[i], tokens[i] = k.Queue, k.Tenant, k.ID, l.Token
-	}
-	// done holds the token each completed item was completed under; an
-	// entry counts as completed once, so the leases settle in order as
-	// separate calls would: of two entries for one item, the one holding
-	// the token completed it and the other was lost.
-	done := make(map[contract.ItemKey]int64, n)
+	c := newCompletion(leases)
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		clear(done)
-		return q.db.plannedRows(ctx, e, q.q.get("complete"), q.q.get("complete_settings"), []any{queues, tenants, ids, tokens}, func(rows pgx.Rows) error {
-			var k contract.ItemKey
-			var token int64
-			err := rows.Scan(&k.Queue, &k.Tenant, &k.ID, &token)
-			if err == nil {
-				done[k] = token
-			}
-			return err
-		})
+		st := c.stmt(q)
+		return q.db.plannedRows(ctx, e, st.sql, q.q.get("complete_settings"), st.args, st.scan)
 	})
 	if err != nil {
 		return queueErr(err)
 	}
+	if lost := c.lost(); lost != nil {
+		return lost
+	}
+	return nil
+}
+
+// completion is one Complete statement: the leases in key order (two
+// batches that overlap then lock their rows in one order) as the
+// statement's arrays, and the token each completed item was completed
+// under. An entry counts as completed once, so the leases settle in order
+// as separate calls would: of two entries for one item, the one holding
+// the token completed it and the other was lost.
+type completion struct {
+	leases               []contract.Lease
+	queues, tenants, ids []string
+	tokens               []int64
+	done                 map[contract.ItemKey]int64
+}
+
+func newCompletion(leases []contract.Lease) *completion {
+	sorted := slices.Clone(leases)
+	slices.SortFunc(sorted, func(a, b contract.Lease) int { return compareKeys(a.Key(), b.Key()) })
+	n := len(sorted)
+	c := &completion{leases: leases, queues: make([]string, n), tenants: make([]string, n), ids: make([]string, n), tokens: make([]int64, n),
+		done: make(map[contract.ItemKey]int64, n)}
+	for i, l := range sorted {
+		k := l.Key()
+		c.queues[i], c.tenants[i], c.ids[i], c.tokens[i] = k.Queue, k.Tenant, k.ID, l.Token
+	}
+	return c
+}
+
+// stmt is the statement, its scan recording the deleted items; each try
+// of a retried call starts from none.
+func (c *completion) stmt(q *PostgresWorkQueue) stmt {
+	clear(c.done)
+	return stmt{sql: q.q.get("complete"), args: []any{c.queues, c.tenants, c.ids, c.tokens}, scan: func(rows pgx.Rows) error {
+		var k contract.ItemKey
+		var token int64
+		err := rows.Scan(&k.Queue, &k.Tenant, &k.ID, &token)
+		if err == nil {
+			c.done[k] = token
+		}
+		return err
+	}}
+}
+
+// lost names the leases the statement did not delete, nil when none.
+func (c *completion) lost() error {
 	var lost []contract.ItemKey
-	for _, l := range leases {
-		if token, ok := done[l.Key()]; ok && token == l.Token {
-			delete(done, l.Key())
+	for _, l := range c.leases {
+		if token, ok := c.done[l.Key()]; ok && token == l.Token {
+			delete(c.done, l.Key())
 			continue
 		}
 		lost = append(lost, l.Key())
@@ -477,8 +540,8 @@ func (q *PostgresWorkQueue) parkOn(queue string) func(ctx context.Context, e Exe
 			return err
 		}
 		now := q.clock.Now()
-		_, err := q.underTurnLocks(ctx, e, queue, stmt{q.q.get("park_candidates"), []any{queue, now, reapChunk}},
-			func(locked []string) stmt { return stmt{q.q.get("park"), []any{queue, locked, now}} })
+		_, err := q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.get("park_candidates"), args: []any{queue, now, reapChunk}},
+			func(locked []string) stmt { return stmt{sql: q.q.get("park"), args: []any{queue, locked, now}} })
 		return err
 	}
 }
@@ -520,8 +583,8 @@ func (q *PostgresWorkQueue) pruneTurns(ctx context.Context, queue string) error 
 		var n int
 		err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
 			var err error
-			n, err = q.underTurnLocks(ctx, e, queue, stmt{q.q.get("prune_candidates"), []any{queue, cutoff, reapChunk}},
-				func(locked []string) stmt { return stmt{q.q.get("prune_delete"), []any{queue, locked}} })
+			n, err = q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.get("prune_candidates"), args: []any{queue, cutoff, reapChunk}},
+				func(locked []string) stmt { return stmt{sql: q.q.get("prune_delete"), args: []any{queue, locked}} })
 			return err
 		})
 		if err != nil || n < reapChunk {
