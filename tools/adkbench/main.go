@@ -29,7 +29,7 @@ type config struct {
 	// pairs is how many interleaved (one tenant, idle) pairs the idle
 	// scenario measures on our backings; its ratio is their median.
 	pairs int
-	// completeAndClaim makes the harness pool carry handled leases into
+	// completeAndClaim makes the runner (CarryCompletes) and the harness pool carry handled leases into
 	// its next claim when the queue is a contract.CompleteClaimer.
 	completeAndClaim bool
 	// burndown and burndownConc are the burndown scenario's queued items
@@ -71,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.claimers, "claimers", 2, "claim loops of the harness pool (the runner scenario's reference)")
 	fs.IntVar(&c.batch, "batch", 100, "most items one claim of our backings asks for")
 	fs.IntVar(&c.pairs, "pairs", 3, "idle scenario on our backings: interleaved (one tenant, 49 idle beside it) pairs whose median ratio is reported")
-	fs.BoolVar(&c.completeAndClaim, "complete-and-claim", false, "the harness pool (the runner scenario's reference) carries handled items into its next claim (CompleteAndClaim) where the backing offers it, instead of settling them on two completers")
+	fs.BoolVar(&c.completeAndClaim, "complete-and-claim", false, "our workers (the runner with CarryCompletes, and the harness pool) carry handled items into their next claim (CompleteAndClaim) where the backing offers it")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "limit for one measurement")
 	fs.DurationVar(&c.riverCooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown (River's default is 100ms, its floor 1ms)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

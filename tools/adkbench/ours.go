@@ -122,7 +122,7 @@ func (b *ourBacking) start(ctx context.Context) error {
 		}
 	}
 	if !b.viaPool {
-		p, err := startRunner(b.inst.q, b.w.rec, b.w.conc, b.maxBatch, b.poll)
+		p, err := startRunner(b.inst.q, b.w.rec, b.w.conc, b.maxBatch, b.poll, b.carry)
 		if err != nil {
 			return err
 		}

@@ -25,9 +25,9 @@ type runnerPool struct {
 // BatchSize is what users get by leaving it 0, the concurrency (or
 // -batch where that is lower): a larger one would also make each
 // Complete wait for up to that many items.
-// The runner's claims are timed, so it never carries completes along
-// (the timing wrapper hides CompleteAndClaim).
-func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll time.Duration) (*runnerPool, error) {
+// With carry the runner carries its completes into its next claim
+// (Config.CarryCompletes) when the queue is a contract.CompleteClaimer.
+func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll time.Duration, carry bool) (*runnerPool, error) {
 	p := &runnerPool{done: make(chan struct{}), calls: &countingQueue{WorkQueue: q}}
 	handle := func(_ context.Context, l contract.Lease) error {
 		rec.handleID(l.Item.ID)
@@ -36,7 +36,8 @@ func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll t
 	r, err := runner.New(p.calls.queue(), handle, runner.Config{
 		Queue: benchQueue, Worker: "adkbench-runner", Concurrency: conc, BatchSize: min(maxBatch, conc),
 		LeaseFor: 5 * time.Minute, PollInterval: poll, ReapInterval: -1,
-		OnError: p.fail,
+		CarryCompletes: carry,
+		OnError:        p.fail,
 	})
 	if err != nil {
 		return nil, err
@@ -90,11 +91,40 @@ type wakingQueue struct {
 
 func (w wakingQueue) Subscribe(queue string) (<-chan struct{}, func()) { return w.w.Subscribe(queue) }
 
-// queue is c as the runner should see it: a contract.Waker when the
-// queue under it is one.
+// queue is c as the runner should see it: a contract.Waker and a
+// contract.CompleteClaimer when the queue under it is.
 func (c *countingQueue) queue() contract.WorkQueue {
-	if w, ok := c.WorkQueue.(contract.Waker); ok {
+	w, isWaker := c.WorkQueue.(contract.Waker)
+	cc, isCC := c.WorkQueue.(contract.CompleteClaimer)
+	switch {
+	case isWaker && isCC:
+		return carryingWakingQueue{carryingQueue{c, cc}, w}
+	case isCC:
+		return carryingQueue{c, cc}
+	case isWaker:
 		return wakingQueue{c, w}
 	}
 	return c
+}
+
+// carryingQueue is a countingQueue over a contract.CompleteClaimer.
+type carryingQueue struct {
+	*countingQueue
+	cc contract.CompleteClaimer
+}
+
+func (c carryingQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	t0 := time.Now()
+	ls, err := c.cc.CompleteAndClaim(ctx, done, req)
+	c.claimDone(time.Since(t0), len(ls), len(done))
+	return ls, err
+}
+
+type carryingWakingQueue struct {
+	carryingQueue
+	w contract.Waker
+}
+
+func (w carryingWakingQueue) Subscribe(queue string) (<-chan struct{}, func()) {
+	return w.w.Subscribe(queue)
 }
