@@ -239,7 +239,7 @@ func (res *result) writeText(w io.Writer) {
 			continue
 		}
 		if first {
-			fmt.Fprintln(w, "\nworker pool of our backings (claims that returned items × mean batch, latency; Complete calls × mean batch, latency):")
+			fmt.Fprintln(w, "\nour workers (claims that returned items × mean batch, latency; Complete calls × mean batch, latency):")
 			first = false
 		}
 		fmt.Fprintf(w, "  %-10s %-9s c=%-3d %s\n", r.Scenario, r.Backing, r.Concurrency, r.Detail)

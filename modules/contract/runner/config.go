@@ -79,10 +79,13 @@ type Config struct {
 	// CarryCompletes makes the claim loop hand the finished items to the
 	// queue together with its next claim when the queue is a
 	// contract.CompleteClaimer: one call instead of a Claim and a
-	// Complete. It is off by default because over redisstore it measured
-	// no faster and mostly slower (0-20%): the separate Complete calls
-	// overlap the claims and batch more items each, while carried ones
-	// lengthen every claim. Turn it on where round trips cost more.
+	// Complete (over pgstore, one commit instead of two). It is off by
+	// default because the separate Complete calls overlap the claims,
+	// while carried ones lengthen every claim: over redisstore it
+	// measured no faster and mostly slower (0-20%); over pgstore 1.10×
+	// at concurrency 10 (1.9× with 50 busy tenants) but 0.72× at 100,
+	// where a claim then carries the delete of a hundred items. Turn it
+	// on for small batches where commits or round trips cost more.
 	CarryCompletes bool
 	// SettleTimeout bounds each Complete, Fail and Heartbeat call. Settles
 	// made during shutdown run on a context that is not cancelled with
