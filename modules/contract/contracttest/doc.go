@@ -162,4 +162,9 @@
 //   - Waker (optional; skipped when not implemented): an enqueue wakes a
 //     subscriber within 5s; ending one subscription leaves the others
 //     working and never blocks an enqueue.
+//   - CompleteClaimer (optional; skipped when not implemented): the
+//     completes land as Complete's would and the claim is Claim's; a lost
+//     lease is named in a *LeaseLostError beside the claimed leases; Max
+//     0 only completes; nothing due is ErrEmpty; bad input changes
+//     nothing.
 package contracttest

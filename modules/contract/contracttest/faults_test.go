@@ -314,6 +314,22 @@ func (f *faulty) Complete(ctx context.Context, leases ...contract.Lease) error {
 	return f.loseLeaseLost(err)
 }
 
+// CompleteAndClaim breaks the optional CompleteClaimer: it claims
+// without completing, or reports no lost lease.
+func (f *faulty) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	switch f.fault {
+	case "cc-drops-completes":
+		return f.Store.Claim(ctx, req)
+	case "cc-hides-lost":
+		ls, err := f.Store.CompleteAndClaim(ctx, done, req)
+		if _, lost := errors.AsType[*contract.LeaseLostError](err); lost {
+			err = nil
+		}
+		return ls, err
+	}
+	return f.Store.CompleteAndClaim(ctx, done, req)
+}
+
 // loseLeaseLost turns a *LeaseLostError into an untyped error.
 func (f *faulty) loseLeaseLost(err error) error {
 	var ll *contract.LeaseLostError

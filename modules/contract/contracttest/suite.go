@@ -45,4 +45,5 @@ func WorkQueue(t *testing.T, f QueueFactory) {
 	runGroup(t, f, "Context", queueContextCases())
 	runGroup(t, f, "Inspector", queueInspectorCases())
 	runGroup(t, f, "Waker", queueWakerCases())
+	runGroup(t, f, "CompleteClaimer", queueCompleteClaimerCases())
 }

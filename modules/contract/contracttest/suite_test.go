@@ -132,6 +132,8 @@ var faults = []struct{ fault, point string }{
 	{"item-hides-lease", "TestWorkQueue/Inspector/Item"},
 	{"health-ignores-context", "TestWorkQueue/Inspector/CancelledContext"},
 	{"no-wake", "TestWorkQueue/Waker/EnqueueWakes"},
+	{"cc-drops-completes", "TestWorkQueue/CompleteClaimer/CompletesThenClaims"},
+	{"cc-hides-lost", "TestWorkQueue/CompleteClaimer/LostLeaseNamedClaimGoesAhead"},
 }
 
 func TestEachPointCanFail(t *testing.T) {
