@@ -55,7 +55,7 @@ func (b *BlobStore) Put(ctx context.Context, tenant string, data []byte) (contra
 		data = []byte{}
 	}
 	err := b.db.run(ctx, func(ctx context.Context, e Executor) error {
-		_, err := e.Exec(ctx, b.q.get("blob_put"), tenant, string(ref), data)
+		_, err := e.Exec(ctx, b.q.blobPut, tenant, string(ref), data)
 		return err
 	})
 	if err != nil {
@@ -74,7 +74,7 @@ func (b *BlobStore) Get(ctx context.Context, tenant string, ref contract.Ref) ([
 	}
 	var data []byte
 	err := b.db.run(ctx, func(ctx context.Context, e Executor) error {
-		return e.QueryRow(ctx, b.q.get("blob_get"), tenant, string(ref)).Scan(&data)
+		return e.QueryRow(ctx, b.q.blobGet, tenant, string(ref)).Scan(&data)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("pgstore: blob %q of tenant %q: %w", ref, tenant, contract.ErrNotFound)
@@ -97,7 +97,7 @@ func (b *BlobStore) Delete(ctx context.Context, tenant string, ref contract.Ref)
 		return err
 	}
 	return stateErr(b.db.run(ctx, func(ctx context.Context, e Executor) error {
-		_, err := e.Exec(ctx, b.q.get("blob_delete"), tenant, string(ref))
+		_, err := e.Exec(ctx, b.q.blobDelete, tenant, string(ref))
 		return err
 	}))
 }

@@ -3,10 +3,10 @@ package pgstore
 import "time"
 
 // ClaimSQL is the claim statement rendered for t, for plan tests.
-func ClaimSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).get("claim") }
+func ClaimSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).claim }
 
 // CompleteSQL is the batch complete statement rendered for t.
-func CompleteSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).get("complete") }
+func CompleteSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).complete }
 
 // Backoff is the delay before connection attempt failures+1.
 func (l *Listener) Backoff(failures int) time.Duration { return l.backoff(failures) }

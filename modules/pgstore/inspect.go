@@ -18,7 +18,7 @@ import (
 func (q *PostgresWorkQueue) Queues(ctx context.Context) ([]string, error) {
 	out := []string{}
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		rows, err := e.Query(ctx, q.q.get("inspect_queues"))
+		rows, err := e.Query(ctx, q.q.inspectQueues)
 		if err != nil {
 			return err
 		}
@@ -45,7 +45,7 @@ func (q *PostgresWorkQueue) Tenants(ctx context.Context, queue string) ([]contra
 	out := []contract.TenantStats{}
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		out = out[:0]
-		rows, err := e.Query(ctx, q.q.get("inspect_tenants"), name, q.clock.Now())
+		rows, err := e.Query(ctx, q.q.inspectTenants, name, q.clock.Now())
 		if err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ func (q *PostgresWorkQueue) Rotation(ctx context.Context, queue string, n int) (
 	}
 	out := contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		rows, err := e.Query(ctx, q.q.get("inspect_order"), name, q.clock.Now())
+		rows, err := e.Query(ctx, q.q.inspectOrder, name, q.clock.Now())
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func (q *PostgresWorkQueue) Rotation(ctx context.Context, queue string, n int) (
 		if n == 0 {
 			return nil
 		}
-		rows, err = e.Query(ctx, q.q.get("inspect_recent"), name, n)
+		rows, err = e.Query(ctx, q.q.inspectRecent, name, n)
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func (q *PostgresWorkQueue) Leases(ctx context.Context, queue string, page contr
 	out := contract.LeasePage{Leases: []contract.Lease{}}
 	err = q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		out.Leases = out.Leases[:0]
-		rows, err := e.Query(ctx, q.q.get("inspect_leases"), name, afterAt, afterToken, limit+1)
+		rows, err := e.Query(ctx, q.q.inspectLeases, name, afterAt, afterToken, limit+1)
 		if err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func (q *PostgresWorkQueue) Item(ctx context.Context, key contract.ItemKey) (con
 	}
 	var info contract.ItemInfo
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		rows, err := e.Query(ctx, q.q.get("inspect_item"), key.Queue, key.Tenant, key.ID)
+		rows, err := e.Query(ctx, q.q.inspectItem, key.Queue, key.Tenant, key.ID)
 		if err != nil {
 			return err
 		}
@@ -224,9 +224,9 @@ func (q *PostgresWorkQueue) DeadLetterSummary(ctx context.Context, f contract.De
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		out = contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
 		if groups == 0 {
-			return e.QueryRow(ctx, q.q.get("dead_count"), name, f.Tenant, f.ID, f.ErrorContains).Scan(&out.Total)
+			return e.QueryRow(ctx, q.q.deadCount, name, f.Tenant, f.ID, f.ErrorContains).Scan(&out.Total)
 		}
-		rows, err := e.Query(ctx, q.q.get("dead_summary"), name, f.Tenant, f.ID, f.ErrorContains, contract.ErrorGroupRunes, groups)
+		rows, err := e.Query(ctx, q.q.deadSummary, name, f.Tenant, f.ID, f.ErrorContains, contract.ErrorGroupRunes, groups)
 		if err != nil {
 			return err
 		}
@@ -327,7 +327,7 @@ func (q *PostgresWorkQueue) vacuumHealth(ctx context.Context, e Executor, h *con
 		total, indexes          int64
 		v                       string
 	)
-	err := e.QueryRow(ctx, q.q.get("health_work"), work).Scan(&live, &dead, &lastAuto, &lastManual, &autovacuums, &relopts, &total, &indexes)
+	err := e.QueryRow(ctx, q.q.healthWork, work).Scan(&live, &dead, &lastAuto, &lastManual, &autovacuums, &relopts, &total, &indexes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // the verdict above already says the table is missing
 	}
@@ -422,7 +422,7 @@ func (q *PostgresWorkQueue) vacuumHealth(ctx context.Context, e Executor, h *con
 	h.Details[work+" total size"] = strconv.FormatInt(total, 10) + " bytes"
 	h.Details[work+" index size"] = strconv.FormatInt(indexes, 10) + " bytes"
 
-	rows, err := e.Query(ctx, q.q.get("health_indexes"), work)
+	rows, err := e.Query(ctx, q.q.healthIndexes, work)
 	if err != nil {
 		return err
 	}

@@ -1,35 +1,84 @@
 package pgstore
 
 import (
+	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
-// Every query is rendered whole: no {placeholder} of a table or a shared
-// fragment is left for the server to choke on, and the dead-letter
-// statements all read the one filter.
+// snake is the file name of a queries field: deadListNewest is
+// queries/dead_list_newest.sql.
+func snake(field string) string {
+	var b strings.Builder
+	for _, r := range field {
+		if unicode.IsUpper(r) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// Every file in queries/ is a field of queries, holding that file's SQL
+// rendered whole: no {placeholder} of a table or a shared fragment is left
+// for the server to choke on, and the dead-letter statements all read the
+// one filter.
 func TestQueriesRenderTablesAndFragments(t *testing.T) {
 	tables, err := StateTables{Work: "app_work"}.normalized()
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := loadQueries(tables)
+	v := reflect.ValueOf(q)
+	byName := map[string]string{}
+	for i := range v.NumField() {
+		byName[snake(v.Type().Field(i).Name)] = v.Field(i).String()
+	}
+	files, err := os.ReadDir("queries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := renderer(tables)
+	nfiles := 0
+	for _, f := range files {
+		if f.IsDir() {
+			continue
+		}
+		nfiles++
+		name := strings.TrimSuffix(f.Name(), ".sql")
+		raw, err := os.ReadFile("queries/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sql, ok := byName[name]
+		switch {
+		case !ok:
+			t.Errorf("queries/%s has no field in queries", f.Name())
+		case sql != r(string(raw)):
+			t.Errorf("field for queries/%s does not hold that file's SQL", f.Name())
+		}
+	}
+	if nfiles != len(byName) {
+		t.Errorf("%d query files, %d queries fields; want one field a file", nfiles, len(byName))
+	}
 	left := regexp.MustCompile(`\{[a-z_]+\}`)
-	for name, sql := range q {
+	for name, sql := range byName {
 		if m := left.FindString(sql); m != "" {
 			t.Errorf("query %s keeps the placeholder %s", name, m)
 		}
 	}
-	filter := fragment(readSQL(queryFS, "queries/fragments/dead_match.sql"))
+	filter := fragment(readSQL(fragmentFS, "queries/fragments/dead_match.sql"))
 	if strings.Contains(filter, "--") || !strings.HasPrefix(filter, "queue = $1 AND state = 'dead'") {
 		t.Fatalf("dead_match fragment = %q; want the filter without its comment", filter)
 	}
 	for _, name := range []string{"dead_list", "dead_list_newest", "dead_count", "dead_summary", "purge", "requeue", "requeue_lock"} {
-		if !strings.Contains(q.get(name), "FROM app_work") && !strings.Contains(q.get(name), "UPDATE app_work") {
+		if !strings.Contains(byName[name], "FROM app_work") && !strings.Contains(byName[name], "UPDATE app_work") {
 			t.Errorf("query %s does not name the configured work table", name)
 		}
-		if !strings.Contains(q.get(name), filter) {
+		if !strings.Contains(byName[name], filter) {
 			t.Errorf("query %s does not use the dead_match filter", name)
 		}
 	}

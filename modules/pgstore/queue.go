@@ -128,10 +128,10 @@ func (q *PostgresWorkQueue) Enqueue(ctx context.Context, items ...contract.Item)
 		due = append(due, later(it.NotBefore, now))
 	}
 	lockQueues, lockTenants := distinctTenants(queues, tenants)
-	share := stmt{sql: q.q.get("turns_share"), args: []any{lockQueues, lockTenants}}
+	share := stmt{sql: q.q.turnsShare, args: []any{lockQueues, lockTenants}}
 	args := []any{queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel}
 	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		return q.db.plannedRows(ctx, e, q.q.get("enqueue"), "", args, func(pgx.Rows) error { return nil }, share)
+		return q.db.plannedRows(ctx, e, q.q.enqueue, "", args, func(pgx.Rows) error { return nil }, share)
 	}))
 }
 
@@ -200,7 +200,7 @@ func (q *PostgresWorkQueue) claimWith(ctx context.Context, req contract.ClaimReq
 		if complete != nil {
 			prelude = append(prelude, complete.stmt(q))
 		}
-		return q.db.plannedRows(ctx, e, q.q.get("claim"), q.q.get("claim_settings"), args, func(rows pgx.Rows) error {
+		return q.db.plannedRows(ctx, e, q.q.claim, q.q.claimSettings, args, func(rows pgx.Rows) error {
 			l, err := scanLease(rows)
 			if err == nil {
 				leases = append(leases, l)
@@ -254,7 +254,7 @@ func (q *PostgresWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, ext
 	k := l.Key()
 	var out contract.Lease
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		rows, err := e.Query(ctx, q.q.get("heartbeat"), k.Queue, k.Tenant, k.ID, l.Token, now.Add(extend), now)
+		rows, err := e.Query(ctx, q.q.heartbeat, k.Queue, k.Tenant, k.ID, l.Token, now.Add(extend), now)
 		if err != nil {
 			return err
 		}
@@ -286,7 +286,7 @@ func (q *PostgresWorkQueue) Complete(ctx context.Context, leases ...contract.Lea
 	c := newCompletion(leases)
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		st := c.stmt(q)
-		return q.db.plannedRows(ctx, e, st.sql, q.q.get("complete_settings"), st.args, st.scan)
+		return q.db.plannedRows(ctx, e, st.sql, q.q.completeSettings, st.args, st.scan)
 	})
 	if err != nil {
 		return queueErr(err)
@@ -327,7 +327,7 @@ func newCompletion(leases []contract.Lease) *completion {
 // of a retried call starts from none.
 func (c *completion) stmt(q *PostgresWorkQueue) stmt {
 	clear(c.done)
-	return stmt{sql: q.q.get("complete"), args: []any{c.queues, c.tenants, c.ids, c.tokens}, scan: func(rows pgx.Rows) error {
+	return stmt{sql: q.q.complete, args: []any{c.queues, c.tenants, c.ids, c.tokens}, scan: func(rows pgx.Rows) error {
 		var k contract.ItemKey
 		var token int64
 		err := rows.Scan(&k.Queue, &k.Tenant, &k.ID, &token)
@@ -377,7 +377,7 @@ func (q *PostgresWorkQueue) Fail(ctx context.Context, l contract.Lease, cause er
 	var d policy.Decision
 	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
 		var attempts int
-		err := e.QueryRow(ctx, q.q.get("lease_lock"), k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
+		err := e.QueryRow(ctx, q.q.leaseLock, k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 		}
@@ -416,11 +416,11 @@ func (q *PostgresWorkQueue) settle(ctx context.Context, e Executor, queue string
 		// A retry makes an item due: the statement that does it must start
 		// with the tenants' turn locks held (turns_share.sql).
 		lockQueues, lockTenants := distinctTenants(slices.Repeat([]string{queue}, n), tenants)
-		if _, err := e.Exec(ctx, q.q.get("turns_share"), lockQueues, lockTenants); err != nil {
+		if _, err := e.Exec(ctx, q.q.turnsShare, lockQueues, lockTenants); err != nil {
 			return 0, err
 		}
 	}
-	rows, err := e.Query(ctx, q.q.get("settle_failed"), queue, tenants, ids, tokens, retry, due, errs, now, q.channel)
+	rows, err := e.Query(ctx, q.q.settleFailed, queue, tenants, ids, tokens, retry, due, errs, now, q.channel)
 	if err != nil {
 		return 0, err
 	}
@@ -448,7 +448,7 @@ func (q *PostgresWorkQueue) Reap(ctx context.Context, queue string) (int, error)
 		n, locked := 0, 0
 		err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
 			now := q.clock.Now()
-			rows, err := e.Query(ctx, q.q.get("reap_lock"), name, now, reapChunk)
+			rows, err := e.Query(ctx, q.q.reapLock, name, now, reapChunk)
 			if err != nil {
 				return err
 			}
@@ -536,12 +536,12 @@ func (q *PostgresWorkQueue) parkOn(queue string) func(ctx context.Context, e Exe
 		// which on a table without statistics yet the planner would
 		// rather reach through the primary key, reading every item of the
 		// tenant (13 ms for 20,000 items).
-		if _, err := e.Exec(ctx, q.q.get("claim_settings")); err != nil {
+		if _, err := e.Exec(ctx, q.q.claimSettings); err != nil {
 			return err
 		}
 		now := q.clock.Now()
-		_, err := q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.get("park_candidates"), args: []any{queue, now, reapChunk}},
-			func(locked []string) stmt { return stmt{sql: q.q.get("park"), args: []any{queue, locked, now}} })
+		_, err := q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.parkCandidates, args: []any{queue, now, reapChunk}},
+			func(locked []string) stmt { return stmt{sql: q.q.park, args: []any{queue, locked, now}} })
 		return err
 	}
 }
@@ -560,7 +560,7 @@ func (q *PostgresWorkQueue) underTurnLocks(ctx context.Context, e Executor, queu
 	if err != nil || len(tenants) == 0 {
 		return 0, err
 	}
-	rows, err = e.Query(ctx, q.q.get("turns_lock"), queue, tenants)
+	rows, err = e.Query(ctx, q.q.turnsLock, queue, tenants)
 	if err != nil {
 		return len(tenants), err
 	}
@@ -583,8 +583,8 @@ func (q *PostgresWorkQueue) pruneTurns(ctx context.Context, queue string) error 
 		var n int
 		err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
 			var err error
-			n, err = q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.get("prune_candidates"), args: []any{queue, cutoff, reapChunk}},
-				func(locked []string) stmt { return stmt{sql: q.q.get("prune_delete"), args: []any{queue, locked}} })
+			n, err = q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.pruneCandidates, args: []any{queue, cutoff, reapChunk}},
+				func(locked []string) stmt { return stmt{sql: q.q.pruneDelete, args: []any{queue, locked}} })
 			return err
 		})
 		if err != nil || n < reapChunk {
@@ -607,9 +607,9 @@ func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLet
 		return contract.ItemPage{}, err
 	}
 	f := dq.DeadLetterFilter
-	query, from := "dead_list", after
+	query, from := q.q.deadList, after
 	if dq.Newest {
-		query = "dead_list_newest"
+		query = q.q.deadListNewest
 		if dq.Page.Cursor == "" {
 			from = math.MaxInt64
 		}
@@ -618,7 +618,7 @@ func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLet
 	var lastSeq int64
 	err = q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		out.Items = out.Items[:0]
-		rows, err := e.Query(ctx, q.q.get(query), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, from, limit+1, dq.Skip)
+		rows, err := e.Query(ctx, query, contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, from, limit+1, dq.Skip)
 		if err != nil {
 			return err
 		}
@@ -657,7 +657,7 @@ func (q *PostgresWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFi
 	name := contract.QueueName(f.Queue)
 	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
 		moved = 0
-		rows, err := e.Query(ctx, q.q.get("requeue_lock"), name, f.Tenant, f.ID, f.ErrorContains)
+		rows, err := e.Query(ctx, q.q.requeueLock, name, f.Tenant, f.ID, f.ErrorContains)
 		if err != nil {
 			return err
 		}
@@ -666,7 +666,7 @@ func (q *PostgresWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFi
 			return err
 		}
 		var woke int
-		return e.QueryRow(ctx, q.q.get("requeue"), name, f.Tenant, f.ID, f.ErrorContains, q.clock.Now(), q.channel, locked).Scan(&moved, &woke)
+		return e.QueryRow(ctx, q.q.requeue, name, f.Tenant, f.ID, f.ErrorContains, q.clock.Now(), q.channel, locked).Scan(&moved, &woke)
 	})
 	return moved, queueErr(err)
 }
@@ -678,7 +678,7 @@ func (q *PostgresWorkQueue) Purge(ctx context.Context, f contract.DeadLetterFilt
 	}
 	var n int
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		tag, err := e.Exec(ctx, q.q.get("purge"), contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains)
+		tag, err := e.Exec(ctx, q.q.purge, contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains)
 		n = int(tag.RowsAffected())
 		return err
 	})

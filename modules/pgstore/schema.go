@@ -12,9 +12,6 @@ const SchemaVersion = 1
 //go:embed schema/*.sql
 var schemaFS embed.FS
 
-//go:embed queries/*.sql queries/fragments/*.sql
-var queryFS embed.FS
-
 // ExpectedSchema is the SQL of the schema the backings read, with the
 // default table names. It is published for the deployment's migration
 // tool to own: the library never applies it. `adkctl schema apply` applies
@@ -52,53 +49,4 @@ func readSQL(fs embed.FS, name string) string {
 // identifiers that passed ValidateIdentifier ever reach the SQL.
 func render(t StateTables, sql string) string {
 	return strings.NewReplacer("{runs}", t.Runs, "{work}", t.Work, "{turns}", t.Turns, "{blobs}", t.Blobs).Replace(sql)
-}
-
-// queries holds one store's SQL, rendered once with its table names.
-type queries map[string]string
-
-func loadQueries(t StateTables) queries {
-	q := queries{}
-	entries, err := queryFS.ReadDir("queries")
-	if err != nil {
-		panic("pgstore: no embedded queries")
-	}
-	frags, err := queryFS.ReadDir("queries/fragments")
-	if err != nil {
-		panic("pgstore: no embedded query fragments")
-	}
-	var pairs []string
-	for _, e := range frags {
-		name := strings.TrimSuffix(e.Name(), ".sql")
-		pairs = append(pairs, "{"+name+"}", fragment(readSQL(queryFS, "queries/fragments/"+e.Name())))
-	}
-	withFragments := strings.NewReplacer(pairs...)
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		name := strings.TrimSuffix(e.Name(), ".sql")
-		q[name] = render(t, withFragments.Replace(readSQL(queryFS, "queries/"+e.Name())))
-	}
-	return q
-}
-
-// fragment is a shared piece of SQL (queries/fragments) without its
-// comment lines, ready to put in place of its {name} in a query.
-func fragment(sql string) string {
-	var lines []string
-	for line := range strings.Lines(sql) {
-		if !strings.HasPrefix(line, "--") {
-			lines = append(lines, line)
-		}
-	}
-	return strings.TrimSpace(strings.Join(lines, ""))
-}
-
-func (q queries) get(name string) string {
-	s, ok := q[name]
-	if !ok {
-		panic("pgstore: no query " + name)
-	}
-	return s
 }

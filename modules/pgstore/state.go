@@ -88,7 +88,7 @@ func (s *PostgresStateStore) GetRun(ctx context.Context, tenant, id string) (*co
 	}
 	var run *contract.Run
 	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
-		r, err := scanRun(e.QueryRow(ctx, s.q.get("run_get"), tenant, id))
+		r, err := scanRun(e.QueryRow(ctx, s.q.runGet, tenant, id))
 		run = r
 		return err
 	})
@@ -115,9 +115,9 @@ func (s *PostgresStateStore) PutRun(ctx context.Context, run contract.Run) (*con
 		for range settledTries {
 			var row pgx.Row
 			if run.Version == 0 {
-				row = e.QueryRow(ctx, s.q.get("run_insert"), run.Tenant, run.ID, run.Session, run.Status, data, now)
+				row = e.QueryRow(ctx, s.q.runInsert, run.Tenant, run.ID, run.Session, run.Status, data, now)
 			} else {
-				row = e.QueryRow(ctx, s.q.get("run_update"), run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version)
+				row = e.QueryRow(ctx, s.q.runUpdate, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version)
 			}
 			written, r, err := scanWrite(row)
 			switch {
@@ -168,7 +168,7 @@ func (s *PostgresStateStore) PatchRun(ctx context.Context, tenant, id string, p 
 	var out *contract.Run
 	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
 		for range settledTries {
-			written, r, err := scanWrite(e.QueryRow(ctx, s.q.get("run_patch"), tenant, id,
+			written, r, err := scanWrite(e.QueryRow(ctx, s.q.runPatch, tenant, id,
 				c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, s.clock.Now()))
 			switch {
 			case err != nil:
@@ -194,7 +194,7 @@ func (s *PostgresStateStore) ListRuns(ctx context.Context, tenant string, page c
 		return contract.RunPage{}, err
 	}
 	return s.list(ctx, page, func(after int64, n int) (string, []any) {
-		return s.q.get("run_list"), []any{tenant, after, n}
+		return s.q.runList, []any{tenant, after, n}
 	})
 }
 
@@ -207,7 +207,7 @@ func (s *PostgresStateStore) ListSessionRuns(ctx context.Context, tenant, sessio
 		return contract.RunPage{}, err
 	}
 	return s.list(ctx, page, func(after int64, n int) (string, []any) {
-		return s.q.get("run_list_session"), []any{tenant, session, after, n}
+		return s.q.runListSession, []any{tenant, session, after, n}
 	})
 }
 
@@ -254,7 +254,7 @@ func (s *PostgresStateStore) DeleteRun(ctx context.Context, tenant, id string) e
 		return err
 	}
 	return stateErr(s.db.run(ctx, func(ctx context.Context, e Executor) error {
-		tag, err := e.Exec(ctx, s.q.get("run_delete"), tenant, id)
+		tag, err := e.Exec(ctx, s.q.runDelete, tenant, id)
 		if err == nil && tag.RowsAffected() == 0 {
 			return contract.ErrNotFound
 		}

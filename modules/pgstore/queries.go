@@ -1,0 +1,214 @@
+package pgstore
+
+import (
+	"embed"
+	"strings"
+)
+
+// Each statement is embedded into a variable of its own, so a query file
+// that is missing or misnamed fails the build instead of a claim.
+var (
+	//go:embed queries/blob_delete.sql
+	blobDeleteSQL string
+	//go:embed queries/blob_get.sql
+	blobGetSQL string
+	//go:embed queries/blob_put.sql
+	blobPutSQL string
+	//go:embed queries/claim.sql
+	claimSQL string
+	//go:embed queries/claim_settings.sql
+	claimSettingsSQL string
+	//go:embed queries/complete.sql
+	completeSQL string
+	//go:embed queries/complete_settings.sql
+	completeSettingsSQL string
+	//go:embed queries/dead_count.sql
+	deadCountSQL string
+	//go:embed queries/dead_list.sql
+	deadListSQL string
+	//go:embed queries/dead_list_newest.sql
+	deadListNewestSQL string
+	//go:embed queries/dead_summary.sql
+	deadSummarySQL string
+	//go:embed queries/enqueue.sql
+	enqueueSQL string
+	//go:embed queries/health_indexes.sql
+	healthIndexesSQL string
+	//go:embed queries/health_work.sql
+	healthWorkSQL string
+	//go:embed queries/heartbeat.sql
+	heartbeatSQL string
+	//go:embed queries/inspect_item.sql
+	inspectItemSQL string
+	//go:embed queries/inspect_leases.sql
+	inspectLeasesSQL string
+	//go:embed queries/inspect_order.sql
+	inspectOrderSQL string
+	//go:embed queries/inspect_queues.sql
+	inspectQueuesSQL string
+	//go:embed queries/inspect_recent.sql
+	inspectRecentSQL string
+	//go:embed queries/inspect_tenants.sql
+	inspectTenantsSQL string
+	//go:embed queries/lease_lock.sql
+	leaseLockSQL string
+	//go:embed queries/park.sql
+	parkSQL string
+	//go:embed queries/park_candidates.sql
+	parkCandidatesSQL string
+	//go:embed queries/prune_candidates.sql
+	pruneCandidatesSQL string
+	//go:embed queries/prune_delete.sql
+	pruneDeleteSQL string
+	//go:embed queries/purge.sql
+	purgeSQL string
+	//go:embed queries/reap_lock.sql
+	reapLockSQL string
+	//go:embed queries/requeue.sql
+	requeueSQL string
+	//go:embed queries/requeue_lock.sql
+	requeueLockSQL string
+	//go:embed queries/run_delete.sql
+	runDeleteSQL string
+	//go:embed queries/run_get.sql
+	runGetSQL string
+	//go:embed queries/run_insert.sql
+	runInsertSQL string
+	//go:embed queries/run_list.sql
+	runListSQL string
+	//go:embed queries/run_list_session.sql
+	runListSessionSQL string
+	//go:embed queries/run_patch.sql
+	runPatchSQL string
+	//go:embed queries/run_update.sql
+	runUpdateSQL string
+	//go:embed queries/settle_failed.sql
+	settleFailedSQL string
+	//go:embed queries/turns_lock.sql
+	turnsLockSQL string
+	//go:embed queries/turns_share.sql
+	turnsShareSQL string
+)
+
+//go:embed queries/fragments/*.sql
+var fragmentFS embed.FS
+
+// queries holds one store's SQL, rendered once with its table names and
+// the shared fragments: one field a statement, named after its file in
+// queries/.
+type queries struct {
+	blobDelete       string
+	blobGet          string
+	blobPut          string
+	claim            string
+	claimSettings    string
+	complete         string
+	completeSettings string
+	deadCount        string
+	deadList         string
+	deadListNewest   string
+	deadSummary      string
+	enqueue          string
+	healthIndexes    string
+	healthWork       string
+	heartbeat        string
+	inspectItem      string
+	inspectLeases    string
+	inspectOrder     string
+	inspectQueues    string
+	inspectRecent    string
+	inspectTenants   string
+	leaseLock        string
+	park             string
+	parkCandidates   string
+	pruneCandidates  string
+	pruneDelete      string
+	purge            string
+	reapLock         string
+	requeue          string
+	requeueLock      string
+	runDelete        string
+	runGet           string
+	runInsert        string
+	runList          string
+	runListSession   string
+	runPatch         string
+	runUpdate        string
+	settleFailed     string
+	turnsLock        string
+	turnsShare       string
+}
+
+func loadQueries(t StateTables) queries {
+	r := renderer(t)
+	return queries{
+		blobDelete:       r(blobDeleteSQL),
+		blobGet:          r(blobGetSQL),
+		blobPut:          r(blobPutSQL),
+		claim:            r(claimSQL),
+		claimSettings:    r(claimSettingsSQL),
+		complete:         r(completeSQL),
+		completeSettings: r(completeSettingsSQL),
+		deadCount:        r(deadCountSQL),
+		deadList:         r(deadListSQL),
+		deadListNewest:   r(deadListNewestSQL),
+		deadSummary:      r(deadSummarySQL),
+		enqueue:          r(enqueueSQL),
+		healthIndexes:    r(healthIndexesSQL),
+		healthWork:       r(healthWorkSQL),
+		heartbeat:        r(heartbeatSQL),
+		inspectItem:      r(inspectItemSQL),
+		inspectLeases:    r(inspectLeasesSQL),
+		inspectOrder:     r(inspectOrderSQL),
+		inspectQueues:    r(inspectQueuesSQL),
+		inspectRecent:    r(inspectRecentSQL),
+		inspectTenants:   r(inspectTenantsSQL),
+		leaseLock:        r(leaseLockSQL),
+		park:             r(parkSQL),
+		parkCandidates:   r(parkCandidatesSQL),
+		pruneCandidates:  r(pruneCandidatesSQL),
+		pruneDelete:      r(pruneDeleteSQL),
+		purge:            r(purgeSQL),
+		reapLock:         r(reapLockSQL),
+		requeue:          r(requeueSQL),
+		requeueLock:      r(requeueLockSQL),
+		runDelete:        r(runDeleteSQL),
+		runGet:           r(runGetSQL),
+		runInsert:        r(runInsertSQL),
+		runList:          r(runListSQL),
+		runListSession:   r(runListSessionSQL),
+		runPatch:         r(runPatchSQL),
+		runUpdate:        r(runUpdateSQL),
+		settleFailed:     r(settleFailedSQL),
+		turnsLock:        r(turnsLockSQL),
+		turnsShare:       r(turnsShareSQL),
+	}
+}
+
+// renderer returns the func that puts the shared fragments
+// (queries/fragments) and then the table names in place of their braces.
+func renderer(t StateTables) func(string) string {
+	frags, err := fragmentFS.ReadDir("queries/fragments")
+	if err != nil {
+		panic("pgstore: no embedded query fragments")
+	}
+	var pairs []string
+	for _, e := range frags {
+		name := strings.TrimSuffix(e.Name(), ".sql")
+		pairs = append(pairs, "{"+name+"}", fragment(readSQL(fragmentFS, "queries/fragments/"+e.Name())))
+	}
+	withFragments := strings.NewReplacer(pairs...)
+	return func(sql string) string { return render(t, withFragments.Replace(sql)) }
+}
+
+// fragment is a shared piece of SQL (queries/fragments) without its
+// comment lines, ready to put in place of its {name} in a query.
+func fragment(sql string) string {
+	var lines []string
+	for line := range strings.Lines(sql) {
+		if !strings.HasPrefix(line, "--") {
+			lines = append(lines, line)
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, ""))
+}
