@@ -1,7 +1,6 @@
 package memstore_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/adkit/adk/modules/contract"
@@ -10,22 +9,10 @@ import (
 	"github.com/adkit/adk/modules/policy"
 )
 
-// mutationEnv names the deliberate faults the stores of this test binary
-// carry. Only TestMutantsAreCaught sets it, in the subprocesses it starts.
-const mutationEnv = "ADK_MEMSTORE_MUTATION"
-
-// newStore returns a fresh store, with the faults of mutationEnv if set.
+// newStore returns a fresh store.
 func newStore(t *testing.T, clock contract.Clock, opts ...memstore.Option) *memstore.Store {
 	t.Helper()
-	names := os.Getenv(mutationEnv)
-	if names == "" {
-		return memstore.New(clock, opts...)
-	}
-	s, err := memstore.NewMutant(clock, names, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return memstore.New(clock, opts...)
 }
 
 func TestStateStore(t *testing.T) {

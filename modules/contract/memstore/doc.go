@@ -44,4 +44,8 @@
 // error filters of the dead-letter calls, which scan what they report on.
 // A small record of every queue and tenant seen is kept for the life of
 // the store, so that Served counts survive a tenant running dry.
+//
+// The package holds no test faults: the mutation table that proves the
+// suites catch a broken store lives in mutation_test.go as edits to these
+// files, built with go test -overlay.
 package memstore

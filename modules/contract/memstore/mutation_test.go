@@ -2,75 +2,117 @@ package memstore_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// edit is one change a mutant makes to a file of the package: the text
+// old, which must stand in the file exactly once, becomes new.
+type edit struct{ file, old, new string }
+
 // mutants is the mutation table: each row breaks memstore on purpose in one
-// way (see mutation.go) and names the conformance-suite point that must
-// catch it. TestMutantsAreCaught runs that point against the broken store
-// in a subprocess and requires it to fail, which proves the point can
-// fail; the control row runs every listed point against the intact store
-// and requires them to pass, which proves the failures come from the
-// mutations.
+// way and names the conformance-suite point that must catch it. The faults
+// live here, as edits to the source, and never in the package itself, so
+// memstore reads as the plain reference. TestMutantsAreCaught builds each
+// mutant with go test -overlay (the edited files standing in for the
+// originals, plus any file of testdata/mutants it adds), runs that point
+// against it and requires it to fail, which proves the point can fail; the
+// control row runs every listed point against the intact store and
+// requires them to pass, which proves the failures come from the edits.
 var mutants = []struct {
 	mutation string
 	caughtBy string // the test that must fail, as TestX/Group/Point for a suite point
 	why      string // what the mutant gets wrong, and so what the point pins
+	edits    []edit
+	adds     []string // files of testdata/mutants the mutant adds to the package
 }{
 	// The four points the issue asks to see fail.
 	{"no-fencing", "TestWorkQueue/Lease/CompletedOrForgedTokenLost",
-		"settles ignore the token, so a forged or spent lease completes the item (also caught by Lease/StaleTokenAfterReclaim, Lease/HeartbeatKeepsLease, Basic/BatchCompletePartialLoss)"},
+		"settles ignore the token, so a forged or spent lease completes the item (also caught by Lease/StaleTokenAfterReclaim, Lease/HeartbeatKeepsLease, Basic/BatchCompletePartialLoss)",
+		[]edit{{"queue.go", "if e.token != l.Token {", "if false {"}}, nil},
 	{"no-rotation", "TestWorkQueue/Fairness/SmallTenantsServedEarly",
-		"a claim serves the head tenant until it runs dry, so a backlog starves its neighbours (also caught by the other Fairness points but DelayedTenantDoesNotBlock)"},
+		"a claim serves the head tenant until it runs dry, so a backlog starves its neighbours (also caught by the other Fairness points but DelayedTenantDoesNotBlock)",
+		[]edit{{"queue.go", "\t\tq.turn++\n\t\ttq.stamp = q.turn\n\t\tq.place(tq, now)\n\t\ttq.served++", "\t\tq.place(tq, now)\n\t\ttq.served++"}}, nil},
 	{"lost-patch", "TestStateStore/Concurrency/ConcurrentPatchesAllLand",
-		"PatchRun reads and writes in two critical sections, so concurrent deltas overwrite each other (also caught by Concurrency/PatchesDuringPuts)"},
+		"PatchRun reads and writes in two critical sections, so concurrent deltas overwrite each other (also caught by Concurrency/PatchesDuringPuts)",
+		[]edit{{"state.go", "patch contract.Patch) (*contract.Run, error) {\n", "patch contract.Patch) (*contract.Run, error) {\n\treturn s.patchUnlocked(ctx, tenant, id, patch)\n"}},
+		[]string{"racy.go"}},
 	{"reseq-on-write", "TestStateStore/Paging/StableWhileUpdating",
-		"every write gives the run a new Seq, so a listing repeats the runs updated while it pages (also caught by CRUD/PutIgnoresCountersAndSeq)"},
+		"every write gives the run a new Seq, so a listing repeats the runs updated while it pages (also caught by CRUD/PutIgnoresCountersAndSeq)",
+		[]edit{{"state.go", "\tr.UpdatedAt = now\n", "\tr.UpdatedAt = now\n\ts.unindex(r)\n\ts.runSeq++\n\tr.Seq = s.runSeq\n\ts.index(r)\n"}}, nil},
 
 	// Further points, one mutant each.
 	{"reap-ignores-heartbeat", "TestWorkQueue/Lease/ReaperLosesToHeartbeat",
-		"Reap judges a lease by the expiry its claim set, so it takes a lease a heartbeat extended (also caught by Lease/HeartbeatKeepsLease)"},
+		"Reap judges a lease by the expiry its claim set, so it takes a lease a heartbeat extended (also caught by Lease/HeartbeatKeepsLease)",
+		[]edit{
+			{"rotation.go", "\tworker  string\n\texpires time.Time\n", "\tworker  string\n\texpires time.Time\n\tclaimExpires time.Time\n"},
+			{"queue.go", "\t\te.expires = now.Add(req.LeaseFor)\n", "\t\te.expires = now.Add(req.LeaseFor)\n\t\te.claimExpires = e.expires\n"},
+			{"queue.go", "\t\tif k.expires.After(now) {\n\t\t\treturn false\n\t\t}\n\t\texpired = append(expired, e)\n",
+				"\t\t_ = k\n\t\tif !e.claimExpires.After(now) {\n\t\t\texpired = append(expired, e)\n\t\t}\n"},
+		}, nil},
 	{"attempt-token", "TestWorkQueue/Lease/TokensNeverReused",
-		"the token is the attempt number, so a completed item's old lease fences its re-enqueued successor"},
+		"the token is the attempt number, so a completed item's old lease fences its re-enqueued successor",
+		[]edit{
+			{"queue.go", "\ts.tokens++\n\treturn s.tokens\n", "\treturn int64(e.item.Attempts) + 1\n"},
+			{"queue.go", "\tq.leases.Delete(e.leaseKey())\n\te.token = s.newToken(e)\n", "\tq.leases.Delete(e.leaseKey())\n"},
+			{"queue.go", "\te.token = 0\n", ""},
+		}, nil},
 	{"racy-claim", "TestWorkQueue/Concurrency/ConcurrentClaimsMax1",
-		"a claim picks its item, lets go of the lock, then leases it, so two concurrent claimers get the same item"},
+		"a claim picks its item, lets go of the lock, then leases it, so two concurrent claimers get the same item",
+		[]edit{{"queue.go", "Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {\n", "Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {\n\treturn s.claimRacy(ctx, req)\n"}},
+		[]string{"racy.go"}},
 	{"all-or-nothing-complete", "TestWorkQueue/Basic/BatchCompletePartialLoss",
-		"one lost lease fails the whole batch, so the live leases beside it are not completed"},
+		"one lost lease fails the whole batch, so the live leases beside it are not completed",
+		[]edit{{"queue.go", "\tvar lost []contract.ItemKey\n",
+			"\tvar lost []contract.ItemKey\n\tfor _, l := range leases {\n\t\tif s.leased(l) == nil {\n\t\t\tlost = append(lost, l.Key())\n\t\t}\n\t}\n\tif lost != nil {\n\t\treturn &contract.LeaseLostError{Items: lost}\n\t}\n"}}, nil},
 	{"joined-keys", "TestStateStore/Isolation/HostileNamesNeverCollide",
-		`runs are keyed by tenant+":"+id, so tenant "a" run "b:x" is tenant "a:b" run "x" (also caught by Isolation/WritesStayInTenant)`},
+		`runs are keyed by tenant+":"+id, so tenant "a" run "b:x" is tenant "a:b" run "x" (also caught by Isolation/WritesStayInTenant)`,
+		[]edit{{"state.go", "\treturn runKey{tenant, id}\n", "\treturn runKey{tenant: tenant + \":\" + id}\n"}}, nil},
 	{"ignore-not-before", "TestWorkQueue/Basic/DelayedNotClaimedEarly",
-		"delayed items are claimable at once (also caught by Retry/BackoffSchedule, Fairness/DelayedTenantDoesNotBlock)"},
+		"delayed items are claimable at once (also caught by Retry/BackoffSchedule, Fairness/DelayedTenantDoesNotBlock)",
+		[]edit{{"queue.go", "\treturn maxTime(notBefore, now)\n", "\treturn now\n"}}, nil},
 	{"enqueue-replaces", "TestWorkQueue/Basic/IdempotentEnqueueQueued",
-		"enqueueing a live ID replaces the item (also caught by IdempotentEnqueueLeased and IdempotentEnqueueDead)"},
+		"enqueueing a live ID replaces the item (also caught by IdempotentEnqueueLeased and IdempotentEnqueueDead)",
+		[]edit{{"queue.go", "\t\tif _, live := s.items[k]; live {\n\t\t\tcontinue\n\t\t}\n",
+			"\t\tif old, live := s.items[k]; live {\n\t\t\tq := s.queue(k.Queue)\n\t\t\ts.drop(q, q.tenant(k.Tenant), old)\n\t\t}\n"}}, nil},
 	{"requeue-ignores-error", "TestWorkQueue/DeadLetter/BulkActionsStayInFilter",
-		"Requeue drops the ErrorContains part of its filter and revives dead letters it should leave"},
+		"Requeue drops the ErrorContains part of its filter and revives dead letters it should leave",
+		[]edit{{"queue.go", "\tvar matched []*entry\n\ts.deadMatching(f, false, nil, func(e *entry) bool { matched = append(matched, e); return true })\n\tif len(matched) == 0 {\n\t\treturn 0, nil\n\t}\n\tnow := s.clock.Now()\n",
+			"\tf.ErrorContains = \"\"\n\tvar matched []*entry\n\ts.deadMatching(f, false, nil, func(e *entry) bool { matched = append(matched, e); return true })\n\tif len(matched) == 0 {\n\t\treturn 0, nil\n\t}\n\tnow := s.clock.Now()\n"}}, nil},
 	{"dead-paging-repeats", "TestWorkQueue/DeadLetter/Paging",
-		"a dead-letter page's cursor points one before its last item, so the next page repeats it"},
+		"a dead-letter page's cursor points one before its last item, so the next page repeats it",
+		[]edit{{"queue.go", "\t\tlast = e.deadSeq\n", "\t\tif len(out.Items) == limit {\n\t\t\treturn true\n\t\t}\n\t\tlast = e.deadSeq\n"}}, nil},
 	{"ignore-context", "TestStateStore/Context/CancelledContextChangesNothing",
-		"calls go ahead with a cancelled context"},
+		"calls go ahead with a cancelled context",
+		[]edit{{"store.go", "if err := ctx.Err(); err != nil {", "if err := ctx.Err(); err != nil && ctx == nil {"}}, nil},
 	{"wrap-counters", "TestStateStore/Atomicity/OverflowRefusedWhole",
-		"a patch past the int64 range wraps the counter to the other end instead of being refused whole (also caught by OverflowBelowRefused and OverflowFirstCounterNamed)"},
+		"a patch past the int64 range wraps the counter to the other end instead of being refused whole (also caught by OverflowBelowRefused and OverflowFirstCounterNamed)",
+		[]edit{{"state.go", "patch.Counters); err != nil {", "patch.Counters); err != nil && tenant == \"\" {"}}, nil},
 
 	// Promises no suite point pins yet, caught by this package's own tests.
 	{"delayed-loses-place", "TestDelayedTenantKeepsItsPlace",
-		"a tenant whose items were all delayed rejoins at the back when one falls due, instead of keeping its place (the suites' DelayedTenantDoesNotBlock only checks that it does not block the others)"},
+		"a tenant whose items were all delayed rejoins at the back when one falls due, instead of keeping its place (the suites' DelayedTenantDoesNotBlock only checks that it does not block the others)",
+		[]edit{{"rotation.go", "\t\tq.unplace(tq)\n\t\tq.place(tq, now)\n\t}\n\tfor {\n", "\t\tq.unplace(tq)\n\t\tq.turn++\n\t\ttq.stamp = q.turn\n\t\tq.place(tq, now)\n\t}\n\tfor {\n"}}, nil},
 }
 
 func TestMutantsAreCaught(t *testing.T) {
-	if os.Getenv(mutationEnv) != "" {
-		return // inside a mutant subprocess, which runs only the points it was given
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the mutants are built with the go command, which is not on PATH: %v", err)
 	}
 	var all []string
 	for _, m := range mutants {
 		all = append(all, m.caughtBy)
 		t.Run(m.mutation, func(t *testing.T) {
-			out, err := runSuitePoint(t, m.mutation, m.caughtBy)
+			overlay := writeOverlay(t, m.edits, m.adds)
+			out, err := runSuitePoint(t, gotool, overlay, m.caughtBy)
 			if !bytes.Contains(out, []byte("=== RUN   "+m.caughtBy+"\n")) {
-				t.Fatalf("suite point %s did not run: renamed or removed? Its output:\n%s", m.caughtBy, out)
+				t.Fatalf("suite point %s did not run: renamed or removed, or the mutant does not build? Its output:\n%s", m.caughtBy, out)
 			}
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) {
@@ -82,7 +124,7 @@ func TestMutantsAreCaught(t *testing.T) {
 		})
 	}
 	t.Run("control", func(t *testing.T) {
-		out, err := runSuitePoint(t, "", all...)
+		out, err := runSuitePoint(t, gotool, "", all...)
 		if err != nil {
 			t.Fatalf("the intact store fails the points of the mutation table: %v\n%s", err, out)
 		}
@@ -94,14 +136,61 @@ func TestMutantsAreCaught(t *testing.T) {
 	})
 }
 
-// runSuitePoint runs the given suite points in a subprocess of this test
-// binary whose stores carry the mutation.
-func runSuitePoint(t *testing.T, mutation string, points ...string) ([]byte, error) {
+// writeOverlay writes the mutant's files to a temporary folder and returns
+// the go build overlay that puts them in place of the package's own.
+func writeOverlay(t *testing.T, edits []edit, adds []string) string {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run="+runPattern(points), "-test.count=1", "-test.v")
-	// A race-enabled binary otherwise lingers a second at exit.
-	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd.Env = append(os.Environ(), mutationEnv+"="+mutation, "GORACE="+gorace)
+	dir := t.TempDir()
+	pkg, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range edits {
+		src, ok := files[e.file]
+		if !ok {
+			b, err := os.ReadFile(e.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src = string(b)
+		}
+		if n := strings.Count(src, e.old); n != 1 {
+			t.Fatalf("the edit of %s expects its text once in the file, found it %d times: update the mutation table to the code\n%s", e.file, n, e.old)
+		}
+		files[e.file] = strings.Replace(src, e.old, e.new, 1)
+	}
+	replace := map[string]string{}
+	for name, src := range files {
+		mutated := filepath.Join(dir, name)
+		if err := os.WriteFile(mutated, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		replace[filepath.Join(pkg, name)] = mutated
+	}
+	for _, name := range adds {
+		replace[filepath.Join(pkg, "mutant_"+name)] = filepath.Join(pkg, "testdata", "mutants", name)
+	}
+	b, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(overlay, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return overlay
+}
+
+// runSuitePoint runs the given suite points in a go test of this package,
+// built with the overlay when one is given.
+func runSuitePoint(t *testing.T, gotool, overlay string, points ...string) ([]byte, error) {
+	t.Helper()
+	args := []string{"test", "-count=1", "-vet=off", "-v", "-run=" + runPattern(points)}
+	if overlay != "" {
+		args = append(args, "-overlay="+overlay)
+	}
+	cmd := exec.CommandContext(t.Context(), gotool, append(args, ".")...)
 	return cmd.CombinedOutput()
 }
 

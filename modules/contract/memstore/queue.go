@@ -23,7 +23,7 @@ func (s *Store) Enqueue(ctx context.Context, items ...contract.Item) error {
 	woken := make(map[string]bool)
 	for _, it := range items {
 		k := it.Key()
-		if _, live := s.items[k]; live && !s.mutations.has(mutEnqueueReplaces) {
+		if _, live := s.items[k]; live {
 			continue
 		}
 		it = copyItem(it)
@@ -34,9 +34,6 @@ func (s *Store) Enqueue(ctx context.Context, items ...contract.Item) error {
 		it.EnqueuedAt = now
 		q := s.queue(k.Queue)
 		tq := q.tenant(k.Tenant)
-		if old, live := s.items[k]; live {
-			s.drop(q, tq, old) // only under mutEnqueueReplaces
-		}
 		e := &entry{item: it}
 		s.items[k] = e
 		q.items++
@@ -52,9 +49,6 @@ func (s *Store) Enqueue(ctx context.Context, items ...contract.Item) error {
 // dueAt is when an item with notBefore is due: never before now, so items
 // due at once are served in enqueue order.
 func (s *Store) dueAt(notBefore, now time.Time) time.Time {
-	if s.mutations.has(mutIgnoreNotBefore) {
-		return now
-	}
 	return maxTime(notBefore, now)
 }
 
@@ -63,9 +57,6 @@ func (s *Store) dueAt(notBefore, now time.Time) time.Time {
 func (s *Store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
 	if err := contract.ValidateClaim(req); err != nil {
 		return nil, err
-	}
-	if s.mutations.has(mutRacyClaim) {
-		return s.claimRacy(ctx, req)
 	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
@@ -78,17 +69,15 @@ func (s *Store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 	now := s.clock.Now()
 	var out []contract.Lease
 	for len(out) < req.Max {
-		tq := q.next(now, s.mutations)
+		tq := q.next(now)
 		if tq == nil {
 			break
 		}
 		k, e, _ := tq.ready.Min()
 		tq.ready.Delete(k)
 		q.unplace(tq)
-		if !s.mutations.has(mutNoRotation) {
-			q.turn++
-			tq.stamp = q.turn
-		}
+		q.turn++
+		tq.stamp = q.turn
 		q.place(tq, now)
 		tq.served++
 		tq.leased++
@@ -97,7 +86,6 @@ func (s *Store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 		e.token = s.newToken(e)
 		e.worker = req.Worker
 		e.expires = now.Add(req.LeaseFor)
-		e.claimExpires = e.expires
 		q.leases.Put(e.leaseKey(), e)
 		q.remember(contract.Turn{Tenant: tq.name, ID: e.item.ID, Worker: req.Worker, At: now}, s.recentTurns)
 		out = append(out, e.lease())
@@ -109,9 +97,6 @@ func (s *Store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 }
 
 func (s *Store) newToken(e *entry) int64 {
-	if s.mutations.has(mutAttemptToken) {
-		return int64(e.item.Attempts) + 1
-	}
 	s.tokens++
 	return s.tokens
 }
@@ -128,7 +113,7 @@ func (s *Store) leased(l contract.Lease) *entry {
 	if e == nil || e.item.State != contract.StateLeased {
 		return nil
 	}
-	if e.token != l.Token && !s.mutations.has(mutNoFencing) {
+	if e.token != l.Token {
 		return nil
 	}
 	return e
@@ -153,9 +138,7 @@ func (s *Store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Dur
 	}
 	q := s.queues[e.item.Queue]
 	q.leases.Delete(e.leaseKey())
-	if !s.mutations.has(mutAttemptToken) {
-		e.token = s.newToken(e)
-	}
+	e.token = s.newToken(e)
 	e.expires = now.Add(extend)
 	q.leases.Put(e.leaseKey(), e)
 	return e.lease(), nil
@@ -205,16 +188,6 @@ func (s *Store) Complete(ctx context.Context, leases ...contract.Lease) error {
 	}
 	defer s.mu.Unlock()
 	var lost []contract.ItemKey
-	if s.mutations.has(mutAllOrNothingComplete) {
-		for _, l := range leases {
-			if s.leased(l) == nil {
-				lost = append(lost, l.Key())
-			}
-		}
-		if lost != nil {
-			return &contract.LeaseLostError{Items: lost}
-		}
-	}
 	for _, l := range leases {
 		e := s.leased(l)
 		if e == nil {
@@ -276,10 +249,8 @@ func (s *Store) settleFailed(q *queue, e *entry, cause error, now time.Time) pol
 	tq := q.tenants[e.item.Tenant]
 	q.leases.Delete(e.leaseKey())
 	tq.leased--
-	e.worker, e.expires, e.claimExpires = "", time.Time{}, time.Time{}
-	if !s.mutations.has(mutAttemptToken) {
-		e.token = 0
-	}
+	e.worker, e.expires = "", time.Time{}
+	e.token = 0
 	e.item.Attempts++
 	e.item.LastError = contract.ErrorText(cause)
 	d := s.policy.Decide(e.item.Attempts, cause, now)
@@ -314,22 +285,13 @@ func (s *Store) Reap(ctx context.Context, queueName string) (int, error) {
 	}
 	now := s.clock.Now()
 	var expired []*entry
-	if s.mutations.has(mutReapIgnoresHeartbeat) {
-		q.leases.Ascend(nil, func(_ leaseKey, e *entry) bool {
-			if !e.claimExpires.After(now) {
-				expired = append(expired, e)
-			}
-			return true
-		})
-	} else {
-		q.leases.Ascend(nil, func(k leaseKey, e *entry) bool {
-			if k.expires.After(now) {
-				return false
-			}
-			expired = append(expired, e)
-			return true
-		})
-	}
+	q.leases.Ascend(nil, func(k leaseKey, e *entry) bool {
+		if k.expires.After(now) {
+			return false
+		}
+		expired = append(expired, e)
+		return true
+	})
 	retried := false
 	for _, e := range expired {
 		if s.settleFailed(q, e, contract.ErrLeaseExpired, now).Retry {
@@ -410,11 +372,9 @@ func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (c
 			return false
 		}
 		out.Items = append(out.Items, copyItem(e.item))
-		if !s.mutations.has(mutDeadPagingRepeats) || len(out.Items) < limit {
-			last = e.deadSeq
-			if dq.Newest {
-				last-- // the gap below the letter, where the next page starts
-			}
+		last = e.deadSeq
+		if dq.Newest {
+			last-- // the gap below the letter, where the next page starts
 		}
 		return true
 	})
@@ -462,9 +422,6 @@ func (s *Store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, 
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	if s.mutations.has(mutRequeueIgnoresError) {
-		f.ErrorContains = ""
-	}
 	var matched []*entry
 	s.deadMatching(f, false, nil, func(e *entry) bool { matched = append(matched, e); return true })
 	if len(matched) == 0 {

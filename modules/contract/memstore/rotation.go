@@ -58,10 +58,9 @@ type entry struct {
 	ready readyKey // while queued
 
 	// While leased.
-	token        int64
-	worker       string
-	expires      time.Time
-	claimExpires time.Time // the expiry the claim set, before any heartbeat
+	token   int64
+	worker  string
+	expires time.Time
 
 	deadSeq int64 // while dead
 }
@@ -176,17 +175,13 @@ func (q *queue) place(tq *tenantQueue, now time.Time) {
 }
 
 // next returns the tenant whose turn it is among those with a due item.
-func (q *queue) next(now time.Time, mutated mutation) *tenantQueue {
+func (q *queue) next(now time.Time) *tenantQueue {
 	for {
 		k, tq, ok := q.waiting.Min()
 		if !ok || k.at.After(now) {
 			break
 		}
 		q.unplace(tq)
-		if mutated&mutDelayedLosesPlace != 0 {
-			q.turn++
-			tq.stamp = q.turn
-		}
 		q.place(tq, now)
 	}
 	for {

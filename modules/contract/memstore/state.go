@@ -14,9 +14,6 @@ import (
 type runKey struct{ tenant, id string }
 
 func (s *Store) runKey(tenant, id string) runKey {
-	if s.mutations.has(mutJoinedKeys) {
-		return runKey{tenant: tenant + ":" + id}
-	}
 	return runKey{tenant, id}
 }
 
@@ -100,9 +97,6 @@ func (s *Store) PatchRun(ctx context.Context, tenant, id string, patch contract.
 	if err := contract.ValidatePatch(patch); err != nil {
 		return nil, err
 	}
-	if s.mutations.has(mutLostPatch) {
-		return s.patchUnlocked(ctx, tenant, id, patch)
-	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -111,7 +105,7 @@ func (s *Store) PatchRun(ctx context.Context, tenant, id string, patch contract.
 	if !ok {
 		return nil, contract.ErrNotFound
 	}
-	if err := contract.CheckPatch(tenant, id, stored.Counters, patch.Counters); err != nil && !s.mutations.has(mutWrapCounters) {
+	if err := contract.CheckPatch(tenant, id, stored.Counters, patch.Counters); err != nil {
 		return nil, err
 	}
 	stored.Counters = stored.Counters.Add(patch.Counters)
@@ -126,12 +120,6 @@ func (s *Store) PatchRun(ctx context.Context, tenant, id string, patch contract.
 func (s *Store) touch(r *contract.Run, now time.Time) {
 	r.Version++
 	r.UpdatedAt = now
-	if s.mutations.has(mutReseqOnWrite) {
-		s.unindex(r)
-		s.runSeq++
-		r.Seq = s.runSeq
-		s.index(r)
-	}
 }
 
 // ListRuns pages through the tenant's runs in Seq order.
