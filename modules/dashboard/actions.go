@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -222,8 +223,8 @@ func (s *Server) loginForm(c echo.Context) error {
 }
 
 // login checks the form's CSRF token against the anonymous session, then
-// the dashboard token, and on success starts a new session (a new id,
-// so a session planted before sign-in is worthless after it).
+// the token (under the throttle), and on success starts a new session (a
+// new id, so a session planted before sign-in is worthless after it).
 func (s *Server) login(c echo.Context) error {
 	if !s.auth.enabled() {
 		return echo.NewHTTPError(http.StatusForbidden, readOnlyReason)
@@ -231,21 +232,24 @@ func (s *Server) login(c echo.Context) error {
 	if !s.auth.csrfOK(sessionOf(c), csrfToken(c)) {
 		return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token; reload the sign-in page and try again")
 	}
-	if !s.auth.allowAttempt() {
-		return echo.NewHTTPError(http.StatusTooManyRequests, "too many failed sign-ins; wait a minute and try again")
+	name := strings.TrimSpace(c.FormValue("name"))
+	t, err := s.auth.attempt(c.RealIP(), name, c.FormValue("token"))
+	if te, ok := errors.AsType[*throttledError](err); ok {
+		s.cfg.Logger.Warn("dashboard sign-in throttled", "remote", c.RealIP(), "token_name", name)
+		return tooMany(c, te)
 	}
-	if !s.auth.tokenOK(c.FormValue("token")) {
-		s.auth.failed()
-		s.cfg.Logger.Warn("dashboard sign-in refused", "remote", c.RealIP())
+	if err != nil {
+		s.cfg.Logger.Warn("dashboard sign-in refused", "remote", c.RealIP(), "token_name", name)
 		p := view.Login{Chrome: s.chrome(c, "Sign in", view.NavLogin, ""), Failed: true}
 		p.Chrome.Refresh = 0
 		return s.render(c, http.StatusUnauthorized, view.LoginView(p))
 	}
-	ns, err := s.auth.newSession(true)
+	ns, err := s.auth.newSession(t.Name)
 	if err != nil {
 		return err
 	}
 	s.auth.setCookie(c, ns)
+	s.cfg.Logger.Info("dashboard sign-in", "remote", c.RealIP(), "token_name", t.Name)
 	return c.Redirect(http.StatusSeeOther, "/dead")
 }
 
@@ -253,7 +257,7 @@ func (s *Server) logout(c echo.Context) error {
 	if !s.auth.csrfOK(sessionOf(c), csrfToken(c)) {
 		return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token")
 	}
-	ns, err := s.auth.newSession(false)
+	ns, err := s.auth.newSession("")
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -26,68 +28,116 @@ const (
 )
 
 // session is what the signed cookie carries. Every visitor gets one, signed
-// in or not, so that even the sign-in form is CSRF-protected.
+// in or not, so that even the sign-in form is CSRF-protected. Token names
+// the token signed in with ("" for a visitor who has not signed in).
 type session struct {
 	ID      string
-	Authed  bool
+	Token   string
 	Expires time.Time
 }
+
+// authed reports whether the session is signed in.
+func (s session) authed() bool { return s.Token != "" }
 
 // auth signs sessions and checks tokens. The signing key is random per
 // process: restarting the dashboard signs everyone out, and no key is
 // ever stored.
 type auth struct {
-	token contract.Secret
-	key   []byte
-	ttl   time.Duration
-	clock contract.Clock
-
-	// Failed sign-ins are counted per minute, all callers together: past
-	// maxFailures the form answers 429 until the minute is over, which
-	// caps guessing at a rate no token of reasonable length fears.
-	mu       sync.Mutex
-	window   time.Time
-	failures int
+	tokens []Token
+	// hashes are the tokens' secrets hashed, compared in constant time.
+	hashes   [][32]byte
+	key      []byte
+	ttl      time.Duration
+	clock    contract.Clock
+	throttle *throttle
 }
 
-const maxFailures = 10
-
-// allowAttempt reports whether a sign-in may be tried now.
-func (a *auth) allowAttempt() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := a.clock.Now()
-	if now.Sub(a.window) >= time.Minute {
-		a.window, a.failures = now, 0
-	}
-	return a.failures < maxFailures
-}
-
-func (a *auth) failed() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.failures++
-}
-
-func newAuth(token contract.Secret, ttl time.Duration, clock contract.Clock) (*auth, error) {
+func newAuth(tokens []Token, ttl time.Duration, clock contract.Clock) (*auth, error) {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	return &auth{token: token, key: key, ttl: ttl, clock: clock}, nil
+	a := &auth{tokens: tokens, key: key, ttl: ttl, clock: clock, throttle: newThrottle(clock)}
+	for _, t := range tokens {
+		a.hashes = append(a.hashes, sha256.Sum256([]byte(t.Secret.Reveal())))
+	}
+	return a, nil
 }
 
-func (a *auth) enabled() bool { return a.token.IsSet() }
+// enabled reports whether any token is configured.
+func (a *auth) enabled() bool { return len(a.tokens) > 0 }
 
-// tokenOK compares in constant time; hashing first makes the comparison
-// independent of the given token's length too.
-func (a *auth) tokenOK(given string) bool {
-	if !a.enabled() || given == "" {
-		return false
+// writable reports whether any token may act.
+func (a *auth) writable() bool {
+	for _, t := range a.tokens {
+		if t.Access == ReadWrite {
+			return true
+		}
 	}
-	x := sha256.Sum256([]byte(given))
-	y := sha256.Sum256([]byte(a.token.Reveal()))
-	return subtle.ConstantTimeCompare(x[:], y[:]) == 1
+	return false
+}
+
+// match finds the token whose secret is given, and which is named name
+// when name is not "". Every token is compared, in constant time, so the
+// time taken says nothing about which one matched, or how nearly.
+func (a *auth) match(name, given string) (*Token, bool) {
+	if given == "" {
+		return nil, false
+	}
+	h := sha256.Sum256([]byte(given))
+	found := -1
+	for i := range a.hashes {
+		eq := subtle.ConstantTimeCompare(h[:], a.hashes[i][:])
+		found = subtle.ConstantTimeSelect(eq, i, found)
+	}
+	if found < 0 || (name != "" && a.tokens[found].Name != name) {
+		return nil, false
+	}
+	return &a.tokens[found], true
+}
+
+// named returns the token called name.
+func (a *auth) named(name string) (*Token, bool) {
+	for i := range a.tokens {
+		if a.tokens[i].Name == name {
+			return &a.tokens[i], true
+		}
+	}
+	return nil, false
+}
+
+// attempt checks one credential under the throttle: a refusal for too
+// many failures is a *throttledError, a wrong credential errWrongToken.
+func (a *auth) attempt(addr, name, secret string) (*Token, error) {
+	if ok, wait := a.throttle.allow(addr, name); !ok {
+		return nil, &throttledError{wait: wait}
+	}
+	t, ok := a.match(name, secret)
+	if !ok {
+		a.throttle.failed(addr, name)
+		return nil, errWrongToken
+	}
+	return t, nil
+}
+
+var errWrongToken = errors.New("wrong token")
+
+// throttledError is an attempt refused by the throttle.
+type throttledError struct{ wait time.Duration }
+
+func (e *throttledError) Error() string {
+	return fmt.Sprintf("too many failed attempts from this address or at this token; try again in %s", retryAfter(e.wait)+"s")
+}
+
+// retryAfter is a wait as whole seconds, rounded up, at least 1.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
+}
+
+// tooMany answers a throttled attempt: 429 with Retry-After.
+func tooMany(c echo.Context, e *throttledError) error {
+	c.Response().Header().Set("Retry-After", retryAfter(e.wait))
+	return echo.NewHTTPError(http.StatusTooManyRequests, e.Error())
 }
 
 func (a *auth) mac(parts ...string) string {
@@ -99,21 +149,17 @@ func (a *auth) mac(parts ...string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-func (a *auth) newSession(authed bool) (session, error) {
+func (a *auth) newSession(token string) (session, error) {
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return session{}, err
 	}
-	return session{ID: hex.EncodeToString(id), Authed: authed && a.enabled(), Expires: a.clock.Now().Add(a.ttl)}, nil
+	return session{ID: hex.EncodeToString(id), Token: token, Expires: a.clock.Now().Add(a.ttl)}, nil
 }
 
 func (a *auth) encode(s session) string {
-	flag := "0"
-	if s.Authed {
-		flag = "1"
-	}
 	exp := strconv.FormatInt(s.Expires.Unix(), 10)
-	return s.ID + "." + flag + "." + exp + "." + a.mac("session", s.ID, flag, exp)
+	return s.ID + "." + s.Token + "." + exp + "." + a.mac("session", s.ID, s.Token, exp)
 }
 
 func (a *auth) decode(v string) (session, bool) {
@@ -129,9 +175,12 @@ func (a *auth) decode(v string) (session, bool) {
 	if err != nil {
 		return session{}, false
 	}
-	s := session{ID: parts[0], Authed: parts[1] == "1" && a.enabled(), Expires: time.Unix(exp, 0)}
+	s := session{ID: parts[0], Token: parts[1], Expires: time.Unix(exp, 0)}
 	if !a.clock.Now().Before(s.Expires) {
 		return session{}, false
+	}
+	if _, ok := a.named(s.Token); !ok {
+		s.Token = ""
 	}
 	return s, true
 }
@@ -157,16 +206,25 @@ func (a *auth) setCookie(c echo.Context, s session) {
 }
 
 // sessionMiddleware attaches the visitor's session, starting an anonymous
-// one when the cookie is missing, forged or expired, and notes a valid
-// bearer token. A bearer header with a wrong token is refused outright.
+// one when the cookie is missing, forged or expired, and the token the
+// request holds: the session's, or that of an Authorization header. A
+// header with a wrong token is refused outright (401), and every attempt
+// goes through the throttle (429 past it).
 func (a *auth) sessionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if h := c.Request().Header.Get(echo.HeaderAuthorization); h != "" {
-			scheme, tok, _ := strings.Cut(h, " ")
-			if !strings.EqualFold(scheme, "Bearer") || !a.tokenOK(strings.TrimSpace(tok)) {
-				return echo.NewHTTPError(http.StatusUnauthorized, "the bearer token is not this dashboard's token")
+			name, secret, ok := parseAuthorization(h)
+			if !ok {
+				return echo.NewHTTPError(http.StatusUnauthorized, `send "Authorization: Bearer <token>" (or Basic with the token's name as the user)`)
 			}
-			c.Set(ctxBearer, true)
+			t, err := a.attempt(c.RealIP(), name, secret)
+			if te, ok := errors.AsType[*throttledError](err); ok {
+				return tooMany(c, te)
+			}
+			if err != nil {
+				return echo.NewHTTPError(http.StatusUnauthorized, "the bearer token is not one of this dashboard's tokens")
+			}
+			c.Set(ctxBearer, t)
 		}
 		var s session
 		ok := false
@@ -174,7 +232,7 @@ func (a *auth) sessionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 			s, ok = a.decode(ck.Value)
 		}
 		if !ok {
-			ns, err := a.newSession(false)
+			ns, err := a.newSession("")
 			if err != nil {
 				return err
 			}
@@ -186,40 +244,82 @@ func (a *auth) sessionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// parseAuthorization reads "Bearer <secret>" (a secret naming no token)
+// or "Basic base64(name:secret)".
+func parseAuthorization(h string) (name, secret string, ok bool) {
+	scheme, rest, _ := strings.Cut(h, " ")
+	rest = strings.TrimSpace(rest)
+	switch {
+	case strings.EqualFold(scheme, "Bearer"):
+		return "", rest, rest != ""
+	case strings.EqualFold(scheme, "Basic"):
+		raw, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			return "", "", false
+		}
+		name, secret, ok = strings.Cut(string(raw), ":")
+		return name, secret, ok && name != "" && secret != ""
+	}
+	return "", "", false
+}
+
 func sessionOf(c echo.Context) session {
 	s, _ := c.Get(ctxSession).(session)
 	return s
 }
 
-func bearerOf(c echo.Context) bool {
-	b, _ := c.Get(ctxBearer).(bool)
-	return b
+// bearerOf is the token an Authorization header holds, nil when none.
+func bearerOf(c echo.Context) *Token {
+	t, _ := c.Get(ctxBearer).(*Token)
+	return t
+}
+
+// tokenOf is the token the request holds, by header or by session; nil
+// for a visitor who holds none.
+func (a *auth) tokenOf(c echo.Context) *Token {
+	if t := bearerOf(c); t != nil {
+		return t
+	}
+	if s := sessionOf(c); s.authed() {
+		if t, ok := a.named(s.Token); ok {
+			return t
+		}
+	}
+	return nil
 }
 
 // mayAct reports whether the request may mutate (before the CSRF check).
 func (a *auth) mayAct(c echo.Context) bool {
-	return a.enabled() && (bearerOf(c) || sessionOf(c).Authed)
+	t := a.tokenOf(c)
+	return t != nil && t.Access == ReadWrite
 }
 
-// requireWrite guards every mutating route: a token must be configured,
-// the caller must hold it (bearer header or signed-in session), and a
+// requireWrite guards every mutating route: the caller must hold a
+// read-write token (bearer header or signed-in session), and a
 // session-authenticated request must carry the session's CSRF token. A
 // bearer request needs no CSRF token: a browser never attaches that
 // header on its own.
 func (a *auth) requireWrite(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !a.enabled() {
+		if !a.writable() {
 			return echo.NewHTTPError(http.StatusForbidden, readOnlyReason)
 		}
-		if bearerOf(c) {
+		if t := bearerOf(c); t != nil {
+			if t.Access != ReadWrite {
+				return echo.NewHTTPError(http.StatusForbidden, "token "+strconv.Quote(t.Name)+" is read-only; requeue and purge need a read-write token")
+			}
 			return next(c)
 		}
 		s := sessionOf(c)
-		if !s.Authed {
-			return echo.NewHTTPError(http.StatusUnauthorized, "sign in with the dashboard token first")
+		t := a.tokenOf(c)
+		if t == nil {
+			return echo.NewHTTPError(http.StatusUnauthorized, "sign in with a dashboard token first")
 		}
 		if !a.csrfOK(s, csrfToken(c)) {
 			return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token; reload the page and try again")
+		}
+		if t.Access != ReadWrite {
+			return echo.NewHTTPError(http.StatusForbidden, "token "+strconv.Quote(t.Name)+" is read-only; requeue and purge need a read-write token")
 		}
 		return next(c)
 	}
@@ -238,7 +338,7 @@ func csrfToken(c echo.Context) string {
 	return ""
 }
 
-const readOnlyReason = "read-only: the dashboard was started without ADK_DASHBOARD_TOKEN, so requeue and purge are off"
+const readOnlyReason = "read-only: the dashboard was started without a read-write token (ADK_DASHBOARD_TOKEN or ADK_DASHBOARD_TOKENS), so requeue and purge are off"
 
 // flashCookie carries the result of an action to the page the action
 // redirects to. It is signed and bound to the session, so a link cannot

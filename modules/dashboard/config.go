@@ -37,10 +37,20 @@ type Config struct {
 	// DSN is never shown. It is given only so that an error message that
 	// happens to quote it (or its password) is scrubbed before display.
 	DSN contract.Secret
-	// Token enables actions (requeue, purge): a person signs in with it,
-	// or a script sends it as "Authorization: Bearer <token>". Empty
-	// means the dashboard is read-only.
+	// Token is one read-write token over every tenant, named "admin"
+	// (ADK_DASHBOARD_TOKEN): a person signs in with it, or a script sends
+	// it as "Authorization: Bearer <token>".
 	Token contract.Secret
+	// Tokens are further named tokens, each read-only or read-write, over
+	// every tenant or a set of tenants and queues (see TokensFromEnv and
+	// ParseTokens). Without Token and Tokens the dashboard is read-only.
+	// A weak secret refuses New (see CheckSecret).
+	Tokens []Token
+	// TrustedProxies are the addresses or CIDR ranges of reverse proxies
+	// in front of the dashboard: a request from one is taken to come from
+	// the address its X-Forwarded-For names, for the sign-in throttle and
+	// the audit trail. Without it the connection's address is used.
+	TrustedProxies []string
 
 	// DefaultQueue is shown when a request names none; when empty, the
 	// first queue the Inspector lists, else contract.DefaultQueue.
@@ -102,6 +112,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := ValidateTokens(tokensOf(c)); err != nil {
+		return c, err
 	}
 	if c.DefaultQueue != "" {
 		if err := contract.ValidateName("Config.DefaultQueue", c.DefaultQueue); err != nil {

@@ -57,12 +57,17 @@
 //
 // # Security
 //
-// Without [Config.Token] the dashboard is read-only and every action
-// button is disabled and says why. With a token, a person signs in at
+// Without a read-write token ([Config.Token], or one of [Config.Tokens])
+// the dashboard is read-only and every action button is disabled and says
+// why. Tokens are named, read-only or read-write (see [Token],
+// [ParseTokens] and [TokensFromEnv]); a weak secret refuses [New] with how
+// to generate a strong one ([CheckSecret]). Every authentication, by form
+// or header, is throttled per client address and per token name (429 with
+// Retry-After). With a token, a person signs in at
 // /login (the session cookie is HttpOnly, SameSite=Strict and
 // HMAC-signed with a per-process key) and every POST must carry the
 // session's CSRF token; a script instead sends "Authorization: Bearer
-// <token>", which needs no CSRF token because a browser never adds that
+// <token>" (or Basic with the token's name as the user), which needs no CSRF token because a browser never adds that
 // header by itself. Pages are escaped by templ and served under a
 // Content-Security-Policy that allows only the dashboard's own script and
 // stylesheet. A [Config.DSN] is never rendered, and error text that quotes

@@ -23,7 +23,7 @@ import (
 )
 
 const (
-	testToken = "s3cret-dashboard-token"
+	testToken = "s3cret-Dashboard-token-0123456789abcdef"
 	xss       = `<img src=x onerror=alert(1)>`
 	testDSN   = "postgres://adk:hunter2-pw@db.internal:5432/adk?sslmode=disable"
 )

@@ -33,7 +33,7 @@ func (s *Server) chrome(c echo.Context, title, nav, queue string) view.Chrome {
 		Active:   nav,
 		Queue:    queue,
 		Backing:  s.cfg.Backing,
-		Writable: s.auth.enabled(),
+		Writable: s.auth.writable(),
 		Authed:   s.auth.mayAct(c),
 		Now:      s.cfg.Clock.Now(),
 	}
@@ -49,8 +49,10 @@ func (s *Server) chrome(c echo.Context, title, nav, queue string) view.Chrome {
 	switch {
 	case !ch.Writable:
 		ch.ReadOnlyReason = readOnlyReason
+	case !ch.Authed && s.auth.tokenOf(c) != nil:
+		ch.ReadOnlyReason = "token " + strconv.Quote(s.auth.tokenOf(c).Name) + " is read-only: sign in with a read-write token to requeue or purge"
 	case !ch.Authed:
-		ch.ReadOnlyReason = "sign in with the dashboard token to requeue or purge"
+		ch.ReadOnlyReason = "sign in with a read-write dashboard token to requeue or purge"
 	}
 	if qs, err := s.cfg.Inspector.Queues(c.Request().Context()); err == nil {
 		slices.Sort(qs)
@@ -472,9 +474,9 @@ func (s *Server) health(c echo.Context) (view.Health, int, error) {
 		worst.Checks = append(worst.Checks, contract.HealthCheck{Status: ck.Status})
 	}
 	p.Status = worst.Status()
-	mode := "read-only (no token configured)"
-	if s.auth.enabled() {
-		mode = "actions enabled for token holders"
+	mode := "read-only (no read-write token configured)"
+	if s.auth.writable() {
+		mode = "actions enabled for read-write token holders"
 	}
 	p.Details = append(p.Details, view.KV{Key: "dashboard mode", Value: mode})
 	return p, http.StatusOK, nil

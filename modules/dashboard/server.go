@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 
+	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/dashboard/internal/view"
 )
 
@@ -28,6 +29,7 @@ type Server struct {
 	cfg     Config
 	echo    *echo.Echo
 	auth    *auth
+	trusted []*net.IPNet
 	sampler *sampler
 	metrics *metrics
 	closing sync.Once
@@ -40,11 +42,15 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := newAuth(cfg.Token, cfg.SessionTTL, cfg.Clock)
+	a, err := newAuth(tokensOf(cfg), cfg.SessionTTL, cfg.Clock)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, auth: a, sampler: newSampler(cfg.Inspector, cfg.Clock, cfg.SampleEvery, cfg.SampleKeep, cfg.HistoryEvery, cfg.HistoryKeep)}
+	trusted, err := parseProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, auth: a, trusted: trusted, sampler: newSampler(cfg.Inspector, cfg.Clock, cfg.SampleEvery, cfg.SampleKeep, cfg.HistoryEvery, cfg.HistoryKeep)}
 	if s.metrics, err = newMetrics(s.sampler); err != nil {
 		return nil, err
 	}
@@ -71,6 +77,17 @@ func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	// The client address the throttle and the audit trail use: the
+	// connection's, unless it comes from a proxy the Config trusts.
+	e.IPExtractor = echo.ExtractIPDirect()
+	if len(s.cfg.TrustedProxies) > 0 {
+		var opts []echo.TrustOption
+		opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+		for _, n := range s.trusted {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	}
 	otelOpts := []otelecho.Option{}
 	if s.cfg.TracerProvider != nil {
 		otelOpts = append(otelOpts, otelecho.WithTracerProvider(s.cfg.TracerProvider))
@@ -194,4 +211,26 @@ func hostCheck(allowed []string) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// parseProxies reads the trusted proxies: addresses or CIDR ranges.
+func parseProxies(list []string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, p := range list {
+		if !strings.Contains(p, "/") {
+			if ip := net.ParseIP(p); ip != nil {
+				bits := 128
+				if ip.To4() != nil {
+					bits = 32
+				}
+				p = fmt.Sprintf("%s/%d", p, bits)
+			}
+		}
+		_, n, err := net.ParseCIDR(p)
+		if err != nil {
+			return nil, &contract.ValidationError{Field: "Config.TrustedProxies", Problem: fmt.Sprintf("holds %q; give an address (10.0.0.7) or a range (10.0.0.0/8)", p)}
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

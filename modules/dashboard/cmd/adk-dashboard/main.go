@@ -10,7 +10,11 @@
 //
 // The DSNs may come from ADK_REDIS_DSN / ADK_POSTGRES_DSN instead (better:
 // a flag shows in the process list). Requeue and purge are enabled only
-// when ADK_DASHBOARD_TOKEN is set. When an OTLP endpoint is configured
+// for a read-write token: ADK_DASHBOARD_TOKEN (one, over every tenant),
+// or named tokens, read-only or read-write, over every tenant or some,
+// from ADK_DASHBOARD_TOKENS or the file ADK_DASHBOARD_TOKENS_FILE names
+// (see dashboard.ParseTokens). A weak token refuses the start, with how
+// to generate a strong one. When an OTLP endpoint is configured
 // (OTEL_EXPORTER_OTLP_ENDPOINT and the other standard OTEL_* variables),
 // requests and the demo's queue calls are exported as traces.
 package main
@@ -31,7 +35,6 @@ import (
 
 	"github.com/adkit/adk/modules/adkotel"
 	"github.com/adkit/adk/modules/backing"
-	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/runner"
 	"github.com/adkit/adk/modules/dashboard"
 	"github.com/adkit/adk/modules/dashboard/demo"
@@ -52,7 +55,8 @@ type options struct {
 	backing backing.Config
 	queue   string
 	demo    bool
-	token   contract.Secret
+	tokens  []dashboard.Token
+	proxies []string
 	verbose bool
 	// tracing is on when an OTLP endpoint is configured: requests, and the
 	// demo's queue calls, are exported through adkotel.Setup.
@@ -70,11 +74,16 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.BoolVar(&o.demo, "demo", false, "run a synthetic 20-tenant workload on the backing")
 	fs.BoolVar(&o.backing.ApplySchema, "apply-schema", false, "PostgreSQL only: apply the expected schema first (development databases only)")
 	fs.BoolVar(&o.verbose, "v", false, "log sampler, action and workload events")
+	fs.Func("trusted-proxy", "address or CIDR range of a reverse proxy whose X-Forwarded-For names the client (repeatable)", func(v string) error {
+		o.proxies = append(o.proxies, v)
+		return nil
+	})
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: adk-dashboard [flags]\n\nRequeue and purge are enabled when ADK_DASHBOARD_TOKEN is set.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: adk-dashboard [flags]\n\nRequeue and purge are enabled for read-write tokens: ADK_DASHBOARD_TOKEN, or named tokens in\nADK_DASHBOARD_TOKENS or the file ADK_DASHBOARD_TOKENS_FILE names (one a line, e.g.\nname=acme&access=read-write&tenant=acme&secret=...). Generate a secret with `openssl rand -hex 32`.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -85,7 +94,14 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	// the listener's health on the health page.
 	o.backing.Listen = true
 	o.backing.Warn = func(msg string) { fmt.Fprintln(stderr, "adk-dashboard: warning:", msg) }
-	o.token = contract.Secret(getenv("ADK_DASHBOARD_TOKEN"))
+	// Tokens are checked before any connection is made: a weak one
+	// refuses the start with how to generate a strong one.
+	if o.tokens, err = dashboard.TokensFromEnv(getenv); err != nil {
+		return o, err
+	}
+	if err := dashboard.ValidateTokens(o.tokens); err != nil {
+		return o, err
+	}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
 		o.tracing = o.tracing || getenv(k) != ""
 	}
@@ -132,7 +148,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	loopback := isLoopback(ln.Addr())
 	cfg := dashboard.Config{
 		Queue: b.Queue, Inspector: b.Inspector, State: b.State,
-		Backing: b.Name, DSN: b.DSN, Token: o.token, DefaultQueue: o.queue, Logger: logger,
+		Backing: b.Name, DSN: b.DSN, Tokens: o.tokens, TrustedProxies: o.proxies, DefaultQueue: o.queue, Logger: logger,
 	}
 	if loopback {
 		cfg.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
@@ -201,10 +217,19 @@ func announce(w io.Writer, addr net.Addr, backing string, o options, loopback bo
 		what += ", demo workload running (20 tenants, one noisy)"
 	}
 	fmt.Fprintln(w, "  "+what)
-	if o.token.IsSet() {
-		fmt.Fprintln(w, "  actions: enabled; sign in with the value of ADK_DASHBOARD_TOKEN")
-	} else {
-		fmt.Fprintln(w, "  actions: read-only (set ADK_DASHBOARD_TOKEN to enable requeue and purge)")
+	writers := 0
+	for _, t := range o.tokens {
+		if t.Access == dashboard.ReadWrite {
+			writers++
+		}
+	}
+	switch {
+	case len(o.tokens) == 0:
+		fmt.Fprintln(w, "  actions: read-only (set ADK_DASHBOARD_TOKEN, or ADK_DASHBOARD_TOKENS, to enable requeue and purge)")
+	case writers == 0:
+		fmt.Fprintf(w, "  actions: read-only (%d token(s), none read-write)\n", len(o.tokens))
+	default:
+		fmt.Fprintf(w, "  actions: enabled for %d read-write token(s) of %d; sign in at /login\n", writers, len(o.tokens))
 	}
 	if !loopback {
 		fmt.Fprintln(w, "  warning: listening beyond loopback; put TLS in front and set a strong token")

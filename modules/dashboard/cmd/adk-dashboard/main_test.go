@@ -29,9 +29,11 @@ func env(kv ...string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
+const strongToken = "c0ffee-Dashboard-token-0123456789abcdef"
+
 func TestParse(t *testing.T) {
-	o, err := parse(nil, env("ADK_REDIS_DSN", "redis://:pw@127.0.0.1:6379/0", "ADK_DASHBOARD_TOKEN", "t"), io.Discard)
-	if err != nil || o.backing.Kind() != backing.Redis || o.addr != "127.0.0.1:8080" || !o.token.IsSet() {
+	o, err := parse(nil, env("ADK_REDIS_DSN", "redis://:pw@127.0.0.1:6379/0", "ADK_DASHBOARD_TOKEN", strongToken), io.Discard)
+	if err != nil || o.backing.Kind() != backing.Redis || o.addr != "127.0.0.1:8080" || len(o.tokens) != 1 {
 		t.Fatalf("parse: %+v %v", o, err)
 	}
 	if _, err := parse(nil, env("ADK_REDIS_DSN", "redis://x", "ADK_POSTGRES_DSN", "postgres://y"), io.Discard); err == nil {
@@ -42,6 +44,25 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := parse([]string{"extra"}, env(), io.Discard); err == nil {
 		t.Error("stray argument accepted")
+	}
+}
+
+// TestWeakTokenRefusesStart: a weak token stops the command before it
+// opens anything, with how to generate a strong one, and never quotes it.
+func TestWeakTokenRefusesStart(t *testing.T) {
+	for _, e := range []func(string) string{
+		env("ADK_DASHBOARD_TOKEN", "a"),
+		env("ADK_DASHBOARD_TOKEN", "s3cret-but-short"),
+		env("ADK_DASHBOARD_TOKENS", "name=acme&tenant=acme&secret=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+	} {
+		var stdout strings.Builder
+		err := run(t.Context(), []string{"--addr", "127.0.0.1:0"}, e, &stdout, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "openssl rand -hex 32") || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "aaaaaaaa") {
+			t.Errorf("weak token: %v", err)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("the command announced itself: %q", stdout.String())
+		}
 	}
 }
 

@@ -68,7 +68,7 @@ func LoginView(p Login) templ.Component {
 				}
 			} else {
 				if p.Failed {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p class=\"flash err\" data-testid=\"login-failed\">That token is not the one this dashboard was started with.</p>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p class=\"flash err\" data-testid=\"login-failed\">That is not one of the tokens this dashboard was started with.</p>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -86,7 +86,7 @@ func LoginView(p Login) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "\"> <label>token <input type=\"password\" name=\"token\" autocomplete=\"current-password\" required data-testid=\"login-token\"></label> <button type=\"submit\" class=\"primary\" data-testid=\"login-submit\">sign in</button></form><p class=\"muted\">The token is the value of ADK_DASHBOARD_TOKEN the dashboard was started with.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "\"> <label>token name <small class=\"muted\">(optional)</small> <input type=\"text\" name=\"name\" autocomplete=\"username\" data-testid=\"login-name\"></label> <label>token <input type=\"password\" name=\"token\" autocomplete=\"current-password\" required data-testid=\"login-token\"></label> <button type=\"submit\" class=\"primary\" data-testid=\"login-submit\">sign in</button></form><p class=\"muted\">A token is the value of ADK_DASHBOARD_TOKEN, or the secret of one of the tokens of ADK_DASHBOARD_TOKENS. Naming it is optional: a named sign-in is throttled on its own, apart from unnamed guesses.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
