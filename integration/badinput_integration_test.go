@@ -39,6 +39,8 @@ type backing struct {
 	pool *pgxpool.Pool
 	// extra are refusals only this backing has.
 	extra []badCase
+	// clock is the fake clock every backing of the set reads.
+	clock *contracttest.FakeClock
 }
 
 // The names every backing must keep apart: ':' and braces are valid in
@@ -162,6 +164,9 @@ func backingsUnderTest(t *testing.T) []backing {
 			}},
 		},
 	})
+	for i := range out {
+		out[i].clock = clock
+	}
 	return out
 }
 

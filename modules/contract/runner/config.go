@@ -91,7 +91,16 @@ type Config struct {
 	// made during shutdown run on a context that is not cancelled with
 	// Run's, so they get this long too. 0 means DefaultSettleTimeout.
 	SettleTimeout time.Duration
-	// Clock reads the time for lease arithmetic; nil means the wall clock.
+	// Schedules, when set, makes the runner enqueue periodic work too:
+	// one item per tick of each schedule, exactly once per tick however
+	// many processes run the same schedules (see Periodic). They go to
+	// the runner's queue; a schedule's Queue may name another one.
+	Schedules []Schedule
+	// ScheduleState keeps the cursors of CatchUp schedules (see
+	// PeriodicConfig.State); nil when every schedule skips missed ticks.
+	ScheduleState contract.StateStore
+	// Clock reads the time for lease arithmetic (and for the ticks of
+	// Schedules); nil means the wall clock.
 	Clock contract.Clock
 	// Middleware wraps the handler, the first entry outermost. Package
 	// adkotel provides one that runs each handler in a process span.

@@ -63,6 +63,38 @@
 // and settle settings are the runner's and apply to every queue; stopping
 // gives every queue's handlers the same grace period.
 //
+// # Periodic work
+//
+// Config.Schedules (or a [Periodic] of its own, in a process that only
+// schedules) enqueues one item per tick of each [Schedule]: a fixed
+// interval (Every, aligned on the Unix epoch) or a cron expression read
+// in a time zone.
+//
+//	r, err := runner.New(queue, handle, runner.Config{Queue: "agent-steps", Schedules: []runner.Schedule{
+//		{Name: "nightly-digest", Cron: "0 3 * * *", Location: berlin, Tenant: "ops"},
+//		{Name: "refresh-tools", Every: 15 * time.Minute},
+//	}})
+//
+// Every process may run the same schedules; there is no leader. A tick's
+// item ID is derived from the schedule and the tick
+// (nightly-digest@2026-12-02T02:00:00Z), and the item is enqueued ahead
+// of time, between Horizon+Lead and Lead before its tick, due at the tick.
+// Until the tick the item waits in the queue, so every other process's
+// enqueue of the same tick finds it there and is a no-op; after the tick
+// no process enqueues it any more. That makes each tick run once,
+// provided the clocks of the processes and of the queue agree to better
+// than Lead (2 s by default; NTP keeps hosts within milliseconds). The
+// item's Metadata names its schedule and tick (MetaSchedule, MetaTick).
+//
+// Ticks that pass while no process runs the schedule are skipped by
+// default (SkipMissed). With CatchUp the schedule keeps a cursor (the
+// latest tick enqueued) in a StateStore; the first process to start
+// after downtime moves the cursor over the missed ticks with a versioned
+// write and enqueues them (at most MaxCatchUp, the latest). Of several
+// processes starting together exactly one wins them; if that process
+// dies between moving the cursor and enqueueing, those missed ticks are
+// lost rather than run twice.
+//
 // # Stopping
 //
 // Cancelling Run's context stops claiming. Running handlers get Grace to

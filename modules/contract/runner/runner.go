@@ -16,10 +16,11 @@ import (
 // and runs a Handler on each. Build it with New; a Runner runs once at a
 // time (Run may be called again after it returned).
 type Runner struct {
-	q       contract.WorkQueue
-	cfg     Config
-	queues  []queueSpec
-	running atomic.Bool
+	q        contract.WorkQueue
+	cfg      Config
+	queues   []queueSpec
+	periodic *Periodic // nil without Config.Schedules
+	running  atomic.Bool
 }
 
 // queueSpec is one served queue with its handler wrapped in the
@@ -62,8 +63,24 @@ func New(q contract.WorkQueue, h Handler, cfg Config) (*Runner, error) {
 		}
 		specs[i] = queueSpec{QueueConfig: qc, handler: handler}
 	}
-	return &Runner{q: q, cfg: cfg, queues: specs}, nil
+	r := &Runner{q: q, cfg: cfg, queues: specs}
+	if len(cfg.Schedules) > 0 {
+		pcfg, scheds, err := PeriodicConfig{
+			Schedules: cfg.Schedules, State: cfg.ScheduleState, Clock: cfg.Clock,
+			Logger: cfg.Logger, OnError: cfg.OnError,
+		}.withDefaults("Config.", "Config.ScheduleState")
+		if err != nil {
+			return nil, err
+		}
+		r.periodic = &Periodic{q: q, cfg: pcfg, sched: scheds}
+	}
+	return r, nil
 }
+
+// Periodic returns the runner's Periodic, or nil when Config.Schedules
+// is empty. Its Pass lets a test enqueue the ticks after moving the
+// clock.
+func (r *Runner) Periodic() *Periodic { return r.periodic }
 
 // Config returns the runner's configuration with the defaults filled in.
 // Its Queues lists every queue served, the single queue included.
@@ -119,6 +136,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer stopReaping()
 	if cfg.ReapInterval > 0 {
 		background.Go(func() { rn.reapLoop(reapCtx) })
+	}
+	if r.periodic != nil {
+		background.Go(func() { _ = r.periodic.Run(reapCtx) })
 	}
 
 	var claiming sync.WaitGroup
