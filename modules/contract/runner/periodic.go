@@ -20,6 +20,7 @@ const (
 	DefaultScheduleTenant   = "periodic"
 	DefaultPeriodicInterval = time.Second
 	DefaultPeriodicLead     = 2 * time.Second
+	DefaultPeriodicHorizon  = 10 * time.Second
 	DefaultMaxCatchUp       = 100
 )
 
@@ -100,9 +101,9 @@ type PeriodicConfig struct {
 	// (and of the queue's server) must agree to better than this: see
 	// the package documentation.
 	Lead time.Duration
-	// Horizon is how far past Lead ticks are enqueued ahead; 0 means ten
-	// Intervals. It must be at least two Intervals, so that a late pass
-	// leaves no gap.
+	// Horizon is how far past Lead ticks are enqueued ahead; 0 means
+	// DefaultPeriodicHorizon or ten Intervals, whichever is longer. It
+	// must be at least two Intervals, so that a late pass leaves no gap.
 	Horizon time.Duration
 	// Logger and OnError receive what a pass cannot return, as for a
 	// Runner.
@@ -166,7 +167,7 @@ func (cfg PeriodicConfig) withDefaults(prefix, stateField string) (PeriodicConfi
 		cfg.Lead = DefaultPeriodicLead
 	}
 	if cfg.Horizon == 0 {
-		cfg.Horizon = 10 * cfg.Interval
+		cfg.Horizon = max(DefaultPeriodicHorizon, 10*cfg.Interval)
 	}
 	if cfg.Horizon < 2*cfg.Interval {
 		return cfg, nil, bad("Horizon", fmt.Sprintf("is %v with Interval %v; give at least two Intervals so a late pass leaves no gap", cfg.Horizon, cfg.Interval))

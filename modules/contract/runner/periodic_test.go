@@ -50,7 +50,7 @@ func TestPeriodicEnqueuesAheadOfTheTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := p.Config()
-	if cfg.Lead != runner.DefaultPeriodicLead || cfg.Horizon != 10*runner.DefaultPeriodicInterval {
+	if cfg.Lead != runner.DefaultPeriodicLead || cfg.Horizon != runner.DefaultPeriodicHorizon {
 		t.Fatalf("defaults: lead %v horizon %v", cfg.Lead, cfg.Horizon)
 	}
 	ctx := context.Background()
@@ -370,5 +370,64 @@ func TestRunnerRunsItsSchedules(t *testing.T) {
 	}
 	if n := len(ran); n < 12 {
 		t.Fatalf("%d periodic items ran, want the 5s ticks of a minute and the hourly one", n)
+	}
+}
+
+func TestPeriodicRunPassesUntilCancelled(t *testing.T) {
+	clock := contracttest.NewFakeClock(time.Time{})
+	store := newStore(clock)
+	var errs []error
+	var mu sync.Mutex
+	p, err := runner.NewPeriodic(store, runner.PeriodicConfig{Clock: clock, Interval: 5 * time.Millisecond,
+		Schedules: []runner.Schedule{{Name: "tick", Every: time.Second}},
+		OnError:   func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	// The passes follow the clock: moved a second at a time, faster than
+	// the passes come, the clock still finds every tick enqueued.
+	seen := map[string]int{}
+	waitFor(t, "ten ticks claimed", func() bool {
+		leases, err := store.Claim(context.Background(), contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 100})
+		if errors.Is(err, contract.ErrEmpty) && clock.Now().Before(contracttest.FakeEpoch.Add(time.Hour)) {
+			clock.Advance(time.Second)
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range leases {
+			seen[l.Item.ID]++
+		}
+		if err := store.Complete(context.Background(), leases...); err != nil {
+			t.Fatal(err)
+		}
+		return len(seen) >= 10
+	})
+	var first time.Time
+	for id := range seen {
+		tick, _ := time.Parse(time.RFC3339, id[len("tick@"):])
+		if first.IsZero() || tick.Before(first) {
+			first = tick
+		}
+	}
+	for i := range len(seen) {
+		if id := tickID("tick", first.Add(time.Duration(i)*time.Second)); seen[id] != 1 {
+			t.Fatalf("%s ran %d times; claimed %v", id, seen[id], seen)
+		}
+	}
+	waitFor(t, "a second Run to be refused", func() bool { return p.Run(ctx) != nil })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run returned %v after cancel", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) != 0 {
+		t.Fatalf("passes failed: %v", errs)
 	}
 }
