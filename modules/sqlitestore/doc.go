@@ -1,0 +1,52 @@
+// Package sqlitestore is the embedded durable backing: a
+// contract.StateStore ([SQLiteStateStore]), a fair, leased
+// contract.WorkQueue ([SQLiteWorkQueue], also an Inspector, a Waker and a
+// CompleteClaimer) and a claim-check blob store ([BlobStore]) on one
+// SQLite file, through database/sql and the pure-Go driver
+// modernc.org/sqlite. An agent that runs on one host keeps its runs
+// without a server.
+//
+// Open the file with [OpenDB], which asks every connection for WAL mode,
+// a busy timeout and synchronous=FULL, then build the backings on it:
+//
+//	db, err := sqlitestore.OpenDB("adk.db", sqlitestore.Settings{})
+//	...
+//	runs, err := sqlitestore.OpenStateStore(ctx, db, nil, sqlitestore.Settings{})
+//	work, err := sqlitestore.OpenWorkQueue(ctx, db, nil, sqlitestore.Settings{})
+//
+// # Schema
+//
+// The Open functions create the schema ([ExpectedSchema]) in a file that
+// holds no table, in one transaction, and verify any other file: a
+// schema version other than [SchemaVersion], a missing table, a journal
+// mode other than WAL, a busy timeout of zero or a synchronous level
+// below what Settings.Durability asks for are each refused with a
+// *contract.SchemaError or *contract.PreflightError that names the fix.
+// A file that holds a schema is never altered.
+//
+// # Writes and processes
+//
+// Every write is one BEGIN IMMEDIATE transaction: it holds the file's
+// write lock from its first statement, so a claim's read of the rotation
+// and its leases are one step, in this process or across several that
+// share the file. Writers of one backing take turns in process before
+// they ask for the lock; writers of other processes wait on the busy
+// timeout. Reads run beside writes (WAL).
+//
+// # Durability
+//
+// With the default DurabilityFull every commit syncs the write-ahead log,
+// so a write that returned survives a power cut, and a fencing token,
+// taken from a counter in the file inside the claim's transaction, is
+// never issued twice. DurabilityNormal skips that sync: nothing is lost
+// when the process dies, but a power cut may roll back the last commits,
+// tokens included.
+//
+// # Bound
+//
+// Bound(tx) runs a store's or queue's calls inside the caller's
+// transaction, so a run and the work it enqueues commit together or not
+// at all. A bound queue refuses Claim, Heartbeat and CompleteAndClaim: a
+// rolled-back transaction leaves no trace in the file, token counter
+// included.
+package sqlitestore

@@ -1,0 +1,233 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// execer runs SQL: *sql.DB, *sql.Conn and *sql.Tx all do.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// counters are shared by a backing and the adapters Bound derives from
+// it.
+type counters struct {
+	writes     atomic.Int64
+	gateWaits  atomic.Int64 // writes that waited for another write of this backing
+	busyWaits  atomic.Int64 // BEGIN IMMEDIATEs that waited for another connection's write lock
+	busyNanos  atomic.Int64
+	busyFailed atomic.Int64 // writes that gave up after the busy timeout
+	wakes      atomic.Int64
+	lastWake   atomic.Int64
+}
+
+// busyWaitFloor is how long a BEGIN IMMEDIATE may take before it counts
+// as having waited for another connection's lock; an uncontended one
+// takes microseconds.
+const busyWaitFloor = time.Millisecond
+
+// db runs a backing's statements: reads on the pool, each write in a
+// BEGIN IMMEDIATE transaction on one connection, and every statement
+// inside the caller's transaction when bound.
+type db struct {
+	sql   *sql.DB
+	tx    *sql.Tx
+	gate  chan struct{} // one writer of this backing at a time
+	stats *counters
+}
+
+func newDB(d *sql.DB) *db {
+	return &db{sql: d, gate: make(chan struct{}, 1), stats: &counters{}}
+}
+
+func (d *db) boundTo(tx *sql.Tx) *db {
+	return &db{sql: d.sql, tx: tx, gate: d.gate, stats: d.stats}
+}
+
+func (d *db) bound() bool { return d.tx != nil }
+
+// read runs fn on the pool, or in the caller's transaction when bound.
+func (d *db) read(ctx context.Context, fn func(ctx context.Context, e execer) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d.tx != nil {
+		return fn(ctx, d.tx)
+	}
+	return fn(ctx, d.sql)
+}
+
+// write runs fn in a write transaction: the caller's when bound, else a
+// BEGIN IMMEDIATE one on a connection of the pool, committed when fn
+// returns nil. Writers of one backing take turns in process before they
+// ask SQLite for the lock, so they never sleep in SQLite's busy handler
+// waiting for each other; the busy timeout is left to writers of other
+// processes and other backings on the file.
+func (d *db) write(ctx context.Context, fn func(ctx context.Context, e execer) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d.tx != nil {
+		return fn(ctx, d.tx)
+	}
+	select {
+	case d.gate <- struct{}{}:
+	default:
+		d.stats.gateWaits.Add(1)
+		select {
+		case d.gate <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() { <-d.gate }()
+	c, err := d.sql.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	d.stats.writes.Add(1)
+	start := time.Now()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		if isBusy(err) {
+			d.stats.busyFailed.Add(1)
+		}
+		return err
+	}
+	if waited := time.Since(start); waited >= busyWaitFloor {
+		d.stats.busyWaits.Add(1)
+		d.stats.busyNanos.Add(int64(waited))
+	}
+	err = fn(ctx, c)
+	if err == nil {
+		// The commit runs whatever the caller's context says now: the
+		// transaction is whole, and half a commit is not a thing.
+		if _, err = c.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err == nil {
+			return nil
+		}
+	}
+	if _, rerr := c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+		// An interrupted statement may have rolled the transaction back
+		// already; either way this connection's state is unknown, so it
+		// leaves the pool.
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return err
+}
+
+// sqliteCode returns the primary result code of a SQLite error, 0 for
+// any other error.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// SQLite's primary result codes that matter here.
+const (
+	codeBusy     = 5
+	codeLocked   = 6
+	codeReadOnly = 8
+	codeIOErr    = 10
+	codeCorrupt  = 11
+	codeFull     = 13
+	codeCantOpen = 14
+	codeNotADB   = 26
+)
+
+func isBusy(err error) bool {
+	c := sqliteCode(err)
+	return c == codeBusy || c == codeLocked
+}
+
+// unavailable reports errors that say the file cannot be written or read
+// now (locked past the busy timeout, a full disk, an I/O error), rather
+// than that a statement was wrong.
+func unavailable(err error) bool {
+	switch sqliteCode(err) {
+	case codeBusy, codeLocked, codeReadOnly, codeIOErr, codeFull, codeCantOpen:
+		return true
+	}
+	return errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn)
+}
+
+// passThrough reports errors that go back to the caller as they are.
+func passThrough(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var (
+		v  *contract.ValidationError
+		ll *contract.LeaseLostError
+		sc *contract.StateConflictError
+		sp *contract.StatePersistenceError
+		qu *contract.QueueUnavailableError
+		se *contract.SchemaError
+		pe *contract.PreflightError
+		co *contract.CounterOverflowError
+	)
+	return errors.Is(err, contract.ErrNotFound) || errors.Is(err, contract.ErrEmpty) ||
+		errors.As(err, &v) || errors.As(err, &ll) || errors.As(err, &sc) || errors.As(err, &sp) ||
+		errors.As(err, &qu) || errors.As(err, &se) || errors.As(err, &pe) || errors.As(err, &co)
+}
+
+// interrupted turns SQLite's answer to a cancelled call back into the
+// context's error.
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && !passThrough(err) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// stateErr maps a driver error for the state store.
+func stateErr(ctx context.Context, err error) error {
+	err = interrupted(ctx, err)
+	if err == nil || passThrough(err) {
+		return err
+	}
+	if unavailable(err) {
+		return &contract.StatePersistenceError{Reason: contract.ReasonUnavailable, Transient: true, Err: err}
+	}
+	return schemaErr(err)
+}
+
+// queueErr maps a driver error for the queue.
+func queueErr(ctx context.Context, err error) error {
+	err = interrupted(ctx, err)
+	if err == nil || passThrough(err) {
+		return err
+	}
+	if unavailable(err) {
+		return &contract.QueueUnavailableError{Err: err}
+	}
+	return schemaErr(err)
+}
+
+// schemaErr names a file that is not a database, or lacks a table, with
+// the fix.
+func schemaErr(err error) error {
+	switch code := sqliteCode(err); {
+	case code == codeNotADB, code == codeCorrupt:
+		return &contract.SchemaError{Object: "database file", Found: "not a readable SQLite database (" + err.Error() + ")", Want: "a file Open created",
+			Fix: "point the backing at the file it created, or at a new path (Open creates the schema in an empty file)"}
+	case code == 1 && strings.Contains(err.Error(), "no such "):
+		return &contract.SchemaError{Object: "table or column", Found: "missing (" + err.Error() + ")", Want: "the tables of schema version 1",
+			Fix: "open the file with OpenStateStore or OpenWorkQueue, which create the schema in an empty file and verify it in an existing one"}
+	}
+	return err
+}

@@ -1,0 +1,1 @@
+DELETE FROM adk_blobs WHERE tenant = ? AND ref = ?

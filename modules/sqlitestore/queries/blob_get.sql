@@ -1,0 +1,1 @@
+SELECT data FROM adk_blobs WHERE tenant = ? AND ref = ?

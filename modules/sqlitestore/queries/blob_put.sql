@@ -1,0 +1,1 @@
+INSERT INTO adk_blobs (tenant, ref, data, created_at) VALUES (?, ?, ?, ?)

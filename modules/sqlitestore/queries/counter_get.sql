@@ -1,0 +1,1 @@
+SELECT value FROM adk_counters WHERE name = ?

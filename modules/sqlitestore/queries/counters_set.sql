@@ -1,0 +1,1 @@
+UPDATE adk_counters SET value = ?2 WHERE name = ?1

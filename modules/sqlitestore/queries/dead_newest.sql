@@ -1,0 +1,6 @@
+-- Dead letters at or before the cursor's place, newest first.
+SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error,
+       enqueued_at, dead_at, worker, lease_expires_at, token, seq
+FROM adk_work
+WHERE queue = ?1 AND state = 'dead' AND (?2 = '' OR tenant = ?2) AND (?3 = '' OR id = ?3) AND seq <= ?4
+ORDER BY seq DESC

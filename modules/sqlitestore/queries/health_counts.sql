@@ -1,0 +1,1 @@
+SELECT coalesce(sum(state = 'queued'), 0), coalesce(sum(state = 'leased'), 0), coalesce(sum(state = 'dead'), 0) FROM adk_work

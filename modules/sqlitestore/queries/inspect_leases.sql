@@ -1,0 +1,5 @@
+SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error,
+       enqueued_at, dead_at, worker, lease_expires_at, token
+FROM adk_work
+WHERE queue = ?1 AND state = 'leased' AND (lease_expires_at, token) > (?2, ?3)
+ORDER BY lease_expires_at, token LIMIT ?4

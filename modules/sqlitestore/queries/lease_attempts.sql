@@ -1,0 +1,1 @@
+SELECT attempts FROM adk_work WHERE queue = ? AND tenant = ? AND id = ? AND state = 'leased' AND token = ?

@@ -1,0 +1,1 @@
+SELECT stamp, turn FROM adk_queues WHERE queue = ?

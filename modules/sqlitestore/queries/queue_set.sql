@@ -1,0 +1,1 @@
+UPDATE adk_queues SET stamp = ?2, turn = ?3 WHERE queue = ?1

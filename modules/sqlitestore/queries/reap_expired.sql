@@ -1,0 +1,3 @@
+SELECT tenant, id, attempts FROM adk_work
+WHERE queue = ?1 AND state = 'leased' AND lease_expires_at <= ?2
+ORDER BY lease_expires_at, token

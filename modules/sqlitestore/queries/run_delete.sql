@@ -1,0 +1,1 @@
+DELETE FROM adk_runs WHERE tenant = ? AND id = ?

@@ -1,0 +1,634 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/policy"
+)
+
+// SQLiteWorkQueue is a contract.WorkQueue on one SQLite file. Every claim
+// and settle is one BEGIN IMMEDIATE transaction, so claimers in several
+// processes on one file take turns on the write lock and never lease one
+// item twice; every settle is fenced on the lease token, which comes from
+// a counter in the file. It is safe for concurrent use.
+type SQLiteWorkQueue struct {
+	db       *db
+	clock    contract.Clock
+	settings Settings
+	wakes    *wakeHub
+}
+
+var (
+	_ contract.WorkQueue       = (*SQLiteWorkQueue)(nil)
+	_ contract.CompleteClaimer = (*SQLiteWorkQueue)(nil)
+	_ contract.Waker           = (*SQLiteWorkQueue)(nil)
+	_ contract.Inspector       = (*SQLiteWorkQueue)(nil)
+	_ contract.StatsSource     = (*SQLiteWorkQueue)(nil)
+)
+
+// OpenWorkQueue returns a queue on db after Prepare has created the
+// schema in an empty file or verified an existing one.
+func OpenWorkQueue(ctx context.Context, d *sql.DB, clock contract.Clock, s Settings) (*SQLiteWorkQueue, error) {
+	q, err := NewWorkQueue(d, clock, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := Prepare(ctx, d, q.settings); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// NewWorkQueue returns a queue on db without preparing the file. A nil
+// clock means the system clock.
+func NewWorkQueue(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteWorkQueue, error) {
+	s, clock, err := prepare(d, clock, s)
+	if err != nil {
+		return nil, err
+	}
+	dd := newDB(d)
+	return &SQLiteWorkQueue{db: dd, clock: clock, settings: s, wakes: newWakeHub(d, s.PollInterval, dd.stats)}, nil
+}
+
+// Bound returns a queue that runs every call inside tx, the caller's
+// transaction: an enqueue commits with the run that asked for it. Its
+// wakes reach this process's subscribers through the file's change
+// counter once tx commits, within PollInterval. Claim, Heartbeat and
+// CompleteAndClaim are refused on a bound queue: SQLite forgets a
+// rolled-back transaction entirely, counter included, so a token handed
+// out inside one could be handed out again.
+func (q *SQLiteWorkQueue) Bound(tx *sql.Tx) *SQLiteWorkQueue {
+	b := *q
+	b.db = q.db.boundTo(tx)
+	return &b
+}
+
+func (q *SQLiteWorkQueue) refuseBound(call string) error {
+	if !q.db.bound() {
+		return nil
+	}
+	return &contract.ValidationError{Field: "Bound", Problem: call + " cannot run inside the caller's transaction: a token issued there is forgotten if it rolls back; call it on the queue Bound came from"}
+}
+
+// Enqueue adds the items in one transaction, all or none. An ID already
+// queued, leased or dead in its queue is left as it is, as is a repeat
+// within the batch.
+func (q *SQLiteWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
+	if err := contract.ValidateItems(items, q.settings.MaxValueBytes); err != nil {
+		return err
+	}
+	type row struct {
+		key  contract.ItemKey
+		item contract.Item
+		meta *string
+	}
+	rows := make([]row, 0, len(items))
+	seen := make(map[contract.ItemKey]bool, len(items))
+	perQueue := map[string]int64{}
+	for _, it := range items {
+		k := it.Key()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		var meta *string
+		if len(it.Metadata) > 0 {
+			b, err := json.Marshal(it.Metadata)
+			if err != nil {
+				return &contract.ValidationError{Field: "Item.Metadata", Problem: err.Error()}
+			}
+			s := string(b)
+			meta = &s
+		}
+		rows = append(rows, row{key: k, item: it, meta: meta})
+		perQueue[k.Queue]++
+	}
+	now := q.clock.Now()
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		seq, err := take(ctx, e, "seq", int64(len(rows)))
+		if err != nil {
+			return err
+		}
+		seq -= int64(len(rows))
+		stamps := map[string]int64{}
+		for name, n := range perQueue {
+			last, _, err := takeQueue(ctx, e, name, n, 0)
+			if err != nil {
+				return err
+			}
+			stamps[name] = last - n
+		}
+		for _, r := range rows {
+			seq++
+			stamps[r.key.Queue]++
+			due := later(r.item.NotBefore, now)
+			res, err := e.ExecContext(ctx, enqueueSQL, r.key.Queue, r.key.Tenant, r.key.ID, seq, nanos(due),
+				nanos(r.item.NotBefore), r.item.Payload, r.meta, nanos(now))
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := e.ExecContext(ctx, turnJoinSQL, r.key.Queue, r.key.Tenant, stamps[r.key.Queue], nanos(due)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return queueErr(ctx, err)
+	}
+	for name := range perQueue {
+		q.wake(name)
+	}
+	return nil
+}
+
+// later returns the later of a and b; an item due at once is due now, so
+// items enqueued one after another are served in that order.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// take takes n values of a counter and returns the last.
+func take(ctx context.Context, e execer, name string, n int64) (int64, error) {
+	var last int64
+	err := e.QueryRowContext(ctx, counterTakeSQL, name, n).Scan(&last)
+	return last, err
+}
+
+// takeQueue takes stamps and turns of a queue's counters and returns the
+// last of each.
+func takeQueue(ctx context.Context, e execer, queue string, stamps, turns int64) (int64, int64, error) {
+	var s, t int64
+	err := e.QueryRowContext(ctx, queueTakeSQL, queue, stamps, turns).Scan(&s, &t)
+	return s, t, err
+}
+
+// Claim leases up to req.Max due items, one per tenant per turn, tenants
+// in rotation order, round after round; contract.ErrEmpty when none is
+// due.
+func (q *SQLiteWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	if err := contract.ValidateClaim(req); err != nil {
+		return nil, err
+	}
+	if err := q.refuseBound("Claim"); err != nil {
+		return nil, err
+	}
+	var out []contract.Lease
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		var err error
+		out, err = q.claim(ctx, e, req)
+		return err
+	})
+	if err != nil {
+		return nil, queueErr(ctx, err)
+	}
+	if len(out) == 0 {
+		return nil, contract.ErrEmpty
+	}
+	return out, nil
+}
+
+// CompleteAndClaim completes done and claims req in one transaction. A
+// lost lease in done does not stop the claim: the leases claimed come
+// back with the *contract.LeaseLostError. A req.Max of 0 only completes.
+func (q *SQLiteWorkQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	if err := contract.ValidateCompleteAndClaim(done, req); err != nil {
+		return nil, err
+	}
+	if err := q.refuseBound("CompleteAndClaim"); err != nil {
+		return nil, err
+	}
+	var (
+		out  []contract.Lease
+		lost []contract.ItemKey
+	)
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		var err error
+		if lost, err = complete(ctx, e, done); err != nil {
+			return err
+		}
+		if req.Max > 0 {
+			out, err = q.claim(ctx, e, req)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, queueErr(ctx, err)
+	}
+	if lost != nil {
+		return out, &contract.LeaseLostError{Items: lost}
+	}
+	if req.Max > 0 && len(out) == 0 {
+		return nil, contract.ErrEmpty
+	}
+	return out, nil
+}
+
+// Heartbeat extends a live lease to now+extend under a new token.
+func (q *SQLiteWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
+	if err := contract.ValidateLease(l); err != nil {
+		return contract.Lease{}, err
+	}
+	if err := contract.ValidateExtend(extend); err != nil {
+		return contract.Lease{}, err
+	}
+	if err := q.refuseBound("Heartbeat"); err != nil {
+		return contract.Lease{}, err
+	}
+	now := q.clock.Now()
+	k := l.Key()
+	var out contract.Lease
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		token, err := take(ctx, e, "token", 1)
+		if err != nil {
+			return err
+		}
+		lease, err := scanLease(e.QueryRowContext(ctx, heartbeatSQL, k.Queue, k.Tenant, k.ID, l.Token, nanos(now), nanos(now.Add(extend)), token))
+		if errors.Is(err, sql.ErrNoRows) {
+			// The token bump rolls back with the refusal: nothing is written.
+			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		}
+		out = lease
+		return err
+	})
+	if err != nil {
+		return contract.Lease{}, queueErr(ctx, err)
+	}
+	return out, nil
+}
+
+// Complete removes the items of the leases whose tokens still match, in
+// one transaction; the others are named in a *contract.LeaseLostError.
+func (q *SQLiteWorkQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
+	for _, l := range leases {
+		if err := contract.ValidateLease(l); err != nil {
+			return err
+		}
+	}
+	var lost []contract.ItemKey
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		var err error
+		lost, err = complete(ctx, e, leases)
+		return err
+	})
+	if err != nil {
+		return queueErr(ctx, err)
+	}
+	if lost != nil {
+		return &contract.LeaseLostError{Items: lost}
+	}
+	return nil
+}
+
+// complete deletes the leased items in order and returns the keys of the
+// leases that no longer held theirs.
+func complete(ctx context.Context, e execer, leases []contract.Lease) ([]contract.ItemKey, error) {
+	var lost []contract.ItemKey
+	for _, l := range leases {
+		k := l.Key()
+		res, err := e.ExecContext(ctx, completeSQL, k.Queue, k.Tenant, k.ID, l.Token)
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			lost = append(lost, k)
+		}
+	}
+	return lost, nil
+}
+
+// Fail records cause against the lease and retries or dead-letters the
+// item as the policy decides.
+func (q *SQLiteWorkQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
+	if err := contract.ValidateLease(l); err != nil {
+		return policy.Decision{}, err
+	}
+	now := q.clock.Now()
+	k := l.Key()
+	var d policy.Decision
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		var attempts int
+		err := e.QueryRowContext(ctx, leaseAttemptsSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		}
+		if err != nil {
+			return err
+		}
+		d, err = q.settleFailed(ctx, e, k, attempts, cause, now)
+		return err
+	})
+	if err != nil {
+		return policy.Decision{}, queueErr(ctx, err)
+	}
+	if d.Retry {
+		q.wake(k.Queue)
+	}
+	return d, nil
+}
+
+// settleFailed ends a lease that failed with cause: back to the queue or
+// to the dead letter, as the policy decides.
+func (q *SQLiteWorkQueue) settleFailed(ctx context.Context, e execer, k contract.ItemKey, attempts int, cause error, now time.Time) (policy.Decision, error) {
+	attempts++
+	lastErr := contract.ErrorText(cause)
+	d := q.settings.Policy.Decide(attempts, cause, now)
+	seq, err := take(ctx, e, "seq", 1)
+	if err != nil {
+		return d, err
+	}
+	if !d.Retry {
+		_, err := e.ExecContext(ctx, burySQL, k.Queue, k.Tenant, k.ID, seq, nanos(now), attempts, lastErr)
+		return d, err
+	}
+	due := later(d.At, now)
+	if _, err := e.ExecContext(ctx, retrySQL, k.Queue, k.Tenant, k.ID, seq, nanos(due), nanos(d.At), attempts, lastErr); err != nil {
+		return d, err
+	}
+	return d, join(ctx, e, k, due)
+}
+
+// join puts a tenant's newly queued item in the rotation.
+func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time) error {
+	stamp, _, err := takeQueue(ctx, e, k.Queue, 1, 0)
+	if err != nil {
+		return err
+	}
+	_, err = e.ExecContext(ctx, turnJoinSQL, k.Queue, k.Tenant, stamp, nanos(due))
+	return err
+}
+
+// Reap hands every lease of the queue that has expired by now to the
+// policy, as a failure with contract.ErrLeaseExpired, in one transaction.
+func (q *SQLiteWorkQueue) Reap(ctx context.Context, queueName string) (int, error) {
+	name := contract.QueueName(queueName)
+	if err := contract.ValidateName("queue", name); err != nil {
+		return 0, err
+	}
+	now := q.clock.Now()
+	var n int
+	retried := false
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		type expired struct {
+			key      contract.ItemKey
+			attempts int
+		}
+		var list []expired
+		rows, err := e.QueryContext(ctx, reapExpiredSQL, name, nanos(now))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			x := expired{key: contract.ItemKey{Queue: name}}
+			if err := rows.Scan(&x.key.Tenant, &x.key.ID, &x.attempts); err != nil {
+				rows.Close()
+				return err
+			}
+			list = append(list, x)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		n, retried = 0, false
+		for _, x := range list {
+			d, err := q.settleFailed(ctx, e, x.key, x.attempts, contract.ErrLeaseExpired, now)
+			if err != nil {
+				return err
+			}
+			retried = retried || d.Retry
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, queueErr(ctx, err)
+	}
+	if retried {
+		q.wake(name)
+	}
+	return n, nil
+}
+
+// deadLetter is a dead item and its place in the dead-letter order.
+type deadLetter struct {
+	item contract.Item
+	seq  int64
+}
+
+// deadMatching calls fn on the queue's dead letters that match f, until
+// fn returns false: oldest first from the place after the cursor, or
+// newest first from the place at or before it (a cursor is the gap just
+// after the letter of that seq, so one position serves both ways).
+func deadMatching(ctx context.Context, e execer, f contract.DeadLetterFilter, newest bool, at *int64, fn func(deadLetter) bool) error {
+	name := contract.QueueName(f.Queue)
+	text, place := deadOldestSQL, int64(-1)
+	if newest {
+		text, place = deadNewestSQL, int64(math.MaxInt64)
+	}
+	if at != nil {
+		place = *at
+	}
+	rows, err := e.QueryContext(ctx, text, name, f.Tenant, f.ID, place)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d deadLetter
+		if d.item, _, err = scanItem(rows, &d.seq); err != nil {
+			return err
+		}
+		if !f.Matches(d.item) {
+			continue
+		}
+		if !fn(d) {
+			break
+		}
+	}
+	return rows.Err()
+}
+
+// DeadLetters pages through the queue's dead letters that match the
+// filter, oldest first, or newest first when asked.
+func (q *SQLiteWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
+	limit, err := contract.ValidateDeadQuery(dq)
+	if err != nil {
+		return contract.ItemPage{}, err
+	}
+	var at *int64
+	if dq.Page.Cursor != "" {
+		n, err := parseSeqCursor(dq.Page.Cursor)
+		if err != nil {
+			return contract.ItemPage{}, err
+		}
+		at = &n
+	}
+	out := contract.ItemPage{Items: []contract.Item{}}
+	err = q.db.read(ctx, func(ctx context.Context, e execer) error {
+		var last int64
+		skip := dq.Skip
+		return deadMatching(ctx, e, dq.DeadLetterFilter, dq.Newest, at, func(d deadLetter) bool {
+			if skip > 0 {
+				skip--
+				return true
+			}
+			if len(out.Items) == limit {
+				out.Next = seqCursor(last)
+				return false
+			}
+			out.Items = append(out.Items, d.item)
+			last = d.seq
+			if dq.Newest {
+				last-- // the gap below the letter, where the next page starts
+			}
+			return true
+		})
+	})
+	if err != nil {
+		return contract.ItemPage{}, queueErr(ctx, err)
+	}
+	return out, nil
+}
+
+// Requeue moves the matching dead letters back to their queue, due now,
+// with their attempts reset; LastError stays for the record.
+func (q *SQLiteWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
+	if err := contract.ValidateFilter(f); err != nil {
+		return 0, err
+	}
+	now := q.clock.Now()
+	var n int
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		keys, err := matchingKeys(ctx, e, f)
+		if err != nil || len(keys) == 0 {
+			n = 0
+			return err
+		}
+		seq, err := take(ctx, e, "seq", int64(len(keys)))
+		if err != nil {
+			return err
+		}
+		seq -= int64(len(keys))
+		for _, k := range keys {
+			seq++
+			if _, err := e.ExecContext(ctx, requeueSQL, k.Queue, k.Tenant, k.ID, seq, nanos(now)); err != nil {
+				return err
+			}
+			if err := join(ctx, e, k, now); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	if err != nil {
+		return 0, queueErr(ctx, err)
+	}
+	if n > 0 {
+		q.wake(contract.QueueName(f.Queue))
+	}
+	return n, nil
+}
+
+// Purge deletes the matching dead letters.
+func (q *SQLiteWorkQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
+	if err := contract.ValidateFilter(f); err != nil {
+		return 0, err
+	}
+	var n int
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		keys, err := matchingKeys(ctx, e, f)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if _, err := e.ExecContext(ctx, purgeSQL, k.Queue, k.Tenant, k.ID); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	if err != nil {
+		return 0, queueErr(ctx, err)
+	}
+	return n, nil
+}
+
+func matchingKeys(ctx context.Context, e execer, f contract.DeadLetterFilter) ([]contract.ItemKey, error) {
+	var keys []contract.ItemKey
+	err := deadMatching(ctx, e, f, false, nil, func(d deadLetter) bool {
+		keys = append(keys, d.item.Key())
+		return true
+	})
+	return keys, err
+}
+
+// itemColumns is the column list scanItem reads, in order.
+//
+//	queue, tenant, id, state, payload, metadata, not_before, attempts,
+//	last_error, enqueued_at, dead_at, worker, lease_expires_at, token
+//
+// scanItem reads an item row, then extra columns into extra; the lease
+// is filled when the item is leased.
+func scanItem(row scanner, extra ...any) (contract.Item, *contract.Lease, error) {
+	var (
+		it                             contract.Item
+		state                          string
+		meta                           sql.NullString
+		notBefore, enqueued, dead, exp int64
+		worker                         string
+		token                          int64
+	)
+	err := row.Scan(append([]any{&it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts, &it.LastError,
+		&enqueued, &dead, &worker, &exp, &token}, extra...)...)
+	if err != nil {
+		return it, nil, err
+	}
+	it.State = contract.ItemState(state)
+	if meta.Valid && meta.String != "" {
+		if err := json.Unmarshal([]byte(meta.String), &it.Metadata); err != nil {
+			return it, nil, err
+		}
+	}
+	if len(it.Payload) == 0 {
+		it.Payload = nil
+	}
+	it.NotBefore, it.EnqueuedAt, it.DeadAt = fromNanos(notBefore), fromNanos(enqueued), fromNanos(dead)
+	if it.State != contract.StateLeased {
+		return it, nil, nil
+	}
+	return it, &contract.Lease{Item: it, Worker: worker, ExpiresAt: fromNanos(exp), Token: token}, nil
+}
+
+// scanLease reads a leased item row.
+func scanLease(row scanner) (contract.Lease, error) {
+	_, l, err := scanItem(row)
+	if err != nil {
+		return contract.Lease{}, err
+	}
+	if l == nil {
+		return contract.Lease{}, errors.New("sqlitestore: a lease statement returned an item that is not leased")
+	}
+	return *l, nil
+}

@@ -1,0 +1,303 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// SQLiteStateStore is a contract.StateStore on one SQLite file. The
+// counters are columns, so PatchRun adds in SQL; every write is one
+// BEGIN IMMEDIATE transaction, so a put's version check and its write see
+// the same row. It is safe for concurrent use, and several processes may
+// share the file.
+type SQLiteStateStore struct {
+	db       *db
+	clock    contract.Clock
+	settings Settings
+}
+
+var (
+	_ contract.StateStore  = (*SQLiteStateStore)(nil)
+	_ contract.StatsSource = (*SQLiteStateStore)(nil)
+)
+
+// prepare checks what a backing is built from and fills the defaults: a
+// nil clock means the system clock.
+func prepare(d *sql.DB, clock contract.Clock, s Settings) (Settings, contract.Clock, error) {
+	if d == nil {
+		return s, nil, nilDB()
+	}
+	s, err := s.normalized()
+	if err != nil {
+		return s, nil, err
+	}
+	if clock == nil {
+		clock = contract.SystemClock{}
+	}
+	return s, clock, nil
+}
+
+// OpenStateStore returns a state store on db after Prepare has created
+// the schema in an empty file or verified an existing one.
+func OpenStateStore(ctx context.Context, d *sql.DB, clock contract.Clock, s Settings) (*SQLiteStateStore, error) {
+	st, err := NewStateStore(d, clock, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := Prepare(ctx, d, st.settings); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// NewStateStore returns a state store on db without preparing the file.
+// A nil clock means the system clock.
+func NewStateStore(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteStateStore, error) {
+	s, clock, err := prepare(d, clock, s)
+	if err != nil {
+		return nil, err
+	}
+	return &SQLiteStateStore{db: newDB(d), clock: clock, settings: s}, nil
+}
+
+// Bound returns a store that runs every call inside tx, the caller's
+// transaction: what it writes commits or rolls back with tx. Begin tx on
+// a *sql.DB from OpenDB, whose transactions take the write lock at BEGIN
+// (BEGIN IMMEDIATE).
+func (s *SQLiteStateStore) Bound(tx *sql.Tx) *SQLiteStateStore {
+	b := *s
+	b.db = s.db.boundTo(tx)
+	return &b
+}
+
+func validateRunKey(tenant, id string) error {
+	if err := contract.ValidateName("tenant", tenant); err != nil {
+		return err
+	}
+	return contract.ValidateName("id", id)
+}
+
+// GetRun returns the run, or contract.ErrNotFound.
+func (s *SQLiteStateStore) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
+	if err := validateRunKey(tenant, id); err != nil {
+		return nil, err
+	}
+	var run *contract.Run
+	err := s.db.read(ctx, func(ctx context.Context, e execer) error {
+		r, err := scanRun(e.QueryRowContext(ctx, runGetSQL, tenant, id))
+		run = r
+		return err
+	})
+	return run, stateErr(ctx, err)
+}
+
+// PutRun creates the run (Version 0) or replaces its Session, Status and
+// Data when Version equals the stored one; otherwise it returns a
+// *contract.StateConflictError with both versions and writes nothing.
+func (s *SQLiteStateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
+	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
+		return nil, err
+	}
+	var data []byte
+	if len(run.Data) > 0 {
+		data = run.Data
+	}
+	now := nanos(s.clock.Now())
+	var out *contract.Run
+	err := s.db.write(ctx, func(ctx context.Context, e execer) error {
+		var row *sql.Row
+		if run.Version == 0 {
+			row = e.QueryRowContext(ctx, runInsertSQL, run.Tenant, run.ID, run.Session, run.Status, data, now)
+		} else {
+			row = e.QueryRowContext(ctx, runUpdateSQL, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version)
+		}
+		r, err := scanRun(row)
+		if err == nil {
+			out = r
+			return nil
+		}
+		if !errors.Is(err, contract.ErrNotFound) {
+			return err
+		}
+		conflict := &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version}
+		stored, err := scanRun(e.QueryRowContext(ctx, runGetSQL, run.Tenant, run.ID))
+		switch {
+		case err == nil:
+			conflict.Actual = stored.Version
+		case !errors.Is(err, contract.ErrNotFound):
+			return err
+		}
+		return conflict
+	})
+	return out, stateErr(ctx, err)
+}
+
+// PatchRun adds the patch's counters and sets its status when given. A
+// patch that would take a counter past the int64 range is refused whole
+// with a *contract.CounterOverflowError naming the counter.
+func (s *SQLiteStateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
+	if err := validateRunKey(tenant, id); err != nil {
+		return nil, err
+	}
+	if err := contract.ValidatePatch(p); err != nil {
+		return nil, err
+	}
+	c := p.Counters
+	now := nanos(s.clock.Now())
+	var out *contract.Run
+	err := s.db.write(ctx, func(ctx context.Context, e execer) error {
+		stored, err := scanRun(e.QueryRowContext(ctx, runGetSQL, tenant, id))
+		if err != nil {
+			return err
+		}
+		if err := contract.CheckPatch(tenant, id, stored.Counters, c); err != nil {
+			return err
+		}
+		r, err := scanRun(e.QueryRowContext(ctx, runPatchSQL, tenant, id,
+			c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now))
+		out = r
+		return err
+	})
+	return out, stateErr(ctx, err)
+}
+
+// ListRuns pages through the tenant's runs by Seq.
+func (s *SQLiteStateStore) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
+	if err := contract.ValidateName("tenant", tenant); err != nil {
+		return contract.RunPage{}, err
+	}
+	return s.list(ctx, page, func(after int64, n int) (string, []any) {
+		return runListSQL, []any{tenant, after, n}
+	})
+}
+
+// ListSessionRuns pages through one session's runs by Seq.
+func (s *SQLiteStateStore) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
+	if err := contract.ValidateName("tenant", tenant); err != nil {
+		return contract.RunPage{}, err
+	}
+	if err := contract.ValidateName("session", session); err != nil {
+		return contract.RunPage{}, err
+	}
+	return s.list(ctx, page, func(after int64, n int) (string, []any) {
+		return runListSessionSQL, []any{tenant, session, after, n}
+	})
+}
+
+func (s *SQLiteStateStore) list(ctx context.Context, page contract.PageRequest, q func(after int64, n int) (string, []any)) (contract.RunPage, error) {
+	limit, err := contract.ValidatePage(page)
+	if err != nil {
+		return contract.RunPage{}, err
+	}
+	after, err := parseSeqCursor(page.Cursor)
+	if err != nil {
+		return contract.RunPage{}, err
+	}
+	out := contract.RunPage{Runs: []contract.Run{}}
+	err = s.db.read(ctx, func(ctx context.Context, e execer) error {
+		text, args := q(after, limit+1)
+		rows, err := e.QueryContext(ctx, text, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				return err
+			}
+			out.Runs = append(out.Runs, *r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return contract.RunPage{}, stateErr(ctx, err)
+	}
+	if len(out.Runs) > limit {
+		out.Runs = out.Runs[:limit]
+		out.Next = seqCursor(out.Runs[limit-1].Seq)
+	}
+	return out, nil
+}
+
+// DeleteRun removes the run, or returns contract.ErrNotFound.
+func (s *SQLiteStateStore) DeleteRun(ctx context.Context, tenant, id string) error {
+	if err := validateRunKey(tenant, id); err != nil {
+		return err
+	}
+	return stateErr(ctx, s.db.write(ctx, func(ctx context.Context, e execer) error {
+		res, err := e.ExecContext(ctx, runDeleteSQL, tenant, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return contract.ErrNotFound
+		}
+		return err
+	}))
+}
+
+// Stats returns the store's write counters (see SQLiteWorkQueue.Stats).
+func (s *SQLiteStateStore) Stats() contract.Stats { return s.db.stats.snapshot() }
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanRun reads one row of run columns; no row is contract.ErrNotFound.
+func scanRun(row scanner) (*contract.Run, error) {
+	var r contract.Run
+	var data []byte
+	var created, updated int64
+	c := &r.Counters
+	err := row.Scan(&r.Tenant, &r.ID, &r.Seq, &r.Session, &r.Status, &data, &r.Version,
+		&c.InputTokens, &c.OutputTokens, &c.CostMicros, &c.Iterations, &c.Cursor, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, contract.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		r.Data = data
+	}
+	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return &r, nil
+}
+
+// nanos is how a time is stored: nanoseconds since the Unix epoch, 0 for
+// the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func seqCursor(seq int64) string { return strconv.FormatInt(seq, 10) }
+
+func parseSeqCursor(c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(c, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badCursor()
+	}
+	return n, nil
+}
+
+func badCursor() error {
+	return &contract.ValidationError{Field: "PageRequest.Cursor", Problem: "is not a cursor this listing returned; pass \"\" or the Next of the previous page"}
+}
