@@ -15,7 +15,7 @@ export ADK_TEST_REDIS_URL ADK_TEST_POSTGRES_DSN
 all: lint test
 
 help:
-	@echo "make demo           start the dashboard with a synthetic workload (in-memory unless ADK_REDIS_DSN/ADK_POSTGRES_DSN)"
+	@echo "make demo           start the dashboard with a synthetic workload (in-memory unless ADK_REDIS_DSN/ADK_POSTGRES_DSN/ADK_SQLITE_PATH)"
 	@echo "                    on another port: DEMO_FLAGS=\"--addr 127.0.0.1:9090\" make demo; a fresh PostgreSQL: DEMO_FLAGS=--apply-schema make demo"
 	@echo "make test           unit lane of every module with -race, then the integration lane"
 	@echo "make lint           gofmt, go vet, staticcheck, templ generate check"
@@ -70,13 +70,14 @@ tidy/%:
 	cd $* && GOWORK=off go mod tidy
 
 ## demo: the dashboard on the embedded in-memory store with a synthetic 20-tenant workload.
-## ADK_REDIS_DSN / ADK_POSTGRES_DSN switch it to that server; ADK_DASHBOARD_TOKEN enables actions.
+## ADK_REDIS_DSN / ADK_POSTGRES_DSN switch it to that server, ADK_SQLITE_PATH=adk.db to a SQLite
+## file that outlives the demo; ADK_DASHBOARD_TOKEN enables actions.
 ## DEMO_FLAGS passes flags to adk-dashboard (adk-dashboard --help lists them):
 ##   DEMO_FLAGS="--addr 127.0.0.1:9090" make demo   # another port (the default is 127.0.0.1:8080)
 ##   DEMO_FLAGS=--apply-schema make demo           # apply the PostgreSQL schema first (development databases only)
 DEMO_FLAGS ?=
 demo:
-	cd modules/dashboard && go run ./cmd/adk-dashboard --demo $(DEMO_FLAGS)
+	cd modules/dashboard && $(if $(ADK_SQLITE_PATH),ADK_SQLITE_PATH=$(abspath $(ADK_SQLITE_PATH))) go run ./cmd/adk-dashboard --demo $(DEMO_FLAGS)
 
 ## screenshots: regenerate modules/dashboard/testdata/screenshots/*.png in headless Chromium.
 screenshots:

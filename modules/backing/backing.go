@@ -13,6 +13,7 @@ import (
 	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/pgstore"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/sqlitestore"
 )
 
 // Names of the backings, as [Backing.Name] and contract.Health.Backing
@@ -21,6 +22,7 @@ const (
 	Memory     = "memory"
 	Redis      = "redis"
 	PostgreSQL = "postgresql"
+	SQLite     = "sqlite"
 )
 
 // Config says which backing to open and how. The zero Config opens the
@@ -34,6 +36,9 @@ type Config struct {
 	// because pgstore refuses connections whose statements may run
 	// forever.
 	PostgresDSN contract.Secret
+	// SQLitePath selects SQLite: the path of the file (created, with its
+	// schema, when missing). It is a path, not a secret.
+	SQLitePath string
 
 	// RedisNamespace is redisstore.Settings.Namespace (default "adk").
 	RedisNamespace string
@@ -67,16 +72,21 @@ func (c Config) Validate() error {
 	if c.RedisDSN.IsSet() && c.PostgresDSN.IsSet() {
 		return errors.New("both a Redis and a PostgreSQL DSN are set; pick one backing (unset ADK_REDIS_DSN or ADK_POSTGRES_DSN, or drop --redis or --postgres)")
 	}
+	if c.SQLitePath != "" && (c.RedisDSN.IsSet() || c.PostgresDSN.IsSet()) {
+		return errors.New("a SQLite path and a server DSN are both set; pick one backing (unset ADK_SQLITE_PATH, or ADK_REDIS_DSN / ADK_POSTGRES_DSN)")
+	}
 	if c.ApplySchema && !c.PostgresDSN.IsSet() {
 		return errors.New("--apply-schema needs a PostgreSQL DSN (--postgres or ADK_POSTGRES_DSN)")
 	}
 	return nil
 }
 
-// Kind is the name of the backing the Config selects: Memory, Redis or
-// PostgreSQL.
+// Kind is the name of the backing the Config selects: Memory, Redis,
+// PostgreSQL or SQLite.
 func (c Config) Kind() string {
 	switch {
+	case c.SQLitePath != "":
+		return SQLite
 	case c.RedisDSN.IsSet():
 		return Redis
 	case c.PostgresDSN.IsSet():
@@ -89,7 +99,7 @@ func (c Config) Kind() string {
 // store over one connection, and the verdict of the server's checks.
 // Close it to let go of every connection it opened.
 type Backing struct {
-	// Name is Memory, Redis or PostgreSQL.
+	// Name is Memory, Redis, PostgreSQL or SQLite.
 	Name string
 	// DSN is the DSN it was opened with ("" for memory), for showing
 	// which server is in use; it prints as [redacted].
@@ -140,6 +150,8 @@ func Open(ctx context.Context, c Config) (*Backing, error) {
 		return openRedis(ctx, c)
 	case PostgreSQL:
 		return openPostgres(ctx, c)
+	case SQLite:
+		return openSQLite(ctx, c)
 	}
 	s := memstore.New(c.Clock)
 	return &Backing{Name: Memory, Queue: s, Inspector: s, State: s}, nil
@@ -229,6 +241,44 @@ func openPostgres(ctx context.Context, c Config) (*Backing, error) {
 		return nil, err
 	}
 	st, err := pgstore.NewStateStore(pool, c.Clock, settings)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	b.Queue, b.Inspector, b.State = q, q, st
+	return b, nil
+}
+
+// openSQLite opens the file (creating it, with its schema, when it is
+// new). A file whose schema or connection settings Prepare refuses is
+// still opened for showing, with the refusal as the verdict.
+func openSQLite(ctx context.Context, c Config) (*Backing, error) {
+	var settings sqlitestore.Settings
+	db, err := sqlitestore.OpenDB(c.SQLitePath, settings)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the SQLite file %s: %w", c.SQLitePath, err)
+	}
+	b := &Backing{Name: SQLite}
+	b.onClose(db.Close)
+	if err := db.PingContext(ctx); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("cannot open the SQLite file %s: %w (check the path and that its directory is writable)", c.SQLitePath, err)
+	}
+	if err := sqlitestore.Prepare(ctx, db, settings); err != nil {
+		_, schema := errors.AsType[*contract.SchemaError](err)
+		_, preflight := errors.AsType[*contract.PreflightError](err)
+		if !schema && !preflight {
+			_ = b.Close()
+			return nil, fmt.Errorf("prepare the SQLite file %s: %w", c.SQLitePath, err)
+		}
+		b.Verdict = err
+	}
+	q, err := sqlitestore.NewWorkQueue(db, c.Clock, settings)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	st, err := sqlitestore.NewStateStore(db, c.Clock, settings)
 	if err != nil {
 		_ = b.Close()
 		return nil, err

@@ -10,6 +10,7 @@ import (
 const (
 	EnvRedisDSN    = "ADK_REDIS_DSN"
 	EnvPostgresDSN = "ADK_POSTGRES_DSN"
+	EnvSQLitePath  = "ADK_SQLITE_PATH"
 )
 
 // RegisterFlags defines the flags every command of the kit uses to pick
@@ -20,6 +21,7 @@ const (
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar((*string)(&c.RedisDSN), "redis", "", "Redis URL (default $"+EnvRedisDSN+"); selects the Redis backing. Prefer the variable: a flag shows in the process list")
 	fs.StringVar((*string)(&c.PostgresDSN), "postgres", "", "PostgreSQL DSN (default $"+EnvPostgresDSN+"); selects the PostgreSQL backing. Prefer the variable: a flag shows in the process list")
+	fs.StringVar(&c.SQLitePath, "sqlite", "", "SQLite file path (default $"+EnvSQLitePath+"); selects the SQLite backing, creating the file and its schema when missing")
 	fs.StringVar(&c.RedisNamespace, "redis-namespace", "", `Redis key namespace (default "adk")`)
 	fs.BoolVar(&c.RedisVolatile, "redis-volatile", false, "Redis: the deployment runs without persistence on purpose (Settings.Volatile); preflight accepts it")
 	fs.BoolVar(&c.RedisAssumeDurable, "redis-assume-durable", false, "Redis: CONFIG is hidden (managed Redis) and the provider guarantees persistence (Settings.AssumeDurable)")
@@ -29,16 +31,18 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Tables.Blobs, "blobs-table", "", "PostgreSQL claim-check blob table (default adk_blobs)")
 }
 
-// FillFromEnv reads the DSNs from ADK_REDIS_DSN and ADK_POSTGRES_DSN
-// unless a flag already chose a backing: --redis overrides an exported
-// ADK_POSTGRES_DSN as well as ADK_REDIS_DSN, so naming a server on the
-// command line is always enough.
+// FillFromEnv reads the DSNs from ADK_REDIS_DSN and ADK_POSTGRES_DSN,
+// and the SQLite path from ADK_SQLITE_PATH, unless a flag already chose a
+// backing: --redis overrides an exported ADK_POSTGRES_DSN as well as
+// ADK_REDIS_DSN, so naming a backing on the command line is always
+// enough.
 func (c *Config) FillFromEnv(getenv func(string) string) {
-	if c.RedisDSN.IsSet() || c.PostgresDSN.IsSet() {
+	if c.RedisDSN.IsSet() || c.PostgresDSN.IsSet() || c.SQLitePath != "" {
 		return
 	}
 	c.RedisDSN = contract.Secret(getenv(EnvRedisDSN))
 	c.PostgresDSN = contract.Secret(getenv(EnvPostgresDSN))
+	c.SQLitePath = getenv(EnvSQLitePath)
 }
 
 // FromEnv is the Config `make demo` runs with: the DSNs from the

@@ -11,17 +11,20 @@ import (
 
 // openBacking opens the backing as every command of the kit does. Redis
 // opens whatever its preflight says: the health page shows the verdict
-// and its fix. PostgreSQL must pass Verify, because the pages cannot read
-// tables that are not there.
+// and its fix. PostgreSQL must pass Verify and a SQLite file Prepare,
+// because the pages cannot read tables that are not there.
 func openBacking(ctx context.Context, c backing.Config) (*backing.Backing, error) {
 	b, err := backing.Open(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	if b.Name != backing.PostgreSQL || b.Verdict == nil {
+	if (b.Name != backing.PostgreSQL && b.Name != backing.SQLite) || b.Verdict == nil {
 		return b, nil
 	}
 	_ = b.Close()
+	if b.Name == backing.SQLite {
+		return nil, b.Verdict
+	}
 	if _, ok := errors.AsType[*contract.SchemaError](b.Verdict); ok {
 		// The command cannot tell whether make started it, so the hint
 		// gives both spellings.

@@ -1,15 +1,17 @@
 // Command adk-dashboard serves the adk operations dashboard over one
-// backing: the embedded in-memory store (the default), Redis or
-// PostgreSQL. With --demo it also runs a synthetic multi-tenant workload
+// backing: the embedded in-memory store (the default), Redis, PostgreSQL
+// or a SQLite file. With --demo it also runs a synthetic multi-tenant workload
 // on that backing, which is what `make demo` starts.
 //
-//	adk-dashboard [--addr 127.0.0.1:8080] [--demo] [--redis DSN | --postgres DSN [--apply-schema]]
+//	adk-dashboard [--addr 127.0.0.1:8080] [--demo] [--redis DSN | --postgres DSN [--apply-schema] | --sqlite PATH]
 //
 // Through make, the flags go in DEMO_FLAGS: DEMO_FLAGS="--addr
 // 127.0.0.1:9090" make demo serves on another port.
 //
 // The DSNs may come from ADK_REDIS_DSN / ADK_POSTGRES_DSN instead (better:
-// a flag shows in the process list). Requeue and purge are enabled only
+// a flag shows in the process list), and the SQLite path from
+// ADK_SQLITE_PATH (created with its schema when missing; a restarted demo
+// finds its items and dead letters there). Requeue and purge are enabled only
 // for a read-write token: ADK_DASHBOARD_TOKEN (one, over every tenant),
 // or named tokens, read-only or read-write, over every tenant or some,
 // from ADK_DASHBOARD_TOKENS or the file ADK_DASHBOARD_TOKENS_FILE names
