@@ -107,9 +107,21 @@ func (s *Server) run(c echo.Context, a action, r ActionRequest) (ActionResult, e
 			targets = append(targets, pf)
 		}
 	}
+	// Every target is checked against the token's scope before the first
+	// write: one letter outside it refuses the whole request, and a
+	// filter naming no tenant acts on the scope's tenants only.
+	sc := s.scopeOf(c)
+	var scoped []contract.DeadLetterFilter
+	for _, t := range targets {
+		fs, err := sc.narrow(t)
+		if err != nil {
+			return ActionResult{}, err
+		}
+		scoped = append(scoped, fs...)
+	}
 	ctx := c.Request().Context()
 	n := 0
-	for _, t := range targets {
+	for _, t := range scoped {
 		var moved int
 		if a == actRequeue {
 			moved, err = s.cfg.Queue.Requeue(ctx, t)

@@ -46,6 +46,12 @@ type Config struct {
 	// ParseTokens). Without Token and Tokens the dashboard is read-only.
 	// A weak secret refuses New (see CheckSecret).
 	Tokens []Token
+	// RequireSignIn refuses every page, /api/ twin and /metrics to a
+	// visitor holding no token (pages send them to /login; /api/ and
+	// /metrics answer 401). It is on by itself when any token sees only
+	// some tenants or queues: scopes would mean nothing if a visitor saw
+	// everything. /healthz always answers.
+	RequireSignIn bool
 	// TrustedProxies are the addresses or CIDR ranges of reverse proxies
 	// in front of the dashboard: a request from one is taken to come from
 	// the address its X-Forwarded-For names, for the sign-in throttle and

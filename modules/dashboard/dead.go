@@ -26,7 +26,11 @@ func (s *Server) deadFilter(c echo.Context, get func(string) string) (view.Filte
 		}
 	}
 	f := view.Filter{Queue: queue, Tenant: get("tenant"), ID: get("id"), ErrorContains: get("error")}
-	return f, contract.ValidateFilter(toContract(f))
+	if err := contract.ValidateFilter(toContract(f)); err != nil {
+		return f, err
+	}
+	_, err := s.scopeOf(c).narrow(toContract(f))
+	return f, err
 }
 
 func toContract(f view.Filter) contract.DeadLetterFilter {
@@ -37,14 +41,15 @@ func toContract(f view.Filter) contract.DeadLetterFilter {
 // narrows, the queue's whole count beside it.
 func (s *Server) deadTotals(c echo.Context, f view.Filter) (matching, queue int64, err error) {
 	ctx := c.Request().Context()
-	sum, err := s.cfg.Inspector.DeadLetterSummary(ctx, toContract(f), 0)
+	insp := s.insp(c)
+	sum, err := insp.DeadLetterSummary(ctx, toContract(f), 0)
 	if err != nil {
 		return 0, 0, err
 	}
 	if !f.Narrowed() {
 		return sum.Total, sum.Total, nil
 	}
-	all, err := s.cfg.Inspector.DeadLetterSummary(ctx, contract.DeadLetterFilter{Queue: f.Queue}, 0)
+	all, err := insp.DeadLetterSummary(ctx, contract.DeadLetterFilter{Queue: f.Queue}, 0)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -58,6 +63,11 @@ func (s *Server) dead(c echo.Context) (view.Dead, int, error) {
 	f, err := s.deadFilter(c, c.QueryParam)
 	if err != nil {
 		return view.Dead{}, 0, err
+	}
+	// A token of several tenants lists one tenant's letters at a time:
+	// the first of its own until the filter names another.
+	if sc := s.scopeOf(c); f.Tenant == "" && len(sc.tenants) > 1 {
+		f.Tenant = sc.tenantList()[0]
 	}
 	limit, err := intParam(c, "limit", defaultDeadPage, 1, contract.MaxPageSize)
 	if err != nil {
@@ -131,12 +141,11 @@ func (s *Server) deadRow(it contract.Item) view.DeadRow {
 // returns the cursors of the pages beside it: newer (toward the newest
 // letter) and older, "" where the listing ends.
 func (s *Server) deadPage(c echo.Context, f view.Filter, cur pageCursor, limit int) (items []contract.Item, newer, older string, err error) {
-	ctx := c.Request().Context()
 	// A cursor names a place between letters: paging older reads newest
 	// first below it; paging newer reads oldest first above it and turns
 	// the rows around.
 	goingOlder := cur.Backing == "" || cur.Older
-	page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Newest: goingOlder,
+	page, err := s.deadLetters(c, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Newest: goingOlder,
 		Page: contract.PageRequest{Cursor: cur.Backing, Limit: limit}})
 	if err != nil {
 		return nil, "", "", err
@@ -164,7 +173,6 @@ func (s *Server) deadPage(c echo.Context, f view.Filter, cur pageCursor, limit i
 // cursors beside it that the query yields: toward older letters when read
 // from the newest end, toward newer ones when read from the oldest.
 func (s *Server) jumpTo(c echo.Context, f view.Filter, n, limit int, total int64) (items []contract.Item, newer, older string, err error) {
-	ctx := c.Request().Context()
 	if n <= 1 {
 		return s.deadPage(c, f, pageCursor{}, limit)
 	}
@@ -173,7 +181,7 @@ func (s *Server) jumpTo(c echo.Context, f view.Filter, n, limit int, total int64
 	// last page holds what the count leaves over.
 	skipOldest := max(total-int64(n)*int64(limit), 0)
 	if skipNewest <= skipOldest {
-		page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Newest: true,
+		page, err := s.deadLetters(c, contract.DeadLetterQuery{DeadLetterFilter: toContract(f), Newest: true,
 			Skip: int(skipNewest), Page: contract.PageRequest{Limit: limit}})
 		if err != nil {
 			return nil, "", "", err
@@ -184,7 +192,7 @@ func (s *Server) jumpTo(c echo.Context, f view.Filter, n, limit int, total int64
 		return page.Items, "", older, nil
 	}
 	read := int(min(int64(limit), total-skipNewest))
-	page, err := s.cfg.Queue.DeadLetters(ctx, contract.DeadLetterQuery{DeadLetterFilter: toContract(f),
+	page, err := s.deadLetters(c, contract.DeadLetterQuery{DeadLetterFilter: toContract(f),
 		Skip: int(skipOldest), Page: contract.PageRequest{Limit: max(read, 1)}})
 	if err != nil {
 		return nil, "", "", err
@@ -218,7 +226,7 @@ func (s *Server) deadErrors(c echo.Context) (view.DeadErrors, int, error) {
 	}
 	p := view.DeadErrors{Chrome: s.chrome(c, "Dead letters by error", view.NavDead, f.Queue), Filter: f}
 	p.Chrome.Refresh = 0
-	sum, err := s.cfg.Inspector.DeadLetterSummary(c.Request().Context(), toContract(f), groupsShown)
+	sum, err := s.insp(c).DeadLetterSummary(c.Request().Context(), toContract(f), groupsShown)
 	if err != nil {
 		return p, 0, err
 	}
@@ -293,7 +301,7 @@ func (s *Server) confirm(c echo.Context) (view.Confirm, int, error) {
 	p.Chrome.Refresh = 0
 	switch p.Scope {
 	case scopeFilter:
-		sum, err := s.cfg.Inspector.DeadLetterSummary(ctx, toContract(f), 5)
+		sum, err := s.insp(c).DeadLetterSummary(ctx, toContract(f), 5)
 		if err != nil {
 			return p, 0, err
 		}
@@ -303,7 +311,7 @@ func (s *Server) confirm(c echo.Context) (view.Confirm, int, error) {
 			return p, 0, err
 		}
 		for i, pk := range p.Picked {
-			sum, err := s.cfg.Inspector.DeadLetterSummary(ctx, pickFilter(f, pk), 0)
+			sum, err := s.insp(c).DeadLetterSummary(ctx, pickFilter(f, pk), 0)
 			if err != nil {
 				return p, 0, err
 			}

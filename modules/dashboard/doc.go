@@ -63,7 +63,11 @@
 // [ParseTokens] and [TokensFromEnv]); a weak secret refuses [New] with how
 // to generate a strong one ([CheckSecret]). Every authentication, by form
 // or header, is throttled per client address and per token name (429 with
-// Retry-After). With a token, a person signs in at
+// Retry-After). A token may see only some tenants and queues: it then
+// sees only theirs on every page, /api/ twin, chart and total, is refused
+// (403, changing nothing) any request naming another tenant or queue,
+// bulk actions included, and a visitor without a token sees nothing
+// ([Config.RequireSignIn]). With a token, a person signs in at
 // /login (the session cookie is HttpOnly, SameSite=Strict and
 // HMAC-signed with a per-process key) and every POST must carry the
 // session's CSRF token; a script instead sends "Authorization: Bearer

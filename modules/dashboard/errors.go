@@ -25,9 +25,12 @@ const retryAfterSeconds = "5"
 // script should see.
 func (s *Server) classify(err error, c echo.Context) (int, string) {
 	var he *echo.HTTPError
+	var se *ScopeError
 	switch {
 	case errors.As(err, &he):
 		return he.Code, fmt.Sprint(he.Message)
+	case errors.As(err, &se):
+		return http.StatusForbidden, se.Error()
 	case errors.Is(err, contract.ErrInvalid):
 		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, context.DeadlineExceeded):

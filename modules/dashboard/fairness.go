@@ -154,14 +154,13 @@ func fifoReplay(turns []contract.Turn, stats []contract.TenantStats, now time.Ti
 }
 
 func (s *Server) fairness(c echo.Context) (view.Fairness, int, error) {
-	ctx := c.Request().Context()
 	queue, n, err := s.rotationParams(c)
 	if err != nil {
 		return view.Fairness{}, 0, err
 	}
 	p := view.Fairness{Chrome: s.chrome(c, "What fairness buys", view.NavFairness, queue), Queue: queue}
 	p.Chrome.Refresh = refreshOr(p.Chrome.Refresh, 5)
-	stats, rot, err := s.rotation(ctx, queue, n)
+	stats, rot, err := s.rotation(c, queue, n)
 	if err != nil {
 		return p, 0, err
 	}

@@ -56,15 +56,19 @@ func newFixture(t *testing.T, token string) *fixture {
 }
 
 // newFixtureOn seeds any backing and serves a dashboard over it.
-func newFixtureOn(t *testing.T, token string, clock *contracttest.FakeClock, name string, q contract.WorkQueue, insp contract.Inspector, state contract.StateStore) *fixture {
+func newFixtureOn(t *testing.T, token string, clock *contracttest.FakeClock, name string, q contract.WorkQueue, insp contract.Inspector, state contract.StateStore, configure ...func(*Config)) *fixture {
 	t.Helper()
 	f := &fixture{t: t, clock: clock, q: q, insp: insp, runs: state}
 	f.seed()
-	srv, err := New(Config{
+	cfg := Config{
 		Queue: q, Inspector: insp, State: state,
 		Backing: name, DSN: testDSN, Token: contract.Secret(token),
 		Clock: clock, SampleEvery: time.Hour,
-	})
+	}
+	for _, fn := range configure {
+		fn(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

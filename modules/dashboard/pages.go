@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"cmp"
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -54,10 +53,17 @@ func (s *Server) chrome(c echo.Context, title, nav, queue string) view.Chrome {
 	case !ch.Authed:
 		ch.ReadOnlyReason = "sign in with a read-write dashboard token to requeue or purge"
 	}
-	if qs, err := s.cfg.Inspector.Queues(c.Request().Context()); err == nil {
+	if qs, err := s.insp(c).Queues(c.Request().Context()); err == nil {
 		slices.Sort(qs)
 		ch.Queues = qs
 	}
+	if t := s.auth.tokenOf(c); t != nil {
+		ch.Token = t.Name
+		ch.ReadOnlyToken = t.Access != ReadWrite
+		ch.Scope = scopeOfToken(t).describe()
+		ch.AllTenants = scopeOfToken(t).all()
+	}
+	ch.CanSignIn = s.auth.enabled()
 	if s.cfg.Refresh > 0 {
 		ch.Refresh = max(1, int(s.cfg.Refresh/time.Second))
 	}
@@ -67,23 +73,35 @@ func (s *Server) chrome(c echo.Context, title, nav, queue string) view.Chrome {
 	return ch
 }
 
-// queueParam resolves the queue a request is about.
+// queueParam resolves the queue a request is about: the one it names
+// (which must be in its scope), else the default one the scope sees.
 func (s *Server) queueParam(c echo.Context) (string, error) {
-	q := c.QueryParam("queue")
-	if q == "" {
-		if s.cfg.DefaultQueue != "" {
-			return s.cfg.DefaultQueue, nil
+	sc := s.scopeOf(c)
+	if q := c.QueryParam("queue"); q != "" {
+		if err := contract.ValidateName("queue", q); err != nil {
+			return q, err
 		}
-		if qs, err := s.cfg.Inspector.Queues(c.Request().Context()); err == nil && len(qs) > 0 {
-			slices.Sort(qs)
-			if slices.Contains(qs, contract.DefaultQueue) {
-				return contract.DefaultQueue, nil
-			}
-			return qs[0], nil
-		}
-		return contract.DefaultQueue, nil
+		return q, sc.checkQueue(q)
 	}
-	return q, contract.ValidateName("queue", q)
+	if s.cfg.DefaultQueue != "" && sc.queueOK(s.cfg.DefaultQueue) {
+		return s.cfg.DefaultQueue, nil
+	}
+	if qs, err := s.insp(c).Queues(c.Request().Context()); err == nil && len(qs) > 0 {
+		slices.Sort(qs)
+		if slices.Contains(qs, contract.DefaultQueue) {
+			return contract.DefaultQueue, nil
+		}
+		return qs[0], nil
+	}
+	if sc.queues != nil && !sc.queueOK(contract.DefaultQueue) {
+		qs := make([]string, 0, len(sc.queues))
+		for q := range sc.queues {
+			qs = append(qs, q)
+		}
+		slices.Sort(qs)
+		return qs[0], nil
+	}
+	return contract.DefaultQueue, nil
 }
 
 func intParam(c echo.Context, name string, def, lo, hi int) (int, error) {
@@ -110,14 +128,15 @@ func (s *Server) overview(c echo.Context) (view.Overview, int, error) {
 	// The chrome's queue list tolerates a failure; the overview is that
 	// list, so a backing that cannot list its queues fails the page
 	// rather than show "no queue holds any item".
-	queues, err := s.cfg.Inspector.Queues(ctx)
+	insp := s.insp(c)
+	queues, err := insp.Queues(ctx)
 	if err != nil {
 		return p, 0, err
 	}
 	slices.Sort(queues)
 	var shown []contract.TenantStats // the selected queue's, for the chart colours
 	for _, q := range queues {
-		stats, err := s.cfg.Inspector.Tenants(ctx, q)
+		stats, err := insp.Tenants(ctx, q)
 		if err != nil {
 			return p, 0, err
 		}
@@ -137,7 +156,7 @@ func (s *Server) overview(c echo.Context) (view.Overview, int, error) {
 		}
 		p.Queues = append(p.Queues, t)
 	}
-	h, err := s.cfg.Inspector.Health(ctx)
+	h, err := insp.Health(ctx)
 	if err != nil {
 		p.Health, p.HealthIssues = contract.HealthFail, 1
 	} else {
@@ -167,9 +186,10 @@ func (s *Server) overview(c echo.Context) (view.Overview, int, error) {
 	for _, cr := range chartRanges {
 		p.Ranges = append(p.Ranges, view.Range{Key: cr.key, Label: cr.label, Active: cr.key == p.Range})
 	}
-	hist := s.sampler.window(span)
+	sc := s.scopeOf(c)
+	hist := s.sampler.windowOf(span, sc)
 	p.Samples = len(hist)
-	p.ClaimsPerSecond, p.DeadRatio = rates(s.sampler.window(chartRanges[0].span), queue)
+	p.ClaimsPerSecond, p.DeadRatio = rates(s.sampler.windowOf(chartRanges[0].span, sc), queue)
 	p.Charts = charts(hist, queue, s.colorsOf(shown), now, span)
 	return p, http.StatusOK, nil
 }
@@ -203,23 +223,23 @@ func (s *Server) rotationParams(c echo.Context) (queue string, turns int, err er
 }
 
 // rotation reads a queue's tenants and its rotation with the last n turns.
-func (s *Server) rotation(ctx context.Context, queue string, n int) ([]contract.TenantStats, contract.Rotation, error) {
-	stats, err := s.cfg.Inspector.Tenants(ctx, queue)
+func (s *Server) rotation(c echo.Context, queue string, n int) ([]contract.TenantStats, contract.Rotation, error) {
+	ctx, insp := c.Request().Context(), s.insp(c)
+	stats, err := insp.Tenants(ctx, queue)
 	if err != nil {
 		return nil, contract.Rotation{}, err
 	}
-	rot, err := s.cfg.Inspector.Rotation(ctx, queue, n)
+	rot, err := insp.Rotation(ctx, queue, n)
 	return stats, rot, err
 }
 
 func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
-	ctx := c.Request().Context()
 	queue, n, err := s.rotationParams(c)
 	if err != nil {
 		return view.Tenants{}, 0, err
 	}
 	p := view.Tenants{Chrome: s.chrome(c, "Tenants & rotation", view.NavTenants, queue), Queue: queue, Window: n}
-	stats, rot, err := s.rotation(ctx, queue, n)
+	stats, rot, err := s.rotation(c, queue, n)
 	if err != nil {
 		return p, 0, err
 	}
@@ -298,11 +318,12 @@ func (s *Server) leases(c echo.Context) (view.Leases, int, error) {
 		return view.Leases{}, 0, err
 	}
 	p := view.Leases{Chrome: s.chrome(c, "Leases", view.NavLeases, queue), Queue: queue, Limit: limit, Offset: offset, Cursor: cur.String()}
-	page, err := s.cfg.Inspector.Leases(ctx, queue, contract.PageRequest{Cursor: cur.Backing, Limit: limit})
+	insp := s.insp(c)
+	page, err := insp.Leases(ctx, queue, contract.PageRequest{Cursor: cur.Backing, Limit: limit})
 	if err != nil {
 		return p, 0, err
 	}
-	stats, err := s.cfg.Inspector.Tenants(ctx, queue)
+	stats, err := insp.Tenants(ctx, queue)
 	if err != nil {
 		return p, 0, err
 	}
@@ -416,7 +437,7 @@ func (s *Server) item(c echo.Context) (view.ItemView, int, error) {
 		}
 	}
 	p.Asked = true
-	info, err := s.cfg.Inspector.Item(ctx, key)
+	info, err := s.insp(c).Item(ctx, key)
 	if errors.Is(err, contract.ErrNotFound) {
 		return p, http.StatusNotFound, nil
 	}
@@ -453,6 +474,13 @@ func (s *Server) health(c echo.Context) (view.Health, int, error) {
 	p := view.Health{Chrome: s.chrome(c, "Health", view.NavHealth, queue), Backing: s.cfg.Backing}
 	p.Chrome.Refresh = refreshOr(p.Chrome.Refresh, 10)
 	h, err := s.cfg.Inspector.Health(ctx)
+	// A check's value, and the details, may sum every tenant's items (a
+	// table's size, memory used): a token that does not see every tenant
+	// and queue sees each check's name, status and fix only.
+	partial := !s.scopeOf(c).all()
+	if partial {
+		p.Partial = "Values, fixes and details are shown to tokens that see every tenant and queue; this one sees " + s.scopeOf(c).describe() + "."
+	}
 	if err != nil {
 		p.Checks = append(p.Checks, view.Check{Name: "backing reachable", Value: scrub(err.Error(), s.cfg.DSN), Status: contract.HealthFail,
 			Fix: "check that the server is up and that the dashboard can reach it", Source: "dashboard"})
@@ -461,14 +489,24 @@ func (s *Server) health(c echo.Context) (view.Health, int, error) {
 			p.Backing = h.Backing
 		}
 		for _, ck := range h.Checks {
-			p.Checks = append(p.Checks, view.Check{Name: ck.Name, Value: scrub(ck.Value, s.cfg.DSN), Status: ck.Status, Fix: ck.Fix, Source: h.Backing})
+			v, fix := scrub(ck.Value, s.cfg.DSN), ck.Fix
+			if partial {
+				v, fix = "—", "" // a fix may quote the values, or name another queue
+			}
+			p.Checks = append(p.Checks, view.Check{Name: ck.Name, Value: v, Status: ck.Status, Fix: fix, Source: h.Backing})
 		}
 		for k, v := range h.Details {
-			p.Details = append(p.Details, view.KV{Key: k, Value: scrub(v, s.cfg.DSN)})
+			if !partial {
+				p.Details = append(p.Details, view.KV{Key: k, Value: scrub(v, s.cfg.DSN)})
+			}
 		}
 		slices.SortFunc(p.Details, func(a, b view.KV) int { return cmp.Compare(a.Key, b.Key) })
 	}
-	p.Checks = append(p.Checks, s.samplerCheck())
+	sampler := s.samplerCheck()
+	if partial && sampler.Status != contract.HealthOK {
+		sampler.Value, sampler.Fix = "—", ""
+	}
+	p.Checks = append(p.Checks, sampler)
 	worst := contract.Health{}
 	for _, ck := range p.Checks {
 		worst.Checks = append(worst.Checks, contract.HealthCheck{Status: ck.Status})

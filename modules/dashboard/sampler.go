@@ -50,6 +50,29 @@ func (q queueSample) tenant(name string) (tenantSample, bool) {
 type snapshot struct {
 	At     time.Time
 	Queues map[string]queueSample
+	// Scoped holds the same sums over the tenants of each tenant-scoped
+	// token only, by scope key, so a token's charts add up its own
+	// tenants and nothing of the others'.
+	Scoped map[string]map[string]queueSample
+}
+
+// project is the snapshot as a scope sees it: its tenants' sums, of its
+// queues.
+func (s snapshot) project(sc scope) snapshot {
+	if sc.all() {
+		return s
+	}
+	src := s.Queues
+	if sc.tenants != nil {
+		src = s.Scoped[sc.key()]
+	}
+	out := snapshot{At: s.At, Queues: make(map[string]queueSample, len(src))}
+	for q, qs := range src {
+		if sc.queueOK(q) {
+			out.Queues[q] = qs
+		}
+	}
+	return out
 }
 
 // ring is a fixed-size buffer of snapshots, oldest overwritten first.
@@ -99,6 +122,8 @@ type sampler struct {
 	clock        contract.Clock
 	every        time.Duration
 	historyEvery time.Duration
+	// scopes are the tenant sets of the tenant-scoped tokens, by key.
+	scopes map[string]scope
 
 	mu       sync.Mutex
 	recent   ring
@@ -115,9 +140,15 @@ type sampler struct {
 	done   chan struct{}
 }
 
-func newSampler(insp contract.Inspector, clock contract.Clock, every time.Duration, keep int, historyEvery time.Duration, historyKeep int) *sampler {
-	return &sampler{insp: insp, clock: clock, every: every, historyEvery: historyEvery,
-		recent: newRing(keep), history: newRing(historyKeep)}
+func newSampler(insp contract.Inspector, clock contract.Clock, every time.Duration, keep int, historyEvery time.Duration, historyKeep int, scopes []scope) *sampler {
+	s := &sampler{insp: insp, clock: clock, every: every, historyEvery: historyEvery,
+		recent: newRing(keep), history: newRing(historyKeep), scopes: map[string]scope{}}
+	for _, sc := range scopes {
+		if sc.tenants != nil {
+			s.scopes[sc.key()] = sc
+		}
+	}
+	return s
 }
 
 func (s *sampler) start() {
@@ -193,6 +224,16 @@ func (s *sampler) take(ctx context.Context, prevServed map[string]map[string]int
 			series = maxTenantSeries
 		}
 		snap.Queues[q] = summarize(stats, prevServed[q], snap.At, series)
+		for key, sc := range s.scopes {
+			if snap.Scoped == nil {
+				snap.Scoped = make(map[string]map[string]queueSample, len(s.scopes))
+			}
+			if snap.Scoped[key] == nil {
+				snap.Scoped[key] = make(map[string]queueSample, len(queues))
+			}
+			own := slices.DeleteFunc(slices.Clone(stats), func(t contract.TenantStats) bool { return !sc.tenantOK(t.Tenant) })
+			snap.Scoped[key][q] = summarize(own, prevServed[q], snap.At, series)
+		}
 		byTenant := make(map[string]int64, len(stats))
 		for _, t := range stats {
 			byTenant[t.Tenant] = t.Served
@@ -267,6 +308,18 @@ func summarize(stats []contract.TenantStats, prevServed map[string]int64, now ti
 // maxChartSnapshots bounds the snapshots one chart draws: about one per
 // pixel of the plot is all a line can show.
 const maxChartSnapshots = 480
+
+// windowOf is window as a scope sees it.
+func (s *sampler) windowOf(span time.Duration, sc scope) []snapshot {
+	w := s.window(span)
+	if sc.all() {
+		return w
+	}
+	for i := range w {
+		w[i] = w[i].project(sc)
+	}
+	return w
+}
 
 // window returns the snapshots of the last span, oldest first: the long
 // history's up to where the recent ring begins, then the recent ring's,

@@ -19,7 +19,7 @@ func TestSamplerRingKeepsTheNewest(t *testing.T) {
 	if err := store.Enqueue(context.Background(), contract.Item{Tenant: "a", ID: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	s := newSampler(store, clock, time.Hour, 3, time.Hour, 2)
+	s := newSampler(store, clock, time.Hour, 3, time.Hour, 2, nil)
 	if _, ok := s.latest(); ok {
 		t.Fatal("latest before any sample")
 	}
@@ -52,7 +52,7 @@ func TestSamplerRingKeepsTheNewest(t *testing.T) {
 func TestSamplerLongHistory(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
 	store := memstore.New(clock)
-	s := newSampler(store, clock, 5*time.Second, 3, time.Minute, 4)
+	s := newSampler(store, clock, 5*time.Second, 3, time.Minute, 4, nil)
 	start := clock.Now()
 	for range 100 { // 8m20s of samples
 		s.sample(context.Background())
@@ -75,7 +75,7 @@ func TestSamplerLongHistory(t *testing.T) {
 		t.Errorf("a 10s span gives %d recent snapshots, want 2", len(short))
 	}
 	// However long the history, a chart draws at most maxChartSnapshots.
-	many := newSampler(store, clock, time.Second, 600, time.Second, 600)
+	many := newSampler(store, clock, time.Second, 600, time.Second, 600, nil)
 	for range 1000 {
 		many.sample(context.Background())
 		clock.Advance(time.Second)
@@ -125,7 +125,7 @@ func (m *manyInspector) Tenants(_ context.Context, q string) ([]contract.TenantS
 func TestSamplerMemoryBounded(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
 	insp := &manyInspector{clock: clock}
-	s := newSampler(insp, clock, time.Second, 10, time.Minute, 10)
+	s := newSampler(insp, clock, time.Second, 10, time.Minute, 10, nil)
 	for range 50 {
 		s.sample(context.Background())
 		clock.Advance(time.Second)
@@ -166,7 +166,7 @@ func (brokenInspector) Queues(context.Context) ([]string, error) {
 func TestSamplerKeepsHistoryOnError(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
 	store := memstore.New(clock)
-	s := newSampler(store, clock, time.Hour, 4, time.Hour, 2)
+	s := newSampler(store, clock, time.Hour, 4, time.Hour, 2, nil)
 	s.sample(context.Background())
 	s.insp = brokenInspector{store}
 	s.sample(context.Background())

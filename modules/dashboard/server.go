@@ -50,7 +50,16 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, auth: a, trusted: trusted, sampler: newSampler(cfg.Inspector, cfg.Clock, cfg.SampleEvery, cfg.SampleKeep, cfg.HistoryEvery, cfg.HistoryKeep)}
+	var scopes []scope
+	for i := range a.tokens {
+		sc := scopeOfToken(&a.tokens[i])
+		scopes = append(scopes, sc)
+		if !sc.all() {
+			cfg.RequireSignIn = true // scopes would mean nothing if a visitor saw everything
+		}
+	}
+	s := &Server{cfg: cfg, auth: a, trusted: trusted,
+		sampler: newSampler(cfg.Inspector, cfg.Clock, cfg.SampleEvery, cfg.SampleKeep, cfg.HistoryEvery, cfg.HistoryKeep, scopes)}
 	if s.metrics, err = newMetrics(s.sampler); err != nil {
 		return nil, err
 	}
@@ -103,32 +112,33 @@ func (s *Server) routes() *echo.Echo {
 	static, _ := fs.Sub(staticFiles, "static")
 	get(e, "/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static)))))
 	get(e, "/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
-	get(e, "/metrics", echo.WrapHandler(s.metrics.handler))
+	get(e, "/metrics", echo.WrapHandler(s.metrics.handler), s.auth.sessionMiddleware, s.requireAllTenants)
 
 	// Middleware is attached per route, never to a group: a group with
 	// middleware catches every unknown path, so a typo would be answered
 	// by the sign-in check instead of 404, and a wrong method by 404
 	// instead of 405.
 	sess := s.auth.sessionMiddleware
-	write := []echo.MiddlewareFunc{sess, s.auth.requireWrite}
-	get(e, "/", htmlPage(s, s.overview, view.OverviewView), sess)
-	get(e, "/api/overview", apiPage(s.overview), sess)
-	get(e, "/tenants", htmlPage(s, s.tenants, view.TenantsView), sess)
-	get(e, "/api/tenants", apiPage(s.tenants), sess)
-	get(e, "/fairness", htmlPage(s, s.fairness, view.FairnessView), sess)
-	get(e, "/api/fairness", apiPage(s.fairness), sess)
-	get(e, "/leases", htmlPage(s, s.leases, view.LeasesView), sess)
-	get(e, "/api/leases", apiPage(s.leases), sess)
-	get(e, "/dead", htmlPage(s, s.dead, view.DeadView), sess)
-	get(e, "/api/dead", apiPage(s.dead), sess)
-	get(e, "/dead/errors", htmlPage(s, s.deadErrors, view.DeadErrorsView), sess)
-	get(e, "/api/dead/errors", apiPage(s.deadErrors), sess)
-	get(e, "/dead/confirm", htmlPage(s, s.confirm, view.ConfirmView), sess)
-	get(e, "/api/dead/preview", apiPage(s.confirm), sess)
-	get(e, "/item", htmlPage(s, s.item, view.ItemLookup), sess)
-	get(e, "/api/item", apiPage(s.item), sess)
-	get(e, "/health", htmlPage(s, s.health, view.HealthView), sess)
-	get(e, "/api/health", apiPage(s.health), sess)
+	read := []echo.MiddlewareFunc{sess, s.requireRead}
+	write := []echo.MiddlewareFunc{sess, s.requireRead, s.auth.requireWrite}
+	get(e, "/", htmlPage(s, s.overview, view.OverviewView), read...)
+	get(e, "/api/overview", apiPage(s.overview), read...)
+	get(e, "/tenants", htmlPage(s, s.tenants, view.TenantsView), read...)
+	get(e, "/api/tenants", apiPage(s.tenants), read...)
+	get(e, "/fairness", htmlPage(s, s.fairness, view.FairnessView), read...)
+	get(e, "/api/fairness", apiPage(s.fairness), read...)
+	get(e, "/leases", htmlPage(s, s.leases, view.LeasesView), read...)
+	get(e, "/api/leases", apiPage(s.leases), read...)
+	get(e, "/dead", htmlPage(s, s.dead, view.DeadView), read...)
+	get(e, "/api/dead", apiPage(s.dead), read...)
+	get(e, "/dead/errors", htmlPage(s, s.deadErrors, view.DeadErrorsView), read...)
+	get(e, "/api/dead/errors", apiPage(s.deadErrors), read...)
+	get(e, "/dead/confirm", htmlPage(s, s.confirm, view.ConfirmView), read...)
+	get(e, "/api/dead/preview", apiPage(s.confirm), read...)
+	get(e, "/item", htmlPage(s, s.item, view.ItemLookup), read...)
+	get(e, "/api/item", apiPage(s.item), read...)
+	get(e, "/health", htmlPage(s, s.health, view.HealthView), read...)
+	get(e, "/api/health", apiPage(s.health), read...)
 
 	get(e, "/login", s.loginForm, sess)
 	e.POST("/login", s.login, sess)
@@ -233,4 +243,38 @@ func parseProxies(list []string) ([]*net.IPNet, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// requireRead refuses a visitor holding no token when the dashboard needs
+// a sign-in to be read: a page sends them to /login, an /api/ route
+// answers 401.
+func (s *Server) requireRead(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !s.cfg.RequireSignIn || s.auth.tokenOf(c) != nil {
+			return next(c)
+		}
+		if strings.HasPrefix(c.Request().URL.Path, "/api/") || c.Request().Method != http.MethodGet {
+			return echo.NewHTTPError(http.StatusUnauthorized, "this dashboard is read with a token: sign in at /login, or send Authorization: Bearer <token>")
+		}
+		return c.Redirect(http.StatusSeeOther, "/login")
+	}
+}
+
+// requireAllTenants guards /metrics, which sums every tenant: when the
+// dashboard needs a sign-in, only a token that sees every tenant and
+// queue may read it.
+func (s *Server) requireAllTenants(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !s.cfg.RequireSignIn {
+			return next(c)
+		}
+		t := s.auth.tokenOf(c)
+		if t == nil {
+			return echo.NewHTTPError(http.StatusUnauthorized, "/metrics needs a token that sees every tenant: send Authorization: Bearer <token>")
+		}
+		if !t.AllTenants() {
+			return &ScopeError{Token: t.Name, Sees: scopeOfToken(t).describe(), Asked: "/metrics (which sums every tenant)"}
+		}
+		return next(c)
+	}
 }

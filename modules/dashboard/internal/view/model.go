@@ -36,6 +36,16 @@ type Chrome struct {
 	// request may mutate (session or bearer).
 	Writable bool
 	Authed   bool
+	// Token names the token the request holds ("" for none);
+	// ReadOnlyToken is true when it may not act, and Scope says what it
+	// sees ("every tenant and queue", or which). AllTenants is true when
+	// it sees every tenant and queue. CanSignIn is true when any token
+	// is configured.
+	Token         string
+	ReadOnlyToken bool
+	Scope         string
+	AllTenants    bool
+	CanSignIn     bool
 	// ReadOnlyReason says why the action buttons are disabled.
 	ReadOnlyReason string
 	CSRF           string
@@ -362,7 +372,10 @@ type Check struct {
 // Health is the health page.
 type Health struct {
 	Chrome  `json:"-"`
-	Backing string  `json:"backing"`
+	Backing string `json:"backing"`
+	// Partial, when set, says why values, fixes and details are hidden:
+	// the token does not see every tenant and queue.
+	Partial string  `json:"partial,omitempty"`
 	Status  string  `json:"status"`
 	Checks  []Check `json:"checks"`
 	Details []KV    `json:"details"`
