@@ -136,13 +136,13 @@ func (s *Server) run(c echo.Context, a action, r ActionRequest) (ActionResult, e
 	if n > 0 {
 		s.metrics.actions.Add(ctx, int64(n), metric.WithAttributes(attribute.String("action", string(a)), attribute.String("scope", r.Scope)))
 	}
-	s.cfg.Logger.Info("dead letters "+string(a)+"d", "queue", f.Queue, "tenant", f.Tenant, "id", f.ID,
-		"error_contains", f.ErrorContains, "scope", r.Scope, "selected", len(r.Items), "count", n)
+	res := ActionResult{Action: string(a), Scope: r.Scope, Count: n,
+		Filter: view.Filter{Queue: f.Queue, Tenant: f.Tenant, ID: f.ID, ErrorContains: f.ErrorContains}}
+	noteAction(c, res)
 	if err != nil {
 		return ActionResult{}, err
 	}
-	return ActionResult{Action: string(a), Scope: r.Scope, Count: n,
-		Filter: view.Filter{Queue: f.Queue, Tenant: f.Tenant, ID: f.ID, ErrorContains: f.ErrorContains}}, nil
+	return res, nil
 }
 
 // formRequest reads an action from a page's form.
@@ -246,12 +246,18 @@ func (s *Server) login(c echo.Context) error {
 	}
 	name := strings.TrimSpace(c.FormValue("name"))
 	t, err := s.auth.attempt(c.RealIP(), name, c.FormValue("token"))
+	// The entry names the token only when the name given is one of
+	// them, so a guess's text never reaches the trail.
+	claimed := ""
+	if nt, ok := s.auth.named(name); ok {
+		claimed = nt.Name
+	}
 	if te, ok := errors.AsType[*throttledError](err); ok {
-		s.cfg.Logger.Warn("dashboard sign-in throttled", "remote", c.RealIP(), "token_name", name)
+		s.record(c, view.AuditEntry{Action: "sign-in", Outcome: auditRefused, Status: http.StatusTooManyRequests, Token: claimed, Reason: te.Error()})
 		return tooMany(c, te)
 	}
 	if err != nil {
-		s.cfg.Logger.Warn("dashboard sign-in refused", "remote", c.RealIP(), "token_name", name)
+		s.record(c, view.AuditEntry{Action: "sign-in", Outcome: auditRefused, Status: http.StatusUnauthorized, Token: claimed, Reason: "not one of the dashboard's tokens"})
 		p := view.Login{Chrome: s.chrome(c, "Sign in", view.NavLogin, ""), Failed: true}
 		p.Chrome.Refresh = 0
 		return s.render(c, http.StatusUnauthorized, view.LoginView(p))
@@ -261,13 +267,16 @@ func (s *Server) login(c echo.Context) error {
 		return err
 	}
 	s.auth.setCookie(c, ns)
-	s.cfg.Logger.Info("dashboard sign-in", "remote", c.RealIP(), "token_name", t.Name)
+	s.record(c, view.AuditEntry{Action: "sign-in", Outcome: auditDone, Status: http.StatusSeeOther, Token: t.Name})
 	return c.Redirect(http.StatusSeeOther, "/dead")
 }
 
 func (s *Server) logout(c echo.Context) error {
 	if !s.auth.csrfOK(sessionOf(c), csrfToken(c)) {
 		return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token")
+	}
+	if t := s.auth.tokenOf(c); t != nil {
+		s.record(c, view.AuditEntry{Action: "sign-out", Outcome: auditDone, Status: http.StatusSeeOther, Token: t.Name})
 	}
 	ns, err := s.auth.newSession("")
 	if err != nil {

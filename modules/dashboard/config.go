@@ -82,6 +82,9 @@ type Config struct {
 	// other host (ports ignored): a dashboard on 127.0.0.1 then cannot be
 	// read by a web page through DNS rebinding.
 	AllowedHosts []string
+	// AuditKeep is how many audit entries the /audit page keeps (the
+	// newest); every entry is also a log line and a span event.
+	AuditKeep int
 	// TracerProvider traces every request; nil means the global provider.
 	TracerProvider trace.TracerProvider
 	// Logger receives sampler and action logs; nil discards them.
@@ -115,6 +118,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.AuditKeep <= 0 {
+		c.AuditKeep = DefaultAuditKeep
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

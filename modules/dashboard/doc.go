@@ -38,6 +38,7 @@
 //     [contract.StateStore] is configured, the run of the same id.
 //   - /health: each check of [contract.Inspector.Health] green, amber or
 //     red, with the fix for each that is not green.
+//   - /audit: the audit trail, newest first, for read-write tokens.
 //   - /healthz for probes and /metrics for Prometheus.
 //
 // Pages are rendered on the server with templ; a small embedded script
@@ -67,7 +68,9 @@
 // sees only theirs on every page, /api/ twin, chart and total, is refused
 // (403, changing nothing) any request naming another tenant or queue,
 // bulk actions included, and a visitor without a token sees nothing
-// ([Config.RequireSignIn]). With a token, a person signs in at
+// ([Config.RequireSignIn]). Every action, done or refused, and every
+// sign-in is audited: a log line, a span event and a bounded list at
+// /audit ([Config.AuditKeep]). With a token, a person signs in at
 // /login (the session cookie is HttpOnly, SameSite=Strict and
 // HMAC-signed with a per-process key) and every POST must carry the
 // session's CSRF token; a script instead sends "Authorization: Bearer

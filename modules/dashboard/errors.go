@@ -22,8 +22,21 @@ import (
 const retryAfterSeconds = "5"
 
 // classify maps an error to the status and the message a person or a
-// script should see.
+// script should see, and logs the failures that are the backing's or the
+// dashboard's own.
 func (s *Server) classify(err error, c echo.Context) (int, string) {
+	code, msg := statusOf(err)
+	switch code {
+	case http.StatusServiceUnavailable:
+		s.cfg.Logger.Warn("dashboard backing unavailable", "path", c.Path(), "err", scrub(err.Error(), s.cfg.DSN))
+	case http.StatusInternalServerError:
+		s.cfg.Logger.Error("dashboard request failed", "path", c.Path(), "err", scrub(err.Error(), s.cfg.DSN))
+	}
+	return code, msg
+}
+
+// statusOf maps an error to its status and message, and nothing else.
+func statusOf(err error) (int, string) {
 	var he *echo.HTTPError
 	var se *ScopeError
 	switch {
@@ -36,10 +49,8 @@ func (s *Server) classify(err error, c echo.Context) (int, string) {
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "the backing did not answer in time"
 	case unavailable(err):
-		s.cfg.Logger.Warn("dashboard backing unavailable", "path", c.Path(), "err", scrub(err.Error(), s.cfg.DSN))
 		return http.StatusServiceUnavailable, "the backing is unavailable; the page will work again once it answers: " + err.Error()
 	}
-	s.cfg.Logger.Error("dashboard request failed", "path", c.Path(), "err", scrub(err.Error(), s.cfg.DSN))
 	return http.StatusInternalServerError, err.Error()
 }
 

@@ -29,6 +29,7 @@ type Server struct {
 	cfg     Config
 	echo    *echo.Echo
 	auth    *auth
+	audit   *audit
 	trusted []*net.IPNet
 	sampler *sampler
 	metrics *metrics
@@ -58,7 +59,7 @@ func New(cfg Config) (*Server, error) {
 			cfg.RequireSignIn = true // scopes would mean nothing if a visitor saw everything
 		}
 	}
-	s := &Server{cfg: cfg, auth: a, trusted: trusted,
+	s := &Server{cfg: cfg, auth: a, trusted: trusted, audit: newAudit(cfg.AuditKeep),
 		sampler: newSampler(cfg.Inspector, cfg.Clock, cfg.SampleEvery, cfg.SampleKeep, cfg.HistoryEvery, cfg.HistoryKeep, scopes)}
 	if s.metrics, err = newMetrics(s.sampler); err != nil {
 		return nil, err
@@ -120,7 +121,9 @@ func (s *Server) routes() *echo.Echo {
 	// instead of 405.
 	sess := s.auth.sessionMiddleware
 	read := []echo.MiddlewareFunc{sess, s.requireRead}
-	write := []echo.MiddlewareFunc{sess, s.requireRead, s.auth.requireWrite}
+	write := func(a action) []echo.MiddlewareFunc {
+		return []echo.MiddlewareFunc{s.audited(a), sess, s.requireRead, s.auth.requireWrite}
+	}
 	get(e, "/", htmlPage(s, s.overview, view.OverviewView), read...)
 	get(e, "/api/overview", apiPage(s.overview), read...)
 	get(e, "/tenants", htmlPage(s, s.tenants, view.TenantsView), read...)
@@ -137,6 +140,8 @@ func (s *Server) routes() *echo.Echo {
 	get(e, "/api/dead/preview", apiPage(s.confirm), read...)
 	get(e, "/item", htmlPage(s, s.item, view.ItemLookup), read...)
 	get(e, "/api/item", apiPage(s.item), read...)
+	get(e, "/audit", htmlPage(s, s.auditPage, view.AuditView), read...)
+	get(e, "/api/audit", apiPage(s.auditPage), read...)
 	get(e, "/health", htmlPage(s, s.health, view.HealthView), read...)
 	get(e, "/api/health", apiPage(s.health), read...)
 
@@ -144,10 +149,10 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/login", s.login, sess)
 	e.POST("/logout", s.logout, sess)
 
-	e.POST("/dead/requeue", s.actionForm(actRequeue), write...)
-	e.POST("/dead/purge", s.actionForm(actPurge), write...)
-	e.POST("/api/dead/requeue", s.actionAPI(actRequeue), write...)
-	e.POST("/api/dead/purge", s.actionAPI(actPurge), write...)
+	e.POST("/dead/requeue", s.actionForm(actRequeue), write(actRequeue)...)
+	e.POST("/dead/purge", s.actionForm(actPurge), write(actPurge)...)
+	e.POST("/api/dead/requeue", s.actionAPI(actRequeue), write(actRequeue)...)
+	e.POST("/api/dead/purge", s.actionAPI(actPurge), write(actPurge)...)
 	return e
 }
 

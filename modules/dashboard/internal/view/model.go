@@ -21,6 +21,7 @@ const (
 	NavFairness = "fairness"
 	NavHealth   = "health"
 	NavLogin    = "login"
+	NavAudit    = "audit"
 )
 
 // Chrome is what every page shows around its content: navigation, the
@@ -441,4 +442,33 @@ type Fairness struct {
 	FIFOStarved      int     `json:"fifo_starved"`
 	AdkWorstSeconds  float64 `json:"adk_worst_wait_seconds"`
 	FIFOWorstSeconds float64 `json:"fifo_worst_wait_seconds"`
+}
+
+// AuditEntry is one audited request: an action (requeue, purge) done,
+// refused or failed, or a sign-in or sign-out. It names the token, never
+// its secret.
+type AuditEntry struct {
+	At      time.Time `json:"at"`
+	Token   string    `json:"token"` // "" when the request held none
+	Client  string    `json:"client"`
+	Action  string    `json:"action"`  // requeue, purge, sign-in, sign-out
+	Outcome string    `json:"outcome"` // done, refused, failed
+	Status  int       `json:"status"`
+	Filter  Filter    `json:"filter"`
+	// Scope is the action's "one", "selection" or "filter"; Selected
+	// the letters a selection named; Count the letters it touched.
+	Scope    string `json:"scope,omitempty"`
+	Selected int    `json:"selected,omitempty"`
+	Count    int    `json:"count"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Audit is the audit trail page, newest first.
+type Audit struct {
+	Chrome  `json:"-"`
+	Entries []AuditEntry `json:"entries"`
+	// Keep is how many entries the trail holds at most; Own is true when
+	// the token sees only its own entries.
+	Keep int  `json:"keep"`
+	Own  bool `json:"own_only"`
 }
