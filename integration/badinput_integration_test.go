@@ -17,13 +17,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/adkit/adk/integration/internal/servers"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // backing is one store under the bad-input table.
@@ -52,7 +53,6 @@ var hostile = []struct{ tenant, id string }{
 
 func backingsUnderTest(t *testing.T) []backing {
 	t.Helper()
-	ctx := context.Background()
 	clock := contracttest.NewFakeClock(time.Time{})
 	pol := policy.Policy{MaxAttempts: 3, Jitter: policy.Fixed(0)}
 	var out []backing
@@ -66,7 +66,7 @@ func backingsUnderTest(t *testing.T) []backing {
 	}
 	rc := redis.NewClient(opt)
 	t.Cleanup(func() { _ = rc.Close() })
-	ns := servers.Namespace(t, rc)
+	ns := redistest.Namespace(t, rc)
 	rs, err := redisstore.NewState(rc, clock, redisstore.Settings{Namespace: ns, Policy: pol})
 	if err != nil {
 		t.Fatal(err)
@@ -85,16 +85,11 @@ func backingsUnderTest(t *testing.T) []backing {
 	})
 
 	dsn := PostgresDSN(t)
-	schema := servers.Schema(t, dsn)
-	cfg, err := servers.PoolConfig(dsn, schema, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	schema := pgstoretest.TestSchema(t, dsn, nil)
+	pool := schema.Pool(t, func(c *pgxpool.Config) {
+		c.MaxConns = 4
+		c.ConnConfig.ConnectTimeout = 3 * time.Second
+	})
 	ps, err := pgstore.NewStateStore(pool, clock, pgstore.Settings{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +105,7 @@ func backingsUnderTest(t *testing.T) []backing {
 				// A listener on the channel must hear nothing: the refusal
 				// comes before the round trip.
 				const channel = "adk_badinput"
-				l, err := pgstore.NewListener(cfg.ConnConfig, pgstore.ListenerSettings{})
+				l, err := pgstore.NewListener(schema.ConnConfig(t), pgstore.ListenerSettings{})
 				if err != nil {
 					return err
 				}
@@ -413,7 +408,7 @@ func hostileNamesRoundTrip(t *testing.T, ctx context.Context, b backing) {
 }
 
 func redisFingerprint(ctx context.Context, c *redis.Client, ns string) (string, error) {
-	keys, err := servers.NamespaceKeys(ctx, c, ns)
+	keys, err := redistest.Keys(ctx, c, ns)
 	if err != nil {
 		return "", err
 	}

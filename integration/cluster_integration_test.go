@@ -14,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/adkit/adk/integration/internal/oracle"
-	"github.com/adkit/adk/integration/internal/servers"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // queuePrefix is the key prefix of a redisstore queue (its slot is the
@@ -33,10 +33,10 @@ func queuePrefix(ns, queue string) string {
 // the oracle holds with no allowance, and every move completes (no slot
 // is left migrating, no MIGRATE meets a key the target already has).
 func TestFaultClusterReshard(t *testing.T) {
-	cl := servers.StartRedisCluster(t, 3)
+	cl := redistest.StartCluster(t, 3)
 	ns := "adkreshard"
 	target := oracle.Target{Backing: oracle.Redis, Cluster: cl.Addrs(), Namespace: ns}
-	slot := servers.Slot(queuePrefix(ns, contract.DefaultQueue))
+	slot := redistest.Slot(queuePrefix(ns, contract.DefaultQueue))
 	var workers []oracle.WorkerConfig
 	for i := range 2 {
 		w := workerDefaults(target, fmt.Sprintf("w%d", i))
@@ -92,7 +92,7 @@ func TestFaultClusterReshard(t *testing.T) {
 // calls succeed.
 func TestClusterSplitSlotRefusesWholeScripts(t *testing.T) {
 	ctx := context.Background()
-	cl := servers.StartRedisCluster(t, 3)
+	cl := redistest.StartCluster(t, 3)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 2})
 	t.Cleanup(func() { _ = client.Close() })
 	ns := "adksplit"
@@ -115,7 +115,7 @@ func TestClusterSplitSlotRefusesWholeScripts(t *testing.T) {
 	}
 
 	prefix := queuePrefix(ns, contract.DefaultQueue)
-	slot := servers.Slot(prefix)
+	slot := redistest.Slot(prefix)
 	mv, keys := beginSlotMove(t, cl, slot)
 	if len(keys) < 10 {
 		t.Fatalf("the queue's slot holds %d keys (%v)", len(keys), keys)
@@ -178,7 +178,7 @@ func TestClusterSplitSlotRefusesWholeScripts(t *testing.T) {
 
 // dumpSlot returns, for every key of slot on any node, the node and the
 // key's serialized value (DUMP).
-func dumpSlot(t *testing.T, cl *servers.Cluster, slot int) map[string]string {
+func dumpSlot(t *testing.T, cl *redistest.Cluster, slot int) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}

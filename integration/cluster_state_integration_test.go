@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/adkit/adk/integration/internal/servers"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // A tenant's state slot is left half-moved: every key of the tenant on the
@@ -27,7 +27,7 @@ import (
 // redis-cluster row moves the slot back and forth under load.)
 func TestClusterSplitSlotRefusesWholeStateScripts(t *testing.T) {
 	ctx := context.Background()
-	cl := servers.StartRedisCluster(t, 3)
+	cl := redistest.StartCluster(t, 3)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 2})
 	t.Cleanup(func() { _ = client.Close() })
 	budget := redisstore.RetryBudget{Attempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
@@ -47,7 +47,7 @@ func TestClusterSplitSlotRefusesWholeStateScripts(t *testing.T) {
 	}
 
 	prefix := "adksplit:state:{4:acme}:"
-	slot := servers.Slot(prefix)
+	slot := redistest.Slot(prefix)
 	owner, err := cl.Owner(ctx, slot)
 	if err != nil {
 		t.Fatal(err)

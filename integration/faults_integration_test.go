@@ -17,20 +17,21 @@ import (
 
 	"github.com/adkit/adk/integration/internal/oracle"
 	"github.com/adkit/adk/integration/internal/proxy"
-	"github.com/adkit/adk/integration/internal/servers"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // backingTarget starts (or reuses) a private server for the backing and
 // returns a target isolated to this test.
-func backingTarget(t *testing.T, backing string, redisArgs ...string) (oracle.Target, *servers.Redis, *servers.Postgres) {
+func backingTarget(t *testing.T, backing string, redisArgs ...string) (oracle.Target, *redistest.Server, *pgstoretest.Server) {
 	t.Helper()
 	switch backing {
 	case oracle.Redis:
-		r := servers.StartRedis(t, redisArgs...)
+		r := redistest.StartServer(t, redisArgs...)
 		return oracle.Target{Backing: oracle.Redis, Addr: r.Addr(), Namespace: "adkfault"}, r, nil
 	default:
 		pg := privatePG(t)
-		return oracle.Target{Backing: oracle.Postgres, DSN: pg.DSN(), Schema: servers.Schema(t, pg.DSN())}, nil, pg
+		return oracle.Target{Backing: oracle.Postgres, DSN: pg.DSN(), Schema: pgstoretest.TestSchema(t, pg.DSN(), nil).Name}, nil, pg
 	}
 }
 

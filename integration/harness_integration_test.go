@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/integration/internal/oracle"
-	"github.com/adkit/adk/integration/internal/servers"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 	"github.com/adkit/adk/modules/policy"
 )
 
@@ -34,14 +34,14 @@ func atExit(f func()) {
 // breaks on purpose; each test works in its own schema.
 var (
 	pgOnce sync.Once
-	pgSrv  *servers.Postgres
+	pgSrv  *pgstoretest.Server
 	pgErr  error
 )
 
-func privatePG(t *testing.T) *servers.Postgres {
+func privatePG(t *testing.T) *pgstoretest.Server {
 	t.Helper()
 	pgOnce.Do(func() {
-		pgSrv, pgErr = servers.StartPostgres()
+		pgSrv, pgErr = pgstoretest.NewServer()
 		if pgErr == nil {
 			atExit(pgSrv.Remove)
 		}

@@ -16,9 +16,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/adkit/adk/integration/internal/servers"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // TestClusterSplitSlotRefusesLayoutMigration: while the namespace's slot
@@ -29,7 +29,7 @@ import (
 // having met no key on the target it had not put there.
 func TestClusterSplitSlotRefusesLayoutMigration(t *testing.T) {
 	ctx := context.Background()
-	cl := servers.StartRedisCluster(t, 3)
+	cl := redistest.StartCluster(t, 3)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 2})
 	t.Cleanup(func() { _ = client.Close() })
 	refused := &refusedCommands{}
@@ -73,7 +73,7 @@ func TestClusterSplitSlotRefusesLayoutMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	slot := servers.Slot(prefix)
+	slot := redistest.Slot(prefix)
 	mv, keys := beginSlotMove(t, cl, slot)
 	var rest []string
 	for _, k := range keys {
@@ -166,7 +166,7 @@ func (h *refusedCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 // beginSlotMove starts moving slot from its owner to the next node (the
 // slot marked importing there and migrating on the owner) and returns the
 // move and the slot's keys, none moved yet.
-func beginSlotMove(t *testing.T, cl *servers.Cluster, slot int) (*servers.SlotMove, []string) {
+func beginSlotMove(t *testing.T, cl *redistest.Cluster, slot int) (*redistest.SlotMove, []string) {
 	t.Helper()
 	ctx := context.Background()
 	owner, err := cl.Owner(ctx, slot)

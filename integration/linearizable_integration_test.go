@@ -20,11 +20,12 @@ import (
 
 	"github.com/adkit/adk/integration/internal/oracle"
 	"github.com/adkit/adk/integration/internal/proxy"
-	"github.com/adkit/adk/integration/internal/servers"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // The linearizability check of the state store. Eight clients run gets,
@@ -272,7 +273,7 @@ func linSetup(t *testing.T, backing, fault string) linTarget {
 		mem := memstore.New(contract.SystemClock{})
 		target.open = func(*testing.T) contract.StateStore { return mem }
 	case oracle.Redis:
-		srv := servers.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+		srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
 		addr := srv.Addr()
 		if fault == "cuts" {
 			px := linProxy(t, addr)
@@ -301,8 +302,8 @@ func linSetup(t *testing.T, backing, fault string) linTarget {
 			return s
 		}
 	case linCluster:
-		cl := servers.StartRedisCluster(t, 3)
-		slot := servers.Slot("lin:state:{3:lin}:runs")
+		cl := redistest.StartCluster(t, 3)
+		slot := redistest.Slot("lin:state:{3:lin}:runs")
 		target.inject = func(stop <-chan struct{}) string {
 			moves, keys := 0, 0
 			for linPause(stop, 50*time.Millisecond) {
@@ -310,7 +311,7 @@ func linSetup(t *testing.T, backing, fault string) linTarget {
 				owner, err := cl.Owner(ctx, slot)
 				var n int
 				if err == nil {
-					var mv *servers.SlotMove
+					var mv *redistest.SlotMove
 					if mv, err = cl.NewSlotMove(ctx, slot, (owner+1)%len(cl.Nodes)); err == nil {
 						n, err = mv.Run(ctx)
 					}
@@ -337,12 +338,11 @@ func linSetup(t *testing.T, backing, fault string) linTarget {
 		}
 	case oracle.Postgres:
 		pg := privatePG(t)
-		schema := servers.Schema(t, pg.DSN())
-		dsn := pg.DSN()
+		schema := pgstoretest.TestSchema(t, pg.DSN(), nil)
+		var via *proxy.Proxy
 		if fault == "cuts" {
-			upstream := fmt.Sprintf("127.0.0.1:%d", pg.Port)
-			px := linProxy(t, upstream)
-			dsn = strings.Replace(dsn, upstream, px.Addr(), 1)
+			px := linProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.Port))
+			via = px
 			target.inject = func(stop <-chan struct{}) string { return linCuts(px, stop) }
 		}
 		if fault == "restarts" {
@@ -361,16 +361,13 @@ func linSetup(t *testing.T, backing, fault string) linTarget {
 			}
 		}
 		target.open = func(t *testing.T) contract.StateStore {
-			cfg, err := servers.PoolConfig(dsn, schema, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.ConnConfig.ConnectTimeout = time.Second
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
+			pool := schema.Pool(t, func(c *pgxpool.Config) {
+				c.MaxConns = 2
+				c.ConnConfig.ConnectTimeout = time.Second
+				if via != nil {
+					c.ConnConfig.Host, c.ConnConfig.Port = "127.0.0.1", uint16(via.Port())
+				}
+			})
 			s, err := pgstore.NewStateStore(pool, contract.SystemClock{}, pgstore.Settings{})
 			if err != nil {
 				t.Fatal(err)

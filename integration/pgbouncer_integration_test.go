@@ -18,33 +18,33 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/adkit/adk/integration/internal/oracle"
-	"github.com/adkit/adk/integration/internal/servers"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/contract/runner"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 	"github.com/adkit/adk/modules/policy"
 )
 
 // PgBouncer in transaction mode between the kit and PostgreSQL: each
-// test starts its own (servers.StartPgBouncer) in front of the shared
+// test starts its own (pgstoretest.StartPgBouncer) in front of the shared
 // server, with a throwaway role whose settings (search_path, and
 // statement_timeout when the test wants one) every server connection
 // starts with, since PgBouncer refuses them as startup parameters.
 
 // bouncer is one test's role, schema and PgBouncer.
 type bouncer struct {
-	pg    *servers.PgBouncer
-	role  *servers.Role
+	pg    *pgstoretest.PgBouncer
+	role  *pgstoretest.Role
 	admin string // the shared server
 }
 
-func newBouncer(t testing.TB, roleSettings map[string]string, c servers.PgBouncerConfig) *bouncer {
+func newBouncer(t testing.TB, roleSettings map[string]string, c pgstoretest.PgBouncerConfig) *bouncer {
 	t.Helper()
 	admin := PostgresDSN(t)
-	role := servers.NewRole(t, admin, roleSettings)
+	role := pgstoretest.NewRole(t, admin, roleSettings)
 	c.Users = map[string]string{role.Name: role.Password}
-	return &bouncer{pg: servers.StartPgBouncer(t, admin, c), role: role, admin: admin}
+	return &bouncer{pg: pgstoretest.StartPgBouncer(t, admin, c), role: role, admin: admin}
 }
 
 // dsn is the role's connection string through PgBouncer; mode is pgx's
@@ -138,7 +138,7 @@ func (b *bouncer) tables(t testing.TB, n int64) pgstore.StateTables {
 // pipelined enqueue, claim and complete too, to keep the lane short.
 // Open's Verify accepts each of them, with the timeout on the role.
 func TestPgBouncerSuites(t *testing.T) {
-	b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, servers.PgBouncerConfig{PoolSize: 10})
+	b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, pgstoretest.PgBouncerConfig{PoolSize: 10})
 	ctx := context.Background()
 	if err := b.role.Exec(ctx, pgstore.ExpectedSchema); err != nil {
 		t.Fatal(err)
@@ -291,7 +291,7 @@ func TestPgBouncerDefaultExecMode(t *testing.T) {
 	t.Run("already-exists", func(t *testing.T) {
 		// One server connection: what one client prepared there, the next
 		// client prepares again under the same name.
-		b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, servers.PgBouncerConfig{PoolSize: 1})
+		b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, pgstoretest.PgBouncerConfig{PoolSize: 1})
 		if err := b.role.Exec(ctx, pgstore.ExpectedSchema); err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +352,7 @@ func TestPgBouncerDefaultExecMode(t *testing.T) {
 		// Two server connections: a client's statement is prepared on the
 		// first; while another client holds that one, the next call runs on
 		// the second, where it was never prepared.
-		b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, servers.PgBouncerConfig{PoolSize: 2})
+		b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, pgstoretest.PgBouncerConfig{PoolSize: 2})
 		if err := b.role.Exec(ctx, pgstore.ExpectedSchema); err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +376,7 @@ func TestPgBouncerDefaultExecMode(t *testing.T) {
 	t.Run("describe-exec", func(t *testing.T) {
 		// Two round trips per statement: Verify refuses it behind
 		// transaction pooling before anything runs.
-		b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, servers.PgBouncerConfig{PoolSize: 2})
+		b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, pgstoretest.PgBouncerConfig{PoolSize: 2})
 		if err := b.role.Exec(ctx, pgstore.ExpectedSchema); err != nil {
 			t.Fatal(err)
 		}
@@ -390,7 +390,7 @@ func TestPgBouncerDefaultExecMode(t *testing.T) {
 // saying so, within its probe timeout. The documented set-up (the pool
 // through PgBouncer, the listener straight to PostgreSQL) delivers.
 func TestPgBouncerListener(t *testing.T) {
-	b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, servers.PgBouncerConfig{})
+	b := newBouncer(t, map[string]string{"statement_timeout": "30s"}, pgstoretest.PgBouncerConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := b.role.Exec(ctx, pgstore.ExpectedSchema); err != nil {
@@ -438,7 +438,7 @@ func TestPgBouncerListener(t *testing.T) {
 func TestPgBouncerVerify(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := newBouncer(t, nil, servers.PgBouncerConfig{PoolSize: 4})
+	b := newBouncer(t, nil, pgstoretest.PgBouncerConfig{PoolSize: 4})
 	if err := b.role.Exec(ctx, pgstore.ExpectedSchema); err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func TestPgBouncerVerify(t *testing.T) {
 	wantPoolerErr(t, "RuntimeParams statement_timeout", err, `RuntimeParams["statement_timeout"]`, "unsupported startup parameter", "ALTER ROLE <role> SET statement_timeout", "RECONNECT")
 	// Listed in ignore_startup_parameters it is dropped: the connection
 	// opens and still has no timeout.
-	ignoring := servers.StartPgBouncer(t, b.admin, servers.PgBouncerConfig{Users: map[string]string{b.role.Name: b.role.Password},
+	ignoring := pgstoretest.StartPgBouncer(t, b.admin, pgstoretest.PgBouncerConfig{Users: map[string]string{b.role.Name: b.role.Password},
 		Extra: map[string]string{"ignore_startup_parameters": "statement_timeout"}})
 	ip, err := pgxpool.New(ctx, ignoring.DSN(b.role.Name, b.role.Password, "default_query_exec_mode=exec", "statement_timeout=30s"))
 	if err != nil {
@@ -588,7 +588,7 @@ func holdServers(t *testing.T, ctx context.Context, pool *pgxpool.Pool, n int) f
 // replaces every server connection (RECONNECT, what the docs ask after
 // ALTER ROLE). Nothing is lost or done twice.
 func TestPgBouncerFaultLoad(t *testing.T) {
-	b := newBouncer(t, map[string]string{"statement_timeout": "20s"}, servers.PgBouncerConfig{PoolSize: 20})
+	b := newBouncer(t, map[string]string{"statement_timeout": "20s"}, pgstoretest.PgBouncerConfig{PoolSize: 20})
 	if err := b.role.Exec(context.Background(), pgstore.ExpectedSchema); err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +640,7 @@ func TestPgBouncerFaultLoad(t *testing.T) {
 // at 50 ms. A listener pointed at PgBouncer itself no longer starts
 // (TestPgBouncerListener).
 func BenchmarkPgBouncerWakeLatency(b *testing.B) {
-	bn := newBouncer(b, map[string]string{"statement_timeout": "30s"}, servers.PgBouncerConfig{})
+	bn := newBouncer(b, map[string]string{"statement_timeout": "30s"}, pgstoretest.PgBouncerConfig{})
 	if err := bn.role.Exec(context.Background(), pgstore.ExpectedSchema); err != nil {
 		b.Fatal(err)
 	}
@@ -710,7 +710,7 @@ func benchWake(b *testing.B, pool *pgxpool.Pool, s pgstore.Settings) {
 // to PostgreSQL with pgx's default mode and with exec, and through
 // PgBouncer in transaction mode with exec.
 func BenchmarkPgBouncerClaimComplete(b *testing.B) {
-	bn := newBouncer(b, map[string]string{"statement_timeout": "30s"}, servers.PgBouncerConfig{})
+	bn := newBouncer(b, map[string]string{"statement_timeout": "30s"}, pgstoretest.PgBouncerConfig{})
 	if err := bn.role.Exec(context.Background(), pgstore.ExpectedSchema); err != nil {
 		b.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/adkit/adk/integration/internal/proxy"
-	"github.com/adkit/adk/integration/internal/servers"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // A PatchRun whose reply is lost is retried by redisstore with the same
@@ -26,13 +26,13 @@ func TestRedisPatchReplayAfterLostReply(t *testing.T) {
 		t.Run(fmt.Sprintf("%d patches between", others), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			srv := servers.StartRedis(t)
+			srv := redistest.StartServer(t)
 			px, err := proxy.Start(srv.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer px.Close()
-			direct := srv.Client(t)
+			direct := srv.Client(t, nil)
 			settings := redisstore.Settings{Namespace: "replay"}
 			other, err := redisstore.NewState(direct, contract.SystemClock{}, settings)
 			if err != nil {

@@ -16,9 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/adkit/adk/integration/internal/oracle"
-	"github.com/adkit/adk/integration/internal/servers"
+	"github.com/adkit/adk/integration/internal/proxy"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // sentinelOptions are the Sentinels' timings in these tests: the master
@@ -27,8 +28,8 @@ import (
 // master down right after a failover). ADK_TEST_SENTINEL_DOWN_AFTER (a duration)
 // sets it to measure a failover at other settings, the default
 // included; the stores' retry budget is their default either way.
-func sentinelOptions(t *testing.T) servers.SentinelOptions {
-	o := servers.SentinelOptions{DownAfter: 2 * time.Second, FailoverTimeout: 10 * time.Second}
+func sentinelOptions(t *testing.T) redistest.SentinelOptions {
+	o := redistest.SentinelOptions{DownAfter: 2 * time.Second, FailoverTimeout: 10 * time.Second}
 	if v := os.Getenv("ADK_TEST_SENTINEL_DOWN_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -52,20 +53,33 @@ func sentinelOptions(t *testing.T) servers.SentinelOptions {
 // kill (and the enqueues acknowledged then).
 func failoverLoad(t *testing.T, lag time.Duration, waitReplicas int, allow bool, serverArgs ...string) outcome {
 	o := sentinelOptions(t)
+	var link *proxy.Proxy
 	if lag > 0 {
 		// 20 s: the Sentinels point a replica that names another master
 		// address (the proxy) back at the master once failover-timeout
 		// has passed since they found it; the kill comes well before.
-		o.Link, o.FailoverTimeout = true, max(o.FailoverTimeout, 20*time.Second)
+		o.FailoverTimeout = max(o.FailoverTimeout, 20*time.Second)
+		// The replica reaches its master through a proxy: muted, the
+		// replica falls behind while the master goes on acknowledging
+		// writes.
+		o.ReplicaVia = func(t testing.TB, master string) string {
+			px, err := proxy.Start(master)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = px.Close() })
+			link = px
+			return px.Addr()
+		}
 	}
-	rp := servers.StartReplicated(t, o, serverArgs...)
+	rp := redistest.StartReplicated(t, o, serverArgs...)
 	checkReplicationReport(t, rp, waitReplicas, len(serverArgs) > 0)
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
 		// What the servers and the Sentinels saw, for the failure.
-		for name, r := range map[string]*servers.Redis{"master": rp.Master, "replica": rp.Replica,
+		for name, r := range map[string]*redistest.Server{"master": rp.Master, "replica": rp.Replica,
 			"sentinel 1": rp.Sentinels[0], "sentinel 2": rp.Sentinels[1], "sentinel 3": rp.Sentinels[2]} {
 			b, _ := os.ReadFile(filepath.Join(r.Dir, "redis.log"))
 			t.Logf("%s log:\n%s", name, b)
@@ -107,7 +121,7 @@ func failoverLoad(t *testing.T, lag time.Duration, waitReplicas int, allow bool,
 			}
 			var wave sync.WaitGroup
 			if lag > 0 {
-				rp.Link.Mute() // the replica hears nothing more from its master
+				link.Mute() // the replica hears nothing more from its master
 				mu.Lock()
 				pausedAt = time.Now()
 				mu.Unlock()
@@ -186,7 +200,7 @@ func failoverLoad(t *testing.T, lag time.Duration, waitReplicas int, allow bool,
 					time.Sleep(20 * time.Millisecond)
 				}
 				rp.Master.Start()
-				c := rp.Master.Client(t)
+				c := rp.Master.Client(t, nil)
 				if err := c.ConfigSet(ctx, "replica-priority", "0").Err(); err != nil {
 					t.Error(err)
 				}
@@ -300,7 +314,7 @@ func lossKinds(forgiven []string) string {
 // must report the master's role and its replica, and warn about
 // asynchronous replication unless the writes wait for the replica or the
 // server sets min-replicas-to-write.
-func checkReplicationReport(t *testing.T, rp *servers.Replicated, waitReplicas int, minReplicas bool) {
+func checkReplicationReport(t *testing.T, rp *redistest.Replicated, waitReplicas int, minReplicas bool) {
 	t.Helper()
 	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: rp.Name, SentinelAddrs: rp.SentinelAddrs()})
 	defer c.Close()

@@ -3,17 +3,16 @@
 package adkotel_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
 	"github.com/adkit/adk/modules/adkotel"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,12 +27,6 @@ func e2eBackings() []backing {
 	return []backing{memoryBacking(), redisBacking(), postgresBacking()}
 }
 
-func randomSuffix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // redisBacking runs on the shared server of ADK_TEST_REDIS_URL, in a
 // namespace of its own that is deleted afterwards. Each side gets its own
 // client, instrumented with redisotel against that side's provider, so
@@ -41,26 +34,11 @@ func randomSuffix() string {
 func redisBacking() backing {
 	return backing{name: "redis", system: adkotel.SystemRedis,
 		fresh: func(t *testing.T, p policy.Policy) func(*testing.T, trace.TracerProvider) contract.WorkQueue {
-			url := mustEnv(t, "ADK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-			opt, err := redis.ParseURL(url)
+			opt, err := redis.ParseURL(redistest.URL(t))
 			if err != nil {
-				t.Fatalf("ADK_TEST_REDIS_URL: %v", err)
+				t.Fatalf("%s: %v", redistest.EnvURL, err)
 			}
-			ns := "adkotel-" + randomSuffix()
-			t.Cleanup(func() {
-				c := redis.NewClient(opt)
-				defer c.Close()
-				ctx := context.Background()
-				for _, pattern := range []string{ns + ":*", "{" + ns + ":*"} {
-					iter := c.Scan(ctx, 0, pattern, 500).Iterator()
-					for iter.Next(ctx) {
-						c.Del(ctx, iter.Val())
-					}
-					if err := iter.Err(); err != nil {
-						t.Errorf("cleaning namespace %s: %v", ns, err)
-					}
-				}
-			})
+			ns := redistest.Namespace(t, redistest.Client(t))
 			return func(t *testing.T, tp trace.TracerProvider) contract.WorkQueue {
 				c := redis.NewClient(opt)
 				if err := redisotel.InstrumentTracing(c, redisotel.WithTracerProvider(tp)); err != nil {
@@ -85,50 +63,12 @@ func redisBacking() backing {
 func postgresBacking() backing {
 	return backing{name: "postgresql", system: adkotel.SystemPostgreSQL,
 		fresh: func(t *testing.T, p policy.Policy) func(*testing.T, trace.TracerProvider) contract.WorkQueue {
-			dsn := mustEnv(t, "ADK_TEST_POSTGRES_DSN", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-			schema := "adkotel_" + randomSuffix()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			admin, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				t.Fatalf("connect: %v", err)
-			}
-			defer admin.Close(ctx)
-			if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-				t.Fatalf("create schema: %v", err)
-			}
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				c, err := pgx.Connect(ctx, dsn)
-				if err != nil {
-					t.Errorf("drop schema %s: %v", schema, err)
-					return
-				}
-				defer c.Close(ctx)
-				if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-					t.Errorf("drop schema %s: %v", schema, err)
-				}
-			})
+			schema := pgstoretest.TestSchema(t, pgstoretest.DSN(t), nil)
 			pool := func(t *testing.T, tracer pgx.QueryTracer) *pgxpool.Pool {
-				cfg, err := pgxpool.ParseConfig(dsn)
-				if err != nil {
-					t.Fatalf("ADK_TEST_POSTGRES_DSN: %v", err)
-				}
-				cfg.ConnConfig.RuntimeParams["search_path"] = schema
-				cfg.ConnConfig.RuntimeParams["statement_timeout"] = "30s"
-				cfg.ConnConfig.Tracer = tracer
-				cfg.MaxConns = 4
-				pl, err := pgxpool.NewWithConfig(context.Background(), cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(pl.Close)
-				return pl
-			}
-			setup := pool(t, nil)
-			if _, err := setup.Exec(ctx, pgstore.ExpectedSchema); err != nil {
-				t.Fatalf("apply schema: %v", err)
+				return schema.Pool(t, func(c *pgxpool.Config) {
+					c.ConnConfig.Tracer = tracer
+					c.MaxConns = 4
+				})
 			}
 			return func(t *testing.T, tp trace.TracerProvider) contract.WorkQueue {
 				pl := pool(t, otelpgx.NewTracer(otelpgx.WithTracerProvider(tp)))

@@ -5,16 +5,10 @@ package adkotel_test
 import (
 	"context"
 	"errors"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/adkit/adk/modules/adkotel"
-	"github.com/adkit/adk/modules/contract"
-	"github.com/adkit/adk/modules/contract/memstore"
-	"github.com/adkit/adk/modules/contract/runner"
-	"github.com/adkit/adk/modules/policy"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
@@ -23,6 +17,12 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/adkit/adk/modules/adkotel"
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/memstore"
+	"github.com/adkit/adk/modules/contract/runner"
+	"github.com/adkit/adk/modules/policy"
 )
 
 // backing opens queues on one fresh, shared set of data: the producer and
@@ -41,16 +41,6 @@ func memoryBacking() backing {
 			s := memstore.New(nil, memstore.WithPolicy(p))
 			return func(*testing.T, trace.TracerProvider) contract.WorkQueue { return s }
 		}}
-}
-
-// mustEnv returns the variable or fails the test with what to set.
-func mustEnv(t *testing.T, name, example string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		t.Fatalf("set %s (e.g. %s) to run the integration tests", name, example)
-	}
-	return v
 }
 
 // otlpProvider is a tracer provider of its own for one side, exporting

@@ -3,83 +3,30 @@
 package backing
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
-
-func randomName(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
 
 // redisNamespace returns the test Redis URL and a namespace of the test's
 // own, whose keys are deleted afterwards.
 func redisNamespace(t *testing.T) (contract.Secret, string) {
 	t.Helper()
-	dsn := os.Getenv("ADK_TEST_REDIS_URL")
-	if dsn == "" {
-		t.Fatal("set ADK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run the backing package's Redis tests")
-	}
-	ns := randomName("adkbk")
-	opts, err := redis.ParseURL(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c := redis.NewClient(opts)
-		defer c.Close()
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, "*"+ns+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-	})
-	return contract.Secret(dsn), ns
+	return contract.Secret(redistest.URL(t)), redistest.Namespace(t, redistest.Client(t))
 }
 
-// postgresSchema returns a DSN whose connections use a schema of the
-// test's own, dropped afterwards.
+// postgresSchema returns a DSN whose connections use an empty schema of
+// the test's own, dropped afterwards.
 func postgresSchema(t *testing.T) contract.Secret {
 	t.Helper()
-	dsn := os.Getenv("ADK_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Fatal("set ADK_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the backing package's PostgreSQL tests")
-	}
-	ctx := context.Background()
-	schema := randomName("adkbk_")
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return contract.Secret(u.String())
+	return contract.Secret(pgstoretest.TestSchema(t, pgstoretest.DSN(t), &pgstoretest.SchemaOptions{Bare: true}).DSN())
 }
 
 func TestOpenRedis(t *testing.T) {

@@ -21,14 +21,15 @@ import (
 	"github.com/chromedp/cdproto/page"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/dashboard/demo"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // chromiumPath finds the browser, or fails the test with the one line that
@@ -583,18 +584,9 @@ func saveScreenshot(t *testing.T, ctx context.Context, name string) {
 // every check that is not healthy must carry its fix.
 func TestBrowserHealthOnRedis(t *testing.T) {
 	browser := chromiumPath(t)
-	redisURL := os.Getenv("ADK_TEST_REDIS_URL")
-	if redisURL == "" {
-		t.Fatal("set ADK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run the dashboard's Redis browser test")
-	}
-	opts, err := redis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(opts)
-	defer client.Close()
-	ns := randomName("adkdash")
-	defer deleteRedisNamespace(t, client, ns)
+	redisURL := redistest.URL(t)
+	client := redistest.Client(t)
+	ns := redistest.Namespace(t, client)
 	q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
@@ -650,10 +642,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // schema verdict of a real PostgreSQL backing.
 func TestBrowserHealthOnPostgres(t *testing.T) {
 	browser := chromiumPath(t)
-	dsn := os.Getenv("ADK_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Fatal("set ADK_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the dashboard's PostgreSQL browser test")
-	}
+	dsn := pgstoretest.DSN(t)
 	pool := postgresSchema(t, dsn)
 	q, err := pgstore.NewWorkQueue(pool, nil, pgstore.Settings{})
 	if err != nil {

@@ -37,7 +37,7 @@ func TestUnreachableBackingsAre503(t *testing.T) {
 		"redis": func(t *testing.T) (contract.WorkQueue, contract.Inspector) {
 			client := redis.NewClient(&redis.Options{Addr: closedPort(t), MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second})
 			t.Cleanup(func() { _ = client.Close() })
-			q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: randomName("adkdash"),
+			q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: "adkdash-unreachable",
 				RetryBudget: redisstore.RetryBudget{Attempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 )
 
 // Health reads the server-wide autovacuum switch as well as the table's
@@ -19,9 +20,9 @@ import (
 // transactions. The test runs its own server, the only kind whose
 // postgresql.conf a test may change.
 func TestHealthAutovacuumOff(t *testing.T) {
-	s := startOwnServer(t)
+	s := pgstoretest.StartServer(t, "fsync=off")
 	ctx := ctxT(t, time.Minute)
-	conn, err := pgx.Connect(ctx, s.dsn())
+	conn, err := pgx.Connect(ctx, s.DSN("statement_timeout=30s"))
 	if err != nil {
 		t.Fatal(err)
 	}

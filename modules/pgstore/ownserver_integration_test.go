@@ -4,13 +4,6 @@ package pgstore_test
 
 import (
 	"errors"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -19,86 +12,19 @@ import (
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 )
-
-const pgBin = "/usr/lib/postgresql/15/bin"
-
-// ownServer is a PostgreSQL instance of the test's own, on a free
-// loopback port in a temporary directory, which the test may stop and
-// start (the shared server is never touched).
-type ownServer struct {
-	t    *testing.T
-	dir  string
-	port int
-}
-
-func (s *ownServer) dsn() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&statement_timeout=30s", s.port)
-}
-
-func (s *ownServer) pgCtl(args ...string) {
-	s.t.Helper()
-	full := append([]string{"-u", "postgres", "--", filepath.Join(pgBin, "pg_ctl"), "-D", filepath.Join(s.dir, "data")}, args...)
-	if out, err := exec.Command("runuser", full...).CombinedOutput(); err != nil {
-		s.t.Fatalf("pg_ctl %v: %v\n%s", args, err, out)
-	}
-}
-
-func (s *ownServer) start() {
-	s.t.Helper()
-	s.pgCtl("-w", "-l", filepath.Join(s.dir, "log"), "-o",
-		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", s.port, s.dir), "start")
-}
-
-func (s *ownServer) stop() {
-	s.t.Helper()
-	s.pgCtl("-w", "-m", "fast", "stop")
-}
-
-func startOwnServer(t *testing.T) *ownServer {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(pgBin, "initdb")); err != nil {
-		t.Fatalf("this test starts its own PostgreSQL and needs %s (apt-get install postgresql-15): %v", pgBin, err)
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		t.Fatalf("this test runs PostgreSQL as the postgres user: %v", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "adk-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chown(dir, uid, gid); err != nil {
-		t.Fatalf("chown %s to postgres (run the integration lane as root): %v", dir, err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	if out, err := exec.Command("runuser", "-u", "postgres", "--", filepath.Join(pgBin, "initdb"),
-		"-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	s := &ownServer{t: t, dir: dir, port: port}
-	s.start()
-	t.Cleanup(func() {
-		_ = exec.Command("runuser", "-u", "postgres", "--", filepath.Join(pgBin, "pg_ctl"), "-D", filepath.Join(dir, "data"), "-m", "immediate", "stop").Run()
-	})
-	return s
-}
 
 // A server restart: the listener backs off while the server is down,
 // reconnects when it is back, LISTENs again and sends a synthetic wake;
 // the queue reports the outage as a retryable error and works after it.
 func TestServerRestart(t *testing.T) {
-	s := startOwnServer(t)
+	// A server of the test's own, which it may stop and start (the shared
+	// server is never touched).
+	s := pgstoretest.StartServer(t, "fsync=off")
+	dsn := s.DSN("statement_timeout=30s")
 	ctx := ctxT(t, 2*time.Minute)
-	cfg, err := pgxpool.ParseConfig(s.dsn())
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +37,7 @@ func TestServerRestart(t *testing.T) {
 	if _, err := pool.Exec(ctx, pgstore.ExpectedSchema); err != nil {
 		t.Fatal(err)
 	}
-	lcfg, err := pgx.ParseConfig(s.dsn())
+	lcfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +65,9 @@ func TestServerRestart(t *testing.T) {
 	}
 	<-wake
 
-	s.stop()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for l.Stats().Connected {
 		if time.Now().After(deadline) {
@@ -158,7 +86,9 @@ func TestServerRestart(t *testing.T) {
 		t.Fatal("a wake while the server was down")
 	default:
 	}
-	s.start()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
 
 	select {
 	case <-wake:

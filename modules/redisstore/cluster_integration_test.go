@@ -13,7 +13,7 @@ import (
 	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
-	"github.com/adkit/adk/modules/redisstore/internal/redistest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // tenantRecorder remembers every tenant a suite touched, so the test can

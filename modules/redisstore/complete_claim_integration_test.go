@@ -11,7 +11,7 @@ import (
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
-	"github.com/adkit/adk/modules/redisstore/internal/redistest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 func newCompleteClaimQueue(t *testing.T, n int) (*RedisWorkQueue, *contracttest.FakeClock) {

@@ -15,7 +15,7 @@ import (
 	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
-	"github.com/adkit/adk/modules/redisstore/internal/redistest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

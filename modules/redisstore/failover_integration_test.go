@@ -14,7 +14,7 @@ import (
 	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
-	"github.com/adkit/adk/modules/redisstore/internal/redistest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,7 +42,7 @@ func TestFailoverWithinBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv.Stop()
+	srv.Kill()
 	var wg sync.WaitGroup
 	var patchErr, claimErr error
 	var leases []contract.Lease
@@ -87,7 +87,7 @@ func TestFailoverPastBudget(t *testing.T) {
 	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "i1"}); err != nil {
 		t.Fatal(err)
 	}
-	srv.Stop()
+	srv.Kill()
 
 	_, err := st.PatchRun(ctx, "acme", "r1", contract.Patch{Counters: contract.Counters{Iterations: 1}})
 	var spe *contract.StatePersistenceError
@@ -220,7 +220,7 @@ func TestRestartMidWorkload(t *testing.T) {
 			t.Fatalf("only %d items done after 10s", done)
 		}
 	}
-	srv.Stop()
+	srv.Kill()
 	mu.Lock()
 	atKill := len(completed)
 	mu.Unlock()

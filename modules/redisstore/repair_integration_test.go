@@ -11,7 +11,7 @@ import (
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
-	"github.com/adkit/adk/modules/redisstore/internal/redistest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // TestHalfWrittenEnqueueIsRepaired builds by hand what a script of an

@@ -10,7 +10,7 @@ import (
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/redisstore"
-	"github.com/adkit/adk/modules/redisstore/internal/redistest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // BenchmarkStateWrites measures one client's state calls against the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
-	"github.com/adkit/adk/modules/redisstore/internal/redistest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // TestStateReplayRecords sends one patch twice with its nonce, as the

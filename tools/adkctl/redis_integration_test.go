@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,31 +17,15 @@ import (
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
 )
 
 // redisNamespace returns the shared test server's URL, a client of it and
 // a namespace of the test's own, whose keys are deleted when it ends.
 func redisNamespace(t *testing.T) (string, *redis.Client, string) {
 	t.Helper()
-	dsn := os.Getenv("ADK_TEST_REDIS_URL")
-	if dsn == "" {
-		t.Fatal("set ADK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run the adkctl Redis integration tests")
-	}
-	opts, err := redis.ParseURL(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(opts)
-	ns := "adkctl" + randomHex()
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := client.Scan(ctx, 0, "*"+ns+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			client.Del(ctx, iter.Val())
-		}
-		_ = client.Close()
-	})
-	return dsn, client, ns
+	client := redistest.Client(t)
+	return redistest.URL(t), client, redistest.Namespace(t, client)
 }
 
 // TestMigrateLayoutVerb: adkctl redis migrate-layout over a namespace

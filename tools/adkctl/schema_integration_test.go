@@ -3,55 +3,20 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 )
 
 // scratchDSN creates a private schema and returns a DSN whose connections
 // use it, with the given statement_timeout; the schema is dropped after.
 func scratchDSN(t *testing.T, statementTimeout string) string {
 	t.Helper()
-	dsn := os.Getenv("ADK_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Fatal("set ADK_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the adkctl integration tests")
-	}
-	schema := "adk_t_" + randomHex()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Error(err)
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	q.Set("statement_timeout", statementTimeout)
-	u.RawQuery = q.Encode()
-	return u.String()
+	schema := pgstoretest.TestSchema(t, pgstoretest.DSN(t), &pgstoretest.SchemaOptions{Bare: true})
+	return schema.DSN("statement_timeout=" + statementTimeout)
 }
 
 func TestSchemaApplyThenVerify(t *testing.T) {

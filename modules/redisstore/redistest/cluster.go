@@ -1,4 +1,4 @@
-package servers
+package redistest
 
 import (
 	"context"
@@ -14,14 +14,15 @@ import (
 
 // Cluster is a Redis Cluster of masters started by a test.
 type Cluster struct {
-	Nodes []*Redis
+	Nodes []*Server
 	ids   []string
 }
 
-// StartRedisCluster starts n masters with cluster mode on (persistence
-// off unless args say otherwise), joins them with redis-cli --cluster
-// create, and waits until every node reports cluster_state:ok.
-func StartRedisCluster(t testing.TB, n int, args ...string) *Cluster {
+// StartCluster starts n masters with cluster mode on (persistence off
+// unless args say otherwise), joins them with redis-cli --cluster create,
+// waits until every node reports cluster_state:ok, and kills them all
+// when the test ends.
+func StartCluster(t testing.TB, n int, args ...string) *Cluster {
 	t.Helper()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Fatal("redis-cli is not on PATH; install redis-tools to run the cluster tests")
@@ -31,8 +32,8 @@ func StartRedisCluster(t testing.TB, n int, args ...string) *Cluster {
 		// The bus port is chosen too: port+10000, the default, may be
 		// taken or past 65535.
 		a := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(FreePort(t)), "--cluster-node-timeout", "5000", "--appendonly", "no"}, args...)
-		cl.Nodes = append(cl.Nodes, StartRedis(t, a...))
+			"--cluster-port", strconv.Itoa(FreePort(t)), "--cluster-node-timeout", "5000"}, args...)
+		cl.Nodes = append(cl.Nodes, StartServer(t, a...))
 	}
 	create := append([]string{"--cluster", "create"}, cl.Addrs()...)
 	create = append(create, "--cluster-replicas", "0", "--cluster-yes")
@@ -80,11 +81,12 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	return cc
 }
 
-func (c *Cluster) node(ctx context.Context, i int) *redis.Client {
+func (c *Cluster) node(i int) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: c.Nodes[i].Addr(), ReadTimeout: 10 * time.Second})
 }
 
-// Slot returns the hash slot of key.
+// Slot returns the hash slot of key, as Redis Cluster computes it (the
+// part between the first braces when the key has a hash tag).
 func Slot(key string) int {
 	if i := strings.IndexByte(key, '{'); i >= 0 {
 		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
@@ -112,7 +114,7 @@ func crc16(s string) uint16 {
 
 // Owner returns the index of the node that serves slot, as node 0 sees it.
 func (c *Cluster) Owner(ctx context.Context, slot int) (int, error) {
-	n := c.node(ctx, 0)
+	n := c.node(0)
 	defer n.Close()
 	shards, err := n.ClusterShards(ctx).Result()
 	if err != nil {
@@ -158,7 +160,7 @@ func (c *Cluster) NewSlotMove(ctx context.Context, slot, to int) (*SlotMove, err
 }
 
 func (m *SlotMove) do(ctx context.Context, node int, args ...any) error {
-	n := m.c.node(ctx, node)
+	n := m.c.node(node)
 	defer n.Close()
 	return n.Do(ctx, args...).Err()
 }
@@ -177,7 +179,7 @@ func (m *SlotMove) Begin(ctx context.Context) error {
 
 // Keys lists the slot's keys still on the source.
 func (m *SlotMove) Keys(ctx context.Context) ([]string, error) {
-	n := m.c.node(ctx, m.From)
+	n := m.c.node(m.From)
 	defer n.Close()
 	return n.ClusterGetKeysInSlot(ctx, m.Slot, 100000).Result()
 }
@@ -252,7 +254,7 @@ func (m *SlotMove) Run(ctx context.Context) (int, error) {
 func (c *Cluster) OpenSlots(ctx context.Context) ([]string, error) {
 	var out []string
 	for i := range c.Nodes {
-		n := c.node(ctx, i)
+		n := c.node(i)
 		s, err := n.ClusterNodes(ctx).Result()
 		_ = n.Close()
 		if err != nil {

@@ -1,30 +1,24 @@
-package servers
+package redistest
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/adkit/adk/integration/internal/proxy"
 )
 
 // Replicated is a master, its replica and three Sentinels monitoring
 // them, all started by a test.
 type Replicated struct {
-	Master, Replica *Redis
-	Sentinels       []*Redis
+	Master, Replica *Server
+	Sentinels       []*Server
 	Name            string // the master's name in Sentinel
-	// Link, with SentinelOptions.Link, is the proxy the replica reaches
-	// its master through: Mute it and the replica falls behind while the
-	// master goes on acknowledging writes.
-	Link *proxy.Proxy
 }
 
 // SentinelOptions are the Sentinels' timings.
@@ -36,8 +30,11 @@ type SentinelOptions struct {
 	// it must outlast the test's load: a Sentinel points a replica that
 	// names another master address back at the master after it.
 	FailoverTimeout time.Duration
-	// Link puts a proxy between the replica and its master (Replicated.Link).
-	Link bool
+	// ReplicaVia, when set, is given the master's address and returns the
+	// host:port the replica replicates from instead: a proxy of the
+	// test's, which it can mute so that the replica falls behind while
+	// the master goes on acknowledging writes.
+	ReplicaVia func(t testing.TB, masterAddr string) string
 }
 
 // StartReplicated starts a master (with the extra arguments), a replica
@@ -47,31 +44,30 @@ type SentinelOptions struct {
 func StartReplicated(t testing.TB, o SentinelOptions, masterArgs ...string) *Replicated {
 	t.Helper()
 	r := &Replicated{Name: "adkmaster"}
-	r.Master = StartRedis(t, masterArgs...)
-	upstream := r.Master.Port
-	if o.Link {
-		px, err := proxy.Start(r.Master.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = px.Close() })
-		r.Link, upstream = px, px.Port()
+	r.Master = StartServer(t, masterArgs...)
+	upstream := r.Master.Addr()
+	if o.ReplicaVia != nil {
+		upstream = o.ReplicaVia(t, upstream)
 	}
-	r.Replica = StartRedis(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(upstream)}, masterArgs...)...)
+	host, port, err := net.SplitHostPort(upstream)
+	if err != nil {
+		t.Fatalf("SentinelOptions.ReplicaVia returned %q, want host:port: %v", upstream, err)
+	}
+	r.Replica = StartServer(t, append([]string{"--replicaof", host, port}, masterArgs...)...)
 	ctx := context.Background()
+	replica := r.Replica.Client(t, nil)
 	waitFor(t, 20*time.Second, "the replica to sync", func() bool {
-		info, err := r.Replica.Client(t).Info(ctx, "replication").Result()
+		info, err := replica.Info(ctx, "replication").Result()
 		return err == nil && containsLine(info, "master_link_status:up")
 	})
 	for range 3 {
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "sentinel.conf")
+		s := newServer(t, []string{"--sentinel"})
+		s.conf = filepath.Join(s.Dir, "sentinel.conf")
 		body := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s %d\nsentinel resolve-hostnames no\n",
 			r.Name, r.Master.Port, r.Name, o.DownAfter.Milliseconds(), r.Name, o.FailoverTimeout.Milliseconds())
-		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(s.conf, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s := &Redis{t: t, Port: FreePort(t), Dir: dir, conf: conf, args: []string{"--sentinel"}}
 		s.Start()
 		t.Cleanup(s.Kill)
 		r.Sentinels = append(r.Sentinels, s)

@@ -1,0 +1,109 @@
+//go:build integration
+
+package redistest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/adkit/adk/modules/redisstore/redistest"
+)
+
+// A server with an append-only file fsynced on every write keeps what it
+// acknowledged across a SIGKILL: Start replays the file.
+func TestServerKillReplaysTheAppendOnlyFile(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	c := srv.Client(t, nil)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING answered after Kill")
+	}
+	srv.Start()
+	if got, err := c.Get(ctx, "k").Result(); err != nil || got != "v" {
+		t.Fatalf("after the restart: %q, %v; want the acknowledged write", got, err)
+	}
+}
+
+// Without settings that say otherwise a server keeps nothing on disk.
+func TestServerIsVolatileByDefault(t *testing.T) {
+	c := redistest.StartServer(t).Client(t, nil)
+	cfg, err := c.ConfigGet(context.Background(), "appendonly").Result()
+	if err != nil || cfg["appendonly"] != "no" {
+		t.Fatalf("appendonly = %v, %v; want no", cfg, err)
+	}
+}
+
+// Namespace's clean-up reaches every master of a cluster; Keys lists
+// the namespace's keys from all of them.
+func TestNamespaceOnACluster(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	var ns string
+	t.Run("write", func(t *testing.T) {
+		ns = redistest.Namespace(t, c)
+		// State keys tag the tenant, so tenants spread over the masters.
+		for _, tenant := range []string{"a", "b", "c", "d", "e", "f"} {
+			if err := c.Set(ctx, ns+":state:{"+tenant+"}:x", "1", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Set(ctx, "{"+ns+":queue}:token", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := redistest.Keys(ctx, c, ns)
+		if err != nil || len(keys) != 7 {
+			t.Fatalf("Keys: %d keys %v, %v; want 7", len(keys), keys, err)
+		}
+	})
+	keys, err := redistest.Keys(ctx, c, ns)
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("after the test that owned it: %v, %v; want the namespace empty", keys, err)
+	}
+}
+
+// Slot agrees with CLUSTER KEYSLOT; a slot moved with the steps of a
+// reshard ends on its new owner with its keys, and leaves no slot open.
+func TestSlotMove(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	const key = "{move}:k"
+	if err := c.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{key, "123456789", "foo", "{user1000}.a", "{}x", "a{b}c", "{" + key + "}"} {
+		want, err := c.ClusterKeySlot(ctx, k).Result()
+		if got := redistest.Slot(k); err != nil || int64(got) != want {
+			t.Errorf("Slot(%q) = %d; CLUSTER KEYSLOT says %d, %v", k, got, want, err)
+		}
+	}
+	slot := redistest.Slot(key)
+	from, err := cl.Owner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv, err := cl.NewSlotMove(ctx, slot, (from+1)%3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := mv.Run(ctx); err != nil || n != 1 {
+		t.Fatalf("Run: %d keys, %v; want 1", n, err)
+	}
+	if owner, err := cl.Owner(ctx, slot); err != nil || owner != mv.To {
+		t.Fatalf("owner after the move: %d, %v; want %d", owner, err, mv.To)
+	}
+	if open, err := cl.OpenSlots(ctx); err != nil || len(open) != 0 {
+		t.Fatalf("open slots: %v, %v", open, err)
+	}
+	if got, err := c.Get(ctx, key).Result(); err != nil || got != "v" {
+		t.Fatalf("GET after the move: %q, %v", got, err)
+	}
+}
+
+// The package example runs as a test in this lane.
+func TestExample(t *testing.T) { testQueueKeepsItsItemsAcrossACrash(t) }
