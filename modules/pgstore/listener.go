@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/backoff"
 )
 
 // Defaults applied to the zero fields of [ListenerSettings].
@@ -388,7 +389,7 @@ func (l *Listener) loop(ctx context.Context, first chan<- error) {
 				first <- err
 				return
 			}
-			if !sleep(ctx, l.backoff(failures)) {
+			if !backoff.Sleep(ctx, l.backoff(failures)) {
 				return
 			}
 			failures++
@@ -422,7 +423,7 @@ func (l *Listener) loop(ctx context.Context, first chan<- error) {
 			failures = 0
 			continue
 		}
-		if failures > 0 && !sleep(ctx, l.backoff(failures-1)) {
+		if failures > 0 && !backoff.Sleep(ctx, l.backoff(failures-1)) {
 			return
 		}
 		failures++
@@ -441,23 +442,10 @@ func startErr(err error) error {
 	return &contract.QueueUnavailableError{Err: err}
 }
 
+// backoff is the wait before a reconnect after failures earlier failures
+// in a row: MinBackoff doubled, capped at MaxBackoff.
 func (l *Listener) backoff(failures int) time.Duration {
-	d := l.settings.MinBackoff
-	for i := 0; i < failures && d < l.settings.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, l.settings.MaxBackoff)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return backoff.Backoff{Base: l.settings.MinBackoff, Max: l.settings.MaxBackoff}.Delay(failures)
 }
 
 func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
@@ -635,7 +623,7 @@ func (l *Listener) sendProbe(ctx, pctx context.Context, conn *pgx.Conn, senders 
 				_, err = c.Exec(sctx, "SELECT pg_notify($1, $2)", pgx.QueryExecModeSimpleProtocol, l.probeChannel, p.nonce)
 				closeConn(c)
 			}
-			if err == nil || !sleep(sctx, 100*time.Millisecond) {
+			if err == nil || !backoff.Sleep(sctx, 100*time.Millisecond) {
 				p.result <- err
 				return
 			}

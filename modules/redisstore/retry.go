@@ -5,12 +5,12 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
-	"math/rand/v2"
 	"strings"
-	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/adkit/adk/modules/contract"
-	"github.com/redis/go-redis/v9"
+	"github.com/adkit/adk/modules/contract/backoff"
 )
 
 // errKind sorts a failed call by what the caller should do about it.
@@ -114,10 +114,9 @@ func (r retrier) eval(ctx context.Context, c redis.UniversalClient, sc *redis.Sc
 // Only pass calls that are safe to repeat after a lost reply; see the
 // notes on each operation.
 func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
-	delay := r.budget.BaseDelay
-	start := time.Now()
+	retry := r.budget.schedule()
 	var last error
-	for attempt := 1; ; attempt++ {
+	for {
 		err := fn(ctx)
 		if err == nil {
 			return nil
@@ -137,19 +136,10 @@ func (r retrier) do(ctx context.Context, fn func(context.Context) error) error {
 			return err
 		}
 		last = err
-		// Full jitter: sleep a random fraction of the doubled delay.
-		sleep := time.Duration(rand.Int64N(int64(delay)) + 1)
-		if r.budget.Attempts > 0 && attempt >= r.budget.Attempts || r.budget.MaxElapsed > 0 && time.Since(start)+sleep > r.budget.MaxElapsed {
-			return r.unavailable(err)
-		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		wait, ok := retry.Next()
+		if !ok || !backoff.Sleep(ctx, wait) {
 			return r.unavailable(last)
-		case <-t.C:
 		}
-		delay = min(delay*2, r.budget.MaxDelay)
 	}
 }
 

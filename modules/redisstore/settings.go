@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/backoff"
 	"github.com/adkit/adk/modules/policy"
 )
 
@@ -45,6 +46,19 @@ const (
 	DefaultRetryMaxDelay   = 2 * time.Second
 	DefaultRetryMaxElapsed = 45 * time.Second
 )
+
+// schedule begins one operation's retries under the budget (normalized):
+// full jitter over the doubling delay, the elapsed time on the wall
+// clock, since an injected test clock that never moves would never spend
+// MaxElapsed.
+func (b RetryBudget) schedule() *backoff.Schedule {
+	return backoff.Budget{
+		Backoff:    backoff.Backoff{Base: b.BaseDelay, Max: b.MaxDelay, Jitter: backoff.FullJitter},
+		Attempts:   b.Attempts,
+		MaxElapsed: b.MaxElapsed,
+		Clock:      contract.SystemClock{},
+	}.Start()
+}
 
 func (b RetryBudget) normalized() RetryBudget {
 	if b.MaxElapsed <= 0 {

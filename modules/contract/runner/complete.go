@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/backoff"
 )
 
 // completer completes the finished leases of every queue of a Run in
@@ -143,17 +144,22 @@ func (c *completer) close() {
 	close(c.stop)
 }
 
-// completeRetries are the waits before retrying a Complete that failed
-// with a retryable error; after them the leases are left to expire, and
-// their items will be run again.
-var completeRetries = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond}
+// completeRetry bounds the retries of a Complete that failed with a
+// retryable error: five tries, 40 ms apart and doubling (at most 600 ms
+// of waiting in all), then the leases are left to expire and their items
+// will be run again.
+var completeRetry = backoff.Budget{
+	Backoff:  backoff.Backoff{Base: 40 * time.Millisecond, Max: 320 * time.Millisecond, Jitter: backoff.EqualJitter},
+	Attempts: 5,
+}
 
 // settle completes batch, retrying what may be retried. again says the
 // leases may have been completed already (a combined call whose outcome
 // is unknown): then lost ones are expected and not reported.
 func (c *completer) settle(batch []contract.Lease, again bool) {
 	rn := c.rn
-	for try := 0; ; try++ {
+	retry := completeRetry.Start()
+	for {
 		ctx, cancel := context.WithTimeout(rn.detached, rn.cfg.SettleTimeout)
 		err := rn.r.q.Complete(ctx, batch...)
 		cancel()
@@ -169,10 +175,10 @@ func (c *completer) settle(batch []contract.Lease, again bool) {
 			rn.report(err, "complete: some leases were lost before their items completed; those items will run again", "items", len(batch))
 			return
 		}
-		if !contract.Retryable(err) || try == len(completeRetries) {
+		wait, ok := retry.Next()
+		if !contract.Retryable(err) || !ok || !backoff.Sleep(rn.detached, wait) {
 			rn.report(err, "complete failed; the leases will expire and their items run again", "items", len(batch))
 			return
 		}
-		time.Sleep(completeRetries[try])
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/backoff"
 )
 
 // queueLoop claims the items of one queue and runs them on that queue's
@@ -189,11 +189,7 @@ const firstClaimRetry = 10 * time.Millisecond
 // capped at limit, then drawn from its upper half so that workers cut off
 // together do not come back in step.
 func claimBackoff(failures int, limit time.Duration) time.Duration {
-	d := limit
-	if failures < 30 {
-		d = min(firstClaimRetry<<failures, limit)
-	}
-	return d/2 + rand.N(d/2+1)
+	return backoff.Backoff{Base: firstClaimRetry, Max: limit, Jitter: backoff.EqualJitter}.Delay(failures)
 }
 
 // maxGather bounds gather's wait.
