@@ -90,7 +90,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // WithPropagators sets the propagator that writes the trace context into
 // [contract.Item.Metadata] on enqueue and reads it back on process. The
 // default is the global one, which is a no-op until something (such as
-// [Setup] or otel.SetTextMapPropagator) sets it: without a propagator the
+// otelsetup.Setup or otel.SetTextMapPropagator) sets it: without a propagator the
 // consumer cannot link back to the producer.
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) { c.propagator = p })

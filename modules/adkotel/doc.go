@@ -67,8 +67,11 @@
 //
 // # Setting up
 //
-// [Setup] builds SDK providers from the standard OTEL_* environment
-// variables and installs them as the globals, which every constructor
-// here uses unless given [WithTracerProvider], [WithMeterProvider] or
-// [WithPropagators].
+// This package depends on the OpenTelemetry API only: it links no SDK and
+// no exporter. Package [github.com/adkit/adk/modules/adkotel/otelsetup]
+// builds SDK providers from the standard OTEL_* environment variables
+// and installs them as the globals, which every constructor here uses
+// unless given [WithTracerProvider], [WithMeterProvider] or
+// [WithPropagators]; any other set-up that installs globals (contrib's
+// autoexport, say) does as well.
 package adkotel

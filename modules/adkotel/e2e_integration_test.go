@@ -19,6 +19,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/adkit/adk/modules/adkotel"
+	"github.com/adkit/adk/modules/adkotel/internal/otlpreceiver"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/contract/runner"
@@ -45,7 +46,7 @@ func memoryBacking() backing {
 
 // otlpProvider is a tracer provider of its own for one side, exporting
 // over OTLP/HTTP to the receiver.
-func otlpProvider(t *testing.T, recv *receiver, service string) *sdktrace.TracerProvider {
+func otlpProvider(t *testing.T, recv *otlpreceiver.Receiver, service string) *sdktrace.TracerProvider {
 	t.Helper()
 	exp, err := otlptracehttp.New(context.Background(),
 		otlptracehttp.WithEndpoint(recv.HTTPAddr), otlptracehttp.WithInsecure())
@@ -73,7 +74,7 @@ func TestEndToEndOTLP(t *testing.T) {
 // to a real OTLP/HTTP receiver, and the test reads the spans it decoded.
 func runE2E(t *testing.T, b backing, parentFromMessage bool) {
 	ctx := context.Background()
-	recv := startReceiver(t)
+	recv := otlpreceiver.Start(t)
 	pol := policy.Policy{MaxAttempts: 3, BaseDelay: 20 * time.Millisecond, MaxDelay: 20 * time.Millisecond, Jitter: policy.Fixed(1)}
 	open := b.fresh(t, pol)
 	prop := propagation.TraceContext{}
@@ -137,7 +138,7 @@ func runE2E(t *testing.T, b backing, parentFromMessage bool) {
 	}
 
 	spans := recv.Spans()
-	t.Logf("span tree (%s, parent_from_message=%v):\n%s", b.name, parentFromMessage, spanTree(spans))
+	t.Logf("span tree (%s, parent_from_message=%v):\n%s", b.name, parentFromMessage, otlpreceiver.SpanTree(spans))
 	checkE2E(t, b, spans, parentFromMessage)
 }
 
@@ -177,10 +178,10 @@ func waitSettled(t *testing.T, ins contract.Inspector, queue string, handledAll 
 	}
 }
 
-func checkE2E(t *testing.T, b backing, spans []gotSpan, parentFromMessage bool) {
+func checkE2E(t *testing.T, b backing, spans []otlpreceiver.Span, parentFromMessage bool) {
 	t.Helper()
-	find := func(service, name string) []gotSpan {
-		var out []gotSpan
+	find := func(service, name string) []otlpreceiver.Span {
+		var out []otlpreceiver.Span
 		for _, s := range spans {
 			if s.Service == service && s.Name == name {
 				out = append(out, s)
@@ -188,7 +189,7 @@ func checkE2E(t *testing.T, b backing, spans []gotSpan, parentFromMessage bool) 
 		}
 		return out
 	}
-	attr := func(s gotSpan, key string) string { return attrString(s.Attributes, key) }
+	attr := func(s otlpreceiver.Span, key string) string { return otlpreceiver.AttrString(s.Attributes, key) }
 	sysKey := string(semconv.MessagingSystemKey)
 	destKey := string(semconv.MessagingDestinationNameKey)
 	idKey := string(semconv.MessagingMessageIDKey)
@@ -204,16 +205,16 @@ func checkE2E(t *testing.T, b backing, spans []gotSpan, parentFromMessage bool) 
 	if send.Kind != tracepb.Span_SPAN_KIND_PRODUCER {
 		t.Errorf("send kind %v", send.Kind)
 	}
-	if hexID(send.ParentSpanId) != hexID(reqs[0].SpanId) {
+	if otlpreceiver.HexID(send.ParentSpanId) != otlpreceiver.HexID(reqs[0].SpanId) {
 		t.Errorf("send span is not a child of the request span")
 	}
 	if attr(send, sysKey) != b.system || attr(send, destKey) != "agent" || attr(send, string(semconv.MessagingBatchMessageCountKey)) != "3" {
 		t.Errorf("send attributes: %v", send.Attributes)
 	}
-	sendTrace, sendSpan := hexID(send.TraceId), hexID(send.SpanId)
-	linksToSend := func(s gotSpan) bool {
+	sendTrace, sendSpan := otlpreceiver.HexID(send.TraceId), otlpreceiver.HexID(send.SpanId)
+	linksToSend := func(s otlpreceiver.Span) bool {
 		for _, l := range s.Links {
-			if hexID(l.TraceId) == sendTrace && hexID(l.SpanId) == sendSpan {
+			if otlpreceiver.HexID(l.TraceId) == sendTrace && otlpreceiver.HexID(l.SpanId) == sendSpan {
 				return true
 			}
 		}
@@ -235,8 +236,8 @@ func checkE2E(t *testing.T, b backing, spans []gotSpan, parentFromMessage bool) 
 		}
 		for _, l := range r.Links {
 			links++
-			if hexID(l.TraceId) != sendTrace || hexID(l.SpanId) != sendSpan {
-				t.Errorf("receive link to %s/%s, want the send span", hexID(l.TraceId), hexID(l.SpanId))
+			if otlpreceiver.HexID(l.TraceId) != sendTrace || otlpreceiver.HexID(l.SpanId) != sendSpan {
+				t.Errorf("receive link to %s/%s, want the send span", otlpreceiver.HexID(l.TraceId), otlpreceiver.HexID(l.SpanId))
 			}
 		}
 	}
@@ -261,11 +262,11 @@ func checkE2E(t *testing.T, b backing, spans []gotSpan, parentFromMessage bool) 
 		child := parentFromMessage && attempt == "1"
 		switch {
 		case child:
-			if hexID(p.TraceId) != sendTrace || hexID(p.ParentSpanId) != sendSpan {
-				t.Errorf("process %s attempt 1: parent %s in trace %s, want the send span", id, hexID(p.ParentSpanId), hexID(p.TraceId))
+			if otlpreceiver.HexID(p.TraceId) != sendTrace || otlpreceiver.HexID(p.ParentSpanId) != sendSpan {
+				t.Errorf("process %s attempt 1: parent %s in trace %s, want the send span", id, otlpreceiver.HexID(p.ParentSpanId), otlpreceiver.HexID(p.TraceId))
 			}
 		default:
-			if hexID(p.TraceId) == sendTrace {
+			if otlpreceiver.HexID(p.TraceId) == sendTrace {
 				t.Errorf("process %s attempt %s shares the producer's trace; want a linked trace of its own", id, attempt)
 			}
 			if !linksToSend(p) {
@@ -309,7 +310,7 @@ func checkE2E(t *testing.T, b backing, spans []gotSpan, parentFromMessage bool) 
 	ours := map[string]string{} // span id -> name
 	for _, s := range spans {
 		if s.Scope == adkotel.ScopeName {
-			ours[hexID(s.SpanId)] = s.Name
+			ours[otlpreceiver.HexID(s.SpanId)] = s.Name
 		}
 	}
 	nested := map[string]int{} // our span name -> database children
@@ -317,7 +318,7 @@ func checkE2E(t *testing.T, b backing, spans []gotSpan, parentFromMessage bool) 
 		if s.Scope == adkotel.ScopeName || s.Scope == "app" {
 			continue
 		}
-		if name, ok := ours[hexID(s.ParentSpanId)]; ok {
+		if name, ok := ours[otlpreceiver.HexID(s.ParentSpanId)]; ok {
 			nested[name]++
 		}
 	}

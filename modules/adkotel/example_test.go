@@ -6,14 +6,15 @@ import (
 	"log"
 	"time"
 
-	"github.com/adkit/adk/modules/adkotel"
-	"github.com/adkit/adk/modules/contract"
-	"github.com/adkit/adk/modules/contract/memstore"
-	"github.com/adkit/adk/modules/contract/runner"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/adkit/adk/modules/adkotel"
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/memstore"
+	"github.com/adkit/adk/modules/contract/runner"
 )
 
 // An item's journey: the producer's send span, the worker's receive span
@@ -99,24 +100,6 @@ func ExampleProcessMiddleware() {
 	}
 	// Output:
 	// process default consumer 1 link
-}
-
-// What a main puts first: providers from the OTEL_* variables, installed
-// as the globals that WrapQueue, WrapState and ProcessMiddleware default to.
-func ExampleSetup() {
-	ctx := context.Background()
-	shutdown, err := adkotel.Setup(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer func() {
-		if err := shutdown(context.Background()); err != nil {
-			log.Print(err)
-		}
-	}()
-	var backing contract.WorkQueue = memstore.New(nil) // or redisstore / pgstore
-	q := adkotel.WrapQueue(backing)
-	_ = q
 }
 
 // Every state store call is a span named after its operation.

@@ -2,19 +2,25 @@ module github.com/adkit/adk/modules/adkotel
 
 go 1.26.0
 
-// What the library imports.
+// What the wrappers (package adkotel) import: the OpenTelemetry API.
 require (
 	github.com/adkit/adk/modules/contract v0.1.0
 	github.com/adkit/adk/modules/policy v0.1.0
 	go.opentelemetry.io/otel v1.47.0
+	go.opentelemetry.io/otel/metric v1.47.0
+	go.opentelemetry.io/otel/trace v1.47.0
+)
+
+// What package otelsetup imports: the SDK and the OTLP exporters. The
+// wrappers never import it, so a program that only wraps its queue does
+// not link them.
+require (
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
-	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
-	go.opentelemetry.io/otel/trace v1.47.0
 	// Linked through the OTLP exporters; the tests' receiver imports them.
 	go.opentelemetry.io/proto/otlp v1.11.1
 	google.golang.org/grpc v1.84.0

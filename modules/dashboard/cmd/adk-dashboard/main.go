@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/modules/adkotel"
+	"github.com/adkit/adk/modules/adkotel/otelsetup"
 	"github.com/adkit/adk/modules/backing"
 	"github.com/adkit/adk/modules/contract/runner"
 	"github.com/adkit/adk/modules/dashboard"
@@ -61,7 +62,7 @@ type options struct {
 	proxies []string
 	verbose bool
 	// tracing is on when an OTLP endpoint is configured: requests, and the
-	// demo's queue calls, are exported through adkotel.Setup.
+	// demo's queue calls, are exported through otelsetup.Setup.
 	tracing bool
 	stderr  io.Writer
 }
@@ -126,7 +127,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	if o.tracing {
-		shutdown, err := adkotel.Setup(ctx)
+		shutdown, err := otelsetup.Setup(ctx)
 		if err != nil {
 			return err
 		}

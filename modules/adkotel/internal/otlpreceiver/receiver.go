@@ -1,6 +1,7 @@
-//go:build integration
-
-package adkotel_test
+// Package otlpreceiver is a minimal OTLP collector for the tests of
+// adkotel and otelsetup: it takes trace and metric exports over HTTP
+// (protobuf) and gRPC on loopback ports and keeps what it was sent.
+package otlpreceiver
 
 import (
 	"cmp"
@@ -26,30 +27,32 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// receiver is a minimal OTLP collector: it accepts trace and metric
+// Receiver is a minimal OTLP collector: it accepts trace and metric
 // exports over HTTP (protobuf) and gRPC on loopback ports and keeps what
 // it was sent, decoded with the OTLP protobuf types.
-type receiver struct {
+type Receiver struct {
 	HTTPAddr string // host:port of the OTLP/HTTP endpoint
 	GRPCAddr string // host:port of the OTLP/gRPC endpoint
 
 	mu      sync.Mutex
-	spans   []gotSpan
+	spans   []Span
 	metrics []*metricspb.ResourceMetrics
 	// requests counts export requests by transport ("http", "grpc").
 	requests map[string]int
 }
 
-// gotSpan is one received span with the service that sent it.
-type gotSpan struct {
+// Span is one received span with the service that sent it.
+type Span struct {
 	Service string
 	Scope   string // instrumentation scope name
 	*tracepb.Span
 }
 
-func startReceiver(t *testing.T) *receiver {
+// Start starts a receiver on loopback ports and stops it when the test
+// ends.
+func Start(t testing.TB) *Receiver {
 	t.Helper()
-	r := &receiver{requests: map[string]int{}}
+	r := &Receiver{requests: map[string]int{}}
 
 	hl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -123,7 +126,7 @@ func writeProto(w http.ResponseWriter, msg proto.Message) {
 
 type grpcTraces struct {
 	coltracepb.UnimplementedTraceServiceServer
-	r *receiver
+	r *Receiver
 }
 
 func (g grpcTraces) Export(_ context.Context, in *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
@@ -133,7 +136,7 @@ func (g grpcTraces) Export(_ context.Context, in *coltracepb.ExportTraceServiceR
 
 type grpcMetrics struct {
 	colmetricspb.UnimplementedMetricsServiceServer
-	r *receiver
+	r *Receiver
 }
 
 func (g grpcMetrics) Export(_ context.Context, in *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
@@ -141,21 +144,21 @@ func (g grpcMetrics) Export(_ context.Context, in *colmetricspb.ExportMetricsSer
 	return &colmetricspb.ExportMetricsServiceResponse{}, nil
 }
 
-func (r *receiver) addTraces(transport string, rss []*tracepb.ResourceSpans) {
+func (r *Receiver) addTraces(transport string, rss []*tracepb.ResourceSpans) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests[transport]++
 	for _, rs := range rss {
-		svc := attrString(rs.GetResource().GetAttributes(), "service.name")
+		svc := AttrString(rs.GetResource().GetAttributes(), "service.name")
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
-				r.spans = append(r.spans, gotSpan{Service: svc, Scope: ss.GetScope().GetName(), Span: s})
+				r.spans = append(r.spans, Span{Service: svc, Scope: ss.GetScope().GetName(), Span: s})
 			}
 		}
 	}
 }
 
-func (r *receiver) addMetrics(transport string, rms []*metricspb.ResourceMetrics) {
+func (r *Receiver) addMetrics(transport string, rms []*metricspb.ResourceMetrics) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests[transport]++
@@ -163,14 +166,14 @@ func (r *receiver) addMetrics(transport string, rms []*metricspb.ResourceMetrics
 }
 
 // Spans returns what was received so far.
-func (r *receiver) Spans() []gotSpan {
+func (r *Receiver) Spans() []Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.spans)
 }
 
 // MetricNames returns the names of the metrics received so far.
-func (r *receiver) MetricNames() map[string]bool {
+func (r *Receiver) MetricNames() map[string]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	names := map[string]bool{}
@@ -184,13 +187,16 @@ func (r *receiver) MetricNames() map[string]bool {
 	return names
 }
 
-func (r *receiver) Requests(transport string) int {
+// Requests counts the export requests received over transport ("http"
+// or "grpc").
+func (r *Receiver) Requests(transport string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.requests[transport]
 }
 
-func attrString(kvs []*commonpb.KeyValue, key string) string {
+// AttrString returns the attribute key of kvs as text, "" when absent.
+func AttrString(kvs []*commonpb.KeyValue, key string) string {
 	for _, kv := range kvs {
 		if kv.GetKey() == key {
 			return anyString(kv.GetValue())
@@ -214,51 +220,52 @@ func anyString(v *commonpb.AnyValue) string {
 	}
 }
 
-func hexID(b []byte) string { return hex.EncodeToString(b) }
+// HexID renders a trace or span id in hex.
+func HexID(b []byte) string { return hex.EncodeToString(b) }
 
-// spanTree renders the received spans as an indented tree per trace, with
+// SpanTree renders the received spans as an indented tree per trace, with
 // the links of each span, for the test log.
-func spanTree(spans []gotSpan) string {
-	byID := map[string]gotSpan{}
-	children := map[string][]gotSpan{}
+func SpanTree(spans []Span) string {
+	byID := map[string]Span{}
+	children := map[string][]Span{}
 	var traces []string
 	seenTrace := map[string]bool{}
 	for _, s := range spans {
-		byID[hexID(s.SpanId)] = s
+		byID[HexID(s.SpanId)] = s
 	}
-	var roots []gotSpan
+	var roots []Span
 	for _, s := range spans {
-		tid := hexID(s.TraceId)
+		tid := HexID(s.TraceId)
 		if !seenTrace[tid] {
 			seenTrace[tid] = true
 			traces = append(traces, tid)
 		}
-		if _, ok := byID[hexID(s.ParentSpanId)]; ok {
-			children[hexID(s.ParentSpanId)] = append(children[hexID(s.ParentSpanId)], s)
+		if _, ok := byID[HexID(s.ParentSpanId)]; ok {
+			children[HexID(s.ParentSpanId)] = append(children[HexID(s.ParentSpanId)], s)
 		} else {
 			roots = append(roots, s)
 		}
 	}
-	byStart := func(a, b gotSpan) int { return cmp.Compare(a.StartTimeUnixNano, b.StartTimeUnixNano) }
+	byStart := func(a, b Span) int { return cmp.Compare(a.StartTimeUnixNano, b.StartTimeUnixNano) }
 	var sb strings.Builder
-	var walk func(s gotSpan, depth int)
-	walk = func(s gotSpan, depth int) {
+	var walk func(s Span, depth int)
+	walk = func(s Span, depth int) {
 		kind := strings.TrimPrefix(s.Kind.String(), "SPAN_KIND_")
-		fmt.Fprintf(&sb, "%s%s [%s, %s] span=%s", strings.Repeat("  ", depth+1), s.Name, strings.ToLower(kind), s.Service, hexID(s.SpanId)[:8])
-		if a := attrString(s.Attributes, "adk.attempt"); a != "" {
+		fmt.Fprintf(&sb, "%s%s [%s, %s] span=%s", strings.Repeat("  ", depth+1), s.Name, strings.ToLower(kind), s.Service, HexID(s.SpanId)[:8])
+		if a := AttrString(s.Attributes, "adk.attempt"); a != "" {
 			fmt.Fprintf(&sb, " attempt=%s", a)
 		}
-		if id := attrString(s.Attributes, "messaging.message.id"); id != "" {
+		if id := AttrString(s.Attributes, "messaging.message.id"); id != "" {
 			fmt.Fprintf(&sb, " id=%s", id)
 		}
 		if s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 			fmt.Fprintf(&sb, " ERROR(%s)", s.Status.GetMessage())
 		}
 		for _, l := range s.Links {
-			fmt.Fprintf(&sb, " ->link trace=%s span=%s", hexID(l.TraceId)[:8], hexID(l.SpanId)[:8])
+			fmt.Fprintf(&sb, " ->link trace=%s span=%s", HexID(l.TraceId)[:8], HexID(l.SpanId)[:8])
 		}
 		sb.WriteString("\n")
-		kids := children[hexID(s.SpanId)]
+		kids := children[HexID(s.SpanId)]
 		slices.SortFunc(kids, byStart)
 		for _, k := range kids {
 			walk(k, depth+1)
@@ -268,7 +275,7 @@ func spanTree(spans []gotSpan) string {
 	for _, tid := range traces {
 		fmt.Fprintf(&sb, "trace %s\n", tid[:8])
 		for _, r := range roots {
-			if hexID(r.TraceId) == tid {
+			if HexID(r.TraceId) == tid {
 				walk(r, 0)
 			}
 		}

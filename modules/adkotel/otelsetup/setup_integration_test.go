@@ -1,16 +1,19 @@
 //go:build integration
 
-package adkotel_test
+package otelsetup_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/adkit/adk/modules/adkotel"
+	"github.com/adkit/adk/modules/adkotel/internal/otlpreceiver"
+	"github.com/adkit/adk/modules/adkotel/otelsetup"
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/memstore"
-	"go.opentelemetry.io/otel"
 )
 
 // Setup, configured only through OTEL_* variables, exports spans and
@@ -18,7 +21,7 @@ import (
 func TestSetupExportsOverOTLP(t *testing.T) {
 	for _, proto := range []string{"http/protobuf", "grpc"} {
 		t.Run(proto, func(t *testing.T) {
-			recv := startReceiver(t)
+			recv := otlpreceiver.Start(t)
 			addr, transport := recv.HTTPAddr, "http"
 			if proto == "grpc" {
 				addr, transport = recv.GRPCAddr, "grpc"
@@ -35,7 +38,7 @@ func TestSetupExportsOverOTLP(t *testing.T) {
 				otel.SetTextMapPropagator(prevProp)
 			})
 			ctx := context.Background()
-			shutdown, err := adkotel.Setup(ctx)
+			shutdown, err := otelsetup.Setup(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +64,7 @@ func TestSetupExportsOverOTLP(t *testing.T) {
 			if recv.Requests(transport) == 0 {
 				t.Fatalf("nothing arrived over %s", transport)
 			}
-			var send, receive *gotSpan
+			var send, receive *otlpreceiver.Span
 			for _, s := range recv.Spans() {
 				switch s.Name {
 				case "send default":
@@ -77,7 +80,7 @@ func TestSetupExportsOverOTLP(t *testing.T) {
 				t.Errorf("service.name %q, want the OTEL_SERVICE_NAME", send.Service)
 			}
 			// The default propagator Setup installs carries the context.
-			if len(receive.Links) != 1 || hexID(receive.Links[0].SpanId) != hexID(send.SpanId) || hexID(receive.Links[0].TraceId) != hexID(send.TraceId) {
+			if len(receive.Links) != 1 || otlpreceiver.HexID(receive.Links[0].SpanId) != otlpreceiver.HexID(send.SpanId) || otlpreceiver.HexID(receive.Links[0].TraceId) != otlpreceiver.HexID(send.TraceId) {
 				t.Errorf("receive span not linked to send: %v", receive.Links)
 			}
 			names := recv.MetricNames()

@@ -1,4 +1,4 @@
-package adkotel
+package otelsetup
 
 import (
 	"context"
@@ -30,7 +30,7 @@ const (
 // globals, and returns the func that flushes and stops them — the three
 // lines a main needs:
 //
-//	shutdown, err := adkotel.Setup(ctx)
+//	shutdown, err := otelsetup.Setup(ctx)
 //	if err != nil { ... }
 //	defer shutdown(context.Background())
 //
@@ -57,7 +57,7 @@ func Setup(ctx context.Context) (shutdown func(context.Context) error, err error
 	res, err := resource.New(ctx,
 		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost(), resource.WithProcessRuntimeName())
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("adkotel: resource: %w", err)
+		return nil, fmt.Errorf("otelsetup: resource: %w", err)
 	}
 	if merged, mErr := resource.Merge(resource.Default(), res); mErr == nil {
 		res = merged
@@ -121,7 +121,7 @@ func propagatorFromEnv() (propagation.TextMapPropagator, error) {
 		case "none":
 			return propagation.NewCompositeTextMapPropagator(), nil
 		default:
-			return nil, fmt.Errorf("adkotel: OTEL_PROPAGATORS names %q: only tracecontext, baggage and none are built in (set the propagator yourself with otel.SetTextMapPropagator and drop it from the variable)", name)
+			return nil, fmt.Errorf("otelsetup: OTEL_PROPAGATORS names %q: only tracecontext, baggage and none are built in (set the propagator yourself with otel.SetTextMapPropagator and drop it from the variable)", name)
 		}
 	}
 	return propagation.NewCompositeTextMapPropagator(props...), nil
@@ -134,7 +134,7 @@ func signalEnabled(env string) (bool, error) {
 	case "none":
 		return false, nil
 	default:
-		return false, fmt.Errorf("adkotel: %s=%q: only otlp and none are supported", env, v)
+		return false, fmt.Errorf("otelsetup: %s=%q: only otlp and none are supported", env, v)
 	}
 }
 
@@ -149,7 +149,7 @@ func protocol(signalEnv string) (string, error) {
 	case protocolGRPC:
 		return protocolGRPC, nil
 	default:
-		return "", fmt.Errorf("adkotel: OTLP protocol %q is not supported: use %s or %s", v, protocolHTTP, protocolGRPC)
+		return "", fmt.Errorf("otelsetup: OTLP protocol %q is not supported: use %s or %s", v, protocolHTTP, protocolGRPC)
 	}
 }
 

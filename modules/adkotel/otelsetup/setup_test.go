@@ -1,13 +1,14 @@
-package adkotel_test
+package otelsetup_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/adkit/adk/modules/adkotel"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/adkit/adk/modules/adkotel/otelsetup"
 )
 
 // These tests never reach an exporter: every case either switches both
@@ -28,7 +29,7 @@ func TestSetupRefusesUnknownValues(t *testing.T) {
 			t.Setenv(k, v)
 		}
 		before := otel.GetTracerProvider()
-		shutdown, err := adkotel.Setup(context.Background())
+		shutdown, err := otelsetup.Setup(context.Background())
 		if err == nil {
 			_ = shutdown(context.Background())
 			t.Fatalf("%v: Setup worked", c.env)
@@ -52,7 +53,7 @@ func TestSetupNoneInstallsPropagatorOnly(t *testing.T) {
 	prev := otel.GetTextMapPropagator()
 	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
 	tp := otel.GetTracerProvider()
-	shutdown, err := adkotel.Setup(context.Background())
+	shutdown, err := otelsetup.Setup(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
