@@ -93,8 +93,7 @@ func TestFaultClusterReshard(t *testing.T) {
 func TestClusterSplitSlotRefusesWholeScripts(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 2})
-	t.Cleanup(func() { _ = client.Close() })
+	client := cl.Client(t, &redis.ClusterOptions{MaxRedirects: 2})
 	ns := "adksplit"
 	budget := redisstore.RetryBudget{Attempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 	q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: ns, RetryBudget: budget})

@@ -28,8 +28,7 @@ import (
 func TestClusterSplitSlotRefusesWholeStateScripts(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 2})
-	t.Cleanup(func() { _ = client.Close() })
+	client := cl.Client(t, &redis.ClusterOptions{MaxRedirects: 2})
 	budget := redisstore.RetryBudget{Attempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 	st, err := redisstore.NewState(client, nil, redisstore.Settings{Namespace: "adksplit", RetryBudget: budget})
 	if err != nil {

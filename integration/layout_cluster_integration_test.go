@@ -30,8 +30,7 @@ import (
 func TestClusterSplitSlotRefusesLayoutMigration(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 2})
-	t.Cleanup(func() { _ = client.Close() })
+	client := cl.Client(t, &redis.ClusterOptions{MaxRedirects: 2})
 	refused := &refusedCommands{}
 	client.AddHook(refused)
 	ns := "adklayout"

@@ -330,7 +330,7 @@ func linSetup(t *testing.T, backing, fault string) linTarget {
 			return fmt.Sprintf("%d moves of the tenant's slot %d between 3 masters (%d keys migrated)", moves, slot, keys)
 		}
 		target.open = func(t *testing.T) contract.StateStore {
-			s, err := redisstore.NewState(cl.Client(t), contract.SystemClock{}, redisstore.Settings{Namespace: "lin"})
+			s, err := redisstore.NewState(cl.Client(t, nil), contract.SystemClock{}, redisstore.Settings{Namespace: "lin"})
 			if err != nil {
 				t.Fatal(err)
 			}

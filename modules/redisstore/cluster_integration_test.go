@@ -45,7 +45,7 @@ func (r tenantRecorder) PatchRun(ctx context.Context, tenant, id string, p contr
 // several slots on several masters.
 func TestCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	client := cl.Client(t)
+	client := cl.Client(t, nil)
 	ctx := context.Background()
 
 	var mu sync.Mutex

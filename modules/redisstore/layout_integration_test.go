@@ -36,7 +36,7 @@ func TestMigrateLayout(t *testing.T) {
 // old ones, all under the namespace's hash tag.
 func TestMigrateLayoutCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	exerciseMigration(t, cl.Client(t))
+	exerciseMigration(t, cl.Client(t, nil))
 }
 
 // history is what both namespaces go through, at t0: the earlier

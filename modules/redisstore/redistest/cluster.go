@@ -74,9 +74,16 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
-// Client returns a cluster client, closed when the test ends.
-func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+// Client returns a client of the cluster with the options opt (nil for
+// go-redis's defaults; its Addrs are set here), closed when the test
+// ends.
+func (c *Cluster) Client(t testing.TB, opt *redis.ClusterOptions) *redis.ClusterClient {
+	o := redis.ClusterOptions{}
+	if opt != nil {
+		o = *opt
+	}
+	o.Addrs = c.Addrs()
+	cc := redis.NewClusterClient(&o)
 	t.Cleanup(func() { _ = cc.Close() })
 	return cc
 }

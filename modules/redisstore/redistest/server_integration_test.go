@@ -42,7 +42,7 @@ func TestServerIsVolatileByDefault(t *testing.T) {
 func TestNamespaceOnACluster(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
-	c := cl.Client(t)
+	c := cl.Client(t, nil)
 	var ns string
 	t.Run("write", func(t *testing.T) {
 		ns = redistest.Namespace(t, c)
@@ -71,7 +71,7 @@ func TestNamespaceOnACluster(t *testing.T) {
 func TestSlotMove(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
-	c := cl.Client(t)
+	c := cl.Client(t, nil)
 	const key = "{move}:k"
 	if err := c.Set(ctx, key, "v", 0).Err(); err != nil {
 		t.Fatal(err)
