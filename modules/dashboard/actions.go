@@ -231,6 +231,9 @@ func (s *Server) actionAPI(a action) echo.HandlerFunc {
 func (s *Server) loginForm(c echo.Context) error {
 	p := view.Login{Chrome: s.chrome(c, "Sign in", view.NavLogin, c.QueryParam("queue"))}
 	p.Chrome.Refresh = 0
+	if c.QueryParam("ended") != "" && p.Chrome.Error == "" && p.Chrome.Token == "" {
+		p.Chrome.Error = "Your session has ended; sign in again."
+	}
 	return s.render(c, http.StatusOK, view.LoginView(p))
 }
 
@@ -262,6 +265,7 @@ func (s *Server) login(c echo.Context) error {
 		p.Chrome.Refresh = 0
 		return s.render(c, http.StatusUnauthorized, view.LoginView(p))
 	}
+	s.auth.end(sessionOf(c)) // a session signed in before ends with the new sign-in
 	ns, err := s.auth.newSession(t.Name)
 	if err != nil {
 		return err
@@ -278,6 +282,7 @@ func (s *Server) logout(c echo.Context) error {
 	if t := s.auth.tokenOf(c); t != nil {
 		s.record(c, view.AuditEntry{Action: "sign-out", Outcome: auditDone, Status: http.StatusSeeOther, Token: t.Name})
 	}
+	s.auth.end(sessionOf(c))
 	ns, err := s.auth.newSession("")
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -25,6 +26,7 @@ const (
 	csrfHeader    = "X-CSRF-Token"
 	ctxSession    = "adk.session"
 	ctxBearer     = "adk.bearer"
+	ctxEnded      = "adk.ended"
 )
 
 // session is what the signed cookie carries. Every visitor gets one, signed
@@ -41,23 +43,39 @@ func (s session) authed() bool { return s.Token != "" }
 
 // auth signs sessions and checks tokens. The signing key is random per
 // process: restarting the dashboard signs everyone out, and no key is
-// ever stored.
+// ever stored. Signed-in sessions are also held here, so that signing
+// out ends one for good (a copy of its cookie is worthless after) and an
+// idle one ends on time.
 type auth struct {
 	tokens []Token
 	// hashes are the tokens' secrets hashed, compared in constant time.
 	hashes   [][32]byte
 	key      []byte
 	ttl      time.Duration
+	idle     time.Duration
 	clock    contract.Clock
 	throttle *throttle
+
+	mu   sync.Mutex
+	live map[string]*liveSession // signed-in sessions by id
 }
 
-func newAuth(tokens []Token, ttl time.Duration, clock contract.Clock) (*auth, error) {
+// liveSession is a signed-in session as the process knows it.
+type liveSession struct {
+	token string
+	seen  time.Time // its last request that was not a live refresh
+}
+
+// maxSessions bounds the signed-in sessions held; past it the one idle
+// longest is ended to make room.
+const maxSessions = 10_000
+
+func newAuth(tokens []Token, ttl, idle time.Duration, clock contract.Clock) (*auth, error) {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	a := &auth{tokens: tokens, key: key, ttl: ttl, clock: clock, throttle: newThrottle(clock)}
+	a := &auth{tokens: tokens, key: key, ttl: ttl, idle: idle, clock: clock, throttle: newThrottle(clock), live: map[string]*liveSession{}}
 	for _, t := range tokens {
 		a.hashes = append(a.hashes, sha256.Sum256([]byte(t.Secret.Reveal())))
 	}
@@ -154,7 +172,50 @@ func (a *auth) newSession(token string) (session, error) {
 	if _, err := rand.Read(id); err != nil {
 		return session{}, err
 	}
-	return session{ID: hex.EncodeToString(id), Token: token, Expires: a.clock.Now().Add(a.ttl)}, nil
+	s := session{ID: hex.EncodeToString(id), Token: token, Expires: a.clock.Now().Add(a.ttl)}
+	if token != "" {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if len(a.live) >= maxSessions {
+			oldest := ""
+			for id, ls := range a.live {
+				if oldest == "" || ls.seen.Before(a.live[oldest].seen) {
+					oldest = id
+				}
+			}
+			delete(a.live, oldest)
+		}
+		a.live[s.ID] = &liveSession{token: token, seen: a.clock.Now()}
+	}
+	return s, nil
+}
+
+// end signs a session out.
+func (a *auth) end(s session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.live, s.ID)
+}
+
+// alive reports whether a signed-in session still holds, and counts the
+// request as activity unless it is a page's own live refresh. A session
+// idle too long is ended.
+func (a *auth) alive(s session, activity bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ls, ok := a.live[s.ID]
+	if !ok || ls.token != s.Token {
+		return false
+	}
+	now := a.clock.Now()
+	if now.Sub(ls.seen) >= a.idle {
+		delete(a.live, s.ID)
+		return false
+	}
+	if activity {
+		ls.seen = now
+	}
+	return true
 }
 
 func (a *auth) encode(s session) string {
@@ -230,6 +291,13 @@ func (a *auth) sessionMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		ok := false
 		if ck, err := c.Cookie(sessionCookie); err == nil {
 			s, ok = a.decode(ck.Value)
+		}
+		// A signed-in cookie the process no longer holds (signed out,
+		// idle too long, or from before a restart) starts over as a
+		// visitor, told once why.
+		if ok && s.authed() && !a.alive(s, c.Request().Header.Get("X-Live-Refresh") == "") {
+			ok = false
+			c.Set(ctxEnded, true)
 		}
 		if !ok {
 			ns, err := a.newSession("")

@@ -18,6 +18,7 @@ const (
 	DefaultHistoryKeep  = 1440 // 24 hours at the default interval
 	DefaultRefresh      = 3 * time.Second
 	DefaultSessionTTL   = 12 * time.Hour
+	DefaultSessionIdle  = 30 * time.Minute
 )
 
 // Config is what a Server shows and how it guards its actions. Queue and
@@ -76,8 +77,13 @@ type Config struct {
 	HistoryKeep  int
 	// Refresh is the live-refresh period of the pages; negative disables it.
 	Refresh time.Duration
-	// SessionTTL bounds a sign-in.
-	SessionTTL time.Duration
+	// SessionTTL bounds a sign-in however busy; SessionIdle ends one
+	// after that long without a request from it (a page's own live
+	// refresh does not count). Sessions live in the process: signing out
+	// ends one at once, and a restart ends them all, as the key that
+	// signs the cookies is drawn anew at every start.
+	SessionTTL  time.Duration
+	SessionIdle time.Duration
 	// AllowedHosts, when set, refuses requests whose Host header names any
 	// other host (ports ignored): a dashboard on 127.0.0.1 then cannot be
 	// read by a web page through DNS rebinding.
@@ -118,6 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.SessionIdle <= 0 {
+		c.SessionIdle = DefaultSessionIdle
 	}
 	if c.AuditKeep <= 0 {
 		c.AuditKeep = DefaultAuditKeep

@@ -72,7 +72,9 @@
 // sign-in is audited: a log line, a span event and a bounded list at
 // /audit ([Config.AuditKeep]). With a token, a person signs in at
 // /login (the session cookie is HttpOnly, SameSite=Strict and
-// HMAC-signed with a per-process key) and every POST must carry the
+// HMAC-signed with a key drawn at every start, so a restart rotates it and
+// signs everyone out; the session is held by the process too, so signing
+// out ends it for good and [Config.SessionIdle] without a request ends it) and every POST must carry the
 // session's CSRF token; a script instead sends "Authorization: Bearer
 // <token>" (or Basic with the token's name as the user), which needs no CSRF token because a browser never adds that
 // header by itself. Pages are escaped by templ and served under a

@@ -64,6 +64,9 @@ func (s *Server) chrome(c echo.Context, title, nav, queue string) view.Chrome {
 		ch.AllTenants = scopeOfToken(t).all()
 	}
 	ch.CanSignIn = s.auth.enabled()
+	if ended, _ := c.Get(ctxEnded).(bool); ended {
+		ch.Error = "Your session has ended (signed out, " + view.Dur(s.cfg.SessionIdle) + " without activity, or the dashboard restarted); sign in again to act."
+	}
 	if s.cfg.Refresh > 0 {
 		ch.Refresh = max(1, int(s.cfg.Refresh/time.Second))
 	}
@@ -191,6 +194,16 @@ func (s *Server) overview(c echo.Context) (view.Overview, int, error) {
 	p.Samples = len(hist)
 	p.ClaimsPerSecond, p.DeadRatio = rates(s.sampler.windowOf(chartRanges[0].span, sc), queue)
 	p.Charts = charts(hist, queue, s.colorsOf(shown), now, span)
+	if sc.tenants != nil {
+		// The line under the tenants' is the scope's sum, not the queue's.
+		for i := range p.Charts {
+			for j := range p.Charts[i].Series {
+				if p.Charts[i].Series[j].Total {
+					p.Charts[i].Series[j].Name = "all of " + sc.token + "'s tenants"
+				}
+			}
+		}
+	}
 	return p, http.StatusOK, nil
 }
 

@@ -43,7 +43,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := newAuth(tokensOf(cfg), cfg.SessionTTL, cfg.Clock)
+	a, err := newAuth(tokensOf(cfg), cfg.SessionTTL, cfg.SessionIdle, cfg.Clock)
 	if err != nil {
 		return nil, err
 	}
@@ -260,6 +260,9 @@ func (s *Server) requireRead(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if strings.HasPrefix(c.Request().URL.Path, "/api/") || c.Request().Method != http.MethodGet {
 			return echo.NewHTTPError(http.StatusUnauthorized, "this dashboard is read with a token: sign in at /login, or send Authorization: Bearer <token>")
+		}
+		if ended, _ := c.Get(ctxEnded).(bool); ended {
+			return c.Redirect(http.StatusSeeOther, "/login?ended=1")
 		}
 		return c.Redirect(http.StatusSeeOther, "/login")
 	}
