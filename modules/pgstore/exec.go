@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/backoff"
 )
 
 // Executor runs SQL. *pgxpool.Pool, *pgxpool.Conn, *pgx.Conn and pgx.Tx
@@ -109,14 +110,8 @@ func (d *db) runOnce(ctx context.Context, fn func(ctx context.Context, e Executo
 	}
 	var err error
 	for _, delay := range retryDelays {
-		if delay > 0 {
-			t := time.NewTimer(delay)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C:
-			}
+		if delay > 0 && !backoff.Sleep(ctx, delay) {
+			return ctx.Err()
 		}
 		err = d.once(ctx, fn)
 		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
