@@ -23,8 +23,13 @@ type scope struct {
 }
 
 // everything is the scope of a visitor on a dashboard that needs no
-// sign-in to read.
-var everything = scope{}
+// sign-in to read; nothing that of a visitor on one that does (the pages
+// refuse them anyway; this keeps the chrome of the sign-in and error
+// pages from listing even a queue's name).
+var (
+	everything = scope{}
+	nothing    = scope{tenants: map[string]bool{}, queues: map[string]bool{}}
+)
 
 func scopeOfToken(t *Token) scope {
 	sc := scope{token: t.Name, write: t.Access == ReadWrite}
@@ -283,6 +288,9 @@ func (s scopedInspector) DeadLetterSummary(ctx context.Context, f contract.DeadL
 func (s *Server) scopeOf(c echo.Context) scope {
 	if t := s.auth.tokenOf(c); t != nil {
 		return scopeOfToken(t)
+	}
+	if s.cfg.RequireSignIn {
+		return nothing
 	}
 	return everything
 }

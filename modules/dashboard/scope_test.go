@@ -37,6 +37,8 @@ func newScopedFixture(t *testing.T) *fixture {
 	store := memstore.New(clock, memstore.WithPolicy(fixturePolicy))
 	f := newFixtureOn(t, testToken, clock, "memory", store, store, store, func(c *Config) { c.Tokens = scopedTokens })
 	f.store = store
+	// A queue of its own for a fourth tenant, which no scoped token sees.
+	f.must(store.Enqueue(context.Background(), contract.Item{Tenant: "initech", Queue: "billing", ID: "inv-1"}))
 	return f
 }
 
@@ -69,17 +71,20 @@ func TestScopesTable(t *testing.T) {
 	type action struct {
 		name, path, body string
 		touches          []string // the letters it moves when allowed (tenant/id)
+		form             bool     // a page's form (a bearer request needs no CSRF token); 303 when done
 	}
 	actions := []action{
-		{"one acme letter", "/api/dead/requeue", `{"queue":"default","tenant":"acme","id":"evil","scope":"one"}`, []string{"acme/evil"}},
-		{"one globex letter", "/api/dead/purge", `{"queue":"default","tenant":"globex","id":"poison-1","scope":"one"}`, []string{"globex/poison-1"}},
-		{"the globex filter", "/api/dead/purge", `{"queue":"default","tenant":"globex","scope":"filter"}`, []string{"globex/poison-1", "globex/poison-2"}},
-		{"a selection reaching globex", "/api/dead/purge", `{"queue":"default","scope":"selection","items":[{"tenant":"acme","id":"evil"},{"tenant":"globex","id":"poison-2"}]}`, []string{"acme/evil", "globex/poison-2"}},
-		{"the other queue", "/api/dead/purge", `{"queue":"other","scope":"filter"}`, nil},
+		{"one acme letter", "/api/dead/requeue", `{"queue":"default","tenant":"acme","id":"evil","scope":"one"}`, []string{"acme/evil"}, false},
+		{"one globex letter", "/api/dead/purge", `{"queue":"default","tenant":"globex","id":"poison-1","scope":"one"}`, []string{"globex/poison-1"}, false},
+		{"the globex filter", "/api/dead/purge", `{"queue":"default","tenant":"globex","scope":"filter"}`, []string{"globex/poison-1", "globex/poison-2"}, false},
+		{"a selection reaching globex", "/api/dead/purge", `{"queue":"default","scope":"selection","items":[{"tenant":"acme","id":"evil"},{"tenant":"globex","id":"poison-2"}]}`, []string{"acme/evil", "globex/poison-2"}, false},
+		{"the other queue", "/api/dead/purge", `{"queue":"other","scope":"filter"}`, nil, false},
+		{"one acme letter by the page", "/dead/purge", "queue=default&tenant=acme&id=evil&scope=one", []string{"acme/evil"}, true},
+		{"the globex filter by the page", "/dead/requeue", "queue=default&tenant=globex&scope=filter&confirm=yes", []string{"globex/poison-1", "globex/poison-2"}, true},
 	}
 	// A filter naming no tenant is allowed to every read-write token and
 	// touches only its scope's letters.
-	unfiltered := action{"every letter of the queue", "/api/dead/purge", `{"queue":"default","scope":"filter"}`, nil}
+	unfiltered := action{"every letter of the queue", "/api/dead/purge", `{"queue":"default","scope":"filter"}`, nil, false}
 
 	type row struct {
 		name    string
@@ -108,7 +113,8 @@ func TestScopesTable(t *testing.T) {
 		{name: "acme-ro", secret: acmeROSecret, read: ok, foreign: forbidden, other: ok, metrics: forbidden, acts: allActs(forbidden), sees: []string{"acme"}},
 		{name: "acme-rw", secret: acmeRWSecret, read: ok, foreign: forbidden, other: ok, metrics: forbidden, sees: []string{"acme"},
 			acts: map[string]int{"one acme letter": ok, "one globex letter": forbidden, "the globex filter": forbidden,
-				"a selection reaching globex": forbidden, "the other queue": ok, unfiltered.name: ok},
+				"a selection reaching globex": forbidden, "the other queue": ok, unfiltered.name: ok,
+				"one acme letter by the page": ok, "the globex filter by the page": forbidden},
 			all: []string{"acme/evil"}},
 		{name: "acme-globex", secret: acmeGlxSecret, read: ok, foreign: ok, other: ok, metrics: forbidden, sees: []string{"acme", "globex"},
 			acts: allActs(ok), all: []string{"acme/evil", "globex/poison-1", "globex/poison-2"}},
@@ -116,7 +122,8 @@ func TestScopesTable(t *testing.T) {
 		// which it is shown by default), and nothing of "default".
 		{name: "other-queue", secret: otherQSecret, read: ok, foreign: ok, other: ok, metrics: forbidden, sees: []string{"acme", "globex"},
 			acts: map[string]int{"one acme letter": forbidden, "one globex letter": forbidden, "the globex filter": forbidden,
-				"a selection reaching globex": forbidden, "the other queue": ok, unfiltered.name: forbidden}},
+				"a selection reaching globex": forbidden, "the other queue": ok, unfiltered.name: forbidden,
+				"one acme letter by the page": forbidden, "the globex filter by the page": forbidden}},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -137,7 +144,7 @@ func TestScopesTable(t *testing.T) {
 					return
 				}
 				if code == ok && r.sees != nil {
-					for _, name := range []string{"acme", "globex", "noisy", "poison", "n-0"} {
+					for _, name := range []string{"acme", "globex", "noisy", "poison", "n-0", "initech", "inv-1"} {
 						if !slices.Contains(r.sees, name) && !(name == "poison" && slices.Contains(r.sees, "globex")) && strings.Contains(body, name) {
 							t.Errorf("GET %s as %s shows %q", path, r.name, name)
 						}
@@ -176,6 +183,20 @@ func TestScopesTable(t *testing.T) {
 				}
 				check(p, want)
 			}
+			// The audit trail is for read-write tokens; sign-in and the
+			// probe answer everyone.
+			audit := map[string]int{"anonymous": toLogin, "admin": ok, "ro-all": forbidden, "acme-ro": forbidden,
+				"acme-rw": ok, "acme-globex": ok, "other-queue": ok}[r.name]
+			check("/audit", audit)
+			check("/api/audit", want("/api/audit", audit))
+			check("/login", ok)
+			if r.name == "anonymous" {
+				// Not even a queue's name before signing in.
+				if _, body := get("/login"); strings.Contains(body, "billing") {
+					t.Error("the sign-in page lists the queues to a visitor")
+				}
+			}
+			check("/healthz", ok)
 			if resp, _ := f.do(nil, http.MethodGet, "/metrics", nil, hdr); resp.StatusCode != r.metrics {
 				t.Errorf("/metrics: %d, want %d", resp.StatusCode, r.metrics)
 			}
@@ -183,15 +204,21 @@ func TestScopesTable(t *testing.T) {
 				want := r.acts[a.name]
 				before := f.deadLetters()
 				h := map[string]string{"Content-Type": "application/json"}
+				if a.form {
+					h["Content-Type"] = "application/x-www-form-urlencoded"
+				}
 				for k, v := range hdr {
 					h[k] = v
 				}
 				resp, body := f.do(nil, http.MethodPost, a.path, strings.NewReader(a.body), h)
+				if a.form && want == ok {
+					want = http.StatusSeeOther
+				}
 				if resp.StatusCode != want {
 					t.Errorf("%s: %d, want %d\n%s", a.name, resp.StatusCode, want, body)
 				}
 				after := f.deadLetters()
-				if want != ok {
+				if want != ok && want != http.StatusSeeOther {
 					if !slices.Equal(before, after) {
 						t.Errorf("%s was refused but changed the dead letters: %v → %v", a.name, before, after)
 					}
@@ -260,10 +287,12 @@ func TestScopedCountsAreTheScopesOwn(t *testing.T) {
 		}
 	}
 	apiAs("/api/overview", &ov)
-	if len(ov.Queues) != 1 {
+	// Queue names are shown to a token whose queue scope holds them; the
+	// counts are its tenants' (none in billing).
+	if len(ov.Queues) != 2 || ov.Queues[0].Queue != "billing" || ov.Queues[0].Tenants != 0 || ov.Queues[0].Ready != 0 {
 		t.Fatalf("overview queues %+v", ov.Queues)
 	}
-	if q := ov.Queues[0]; q.Tenants != 1 || q.Ready != acme.Ready || q.Later != acme.Later || q.Leased != acme.Leased || q.Dead != acme.Dead || q.Served != acme.Served {
+	if q := ov.Queues[1]; q.Tenants != 1 || q.Ready != acme.Ready || q.Later != acme.Later || q.Leased != acme.Leased || q.Dead != acme.Dead || q.Served != acme.Served {
 		t.Errorf("overview totals %+v, want acme's own %+v", q, acme)
 	}
 	var dead struct {
@@ -315,9 +344,10 @@ func TestScopedCountsAreTheScopesOwn(t *testing.T) {
 		Queues []struct{ Dead, Ready int64 }
 	}
 	resp, body := f.do(nil, http.MethodGet, "/api/overview", nil, bearer(acmeGlxSecret))
-	if resp.StatusCode != ok || json.Unmarshal([]byte(body), &two) != nil || len(two.Queues) != 1 {
+	if resp.StatusCode != ok || json.Unmarshal([]byte(body), &two) != nil || len(two.Queues) != 2 {
 		t.Fatalf("overview as acme-globex: %d %s", resp.StatusCode, body)
 	}
+	two.Queues = two.Queues[1:]
 	var want struct{ dead, ready int64 }
 	for _, st := range stats {
 		if st.Tenant != "noisy" {
