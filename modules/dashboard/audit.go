@@ -18,6 +18,9 @@ import (
 // DefaultAuditKeep is how many audit entries a Server keeps by default.
 const DefaultAuditKeep = 1000
 
+// AuditMessage is the message of every audit log line.
+const AuditMessage = "dashboard audit"
+
 // Outcomes of an audited request.
 const (
 	auditDone    = "done"
@@ -73,7 +76,7 @@ func (s *Server) record(c echo.Context, e view.AuditEntry) {
 	if e.Outcome != auditDone {
 		level = s.cfg.Logger.Warn
 	}
-	level("dashboard audit", "action", e.Action, "outcome", e.Outcome, "status", e.Status,
+	level(AuditMessage, "action", e.Action, "outcome", e.Outcome, "status", e.Status,
 		"token", e.Token, "client", e.Client, "queue", e.Filter.Queue, "tenant", e.Filter.Tenant, "id", e.Filter.ID,
 		"error_contains", e.Filter.ErrorContains, "scope", e.Scope, "selected", e.Selected, "count", e.Count, "reason", e.Reason)
 	trace.SpanFromContext(c.Request().Context()).AddEvent("adk.dashboard.audit", trace.WithAttributes(

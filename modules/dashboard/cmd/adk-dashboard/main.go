@@ -76,7 +76,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.StringVar(&o.queue, "queue", "", "queue shown first (default: \"default\", else the first queue found)")
 	fs.BoolVar(&o.demo, "demo", false, "run a synthetic 20-tenant workload on the backing")
 	fs.BoolVar(&o.backing.ApplySchema, "apply-schema", false, "PostgreSQL only: apply the expected schema first (development databases only)")
-	fs.BoolVar(&o.verbose, "v", false, "log sampler, action and workload events")
+	fs.BoolVar(&o.verbose, "v", false, "log sampler and workload events too (the audit trail's lines are always written to standard error)")
 	fs.Func("trusted-proxy", "address or CIDR range of a reverse proxy whose X-Forwarded-For names the client (repeatable)", func(v string) error {
 		o.proxies = append(o.proxies, v)
 		return nil
@@ -121,7 +121,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.DiscardHandler)
+	// The audit trail's lines are written whatever -v says; -v adds the
+	// sampler's, the workload's and the rest.
+	logger := slog.New(auditOnly{slog.NewTextHandler(stderr, nil)})
 	if o.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
@@ -239,3 +241,19 @@ func announce(w io.Writer, addr net.Addr, backing string, o options, loopback bo
 	}
 	fmt.Fprintln(w, "  stop with Ctrl-C")
 }
+
+// auditOnly passes the dashboard's audit lines and drops every other.
+type auditOnly struct{ slog.Handler }
+
+func (a auditOnly) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message != dashboard.AuditMessage {
+		return nil
+	}
+	return a.Handler.Handle(ctx, r)
+}
+
+func (a auditOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return auditOnly{a.Handler.WithAttrs(attrs)}
+}
+
+func (a auditOnly) WithGroup(name string) slog.Handler { return auditOnly{a.Handler.WithGroup(name)} }

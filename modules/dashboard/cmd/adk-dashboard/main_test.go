@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,6 +128,71 @@ func runDemo(t *testing.T, args []string, getenv func(string) string, backing st
 		t.Fatalf("run: %v", err)
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestAuditLinesWithoutVerbose: the audit trail reaches standard error
+// without -v, and nothing else does; the token's secret never.
+func TestAuditLinesWithoutVerbose(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	var stderr syncWriter
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0"}, env("ADK_DASHBOARD_TOKEN", strongToken), pw, &stderr)
+		pw.Close()
+	}()
+	lines := bufio.NewScanner(pr)
+	if !lines.Scan() {
+		cancel()
+		t.Fatalf("no URL (run: %v)", <-done)
+	}
+	url := strings.TrimPrefix(lines.Text(), "adk dashboard: ")
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	for _, secret := range []string{"wrong-" + strongToken, strongToken} {
+		req, _ := http.NewRequest(http.MethodPost, url+"api/dead/purge", strings.NewReader(`{"queue":"default","tenant":"acme","scope":"filter"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	out := stderr.String()
+	if strings.Count(out, `msg="dashboard audit"`) != 2 || !strings.Contains(out, "outcome=refused status=401") || !strings.Contains(out, "outcome=done status=200 token=admin") {
+		t.Errorf("stderr without -v:\n%s", out)
+	}
+	if strings.Contains(out, strongToken) {
+		t.Error("a secret reached the log")
+	}
+	if lines := strings.Count(out, "\n"); lines != 2 {
+		t.Errorf("%d lines on stderr, want the 2 audit lines:\n%s", lines, out)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 func TestRedisBadDSNNeverPrintsPassword(t *testing.T) {
