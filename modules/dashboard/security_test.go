@@ -350,9 +350,11 @@ func TestSignInIsRateLimited(t *testing.T) {
 	c := f.client()
 	doc := f.page(c, "/login", http.StatusOK)
 	csrf, _ := testids(doc, "login-form").Find(`input[name="csrf"]`).Attr("value")
+	retryAfter := ""
 	try := func(token string) int {
 		body, hdr := form(url.Values{"csrf": {csrf}, "token": {token}})
 		resp, _ := f.do(c, http.MethodPost, "/login", body, hdr)
+		retryAfter = resp.Header.Get("Retry-After")
 		return resp.StatusCode
 	}
 	for i := range maxFailures {
@@ -360,8 +362,8 @@ func TestSignInIsRateLimited(t *testing.T) {
 			t.Fatalf("guess %d: %d", i, code)
 		}
 	}
-	if code := try(testToken); code != http.StatusTooManyRequests {
-		t.Errorf("after %d failures even the right token should wait: %d", maxFailures, code)
+	if code := try(testToken); code != http.StatusTooManyRequests || retryAfter != "60" {
+		t.Errorf("after %d failures even the right token should wait: %d, Retry-After %q (want 60)", maxFailures, code, retryAfter)
 	}
 	f.clock.Advance(time.Minute)
 	if code := try(testToken); code != http.StatusSeeOther {

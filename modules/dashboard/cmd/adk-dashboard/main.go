@@ -60,6 +60,7 @@ type options struct {
 	demo    bool
 	tokens  []dashboard.Token
 	proxies []string
+	signIn  bool
 	verbose bool
 	// tracing is on when an OTLP endpoint is configured: requests, and the
 	// demo's queue calls, are exported through otelsetup.Setup.
@@ -77,6 +78,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.BoolVar(&o.demo, "demo", false, "run a synthetic 20-tenant workload on the backing")
 	fs.BoolVar(&o.backing.ApplySchema, "apply-schema", false, "PostgreSQL only: apply the expected schema first (development databases only)")
 	fs.BoolVar(&o.verbose, "v", false, "log sampler and workload events too (the audit trail's lines are always written to standard error)")
+	fs.BoolVar(&o.signIn, "require-sign-in", false, "refuse every page to a visitor without a token (on by itself once any token is tenant- or queue-scoped)")
 	fs.Func("trusted-proxy", "address or CIDR range of a reverse proxy whose X-Forwarded-For names the client (repeatable)", func(v string) error {
 		o.proxies = append(o.proxies, v)
 		return nil
@@ -153,7 +155,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	loopback := isLoopback(ln.Addr())
 	cfg := dashboard.Config{
 		Queue: b.Queue, Inspector: b.Inspector, State: b.State,
-		Backing: b.Name, DSN: b.DSN, Tokens: o.tokens, TrustedProxies: o.proxies, DefaultQueue: o.queue, Logger: logger,
+		Backing: b.Name, DSN: b.DSN, Tokens: o.tokens, TrustedProxies: o.proxies, RequireSignIn: o.signIn, DefaultQueue: o.queue, Logger: logger,
 	}
 	if loopback {
 		cfg.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}

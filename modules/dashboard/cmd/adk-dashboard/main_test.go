@@ -37,6 +37,9 @@ func TestParse(t *testing.T) {
 	if err != nil || o.backing.Kind() != backing.Redis || o.addr != "127.0.0.1:8080" || len(o.tokens) != 1 {
 		t.Fatalf("parse: %+v %v", o, err)
 	}
+	if o, err := parse([]string{"--require-sign-in", "--trusted-proxy", "10.0.0.1"}, env(), io.Discard); err != nil || !o.signIn || len(o.proxies) != 1 {
+		t.Errorf("--require-sign-in --trusted-proxy: %+v %v", o, err)
+	}
 	if _, err := parse(nil, env("ADK_REDIS_DSN", "redis://x", "ADK_POSTGRES_DSN", "postgres://y"), io.Discard); err == nil {
 		t.Error("two backings accepted")
 	}
