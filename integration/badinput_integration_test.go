@@ -5,10 +5,12 @@ package integration
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -25,6 +27,7 @@ import (
 	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
 	"github.com/adkit/adk/modules/redisstore/redistest"
+	"github.com/adkit/adk/modules/sqlitestore"
 )
 
 // backing is one store under the bad-input table.
@@ -159,10 +162,79 @@ func backingsUnderTest(t *testing.T) []backing {
 			}},
 		},
 	})
+
+	sqlitePath := filepath.Join(t.TempDir(), "adk.db")
+	sdb, err := sqlitestore.OpenDB(sqlitePath, sqlitestore.Settings{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sdb.Close() })
+	if err := sqlitestore.Prepare(t.Context(), sdb, sqlitestore.Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := sqlitestore.NewStateStore(sdb, clock, sqlitestore.Settings{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := sqlitestore.NewWorkQueue(sdb, clock, sqlitestore.Settings{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, backing{name: "sqlitestore", state: ss, queue: sq, in: sq,
+		raw: func(ctx context.Context) (string, error) { return sqliteFingerprint(ctx, sdb) },
+		extra: []badCase{
+			{name: "unknown durability", call: func(ctx context.Context, b backing) error {
+				_, err := sqlitestore.NewWorkQueue(sdb, clock, sqlitestore.Settings{Durability: 9})
+				return err
+			}},
+			{name: "bound claim", call: func(ctx context.Context, b backing) error {
+				tx, err := sdb.BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback()
+				_, err = sq.Bound(tx).Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+				return err
+			}},
+		},
+	})
 	for i := range out {
 		out[i].clock = clock
 	}
 	return out
+}
+
+// sqliteFingerprint hashes every row of every table of the file.
+func sqliteFingerprint(ctx context.Context, db *sql.DB) (string, error) {
+	var out []string
+	for _, table := range []string{"adk_counters", "adk_runs", "adk_work", "adk_queues", "adk_turns", "adk_recent", "adk_blobs"} {
+		rows, err := db.QueryContext(ctx, "SELECT * FROM "+table+" ORDER BY 1, 2")
+		if err != nil {
+			return "", err
+		}
+		cols, _ := rows.Columns()
+		h := sha256.New()
+		n := 0
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return "", err
+			}
+			fmt.Fprintf(h, "%q\n", vals)
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return "", err
+		}
+		out = append(out, fmt.Sprintf("%s %d %s", table, n, hex.EncodeToString(h.Sum(nil))))
+	}
+	return strings.Join(out, ", "), nil
 }
 
 // badCase is one row of the table: a call that must be refused with a

@@ -19,6 +19,7 @@ import (
 	"github.com/adkit/adk/integration/internal/proxy"
 	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 	"github.com/adkit/adk/modules/redisstore/redistest"
+	"github.com/adkit/adk/modules/sqlitestore"
 )
 
 // backingTarget starts (or reuses) a private server for the backing and
@@ -26,6 +27,8 @@ import (
 func backingTarget(t *testing.T, backing string, redisArgs ...string) (oracle.Target, *redistest.Server, *pgstoretest.Server) {
 	t.Helper()
 	switch backing {
+	case oracle.SQLite:
+		return sqliteTarget(t), nil, nil
 	case oracle.Redis:
 		r := redistest.StartServer(t, redisArgs...)
 		return oracle.Target{Backing: oracle.Redis, Addr: r.Addr(), Namespace: "adkfault"}, r, nil
@@ -37,11 +40,27 @@ func backingTarget(t *testing.T, backing string, redisArgs ...string) (oracle.Ta
 
 var backings = []string{oracle.Redis, oracle.Postgres}
 
+// sqliteTarget is a new file in the test's directory with its schema in
+// place, which every process of the load opens.
+func sqliteTarget(t *testing.T) oracle.Target {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "adk.db")
+	db, err := sqlitestore.OpenDB(path, sqlitestore.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := sqlitestore.Prepare(t.Context(), db, sqlitestore.Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	return oracle.Target{Backing: oracle.SQLite, Path: path}
+}
+
 // A worker process SIGKILLed while it holds leases: its items stay leased
 // until the lease expires, a surviving worker's reaper returns them to the
 // queue, and they are done again, once, by a survivor.
 func TestFaultWorkerKilled(t *testing.T) {
-	for _, b := range backings {
+	for _, b := range append(slices.Clone(backings), oracle.SQLite) {
 		t.Run(b, func(t *testing.T) {
 			target, _, _ := backingTarget(t, b)
 			var workers []oracle.WorkerConfig
@@ -80,30 +99,75 @@ func TestFaultWorkerKilled(t *testing.T) {
 // transaction (Bound(tx)): the victim's open transactions roll back with
 // its connections, so its items are redone with nothing of theirs left,
 // and every item's effect lands exactly once.
+//
+// On SQLite the transaction holds the file's write lock from BEGIN
+// IMMEDIATE to its commit, the handler's delay included, so the victim
+// dies holding the lock with its frames in the WAL: the operating system
+// drops its lock, the survivors' next transaction finds the log without
+// a commit record for those frames, and they are never read.
 func TestFaultWorkerKilledTransactional(t *testing.T) {
-	target, _, _ := backingTarget(t, oracle.Postgres)
-	var workers []oracle.WorkerConfig
-	for i := range 3 {
-		w := workerDefaults(target, fmt.Sprintf("w%d", i))
-		w.Transactional = true
-		w.HandlerDelay = 40 * time.Millisecond // inside the transaction
-		workers = append(workers, w)
-	}
-	out := runLoad(t, load{target: target, direct: target, workers: workers,
-		inject: func(t *testing.T, ctx context.Context, e *env) []string {
-			if !waitProgress(ctx, e.fleet, K/3) {
-				return nil
+	for _, b := range []string{oracle.Postgres, oracle.SQLite} {
+		t.Run(b, func(t *testing.T) {
+			target, _, _ := backingTarget(t, b)
+			var workers []oracle.WorkerConfig
+			for i := range 3 {
+				w := workerDefaults(target, fmt.Sprintf("w%d", i))
+				w.Transactional = true
+				w.HandlerDelay = 40 * time.Millisecond // inside the transaction
+				if b == oracle.SQLite {
+					// One write transaction at a time per file: more
+					// handlers would only queue on the lock.
+					w.Concurrency = 2
+				}
+				workers = append(workers, w)
 			}
-			e.fleet.Kill(e.procs[0])
-			return []string{fmt.Sprintf("SIGKILL worker w0 (effect and Complete in one transaction) after %d items acknowledged", e.fleet.Acked())}
-		}})
-	if len(out.faults) != 1 {
-		t.Fatal("the worker was not killed mid-load")
+			out := runLoad(t, load{target: target, direct: target, workers: workers,
+				inject: func(t *testing.T, ctx context.Context, e *env) []string {
+					if !waitProgress(ctx, e.fleet, K/3) {
+						return nil
+					}
+					e.fleet.Kill(e.procs[0])
+					return []string{fmt.Sprintf("SIGKILL worker w0 (effect and Complete in one transaction) after %d items acknowledged", e.fleet.Acked())}
+				}})
+			if len(out.faults) != 1 {
+				t.Fatal("the worker was not killed mid-load")
+			}
+			// (An execution may still be unacknowledged: the victim can die
+			// between its commit and its report. The store is what counts.)
+			if r := out.report; r.Reexecuted != 0 || !r.TallyExact {
+				t.Errorf("transactional effects: %d items' effects stored more than once, tallies exact %v; want exactly once", r.Reexecuted, r.TallyExact)
+			}
+		})
 	}
-	// (An execution may still be unacknowledged: the victim can die
-	// between its commit and its report. The store is what counts.)
+}
+
+// Two processes claiming from one SQLite file at once, with no fault:
+// every item is done exactly once and no item is claimed twice (the
+// claim runs under the file's write lock, BEGIN IMMEDIATE).
+func TestSQLiteProcessesShareAFile(t *testing.T) {
+	target := sqliteTarget(t)
+	workers := []oracle.WorkerConfig{workerDefaults(target, "w0"), workerDefaults(target, "w1")}
+	for i := range workers {
+		workers[i].LeaseFor = 10 * time.Second // no lease expires: any second run is a double claim
+	}
+	out := runLoad(t, load{target: target, direct: target, workers: workers})
 	if r := out.report; r.Reexecuted != 0 || !r.TallyExact {
-		t.Errorf("transactional effects: %d items' effects stored more than once, tallies exact %v; want exactly once", r.Reexecuted, r.TallyExact)
+		t.Errorf("two processes on one file: %d items run twice, tallies exact %v; want every item once", r.Reexecuted, r.TallyExact)
+	}
+	var claimed []int64
+	for _, a := range out.fleet.Acks() {
+		claimed = append(claimed, a.Token)
+	}
+	slices.Sort(claimed)
+	if len(claimed) != len(slices.Compact(slices.Clone(claimed))) {
+		t.Error("two acknowledged executions carry the same fencing token")
+	}
+	workersSeen := map[string]bool{}
+	for _, a := range out.fleet.Acks() {
+		workersSeen[a.Worker] = true
+	}
+	if len(workersSeen) != 2 {
+		t.Errorf("only %d of the two processes claimed anything", len(workersSeen))
 	}
 }
 

@@ -7,6 +7,7 @@ package oracle
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -19,12 +20,14 @@ import (
 	"github.com/adkit/adk/modules/pgstore"
 	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/sqlitestore"
 )
 
 // Backing names.
 const (
 	Redis    = "redis"
 	Postgres = "postgres"
+	SQLite   = "sqlite"
 )
 
 // Target says which server and which isolated corner of it a store uses.
@@ -52,6 +55,9 @@ type Target struct {
 	// ListenDSN (PostgreSQL), when set, is where the listener connects
 	// instead of DSN: PostgreSQL itself when DSN is a transaction pooler.
 	ListenDSN string `json:"listen_dsn,omitempty"`
+	// Path (SQLite) is the file every process of the load opens; the
+	// test prepares its schema before the workers start.
+	Path string `json:"path,omitempty"`
 }
 
 // OpenOptions tune the clients of one process.
@@ -79,6 +85,11 @@ type Stores struct {
 	// work bound to a transaction (nil on Redis).
 	PGState *pgstore.PostgresStateStore
 	PGQueue *pgstore.PostgresWorkQueue
+	// SQL, SQLiteState and SQLiteQueue are the SQLite file and backings,
+	// for work bound to a transaction (nil elsewhere).
+	SQL         *sql.DB
+	SQLiteState *sqlitestore.SQLiteStateStore
+	SQLiteQueue *sqlitestore.SQLiteWorkQueue
 	// Redis is the Redis client of a single server or of Sentinel's
 	// master (nil on PostgreSQL and on a cluster).
 	Redis *redis.Client
@@ -203,6 +214,26 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 		}
 		s.State, s.Queue, s.Inspector = st, q, q
 		s.PGState, s.PGQueue = st, q
+		return s, nil
+	case SQLite:
+		settings := sqlitestore.Settings{Policy: o.Policy, PollInterval: 200 * time.Millisecond}
+		db, err := sqlitestore.OpenDB(t.Path, settings)
+		if err != nil {
+			return nil, err
+		}
+		s := &Stores{SQL: db, close: []func(){func() { _ = db.Close() }}}
+		st, err := sqlitestore.NewStateStore(db, o.Clock, settings)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		q, err := sqlitestore.NewWorkQueue(db, o.Clock, settings)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.State, s.Queue, s.Inspector = st, q, q
+		s.SQLiteState, s.SQLiteQueue = st, q
 		return s, nil
 	}
 	return nil, fmt.Errorf("oracle: unknown backing %q", t.Backing)

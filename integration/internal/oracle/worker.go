@@ -139,8 +139,8 @@ func WorkerMain() int {
 	}
 	defer s.Close()
 	w.state, w.stores = s.State, s
-	if cfg.Transactional && s.PGState == nil {
-		fmt.Fprintln(os.Stderr, "worker: transactional handling needs PostgreSQL")
+	if cfg.Transactional && s.PGState == nil && s.SQLiteState == nil {
+		fmt.Fprintln(os.Stderr, "worker: transactional handling needs PostgreSQL or SQLite")
 		return 2
 	}
 
@@ -328,7 +328,48 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 func (w *worker) handleInTx(ctx context.Context, l contract.Lease, d contract.Counters, delay time.Duration, started, claimed int64) error {
 	bit := int64(1) << min(l.Item.Attempts, 62)
 	fx := contract.Patch{Counters: contract.Counters{Iterations: 1, InputTokens: bit, OutputTokens: d.OutputTokens, CostMicros: d.CostMicros}, Status: "by " + w.cfg.Worker}
-	err := pgx.BeginFunc(ctx, w.stores.Pool, func(tx pgx.Tx) error {
+	var err error
+	if w.stores.SQL != nil {
+		err = w.sqliteTx(ctx, l, fx, d, delay)
+	} else {
+		err = w.pgTx(ctx, l, fx, d, delay)
+	}
+	if err != nil {
+		w.count("handler_"+errClass(err), 1)
+		return err
+	}
+	w.count("tx_committed", 1)
+	w.emit(Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, At: time.Now().UnixNano(), Started: started, Claimed: claimed, Worker: w.cfg.Worker})
+	return nil
+}
+
+// sqliteTx is pgTx on a SQLite file: the transaction holds the file's
+// write lock from BEGIN (IMMEDIATE) to its commit, delay included, so a
+// kill lands while this process holds the lock with frames in the WAL.
+func (w *worker) sqliteTx(ctx context.Context, l contract.Lease, fx contract.Patch, d contract.Counters, delay time.Duration) error {
+	tx, err := w.stores.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	st := w.stores.SQLiteState.Bound(tx)
+	if _, err := st.PatchRun(ctx, l.Item.Tenant, FxID(l.Item.ID), fx); err != nil {
+		return err
+	}
+	if err := pause(ctx, delay); err != nil {
+		return err
+	}
+	if _, err := st.PatchRun(ctx, l.Item.Tenant, AcctID, contract.Patch{Counters: d}); err != nil {
+		return err
+	}
+	if err := w.stores.SQLiteQueue.Bound(tx).Complete(ctx, l); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (w *worker) pgTx(ctx context.Context, l contract.Lease, fx contract.Patch, d contract.Counters, delay time.Duration) error {
+	return pgx.BeginFunc(ctx, w.stores.Pool, func(tx pgx.Tx) error {
 		st := w.stores.PGState.Bound(tx)
 		if _, err := st.PatchRun(ctx, l.Item.Tenant, FxID(l.Item.ID), fx); err != nil {
 			return err
@@ -343,13 +384,6 @@ func (w *worker) handleInTx(ctx context.Context, l contract.Lease, d contract.Co
 		}
 		return w.stores.PGQueue.Bound(tx).Complete(ctx, l)
 	})
-	if err != nil {
-		w.count("handler_"+errClass(err), 1)
-		return err
-	}
-	w.count("tx_committed", 1)
-	w.emit(Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, At: time.Now().UnixNano(), Started: started, Claimed: claimed, Worker: w.cfg.Worker})
-	return nil
 }
 
 // pause waits d, or until the handler's context ends (its lease was lost,
