@@ -21,6 +21,67 @@ type execer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// preparer is an execer that can prepare: *sql.Conn and *sql.Tx.
+type preparer interface {
+	execer
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+// stmtCache runs a write transaction's statements, each prepared once
+// however often the transaction runs it: a claim of a batch runs the same
+// four statements for every item, an enqueue two for every item, and
+// SQLite spends more compiling a statement than running it.
+type stmtCache struct {
+	e     preparer
+	stmts map[string]*sql.Stmt
+}
+
+func newStmtCache(e preparer) *stmtCache { return &stmtCache{e: e, stmts: map[string]*sql.Stmt{}} }
+
+func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := c.stmts[query]; st != nil {
+		return st, nil
+	}
+	st, err := c.e.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// QueryRowContext prepares like the others; a failed prepare comes back
+// through the row, as database/sql's own QueryRowContext does it.
+func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return c.e.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (c *stmtCache) close() {
+	for _, st := range c.stmts {
+		_ = st.Close()
+	}
+}
+
 // counters are shared by a backing and the adapters Bound derives from
 // it.
 type counters struct {
@@ -80,7 +141,9 @@ func (d *db) write(ctx context.Context, fn func(ctx context.Context, e execer) e
 		return err
 	}
 	if d.tx != nil {
-		return fn(ctx, d.tx)
+		c := newStmtCache(d.tx)
+		defer c.close()
+		return fn(ctx, c)
 	}
 	select {
 	case d.gate <- struct{}{}:
@@ -110,7 +173,9 @@ func (d *db) write(ctx context.Context, fn func(ctx context.Context, e execer) e
 		d.stats.busyWaits.Add(1)
 		d.stats.busyNanos.Add(int64(waited))
 	}
-	err = fn(ctx, c)
+	cache := newStmtCache(c)
+	err = fn(ctx, cache)
+	cache.close()
 	if err == nil {
 		// The commit runs whatever the caller's context says now: the
 		// transaction is whole, and half a commit is not a thing.
