@@ -75,6 +75,10 @@ func (h *harness) backings() ([]backing, func(), error) {
 			b = &riverBacking{dsn: h.cfg.pgDSN, cooldown: h.cfg.riverCooldown}
 		case "asynq":
 			b = &asynqBacking{opts: ropts}
+		case "sqlite":
+			b = newSQLiteBacking(h.cfg.sqliteDir, h.cfg.claimers, h.cfg.batch)
+		case "riversqlite":
+			b = &riverSQLiteBacking{dir: h.cfg.sqliteDir, cooldown: h.cfg.riverCooldown}
 		}
 		if b == nil {
 			continue

@@ -39,12 +39,13 @@ type config struct {
 	timeout       time.Duration
 	cpuProfile    string
 	riverCooldown time.Duration
+	sqliteDir     string
 	redisURL      string
 	pgDSN         string
 }
 
 var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown"}
-var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq"}
+var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq", "sqlite", "riversqlite"}
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.pairs, "pairs", 3, "idle scenario on our backings: interleaved (one tenant, 49 idle beside it) pairs whose median ratio is reported")
 	fs.BoolVar(&c.completeAndClaim, "complete-and-claim", false, "our workers (the runner with CarryCompletes, and the harness pool) carry handled items into their next claim (CompleteAndClaim) where the backing offers it")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "limit for one measurement")
+	fs.StringVar(&c.sqliteDir, "sqlite-dir", "", "where the sqlite and riversqlite backings make their files (default: the temporary directory); both on the same disk")
 	fs.DurationVar(&c.riverCooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown (River's default is 100ms, its floor 1ms)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
