@@ -39,15 +39,28 @@ func (q *SQLiteWorkQueue) claim(ctx context.Context, e execer, req contract.Clai
 	}
 	expires := nanos(now.Add(req.LeaseFor))
 	var out []contract.Lease
+	var heads []string
+	complete := false // heads holds every tenant with an item due
 	for len(out) < req.Max {
-		heads, err := claimHeads(ctx, e, name, at, req.Max-len(out))
-		if err != nil {
-			return nil, err
+		if !complete {
+			want := req.Max - len(out)
+			var err error
+			if heads, err = claimHeads(ctx, e, name, at, want); err != nil {
+				return nil, err
+			}
+			// Fewer than asked for is all of them: the next passes serve
+			// the same tenants in the same order (each went to the back
+			// in turn), so they need no second read.
+			complete = len(heads) < want
 		}
 		if len(heads) == 0 {
 			break
 		}
+		still := heads[:0]
 		for _, tenant := range heads {
+			if len(out) == req.Max {
+				break
+			}
 			id, wake, err := nextItem(ctx, e, name, tenant, at)
 			if err != nil {
 				return nil, err
@@ -74,7 +87,11 @@ func (q *SQLiteWorkQueue) claim(ctx context.Context, e execer, req contract.Clai
 				return nil, err
 			}
 			out = append(out, l)
+			if w, ok := wake.(int64); ok && w <= at {
+				still = append(still, tenant)
+			}
 		}
+		heads = still
 	}
 	if len(out) == 0 {
 		return nil, nil
