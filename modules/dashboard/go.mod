@@ -11,6 +11,7 @@ require (
 	github.com/adkit/adk/modules/pgstore v0.1.0
 	github.com/adkit/adk/modules/policy v0.1.0
 	github.com/adkit/adk/modules/redisstore v0.1.0
+	github.com/adkit/adk/modules/sqlitestore v0.1.0
 	github.com/chromedp/cdproto v0.160.2
 	github.com/chromedp/chromedp v0.23.1
 	github.com/jackc/pgx/v5 v5.13.0
@@ -28,7 +29,6 @@ require (
 )
 
 require (
-	github.com/adkit/adk/modules/sqlitestore v0.1.0 // indirect
 	github.com/andybalholm/cascadia v1.3.4 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect

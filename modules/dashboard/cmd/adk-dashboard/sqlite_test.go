@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/adkit/adk/modules/backing"
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/sqlitestore"
 )
 
 // `ADK_SQLITE_PATH=adk.db make demo`: the workload runs on a file, the
@@ -34,4 +37,22 @@ func TestDemoOnSQLiteSurvivesARestart(t *testing.T) {
 		t.Fatalf("the file kept no items: %+v", before)
 	}
 	runDemo(t, []string{"--addr", "127.0.0.1:0", "--demo"}, getenv, "sqlite")
+}
+
+// A file that holds someone else's tables is refused at the start, with
+// the schema error's fix, and left as it was.
+func TestSQLiteForeignFileIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	db, err := sqlitestore.OpenDB(path, sqlitestore.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE orders (id INTEGER PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	err = run(t.Context(), []string{"--addr", "127.0.0.1:0"}, env("ADK_SQLITE_PATH", path), io.Discard, io.Discard)
+	if _, ok := errors.AsType[*contract.SchemaError](err); !ok {
+		t.Fatalf("run on a foreign file: %v, want a *contract.SchemaError", err)
+	}
 }
