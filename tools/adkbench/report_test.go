@@ -112,3 +112,26 @@ func TestRecorder(t *testing.T) {
 		t.Fatal("done not closed once the watched items were handled")
 	}
 }
+
+// The sqlite rows are set against riversqlite (River of the same
+// storage), never against River on PostgreSQL, and the throughput row at
+// ten workers carries the 1.5× target.
+func TestSQLitePeerIsRiverSQLite(t *testing.T) {
+	res := &result{Rows: []row{
+		{Scenario: "throughput", Backing: "sqlite", Concurrency: 10, Metric: "claim→complete", Unit: "items/s", Value: 900},
+		{Scenario: "throughput", Backing: "riversqlite", Concurrency: 10, Metric: "claim→complete", Unit: "items/s", Value: 300},
+		{Scenario: "throughput", Backing: "river", Concurrency: 10, Metric: "claim→complete", Unit: "items/s", Value: 9000},
+		{Scenario: "throughput", Backing: "pg-listen", Concurrency: 10, Metric: "claim→complete", Unit: "items/s", Value: 18000},
+	}}
+	res.compare()
+	sq, pg := res.Rows[0], res.Rows[3]
+	if sq.VsRiver != 3 || sq.Target != "≥ 1.5× riversqlite" || sq.Met == nil || !*sq.Met {
+		t.Errorf("sqlite row: vs %v, target %q, met %v; want 3× riversqlite, met", sq.VsRiver, sq.Target, sq.Met)
+	}
+	if pg.VsRiver != 2 {
+		t.Errorf("pg-listen row: vs river %v, want 2 (River on PostgreSQL)", pg.VsRiver)
+	}
+	if res.Rows[1].VsRiver != 0 {
+		t.Errorf("the peer row got a ratio of its own: %v", res.Rows[1].VsRiver)
+	}
+}
