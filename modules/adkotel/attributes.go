@@ -23,6 +23,9 @@ const (
 	// ClaimEmptyKey is true on claim latency measurements of claims that
 	// found nothing, so they can be told from those that did.
 	ClaimEmptyKey = attribute.Key("adk.claim.empty")
+	// ClaimedKey counts the leases a CompleteAndClaim claimed beside its
+	// completes.
+	ClaimedKey = attribute.Key("adk.claimed")
 	// RunIDKey is the id of a run in state store spans.
 	RunIDKey = attribute.Key("adk.run.id")
 	// RunVersionKey is the version of a run as stored after a write.

@@ -44,6 +44,8 @@ type (
 	}
 )
 
+// The wrapper reports the capabilities of the queue it wraps, whichever
+// combination that has, and its forwarded methods reach it.
 func TestWrapQueueForwardsOptionalInterfaces(t *testing.T) {
 	s := memstore.New(nil)
 	cases := []struct {
@@ -64,9 +66,9 @@ func TestWrapQueueForwardsOptionalInterfaces(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, defaultPolicy)
 			w := adkotel.WrapQueue(c.q, r.opts...)
-			_, ins := w.(contract.Inspector)
-			_, wk := w.(contract.Waker)
-			_, st := w.(contract.StatsSource)
+			_, ins := contract.AsInspector(w)
+			_, wk := contract.AsWaker(w)
+			_, st := contract.AsStatsSource(w)
 			if ins != c.inspector || wk != c.waker || st != c.src {
 				t.Errorf("wrapped: inspector %v waker %v stats %v; want %v %v %v", ins, wk, st, c.inspector, c.waker, c.src)
 			}
@@ -75,12 +77,12 @@ func TestWrapQueueForwardsOptionalInterfaces(t *testing.T) {
 				t.Errorf("Unwrap does not return the wrapped queue")
 			}
 			// The forwarded methods reach the inner queue.
-			if i, ok := w.(contract.Inspector); ok {
+			if i, ok := contract.AsInspector(w); ok {
 				if h, err := i.Health(context.Background()); err != nil || h.Backing != "memory" {
 					t.Errorf("Health through the wrapper: %v %v", h, err)
 				}
 			}
-			if k, ok := w.(contract.Waker); ok {
+			if k, ok := contract.AsWaker(w); ok {
 				_, stop := k.Subscribe("q")
 				stop()
 			}

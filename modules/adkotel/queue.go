@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"reflect"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -23,7 +22,12 @@ import (
 const detectTimeout = 2 * time.Second
 
 // queue traces and measures every call to the WorkQueue it wraps.
+//
+// The embedded Passthrough forwards the Inspector, Waker and StatsSource of
+// the wrapped queue untraced and reports its Capabilities, so one type
+// serves every combination of them.
 type queue struct {
+	contract.Passthrough
 	inner   contract.WorkQueue
 	cfg     config
 	tracer  trace.Tracer
@@ -43,18 +47,20 @@ type queue struct {
 // dead-letters the item), linked the same way. The process span around
 // the handler comes from [ProcessMiddleware].
 //
-// The returned queue implements [contract.Inspector], [contract.Waker] and
-// [contract.StatsSource] exactly when q does, forwarding them untraced;
+// The returned queue has every optional method and reports the
+// [contract.Capabilities] of q (ask [contract.AsWaker] and its siblings,
+// not a type assertion, what it can do). It forwards the Inspector, Waker
+// and StatsSource untraced, and traces CompleteAndClaim as a complete;
 // through the Inspector it reports per-tenant gauges and through the
 // StatsSource the backing's counters (see the package documentation for
 // the metric names). Those observable instruments stay registered for the
 // life of the meter provider.
 //
-// messaging.system is the [WithSystem] value; without it, the kit's own
-// backings (memstore, redisstore, pgstore, also behind wrappers that have
-// an Unwrap method) are recognised by type, and any other queue's
-// Inspector Health is read once, here, with a short timeout, for its
-// Backing ([SystemADK] when q has no Inspector or the call fails).
+// messaging.system is the [WithSystem] value; without it, the Backing of
+// q's [contract.Capabilities] (which the kit's backings and wrappers
+// report), else q's Inspector Health, read once, here, with a short
+// timeout, for its Backing ([SystemADK] when q has no Inspector or the
+// call fails).
 //
 // It panics when q is nil: that is a wiring mistake, not a runtime state.
 func WrapQueue(q contract.WorkQueue, opts ...Option) contract.WorkQueue {
@@ -67,42 +73,33 @@ func WrapQueue(q contract.WorkQueue, opts ...Option) contract.WorkQueue {
 		system = detectSystem(q)
 	}
 	w := &queue{
-		inner:  q,
-		cfg:    cfg,
-		tracer: cfg.tracer(),
-		system: system,
-		sys:    systemAttr(system),
+		Passthrough: contract.NewPassthrough(q),
+		inner:       q,
+		cfg:         cfg,
+		tracer:      cfg.tracer(),
+		system:      system,
+		sys:         systemAttr(system),
 	}
 	m := cfg.meter()
 	w.metrics = newQueueMetrics(m)
 
-	ins, isIns := q.(contract.Inspector)
-	wk, _ := q.(contract.Waker)
-	st, isStats := q.(contract.StatsSource)
-	if isIns {
+	if ins, ok := contract.AsInspector(q); ok {
 		registerInspectorGauges(m, ins, system, cfg.tenantLimit)
 	}
-	if isStats {
+	if st, ok := contract.AsStatsSource(q); ok {
 		registerStatsCounters(m, st, system)
 	}
-	return forward(w, ins, wk, st)
+	return w
 }
 
 func detectSystem(q contract.WorkQueue) string {
-	// The kit's own backings are known by their package, which costs no
-	// round trip; anything else (a wrapper, a backing of your own) is
-	// asked through its Inspector.
-	for inner := q; inner != nil; {
-		if s := systemOfPackage(inner); s != "" {
-			return s
-		}
-		u, ok := inner.(interface{ Unwrap() contract.WorkQueue })
-		if !ok {
-			break
-		}
-		inner = u.Unwrap()
+	// A backing of the kit (also behind the kit's wrappers) names itself,
+	// which costs no round trip; anything else is asked through its
+	// Inspector.
+	if b := contract.CapabilitiesOf(q).Backing; b != "" {
+		return b
 	}
-	ins, ok := q.(contract.Inspector)
+	ins, ok := contract.AsInspector(q)
 	if !ok {
 		return SystemADK
 	}
@@ -113,24 +110,6 @@ func detectSystem(q contract.WorkQueue) string {
 		return SystemADK
 	}
 	return h.Backing
-}
-
-// systemOfPackage names the system of the kit's backings by the package
-// of their type, "" for any other type.
-func systemOfPackage(q contract.WorkQueue) string {
-	t := reflect.TypeOf(q)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.PkgPath() {
-	case "github.com/adkit/adk/modules/contract/memstore":
-		return SystemMemory
-	case "github.com/adkit/adk/modules/redisstore":
-		return SystemRedis
-	case "github.com/adkit/adk/modules/pgstore":
-		return SystemPostgreSQL
-	}
-	return ""
 }
 
 // Unwrap returns the queue that was wrapped.
@@ -288,6 +267,44 @@ func (u *upkeep) end(ctx context.Context, notable bool, annotate func(trace.Span
 // Complete implements [contract.WorkQueue]. Leases named by a
 // *LeaseLostError are not counted as completed.
 func (w *queue) Complete(ctx context.Context, leases ...contract.Lease) error {
+	ctx, span, c := w.startComplete(ctx, leases)
+	defer span.End()
+	err := w.inner.Complete(ctx, leases...)
+	w.endComplete(ctx, span, c, err)
+	return err
+}
+
+// CompleteAndClaim implements [contract.CompleteClaimer]: one "complete
+// <queue>" span for the round trip, as Complete's, with a link to the
+// producer of each lease it claims. The claimed items count as consumed.
+func (w *queue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	ctx, span, c := w.startComplete(ctx, done)
+	defer span.End()
+	leases, err := w.Passthrough.CompleteAndClaim(ctx, done, req)
+	settleErr := err
+	if errors.Is(err, contract.ErrEmpty) {
+		settleErr = nil
+	}
+	w.endComplete(ctx, span, c, settleErr)
+	for _, l := range w.links(leases) {
+		span.AddLink(l)
+	}
+	if len(leases) > 0 {
+		qn := contract.QueueName(req.Queue)
+		span.SetAttributes(ClaimedKey.Int(len(leases)))
+		w.metrics.consumed.Add(ctx, int64(len(leases)), opReceive, messagingSystem(w.system), semconv.MessagingDestinationName(qn))
+	}
+	return leases, err
+}
+
+// completion is what endComplete needs of a complete's start.
+type completion struct {
+	items []contract.Item
+	qn    string
+	start time.Time
+}
+
+func (w *queue) startComplete(ctx context.Context, leases []contract.Lease) (context.Context, trace.Span, completion) {
 	items := make([]contract.Item, len(leases))
 	for i, l := range leases {
 		items[i] = l.Item
@@ -302,11 +319,15 @@ func (w *queue) Complete(ctx context.Context, leases ...contract.Lease) error {
 	start := time.Now()
 	ctx, span := w.tracer.Start(ctx, spanName(opComplete, qn), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attrs...), trace.WithLinks(w.links(leases)...))
-	defer span.End()
+	return ctx, span, completion{items: items, qn: qn, start: start}
+}
 
-	err := w.inner.Complete(ctx, leases...)
-	w.recordOp(ctx, opComplete, messagingconv.OperationTypeSettle, qn, start, err)
-	done := countByQueue(items)
+// endComplete records the outcome of the completes: err nil, a
+// *contract.LeaseLostError naming the lost, or any other error (nothing
+// known to have completed).
+func (w *queue) endComplete(ctx context.Context, span trace.Span, c completion, err error) {
+	w.recordOp(ctx, opComplete, messagingconv.OperationTypeSettle, c.qn, c.start, err)
+	done := countByQueue(c.items)
 	if err != nil {
 		recordError(span, err)
 		if lost, ok := errors.AsType[*contract.LeaseLostError](err); ok {
@@ -323,7 +344,6 @@ func (w *queue) Complete(ctx context.Context, leases ...contract.Lease) error {
 			w.metrics.completed.Add(ctx, n, metric.WithAttributes(w.sys, semconv.MessagingDestinationName(q)))
 		}
 	}
-	return err
 }
 
 // Fail implements [contract.WorkQueue]. The span is renamed "dead <queue>"

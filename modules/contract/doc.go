@@ -34,7 +34,17 @@
 // [Waker] signals that work may be ready, so claimers sleep instead of
 // polling hard; a wake is a hint and claimers re-poll regardless.
 // [StatsSource] exposes plain counters (pool waits, listener reconnects).
-// [ClaimCheck] keeps blobs that are too large to travel inline.
+// [CompleteClaimer] settles finished leases and claims the next batch in
+// one round trip. [ClaimCheck] keeps blobs that are too large to travel
+// inline.
+//
+// Which of these a queue can serve is a method, [Capabilities], not a
+// question for a type assertion: a wrapper (adkotel's tracing, a claim
+// check) has every optional method, forwards them all through an embedded
+// [Passthrough], and reports the capabilities of what it wraps. Callers
+// ask [AsInspector], [AsWaker], [AsStatsSource] or [AsCompleteClaimer];
+// a queue of your own that makes no report has a capability exactly when
+// it has the interface.
 //
 // # Time, secrets and errors
 //
@@ -45,6 +55,28 @@
 // and [Retryable] for the question "may the same call succeed later?".
 // Bad input is a [*ValidationError] (matching [ErrInvalid]) returned before
 // anything is sent.
+//
+// # One front door for every backing
+//
+// Every backing's exported queue and state methods are a [QueueFront] and
+// a [StateFront], which the backing embeds. The front checks and
+// normalises each call once (names, an empty queue name made
+// [DefaultQueue], lease and batch bounds, payload sizes, page limits made
+// effective) and only then calls the backing's [QueueDriver] or
+// [StateDriver], the backing's own type with the same method set, which
+// trusts what it is given. Adding an operation means one method on the
+// front, where its input is checked, one on the driver interface, and its
+// body in each backing; none of them checks the input again.
+//
+// This is River's shape (a client that validates, over a driver that
+// executes) rather than a validating helper each backing calls: a helper
+// leaves every backing one forgotten call away from taking bad input,
+// while the front door is the only way in, so a backing cannot skip it.
+// It costs one interface call per operation, far below one round trip.
+// Unlike River's client, the front keeps the backings' own constructors
+// and types, so backing-specific methods (a pgstore queue bound to a
+// transaction, a Redis layout migration) stay on the value the caller
+// holds.
 //
 // # Backings
 //

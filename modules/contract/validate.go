@@ -291,3 +291,31 @@ func ErrorText(cause error) string {
 	}
 	return s
 }
+
+// ValidateRunKey checks the tenant and id naming a run.
+func ValidateRunKey(tenant, id string) error {
+	if err := ValidateName("tenant", tenant); err != nil {
+		return err
+	}
+	return ValidateName("id", id)
+}
+
+// ValidateItemKey checks the names of an item's key, its Queue already
+// filled in.
+func ValidateItemKey(key ItemKey) error {
+	for _, f := range []struct{ field, v string }{{"ItemKey.Tenant", key.Tenant}, {"ItemKey.Queue", key.Queue}, {"ItemKey.ID", key.ID}} {
+		if err := ValidateName(f.field, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateRecentTurns checks how many recent turns Inspector.Rotation is
+// asked for.
+func ValidateRecentTurns(n int) error {
+	if n < 0 || n > MaxRecentTurns {
+		return &ValidationError{Field: "n", Problem: fmt.Sprintf("is %d; ask for 0 to %d recent turns", n, MaxRecentTurns)}
+	}
+	return nil
+}

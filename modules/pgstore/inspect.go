@@ -15,7 +15,7 @@ import (
 )
 
 // Queues lists the queue names that hold any item, sorted.
-func (q *PostgresWorkQueue) Queues(ctx context.Context) ([]string, error) {
+func (q *workQueue) Queues(ctx context.Context) ([]string, error) {
 	out := []string{}
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		rows, err := e.Query(ctx, q.q.inspectQueues)
@@ -37,11 +37,7 @@ func (q *PostgresWorkQueue) Queues(ctx context.Context) ([]string, error) {
 // prunes the rows of tenants idle past TurnRetention); a turn bump skipped
 // under contention (see the claim) is not counted, so it can trail the
 // items actually served.
-func (q *PostgresWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.TenantStats, error) {
-	name := contract.QueueName(queue)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return nil, err
-	}
+func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.TenantStats, error) {
 	out := []contract.TenantStats{}
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		out = out[:0]
@@ -75,14 +71,7 @@ func (q *PostgresWorkQueue) Tenants(ctx context.Context, queue string) ([]contra
 // n turns Recent is cut to the window every tenant's history still covers
 // (shorter than n, never with gaps). A turn bump skipped under contention
 // is not recorded.
-func (q *PostgresWorkQueue) Rotation(ctx context.Context, queue string, n int) (contract.Rotation, error) {
-	name := contract.QueueName(queue)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return contract.Rotation{}, err
-	}
-	if n < 0 || n > 1000 {
-		return contract.Rotation{}, &contract.ValidationError{Field: "n", Problem: fmt.Sprintf("is %d; ask for 0 to 1000 recent turns", n)}
-	}
+func (q *workQueue) Rotation(ctx context.Context, name string, n int) (contract.Rotation, error) {
 	out := contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		rows, err := e.Query(ctx, q.q.inspectOrder, name, q.clock.Now())
@@ -121,15 +110,8 @@ func (q *PostgresWorkQueue) Rotation(ctx context.Context, queue string, n int) (
 }
 
 // Leases pages through the queue's live leases, soonest expiry first.
-func (q *PostgresWorkQueue) Leases(ctx context.Context, queue string, page contract.PageRequest) (contract.LeasePage, error) {
-	name := contract.QueueName(queue)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return contract.LeasePage{}, err
-	}
-	limit, err := contract.ValidatePage(page)
-	if err != nil {
-		return contract.LeasePage{}, err
-	}
+func (q *workQueue) Leases(ctx context.Context, name string, page contract.PageRequest) (contract.LeasePage, error) {
+	limit := page.Limit
 	afterAt, afterToken, err := parseLeaseCursor(page.Cursor)
 	if err != nil {
 		return contract.LeasePage{}, err
@@ -180,13 +162,7 @@ func parseLeaseCursor(c string) (time.Time, int64, error) {
 }
 
 // Item returns one item and, when it is leased, its lease.
-func (q *PostgresWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
-	key.Queue = contract.QueueName(key.Queue)
-	for _, f := range []struct{ field, v string }{{"ItemKey.Tenant", key.Tenant}, {"ItemKey.Queue", key.Queue}, {"ItemKey.ID", key.ID}} {
-		if err := contract.ValidateName(f.field, f.v); err != nil {
-			return contract.ItemInfo{}, err
-		}
-	}
+func (q *workQueue) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
 	var info contract.ItemInfo
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		rows, err := e.Query(ctx, q.q.inspectItem, key.Queue, key.Tenant, key.ID)
@@ -215,11 +191,8 @@ func (q *PostgresWorkQueue) Item(ctx context.Context, key contract.ItemKey) (con
 
 // DeadLetterSummary counts the dead letters f matches and groups the
 // largest of them by error, in one statement on the dead-letter index.
-func (q *PostgresWorkQueue) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
-	if err := contract.ValidateSummary(f, groups); err != nil {
-		return contract.DeadLetterSummary{}, err
-	}
-	name := contract.QueueName(f.Queue)
+func (q *workQueue) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
+	name := f.Queue
 	out := contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		out = contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
@@ -257,7 +230,7 @@ const (
 // the vacuum health of the work table (live and dead tuples, dead ratio,
 // last autovacuum, whether the schema's autovacuum settings are still in
 // place, index sizes) and the listener's state. It only reads.
-func (q *PostgresWorkQueue) Health(ctx context.Context) (contract.Health, error) {
+func (q *workQueue) Health(ctx context.Context) (contract.Health, error) {
 	h := contract.Health{Backing: "postgresql", Details: map[string]string{}}
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		h.Checks = h.Checks[:0]
@@ -318,7 +291,7 @@ func (q *PostgresWorkQueue) Health(ctx context.Context) (contract.Health, error)
 	return h, nil
 }
 
-func (q *PostgresWorkQueue) vacuumHealth(ctx context.Context, e Executor, h *contract.Health) error {
+func (q *workQueue) vacuumHealth(ctx context.Context, e Executor, h *contract.Health) error {
 	work := q.settings.Tables.Work
 	var (
 		live, dead, autovacuums int64
@@ -444,7 +417,7 @@ func (q *PostgresWorkQueue) vacuumHealth(ctx context.Context, e Executor, h *con
 
 // Stats returns the pool counters (when the queue runs on a
 // *pgxpool.Pool) and the listener's.
-func (q *PostgresWorkQueue) Stats() contract.Stats {
+func (q *workQueue) Stats() contract.Stats {
 	var st contract.Stats
 	if p := q.db.pool; p != nil {
 		ps := p.Stat()
@@ -464,11 +437,11 @@ func (q *PostgresWorkQueue) Stats() contract.Stats {
 // Stats returns the pool counters when the store runs on a *pgxpool.Pool.
 func (s *PostgresStateStore) Stats() contract.Stats {
 	var st contract.Stats
-	if p := s.db.pool; p != nil {
+	if p := s.d.db.pool; p != nil {
 		ps := p.Stat()
 		st.PoolAcquires = ps.AcquireCount()
 		st.PoolWaits = ps.EmptyAcquireCount()
 	}
-	st.PoolExhausted = s.db.counters.exhausted.Load()
+	st.PoolExhausted = s.d.db.counters.exhausted.Load()
 	return st
 }

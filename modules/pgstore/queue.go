@@ -20,7 +20,17 @@ import (
 // batch is one statement that locks its items with FOR UPDATE SKIP LOCKED
 // while it walks the tenant rotation; every settle is fenced on the lease
 // token, which comes from a sequence. It is safe for concurrent use.
+//
+// Its queue methods are the contract's front door ([contract.QueueFront]),
+// which checks every call before the queue's driver sees it.
 type PostgresWorkQueue struct {
+	contract.QueueFront
+	d *workQueue
+}
+
+// workQueue is the driver behind a PostgresWorkQueue's front door: it is
+// called only with input the front has checked and normalised.
+type workQueue struct {
 	db       *db
 	clock    contract.Clock
 	settings Settings
@@ -34,6 +44,9 @@ var (
 	_ contract.Waker       = (*PostgresWorkQueue)(nil)
 	_ contract.Inspector   = (*PostgresWorkQueue)(nil)
 	_ contract.StatsSource = (*PostgresWorkQueue)(nil)
+
+	_ contract.CompleteClaimer = (*PostgresWorkQueue)(nil)
+	_ contract.QueueDriver     = (*workQueue)(nil)
 )
 
 // OpenWorkQueue returns a queue on exec after Verify has accepted the
@@ -43,7 +56,7 @@ func OpenWorkQueue(ctx context.Context, exec Executor, clock contract.Clock, s S
 	if err != nil {
 		return nil, err
 	}
-	if err := Verify(ctx, exec, q.settings.Tables); err != nil {
+	if err := Verify(ctx, exec, q.d.settings.Tables); err != nil {
 		return nil, err
 	}
 	return q, nil
@@ -57,10 +70,14 @@ func NewWorkQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWor
 	if err != nil {
 		return nil, err
 	}
-	return &PostgresWorkQueue{
+	return (&workQueue{
 		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,
 		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]time.Time{}},
-	}, nil
+	}).front(), nil
+}
+
+func (q *workQueue) front() *PostgresWorkQueue {
+	return &PostgresWorkQueue{QueueFront: contract.NewQueueFront(q, q.settings.MaxValueBytes, "postgresql"), d: q}
 }
 
 // NotifyChannel is the default channel of a queue's NOTIFY: the work
@@ -74,24 +91,21 @@ func NotifyChannel(t StateTables) string {
 
 // Channel returns the NOTIFY channel of the queue's wakes: the one to
 // LISTEN on.
-func (q *PostgresWorkQueue) Channel() string { return q.channel }
+func (q *PostgresWorkQueue) Channel() string { return q.d.channel }
 
 // Bound returns a queue that runs every call inside tx, the caller's
 // transaction: an enqueue commits with the run that asked for it, and
 // its NOTIFY is delivered only then. It retries nothing.
 func (q *PostgresWorkQueue) Bound(tx pgx.Tx) *PostgresWorkQueue {
-	b := *q
-	b.db = q.db.boundTo(tx)
-	return &b
+	b := *q.d
+	b.db = q.d.db.boundTo(tx)
+	return b.front()
 }
 
 // Enqueue adds the items in one statement, all or none. An ID already
 // queued, leased or dead in its queue is left as it is, as is a repeat
 // within the batch.
-func (q *PostgresWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
-	if err := contract.ValidateItems(items, q.settings.MaxValueBytes); err != nil {
-		return err
-	}
+func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 	now := q.clock.Now()
 	n := len(items)
 	var (
@@ -165,17 +179,14 @@ func later(a, b time.Time) time.Time {
 
 // Claim leases up to req.Max due items in one statement, one per tenant
 // per turn in rotation order, round after round.
-func (q *PostgresWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
-	if err := contract.ValidateClaim(req); err != nil {
-		return nil, err
-	}
+func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
 	return q.claimWith(ctx, req, nil)
 }
 
 // claimWith claims as Claim does; with complete set, it first runs that
 // Complete statement in the claim's own transaction (CompleteAndClaim).
-func (q *PostgresWorkQueue) claimWith(ctx context.Context, req contract.ClaimRequest, complete *completion) ([]contract.Lease, error) {
-	name := contract.QueueName(req.Queue)
+func (q *workQueue) claimWith(ctx context.Context, req contract.ClaimRequest, complete *completion) ([]contract.Lease, error) {
+	name := req.Queue
 	parkFirst := !q.db.bound && q.parks.due(name, q.clock.Now())
 	var leases []contract.Lease
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
@@ -229,10 +240,7 @@ var _ contract.CompleteClaimer = (*PostgresWorkQueue)(nil)
 // first in the claim's pipelined batch. Lost leases are named in a
 // *contract.LeaseLostError returned beside the claimed leases; if the
 // call fails otherwise, nothing of it committed.
-func (q *PostgresWorkQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
-	if err := contract.ValidateCompleteAndClaim(done, req); err != nil {
-		return nil, err
-	}
+func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
 	switch {
 	case req.Max == 0:
 		return nil, q.Complete(ctx, done...)
@@ -243,13 +251,7 @@ func (q *PostgresWorkQueue) CompleteAndClaim(ctx context.Context, done []contrac
 }
 
 // Heartbeat extends a live lease to now+extend under a new token.
-func (q *PostgresWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
-	if err := contract.ValidateLease(l); err != nil {
-		return contract.Lease{}, err
-	}
-	if err := contract.ValidateExtend(extend); err != nil {
-		return contract.Lease{}, err
-	}
+func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
 	now := q.clock.Now()
 	k := l.Key()
 	var out contract.Lease
@@ -274,12 +276,7 @@ func (q *PostgresWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, ext
 // Complete removes the items of the leases in one statement, each fenced
 // by its own token; the leases that no longer hold are named in the
 // returned *contract.LeaseLostError and left untouched.
-func (q *PostgresWorkQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
-	for _, l := range leases {
-		if err := contract.ValidateLease(l); err != nil {
-			return err
-		}
-	}
+func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
 	if len(leases) == 0 {
 		return nil
 	}
@@ -325,7 +322,7 @@ func newCompletion(leases []contract.Lease) *completion {
 
 // stmt is the statement, its scan recording the deleted items; each try
 // of a retried call starts from none.
-func (c *completion) stmt(q *PostgresWorkQueue) stmt {
+func (c *completion) stmt(q *workQueue) stmt {
 	clear(c.done)
 	return stmt{sql: q.q.complete, args: []any{c.queues, c.tenants, c.ids, c.tokens}, scan: func(rows pgx.Rows) error {
 		var k contract.ItemKey
@@ -369,10 +366,7 @@ type failed struct {
 // Fail records cause against the lease and retries or dead-letters the
 // item as the policy decides. The lease is locked and checked first, so
 // the decision counts the attempts the database holds.
-func (q *PostgresWorkQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
-	if err := contract.ValidateLease(l); err != nil {
-		return policy.Decision{}, err
-	}
+func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
 	k := l.Key()
 	var d policy.Decision
 	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
@@ -400,7 +394,7 @@ func (q *PostgresWorkQueue) Fail(ctx context.Context, l contract.Lease, cause er
 
 // settle writes the decisions in one statement and returns how many
 // leases still held their tokens.
-func (q *PostgresWorkQueue) settle(ctx context.Context, e Executor, queue string, now time.Time, fs []failed) (int, error) {
+func (q *workQueue) settle(ctx context.Context, e Executor, queue string, now time.Time, fs []failed) (int, error) {
 	n := len(fs)
 	tenants, ids, tokens := make([]string, n), make([]string, n), make([]int64, n)
 	retry, due, errs := make([]bool, n), make([]time.Time, n), make([]string, n)
@@ -438,11 +432,7 @@ const reapChunk = 500
 // Reap hands every lease of the queue that expired by now to the policy,
 // as a failure with contract.ErrLeaseExpired, in chunks of one
 // transaction each. A lease heartbeated meanwhile is kept.
-func (q *PostgresWorkQueue) Reap(ctx context.Context, queue string) (int, error) {
-	name := contract.QueueName(queue)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return 0, err
-	}
+func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 	total := 0
 	for {
 		n, locked := 0, 0
@@ -493,7 +483,7 @@ func (q *PostgresWorkQueue) Reap(ctx context.Context, queue string) (int, error)
 }
 
 // ownsConn reports whether e is an idle connection of the queue's own.
-func (q *PostgresWorkQueue) ownsConn(e Executor) bool {
+func (q *workQueue) ownsConn(e Executor) bool {
 	_, _, ok := q.db.ownedConn(e)
 	return ok
 }
@@ -524,12 +514,12 @@ func (p *parkTimes) due(queue string, now time.Time) bool {
 // due (queries/park.sql). Each is parked under the exclusive side of its
 // turn lock, in a statement that starts after the lock is taken; a tenant
 // with an enqueue, retry or requeue in flight is left for the next pass.
-func (q *PostgresWorkQueue) park(ctx context.Context, queue string) error {
+func (q *workQueue) park(ctx context.Context, queue string) error {
 	return q.db.tx(ctx, q.parkOn(queue))
 }
 
 // parkOn returns the park pass of queue, to run in a transaction.
-func (q *PostgresWorkQueue) parkOn(queue string) func(ctx context.Context, e Executor) error {
+func (q *workQueue) parkOn(queue string) func(ctx context.Context, e Executor) error {
 	return func(ctx context.Context, e Executor) error {
 		// The claim's planner settings, local to this transaction: both
 		// statements find a tenant's earliest item in adk_work_ready,
@@ -551,7 +541,7 @@ func (q *PostgresWorkQueue) parkOn(queue string) func(ctx context.Context, e Exe
 // (queries/turns_lock.sql), and runs the statement act makes for the
 // tenants it locked, which therefore starts after the locks. It returns
 // how many candidates there were.
-func (q *PostgresWorkQueue) underTurnLocks(ctx context.Context, e Executor, queue string, candidates stmt, act func(locked []string) stmt) (int, error) {
+func (q *workQueue) underTurnLocks(ctx context.Context, e Executor, queue string, candidates stmt, act func(locked []string) stmt) (int, error) {
 	rows, err := e.Query(ctx, candidates.sql, candidates.args...)
 	if err != nil {
 		return 0, err
@@ -577,7 +567,7 @@ func (q *PostgresWorkQueue) underTurnLocks(ctx context.Context, e Executor, queu
 // queue and were not served within TurnRetention, so tenants that come
 // and go do not each cost every claim a probe. A pruned tenant that
 // returns starts at the front of the rotation, as any new tenant does.
-func (q *PostgresWorkQueue) pruneTurns(ctx context.Context, queue string) error {
+func (q *workQueue) pruneTurns(ctx context.Context, queue string) error {
 	cutoff := q.clock.Now().Add(-q.settings.TurnRetention)
 	for {
 		var n int
@@ -597,11 +587,8 @@ func (q *PostgresWorkQueue) pruneTurns(ctx context.Context, queue string) error 
 // first or newest first. A cursor is the place just after the letter of
 // its seq: oldest first goes on after it, newest first from that letter
 // down, which is how a listing turns around.
-func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
-	limit, err := contract.ValidateDeadQuery(dq)
-	if err != nil {
-		return contract.ItemPage{}, err
-	}
+func (q *workQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
+	limit := dq.Page.Limit
 	after, err := parseSeqCursor(dq.Page.Cursor)
 	if err != nil {
 		return contract.ItemPage{}, err
@@ -618,7 +605,7 @@ func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLet
 	var lastSeq int64
 	err = q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		out.Items = out.Items[:0]
-		rows, err := e.Query(ctx, query, contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains, from, limit+1, dq.Skip)
+		rows, err := e.Query(ctx, query, f.Queue, f.Tenant, f.ID, f.ErrorContains, from, limit+1, dq.Skip)
 		if err != nil {
 			return err
 		}
@@ -649,12 +636,9 @@ func (q *PostgresWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLet
 
 // Requeue moves the matching dead letters back to their queue, due now,
 // attempts reset, in one statement.
-func (q *PostgresWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
-	if err := contract.ValidateFilter(f); err != nil {
-		return 0, err
-	}
+func (q *workQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
 	var moved int
-	name := contract.QueueName(f.Queue)
+	name := f.Queue
 	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
 		moved = 0
 		rows, err := e.Query(ctx, q.q.requeueLock, name, f.Tenant, f.ID, f.ErrorContains)
@@ -672,13 +656,10 @@ func (q *PostgresWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFi
 }
 
 // Purge deletes the matching dead letters in one statement.
-func (q *PostgresWorkQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
-	if err := contract.ValidateFilter(f); err != nil {
-		return 0, err
-	}
+func (q *workQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
 	var n int
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		tag, err := e.Exec(ctx, q.q.purge, contract.QueueName(f.Queue), f.Tenant, f.ID, f.ErrorContains)
+		tag, err := e.Exec(ctx, q.q.purge, f.Queue, f.Tenant, f.ID, f.ErrorContains)
 		n = int(tag.RowsAffected())
 		return err
 	})

@@ -16,14 +16,26 @@ import (
 // counters are columns, so PatchRun adds in SQL and concurrent patches all
 // land; PutRun is optimistic on the version column; runs page by a seq the
 // database gives once. It is safe for concurrent use.
+//
+// Its state methods are the contract's front door ([contract.StateFront]),
+// which checks every call before the store's driver sees it.
 type PostgresStateStore struct {
+	contract.StateFront
+	d *stateStore
+}
+
+// stateStore is the driver behind a PostgresStateStore's front door.
+type stateStore struct {
 	db       *db
 	clock    contract.Clock
 	settings Settings
 	q        queries
 }
 
-var _ contract.StateStore = (*PostgresStateStore)(nil)
+var (
+	_ contract.StateStore  = (*PostgresStateStore)(nil)
+	_ contract.StateDriver = (*stateStore)(nil)
+)
 
 // prepare checks what a store or queue is built from and fills the
 // defaults: a nil clock means the system clock.
@@ -48,7 +60,7 @@ func OpenStateStore(ctx context.Context, exec Executor, clock contract.Clock, s 
 	if err != nil {
 		return nil, err
 	}
-	if err := Verify(ctx, exec, st.settings.Tables); err != nil {
+	if err := Verify(ctx, exec, st.d.settings.Tables); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -62,30 +74,24 @@ func NewStateStore(exec Executor, clock contract.Clock, s Settings) (*PostgresSt
 	if err != nil {
 		return nil, err
 	}
-	return &PostgresStateStore{db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s, q: loadQueries(s.Tables)}, nil
+	return (&stateStore{db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s, q: loadQueries(s.Tables)}).front(), nil
+}
+
+func (s *stateStore) front() *PostgresStateStore {
+	return &PostgresStateStore{StateFront: contract.NewStateFront(s, s.settings.MaxValueBytes), d: s}
 }
 
 // Bound returns a store that runs every call inside tx, the caller's
 // transaction: what it writes commits or rolls back with tx. It retries
 // nothing, because a failed statement has already aborted tx.
 func (s *PostgresStateStore) Bound(tx pgx.Tx) *PostgresStateStore {
-	b := *s
-	b.db = s.db.boundTo(tx)
-	return &b
-}
-
-func validateRunKey(tenant, id string) error {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return err
-	}
-	return contract.ValidateName("id", id)
+	b := *s.d
+	b.db = s.d.db.boundTo(tx)
+	return b.front()
 }
 
 // GetRun returns the run, or contract.ErrNotFound.
-func (s *PostgresStateStore) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
-	if err := validateRunKey(tenant, id); err != nil {
-		return nil, err
-	}
+func (s *stateStore) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
 	var run *contract.Run
 	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
 		r, err := scanRun(e.QueryRow(ctx, s.q.runGet, tenant, id))
@@ -101,10 +107,7 @@ func (s *PostgresStateStore) GetRun(ctx context.Context, tenant, id string) (*co
 // stored version is read in the statement whose check failed (see
 // queries/run_update.sql), so the conflict never reports the version the
 // caller held.
-func (s *PostgresStateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
-	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
-		return nil, err
-	}
+func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	var data []byte
 	if len(run.Data) > 0 {
 		data = run.Data
@@ -157,13 +160,7 @@ func unsettled(tenant, id string) error {
 // PatchRun adds the patch's counters and sets its status when given. A
 // patch that would take a counter past the bigint range is refused whole
 // with a *contract.CounterOverflowError naming the counter.
-func (s *PostgresStateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
-	if err := validateRunKey(tenant, id); err != nil {
-		return nil, err
-	}
-	if err := contract.ValidatePatch(p); err != nil {
-		return nil, err
-	}
+func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
 	c := p.Counters
 	var out *contract.Run
 	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
@@ -189,33 +186,21 @@ func (s *PostgresStateStore) PatchRun(ctx context.Context, tenant, id string, p 
 }
 
 // ListRuns pages through the tenant's runs by Seq.
-func (s *PostgresStateStore) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *stateStore) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
 	return s.list(ctx, page, func(after int64, n int) (string, []any) {
 		return s.q.runList, []any{tenant, after, n}
 	})
 }
 
 // ListSessionRuns pages through one session's runs by Seq.
-func (s *PostgresStateStore) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return contract.RunPage{}, err
-	}
-	if err := contract.ValidateName("session", session); err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *stateStore) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
 	return s.list(ctx, page, func(after int64, n int) (string, []any) {
 		return s.q.runListSession, []any{tenant, session, after, n}
 	})
 }
 
-func (s *PostgresStateStore) list(ctx context.Context, page contract.PageRequest, query func(after int64, n int) (string, []any)) (contract.RunPage, error) {
-	limit, err := contract.ValidatePage(page)
-	if err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *stateStore) list(ctx context.Context, page contract.PageRequest, query func(after int64, n int) (string, []any)) (contract.RunPage, error) {
+	limit := page.Limit
 	after, err := parseSeqCursor(page.Cursor)
 	if err != nil {
 		return contract.RunPage{}, err
@@ -249,10 +234,7 @@ func (s *PostgresStateStore) list(ctx context.Context, page contract.PageRequest
 }
 
 // DeleteRun removes the run, or returns contract.ErrNotFound.
-func (s *PostgresStateStore) DeleteRun(ctx context.Context, tenant, id string) error {
-	if err := validateRunKey(tenant, id); err != nil {
-		return err
-	}
+func (s *stateStore) DeleteRun(ctx context.Context, tenant, id string) error {
 	return stateErr(s.db.run(ctx, func(ctx context.Context, e Executor) error {
 		tag, err := e.Exec(ctx, s.q.runDelete, tenant, id)
 		if err == nil && tag.RowsAffected() == 0 {

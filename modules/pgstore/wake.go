@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/adkit/adk/modules/contract"
 )
 
 // Subscribe returns a channel that receives a value when work may be ready
@@ -16,8 +14,8 @@ import (
 // is in place. Without one it falls back to polling: the channel ticks
 // every PollInterval. Either way the channel holds one wake and drops the
 // rest until it is read; claimers re-poll on their own interval as well.
-func (q *PostgresWorkQueue) Subscribe(queue string) (<-chan struct{}, func()) {
-	name := contract.QueueName(queue)
+func (q *workQueue) Subscribe(queue string) (<-chan struct{}, func()) {
+	name := queue
 	ch := make(chan struct{}, 1)
 	poke := func() bool {
 		select {

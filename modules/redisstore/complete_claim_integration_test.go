@@ -131,16 +131,17 @@ func TestCompleteAndClaimMaxZero(t *testing.T) {
 func TestRetriedCompleteAndClaim(t *testing.T) {
 	ctx := context.Background()
 	q, _ := newCompleteClaimQueue(t, 6)
-	req := contract.ClaimRequest{LeaseFor: time.Minute, Max: 2}
+	// The driver is called with the queue named, as the front door does.
+	req := contract.ClaimRequest{Queue: contract.DefaultQueue, LeaseFor: time.Minute, Max: 2}
 	held, err := q.Claim(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := q.completeAndClaim(ctx, held, req, "cc-nonce-0000001")
+	first, err := q.d.completeAndClaim(ctx, held, req, "cc-nonce-0000001")
 	if err != nil || len(first) != 2 {
 		t.Fatalf("first: %d leases, %v", len(first), err)
 	}
-	again, err := q.completeAndClaim(ctx, held, req, "cc-nonce-0000001")
+	again, err := q.d.completeAndClaim(ctx, held, req, "cc-nonce-0000001")
 	if err != nil || len(again) != 2 {
 		t.Fatalf("retry: %d leases, %v; want the same 2 and no lost leases", len(again), err)
 	}

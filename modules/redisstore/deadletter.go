@@ -49,8 +49,8 @@ func (d deadScan) inRange(seq int64) bool {
 // scanDead calls fn with matching dead letters from where the scan
 // starts, in dead order (or its reverse), until fn returns false or the
 // set is exhausted.
-func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilter, from deadScan, want int, fn func(deadHit) bool) error {
-	name := contract.QueueName(f.Queue)
+func (q *workQueue) scanDead(ctx context.Context, f contract.DeadLetterFilter, from deadScan, want int, fn func(deadHit) bool) error {
+	name := f.Queue
 	prefix := q.keys.queue(name)
 	if f.Tenant != "" && f.ID != "" {
 		// At most one item can match: read it instead of scanning.
@@ -120,11 +120,8 @@ func (q *RedisWorkQueue) scanDead(ctx context.Context, f contract.DeadLetterFilt
 // tenant's own dead set; other filters are applied on the server while
 // scanning. A cursor is the place just after the letter of its dead seq:
 // oldest first goes on after it, newest first from that letter down.
-func (q *RedisWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
-	limit, err := contract.ValidateDeadQuery(dq)
-	if err != nil {
-		return contract.ItemPage{}, err
-	}
+func (q *workQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
+	limit := dq.Page.Limit
 	after, err := parseCursor(dq.Page.Cursor)
 	if err != nil {
 		return contract.ItemPage{}, err
@@ -163,22 +160,19 @@ func (q *RedisWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetter
 
 // Requeue moves the matching dead letters back to their queue, due now,
 // with attempts reset (LastError stays for the record).
-func (q *RedisWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
+func (q *workQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
 	return q.moveDead(ctx, f, "requeue")
 }
 
 // Purge deletes the matching dead letters.
-func (q *RedisWorkQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
+func (q *workQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
 	return q.moveDead(ctx, f, "purge")
 }
 
 // moveDead lists matching dead letters in chunks and acts on each chunk in
 // a script that checks the filter again, so nothing outside it is touched.
-func (q *RedisWorkQueue) moveDead(ctx context.Context, f contract.DeadLetterFilter, mode string) (int, error) {
-	if err := contract.ValidateFilter(f); err != nil {
-		return 0, err
-	}
-	name := contract.QueueName(f.Queue)
+func (q *workQueue) moveDead(ctx context.Context, f contract.DeadLetterFilter, mode string) (int, error) {
+	name := f.Queue
 	const chunk = 500
 	total := 0
 	var after int64
@@ -214,12 +208,9 @@ func (q *RedisWorkQueue) moveDead(ctx context.Context, f contract.DeadLetterFilt
 // error. A count by queue or tenant alone reads the dead sets' sizes;
 // anything else scans the letters in bounded script calls, as a listing
 // does, and groups them here.
-func (q *RedisWorkQueue) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
-	if err := contract.ValidateSummary(f, groups); err != nil {
-		return contract.DeadLetterSummary{}, err
-	}
+func (q *workQueue) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
 	out := contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
-	name := contract.QueueName(f.Queue)
+	name := f.Queue
 	if groups == 0 && f.ID == "" && f.ErrorContains == "" {
 		prefix := q.keys.queue(name)
 		err := q.read(ctx, func(ctx context.Context) error {

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ import (
 // which a dashboard does not mind.
 
 // read runs fn under the retry budget.
-func (q *RedisWorkQueue) read(ctx context.Context, fn func(context.Context) error) error {
+func (q *workQueue) read(ctx context.Context, fn func(context.Context) error) error {
 	return q.retry.do(ctx, func(ctx context.Context) error {
 		err := fn(ctx)
 		if err == redis.Nil {
@@ -29,7 +28,7 @@ func (q *RedisWorkQueue) read(ctx context.Context, fn func(context.Context) erro
 }
 
 // Queues lists the names of the queues that hold any item, sorted.
-func (q *RedisWorkQueue) Queues(ctx context.Context) ([]string, error) {
+func (q *workQueue) Queues(ctx context.Context) ([]string, error) {
 	out := []string{}
 	err := q.read(ctx, func(ctx context.Context) error {
 		out = out[:0]
@@ -68,11 +67,7 @@ func (q *RedisWorkQueue) Queues(ctx context.Context) ([]string, error) {
 
 // Tenants returns the counts of every tenant that holds items in the queue
 // or has been served by it, by tenant name.
-func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.TenantStats, error) {
-	name := contract.QueueName(queue)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return nil, err
-	}
+func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.TenantStats, error) {
 	p := q.keys.queue(name)
 	now := q.clock.Now()
 	out := []contract.TenantStats{}
@@ -160,14 +155,7 @@ func (q *RedisWorkQueue) Tenants(ctx context.Context, queue string) ([]contract.
 // Rotation returns the queue's tenants in turn order (tenants whose items
 // are all delayed at the place they keep) and its last n turns, most
 // recent last.
-func (q *RedisWorkQueue) Rotation(ctx context.Context, queue string, n int) (contract.Rotation, error) {
-	name := contract.QueueName(queue)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return contract.Rotation{}, err
-	}
-	if n < 0 || n > 1000 {
-		return contract.Rotation{}, &contract.ValidationError{Field: "n", Problem: fmt.Sprintf("is %d; ask for 0 to 1000 recent turns", n)}
-	}
+func (q *workQueue) Rotation(ctx context.Context, name string, n int) (contract.Rotation, error) {
 	p := q.keys.queue(name)
 	out := contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
 	err := q.read(ctx, func(ctx context.Context) error {
@@ -269,15 +257,8 @@ func parseClaimLog(s string) []contract.Turn {
 }
 
 // Leases pages through the queue's live leases, soonest expiry first.
-func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract.PageRequest) (contract.LeasePage, error) {
-	name := contract.QueueName(queue)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return contract.LeasePage{}, err
-	}
-	limit, err := contract.ValidatePage(page)
-	if err != nil {
-		return contract.LeasePage{}, err
-	}
+func (q *workQueue) Leases(ctx context.Context, name string, page contract.PageRequest) (contract.LeasePage, error) {
+	limit := page.Limit
 	afterScore, afterRef := "-inf", ""
 	if page.Cursor != "" {
 		s, r, ok := strings.Cut(page.Cursor, "/")
@@ -288,7 +269,7 @@ func (q *RedisWorkQueue) Leases(ctx context.Context, queue string, page contract
 	}
 	p := q.keys.queue(name)
 	out := contract.LeasePage{Leases: []contract.Lease{}}
-	err = q.read(ctx, func(ctx context.Context) error {
+	err := q.read(ctx, func(ctx context.Context) error {
 		out = contract.LeasePage{Leases: []contract.Lease{}}
 		var refs []redis.Z
 		for offset := int64(0); len(refs) <= limit; {
@@ -353,13 +334,7 @@ func leaseFromRecord(queue string, raw string, leaseValue string) (contract.Leas
 }
 
 // Item finds one item by key, with its lease when leased.
-func (q *RedisWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
-	key.Queue = contract.QueueName(key.Queue)
-	for _, f := range []struct{ field, v string }{{"ItemKey.Tenant", key.Tenant}, {"ItemKey.Queue", key.Queue}, {"ItemKey.ID", key.ID}} {
-		if err := contract.ValidateName(f.field, f.v); err != nil {
-			return contract.ItemInfo{}, err
-		}
-	}
+func (q *workQueue) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
 	var raw, leaseValue string
 	err := q.read(ctx, func(ctx context.Context) error {
 		p, ref := q.keys.queue(key.Queue), itemRef(key.Tenant, key.ID)
@@ -390,12 +365,14 @@ func (q *RedisWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contra
 // Health reports the server's eviction policy, persistence, memory and
 // evicted keys, judged as Preflight judges them, plus the preflight
 // verdict. A refusing server is reported, not an error.
-func (q *RedisWorkQueue) Health(ctx context.Context) (contract.Health, error) {
+func (q *workQueue) Health(ctx context.Context) (contract.Health, error) {
 	return health(ctx, q.client, q.settings, q.retry)
 }
 
 // Health reports on the server as [RedisWorkQueue.Health] does.
-func (s *RedisStateStore) Health(ctx context.Context) (contract.Health, error) {
+func (s *RedisStateStore) Health(ctx context.Context) (contract.Health, error) { return s.d.health(ctx) }
+
+func (s *stateStore) health(ctx context.Context) (contract.Health, error) {
 	return health(ctx, s.client, s.settings, s.retry)
 }
 

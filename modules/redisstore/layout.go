@@ -108,7 +108,9 @@ var scriptMigrateLayout = loadQueueScript("migrate_layout")
 // InspectLayout reports, without writing anything, what MigrateLayout
 // would move and write in the queue's namespace: every queue with keys of
 // the layout before declared keys, or without its placeholders.
-func (q *RedisWorkQueue) InspectLayout(ctx context.Context) (LayoutReport, error) {
+func (q *RedisWorkQueue) InspectLayout(ctx context.Context) (LayoutReport, error) { return q.d.inspectLayout(ctx) }
+
+func (q *workQueue) inspectLayout(ctx context.Context) (LayoutReport, error) {
 	return q.layout(ctx, false)
 }
 
@@ -126,7 +128,9 @@ func (q *RedisWorkQueue) InspectLayout(ctx context.Context) (LayoutReport, error
 // the earlier release keeps writing the old keys, and one of this release
 // that enqueues an item still in an old set queues it a second time.
 // MigrateLayout returns an error when old keys remain at the end.
-func (q *RedisWorkQueue) MigrateLayout(ctx context.Context) (LayoutReport, error) {
+func (q *RedisWorkQueue) MigrateLayout(ctx context.Context) (LayoutReport, error) { return q.d.migrateLayout(ctx) }
+
+func (q *workQueue) migrateLayout(ctx context.Context) (LayoutReport, error) {
 	rep, err := q.layout(ctx, true)
 	if err != nil {
 		return rep, err
@@ -147,7 +151,7 @@ func (q *RedisWorkQueue) MigrateLayout(ctx context.Context) (LayoutReport, error
 	return rep, nil
 }
 
-func (q *RedisWorkQueue) layout(ctx context.Context, apply bool) (LayoutReport, error) {
+func (q *workQueue) layout(ctx context.Context, apply bool) (LayoutReport, error) {
 	rep := LayoutReport{Namespace: q.settings.Namespace, Applied: apply}
 	var names []string
 	err := q.read(ctx, func(ctx context.Context) error {
@@ -172,7 +176,7 @@ func (q *RedisWorkQueue) layout(ctx context.Context, apply bool) (LayoutReport, 
 }
 
 // layoutQueue inspects or migrates queue name.
-func (q *RedisWorkQueue) layoutQueue(ctx context.Context, name string, apply bool) (QueueLayout, error) {
+func (q *workQueue) layoutQueue(ctx context.Context, name string, apply bool) (QueueLayout, error) {
 	ql := QueueLayout{Queue: name}
 	base := q.queueKeys(name)
 	mode := "0"
@@ -250,7 +254,7 @@ type migrateReply struct {
 	placed                                                               bool
 }
 
-func (q *RedisWorkQueue) migrateStep(ctx context.Context, keys []string, tenant, now, mode string, skipR, skipD int64) (migrateReply, error) {
+func (q *workQueue) migrateStep(ctx context.Context, keys []string, tenant, now, mode string, skipR, skipD int64) (migrateReply, error) {
 	v, err := q.run(ctx, scriptMigrateLayout, keys, tenant, now, migrateChunk, migrateRecordBytes, mode, skipR, skipD)
 	if err != nil {
 		return migrateReply{}, err

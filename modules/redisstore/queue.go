@@ -27,7 +27,17 @@ import (
 // replays the first outcome: a retried Claim gets the same leases back.
 // Only a retried Complete differs: it names an item the first try
 // completed as lost (it is gone either way).
+//
+// Its queue methods are the contract's front door ([contract.QueueFront]),
+// which checks every call before the queue's driver sees it.
 type RedisWorkQueue struct {
+	contract.QueueFront
+	d *workQueue
+}
+
+// workQueue is the driver behind a RedisWorkQueue's front door: it is
+// called only with input the front has checked and normalised.
+type workQueue struct {
 	client   redis.UniversalClient
 	clock    contract.Clock
 	settings Settings
@@ -50,6 +60,9 @@ var (
 	_ contract.Inspector   = (*RedisWorkQueue)(nil)
 	_ contract.Waker       = (*RedisWorkQueue)(nil)
 	_ contract.StatsSource = (*RedisWorkQueue)(nil)
+
+	_ contract.CompleteClaimer = (*RedisWorkQueue)(nil)
+	_ contract.QueueDriver     = (*workQueue)(nil)
 )
 
 // NewQueue returns a work queue over client without running Preflight.
@@ -69,10 +82,11 @@ func NewQueue(client redis.UniversalClient, clock contract.Clock, settings Setti
 	if err != nil {
 		return nil, err
 	}
-	return &RedisWorkQueue{client: client, clock: clock, settings: s, policy: s.Policy,
+	d := &workQueue{client: client, clock: clock, settings: s, policy: s.Policy,
 		keys:  newQueueKeys(s.Namespace),
 		retry: r,
-		subs:  map[string]*wakeHub{}, keyList: map[string][]string{}}, nil
+		subs:  map[string]*wakeHub{}, keyList: map[string][]string{}}
+	return &RedisWorkQueue{QueueFront: contract.NewQueueFront(d, s.MaxValueBytes, "redis"), d: d}, nil
 }
 
 // OpenQueue runs Preflight against the server (waiting out a failover
@@ -83,8 +97,8 @@ func OpenQueue(ctx context.Context, client redis.UniversalClient, clock contract
 	if err != nil {
 		return nil, err
 	}
-	err = q.retry.do(ctx, func(ctx context.Context) error {
-		_, err := Preflight(ctx, client, q.settings)
+	err = q.d.retry.do(ctx, func(ctx context.Context) error {
+		_, err := Preflight(ctx, client, q.d.settings)
 		return err
 	})
 	if err != nil {
@@ -94,11 +108,11 @@ func OpenQueue(ctx context.Context, client redis.UniversalClient, clock contract
 }
 
 // Settings returns the effective settings (defaults filled in).
-func (q *RedisWorkQueue) Settings() Settings { return q.settings }
+func (q *RedisWorkQueue) Settings() Settings { return q.d.settings }
 
 // queueKeys returns the keys every script of queue name declares (see
 // queueKeySuffixes), built once per queue.
-func (q *RedisWorkQueue) queueKeys(name string) []string {
+func (q *workQueue) queueKeys(name string) []string {
 	q.keyMu.Lock()
 	defer q.keyMu.Unlock()
 	ks, ok := q.keyList[name]
@@ -112,7 +126,7 @@ func (q *RedisWorkQueue) queueKeys(name string) []string {
 }
 
 // run runs a queue script with keys under the retry budget.
-func (q *RedisWorkQueue) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
+func (q *workQueue) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
 	var res any
 	err := q.retry.do(ctx, func(ctx context.Context) error {
 		v, err := q.retry.eval(ctx, q.client, sc, keys, args...)
@@ -170,10 +184,7 @@ func nanos(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
 // Enqueue adds the items. Items of one queue go in one script call per
 // chunk (500 items or 8 MiB), each chunk atomic; an item whose ID is
 // queued, leased or dead is left as it is, so a retried call is harmless.
-func (q *RedisWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
-	if err := contract.ValidateItems(items, q.settings.MaxValueBytes); err != nil {
-		return err
-	}
+func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 	now := q.clock.Now()
 	byQueue := map[string][]any{}
 	var order []string
@@ -191,7 +202,7 @@ func (q *RedisWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) er
 	}
 	ea := nanos(now)
 	for _, it := range items {
-		name := contract.QueueName(it.Queue)
+		name := it.Queue
 		if _, ok := byQueue[name]; !ok {
 			order = append(order, name)
 		}
@@ -232,11 +243,8 @@ var _ contract.CompleteClaimer = (*RedisWorkQueue)(nil)
 
 // Claim leases up to req.Max due items in tenant rotation, in one script
 // call whatever the number of tenants.
-func (q *RedisWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
-	if err := contract.ValidateClaim(req); err != nil {
-		return nil, err
-	}
-	name := contract.QueueName(req.Queue)
+func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	name := req.Queue
 	now := q.clock.Now()
 	exp := now.Add(req.LeaseFor)
 	res, err := q.run(ctx, scriptClaim, q.queueKeys(name), nowMicros(now), nextMicrosHex(now), nanos(now),
@@ -277,11 +285,11 @@ func claimedLeases(rows []any, name, worker string, exp time.Time) ([]contract.L
 // and token per lease) and returns the position of each script
 // argument's lease in leases: the script names lost leases by their
 // 1-based place in the groups.
-func (q *RedisWorkQueue) completeArgs(keys []string, args []any, leases []contract.Lease) ([]string, []any, []int) {
+func (q *workQueue) completeArgs(keys []string, args []any, leases []contract.Lease) ([]string, []any, []int) {
 	byQueue := map[string][]int{}
 	var names []string
 	for i, l := range leases {
-		name := contract.QueueName(l.Item.Queue)
+		name := l.Item.Queue
 		if _, ok := byQueue[name]; !ok {
 			names = append(names, name)
 		}
@@ -328,16 +336,13 @@ func lostLeases(reply any, leases []contract.Lease, order []int) []contract.Item
 // *contract.LeaseLostError naming those. A retry after a lost reply
 // neither completes again (so nothing completed is reported lost) nor
 // claims more.
-func (q *RedisWorkQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
 	return q.completeAndClaim(ctx, done, req, nonce())
 }
 
-func (q *RedisWorkQueue) completeAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest, id string) ([]contract.Lease, error) {
+func (q *workQueue) completeAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest, id string) ([]contract.Lease, error) {
 	// With Max 0 only the queue's keys are used: the script still routes
 	// by them.
-	if err := contract.ValidateCompleteAndClaim(done, req); err != nil {
-		return nil, err
-	}
 	var lost []contract.ItemKey
 	if len(done) > 1000 {
 		err := q.Complete(ctx, done[:len(done)-1000]...)
@@ -349,7 +354,7 @@ func (q *RedisWorkQueue) completeAndClaim(ctx context.Context, done []contract.L
 		}
 		done = done[len(done)-1000:]
 	}
-	name := contract.QueueName(req.Queue)
+	name := req.Queue
 	now := q.clock.Now()
 	exp := now.Add(req.LeaseFor)
 	args := make([]any, 0, 11+2*len(done))
@@ -384,14 +389,8 @@ func (q *RedisWorkQueue) completeAndClaim(ctx context.Context, done []contract.L
 
 // Heartbeat extends a live lease to now+extend under a new token. A retry
 // of a heartbeat whose reply was lost gets the token the first try set.
-func (q *RedisWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
-	if err := contract.ValidateLease(l); err != nil {
-		return contract.Lease{}, err
-	}
-	if err := contract.ValidateExtend(extend); err != nil {
-		return contract.Lease{}, err
-	}
-	name := contract.QueueName(l.Item.Queue)
+func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
+	name := l.Item.Queue
 	now := q.clock.Now()
 	exp := now.Add(extend)
 	res, err := q.run(ctx, scriptHeartbeat, q.queueKeys(name), itemRef(l.Item.Tenant, l.Item.ID),
@@ -412,12 +411,7 @@ func (q *RedisWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend
 // Complete removes the items of the leases whose tokens still match, in
 // one script call per 1000 leases; the others are named in a
 // *contract.LeaseLostError.
-func (q *RedisWorkQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
-	for _, l := range leases {
-		if err := contract.ValidateLease(l); err != nil {
-			return err
-		}
-	}
+func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
 	var lost []contract.ItemKey
 	for start := 0; start < len(leases); start += 1000 {
 		chunk := leases[start:min(start+1000, len(leases))]
@@ -438,11 +432,8 @@ func (q *RedisWorkQueue) Complete(ctx context.Context, leases ...contract.Lease)
 // item as the policy decides. The decision is made here (the policy's
 // jitter source is the caller's) and written by a script fenced on the
 // token.
-func (q *RedisWorkQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
-	if err := contract.ValidateLease(l); err != nil {
-		return policy.Decision{}, err
-	}
-	name := contract.QueueName(l.Item.Queue)
+func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
+	name := l.Item.Queue
 	ref := itemRef(l.Item.Tenant, l.Item.ID)
 	attempts := l.Item.Attempts
 	id := nonce()
@@ -480,7 +471,7 @@ type settleEntry struct {
 	nonce    string // "" for none (Reap: a retried scan finds nothing left to settle)
 }
 
-func (q *RedisWorkQueue) settleArgs(name string, now time.Time, entries ...settleEntry) []any {
+func (q *workQueue) settleArgs(name string, now time.Time, entries ...settleEntry) []any {
 	args := make([]any, 0, 3+10*len(entries))
 	args = append(args, nowMicros(now), nanos(now), wakeChannel(q.settings.Namespace, name))
 	for _, e := range entries {
@@ -498,11 +489,7 @@ func (q *RedisWorkQueue) settleArgs(name string, now time.Time, entries ...settl
 // Reap hands every lease of the queue that expired by now to the policy,
 // as a failure with contract.ErrLeaseExpired. A lease heartbeated between
 // the scan and the write is left alone.
-func (q *RedisWorkQueue) Reap(ctx context.Context, queue string) (int, error) {
-	name := contract.QueueName(queue)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return 0, err
-	}
+func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 	keys := q.queueKeys(name)
 	now := q.clock.Now()
 	const batch = 500

@@ -26,7 +26,7 @@ func TestHalfWrittenEnqueueIsRepaired(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
 	q, _ := NewQueue(client, clock, Settings{Namespace: redistest.Namespace(t, client)})
 	defer q.Close()
-	p := q.keys.queue("default")
+	p := q.d.keys.queue("default")
 	// "leased" first, so that it is the one the first claim takes.
 	items := []contract.Item{{Tenant: "b", ID: "leased"}, {Tenant: "acme", ID: "half"}, {Tenant: "acme", ID: "whole"}}
 	if err := q.Enqueue(ctx, items[0]); err != nil {

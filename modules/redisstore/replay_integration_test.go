@@ -34,10 +34,10 @@ func TestRetriedScriptsApplyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := q.queueKeys("default")
+	keys := q.d.queueKeys("default")
 	hb := func() (any, error) {
 		exp := clock.Now().Add(time.Minute)
-		return q.run(ctx, scriptHeartbeat, keys, itemRef("acme", "i"), ls[0].Token,
+		return q.d.run(ctx, scriptHeartbeat, keys, itemRef("acme", "i"), ls[0].Token,
 			nowMicros(clock.Now()), nowMicros(exp), nanos(exp), "hb-nonce")
 	}
 	first, err1 := hb()
@@ -47,9 +47,9 @@ func TestRetriedScriptsApplyOnce(t *testing.T) {
 	}
 	l := ls[0]
 	l.Token = first.(int64)
-	entry := settleEntry{ref: itemRef("acme", "i"), token: l.Token, maxScore: "+inf", decision: q.policy.Decide(1, errors.New("x"), clock.Now()), cause: errors.New("x"), nonce: "fail-nonce"}
+	entry := settleEntry{ref: itemRef("acme", "i"), token: l.Token, maxScore: "+inf", decision: q.d.policy.Decide(1, errors.New("x"), clock.Now()), cause: errors.New("x"), nonce: "fail-nonce"}
 	for i := range 2 {
-		res, err := q.run(ctx, scriptSettle, keys, q.settleArgs("default", clock.Now(), entry)...)
+		res, err := q.d.run(ctx, scriptSettle, keys, q.d.settleArgs("default", clock.Now(), entry)...)
 		if r, _ := res.([]any); err != nil || len(r) != 1 || r[0] != int64(1) {
 			t.Errorf("fail try %d: %v, %v; want applied", i+1, res, err)
 		}
@@ -76,10 +76,10 @@ func TestRetriedClaimReturnsTheSameLeases(t *testing.T) {
 			}
 		}
 	}
-	keys := q.queueKeys("default")
+	keys := q.d.queueKeys("default")
 	now, exp := clock.Now(), clock.Now().Add(time.Minute)
 	claim := func(id string) []any {
-		res, err := q.run(ctx, scriptClaim, keys, nowMicros(now), nextMicrosHex(now), nanos(now), nowMicros(exp), nanos(exp), "w", 4, 1000, id)
+		res, err := q.d.run(ctx, scriptClaim, keys, nowMicros(now), nextMicrosHex(now), nanos(now), nowMicros(exp), nanos(exp), "w", 4, 1000, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,10 +112,10 @@ func TestReaperLosesToHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := q.queueKeys("default")
+	keys := q.d.queueKeys("default")
 	clock.Advance(time.Minute) // expires at exactly now: the reaper may take it
 
-	res, err := q.run(ctx, scriptReapScan, keys, nowMicros(clock.Now()), 10)
+	res, err := q.d.run(ctx, scriptReapScan, keys, nowMicros(clock.Now()), 10)
 	flat, _ := res.([]any)
 	if err != nil || len(flat) != 4 {
 		t.Fatalf("scan: %v, %v", res, err)
@@ -134,8 +134,8 @@ func TestReaperLosesToHeartbeat(t *testing.T) {
 	clock.Advance(time.Second)
 
 	entry := settleEntry{ref: itemRef("acme", "i"), token: atoi64(seenToken), maxScore: seenScore,
-		decision: q.policy.Decide(1, contract.ErrLeaseExpired, clock.Now()), cause: contract.ErrLeaseExpired}
-	res, err = q.run(ctx, scriptSettle, keys, q.settleArgs("default", clock.Now(), entry)...)
+		decision: q.d.policy.Decide(1, contract.ErrLeaseExpired, clock.Now()), cause: contract.ErrLeaseExpired}
+	res, err = q.d.run(ctx, scriptSettle, keys, q.d.settleArgs("default", clock.Now(), entry)...)
 	if r, _ := res.([]any); err != nil || len(r) != 1 || r[0] != int64(0) {
 		t.Fatalf("the late reaper's write: %v, %v; want nothing applied", res, err)
 	}
@@ -177,7 +177,7 @@ func TestTokensSurviveCounterRollback(t *testing.T) {
 	// The lost second: the counter goes back as if these had never been issued.
 	rollback := func() {
 		t.Helper()
-		if err := client.Set(ctx, q.keys.ns+"token", first[0].Token-1, 0).Err(); err != nil {
+		if err := client.Set(ctx, q.d.keys.ns+"token", first[0].Token-1, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

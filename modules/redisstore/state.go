@@ -16,7 +16,16 @@ import (
 // status, session, timestamps); writes are Lua scripts so version checks
 // and counter increments are atomic. Every key of a tenant shares the
 // tenant's hash tag, so it works unchanged on Redis Cluster.
+//
+// Its state methods are the contract's front door ([contract.StateFront]),
+// which checks every call before the store's driver sees it.
 type RedisStateStore struct {
+	contract.StateFront
+	d *stateStore
+}
+
+// stateStore is the driver behind a RedisStateStore's front door.
+type stateStore struct {
 	client   redis.UniversalClient
 	clock    contract.Clock
 	settings Settings
@@ -24,7 +33,10 @@ type RedisStateStore struct {
 	window   time.Duration // replayWindowFor the retry budget
 }
 
-var _ contract.StateStore = (*RedisStateStore)(nil)
+var (
+	_ contract.StateStore  = (*RedisStateStore)(nil)
+	_ contract.StateDriver = (*stateStore)(nil)
+)
 
 // NewState returns a state store over client without running Preflight
 // (tests and callers that checked the server themselves). A nil clock
@@ -44,7 +56,8 @@ func NewState(client redis.UniversalClient, clock contract.Clock, settings Setti
 	if err != nil {
 		return nil, err
 	}
-	return &RedisStateStore{client: client, clock: clock, settings: s, retry: r, window: replayWindowFor(s.RetryBudget)}, nil
+	d := &stateStore{client: client, clock: clock, settings: s, retry: r, window: replayWindowFor(s.RetryBudget)}
+	return &RedisStateStore{StateFront: contract.NewStateFront(d, s.MaxValueBytes), d: d}, nil
 }
 
 // OpenState runs Preflight against the server (waiting out a failover
@@ -55,8 +68,8 @@ func OpenState(ctx context.Context, client redis.UniversalClient, clock contract
 	if err != nil {
 		return nil, err
 	}
-	err = st.retry.do(ctx, func(ctx context.Context) error {
-		_, err := Preflight(ctx, client, st.settings)
+	err = st.d.retry.do(ctx, func(ctx context.Context) error {
+		_, err := Preflight(ctx, client, st.d.settings)
 		return err
 	})
 	if err != nil {
@@ -66,10 +79,10 @@ func OpenState(ctx context.Context, client redis.UniversalClient, clock contract
 }
 
 // Settings returns the effective settings (defaults filled in).
-func (s *RedisStateStore) Settings() Settings { return s.settings }
+func (s *RedisStateStore) Settings() Settings { return s.d.settings }
 
 // run calls a script under the retry budget.
-func (s *RedisStateStore) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
+func (s *stateStore) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
 	var res any
 	err := s.retry.do(ctx, func(ctx context.Context) error {
 		v, err := s.retry.eval(ctx, s.client, sc, keys, args...)
@@ -83,10 +96,7 @@ func (s *RedisStateStore) run(ctx context.Context, sc *redis.Script, keys []stri
 }
 
 // GetRun returns the run, or contract.ErrNotFound.
-func (s *RedisStateStore) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
-	if err := validateTenantID("tenant", "id", tenant, id); err != nil {
-		return nil, err
-	}
+func (s *stateStore) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
 	k := newStateKeys(s.settings.Namespace, tenant)
 	res, err := s.run(ctx, scriptStateGet, []string{k.run(id), k.meta(id)})
 	if err != nil {
@@ -120,7 +130,7 @@ func replayWindowFor(b RetryBudget) time.Duration {
 // resendable bounds a write call, its resends included, to half the
 // replay window from its start: past that its record may be forgotten
 // by a client whose clock runs ahead, and a resend could apply twice.
-func (s *RedisStateStore) resendable(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *stateStore) resendable(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.window/2)
 }
 
@@ -132,7 +142,7 @@ const sessionTries = 4
 
 // writeArgs are the arguments every state write script starts with (see
 // scripts/state_lib.lua).
-func (s *RedisStateStore) writeArgs(id string, now time.Time, run string, more ...any) []any {
+func (s *stateStore) writeArgs(id string, now time.Time, run string, more ...any) []any {
 	return append([]any{id, now.UnixMilli(), now.Add(-s.window).UnixMilli(), run}, more...)
 }
 
@@ -143,7 +153,7 @@ func writeKeys(k stateKeys, id string, more ...string) []string {
 
 // write runs a state write script under the retry budget and splits its
 // reply into its status and the rest.
-func (s *RedisStateStore) write(ctx context.Context, sc *redis.Script, keys []string, args ...any) (int64, []any, error) {
+func (s *stateStore) write(ctx context.Context, sc *redis.Script, keys []string, args ...any) (int64, []any, error) {
 	res, err := s.run(ctx, sc, keys, args...)
 	if err != nil {
 		return 0, nil, err
@@ -183,10 +193,7 @@ const (
 // PutRun writes the run's Session, Status and Data, version-checked. Each
 // call carries a nonce, so a put sent again after its reply was lost
 // answers with the run it wrote rather than a conflict with itself.
-func (s *RedisStateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
-	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
-		return nil, err
-	}
+func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	ctx, cancel := s.resendable(ctx)
 	defer cancel()
 	k := newStateKeys(s.settings.Namespace, run.Tenant)
@@ -222,13 +229,7 @@ func sessionMoving(tenant, id string) error {
 // sent again after its reply was lost is not added twice, and is answered
 // even if the run was deleted meanwhile. All five sums are checked before
 // any is written: a patch that would overflow one is refused whole.
-func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
-	if err := validateTenantID("tenant", "id", tenant, id); err != nil {
-		return nil, err
-	}
-	if err := contract.ValidatePatch(patch); err != nil {
-		return nil, err
-	}
+func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
 	ctx, cancel := s.resendable(ctx)
 	defer cancel()
 	k := newStateKeys(s.settings.Namespace, tenant)
@@ -254,19 +255,13 @@ func (s *RedisStateStore) PatchRun(ctx context.Context, tenant, id string, patch
 }
 
 // ListRuns pages through the tenant's runs by Seq.
-func (s *RedisStateStore) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *stateStore) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
 	k := newStateKeys(s.settings.Namespace, tenant)
 	return s.list(ctx, tenant, k, k.index(), page)
 }
 
 // ListSessionRuns pages through the runs of one session by Seq.
-func (s *RedisStateStore) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
-	if err := validateTenantID("tenant", "session", tenant, session); err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *stateStore) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
 	k := newStateKeys(s.settings.Namespace, tenant)
 	return s.list(ctx, tenant, k, k.session(session), page)
 }
@@ -276,11 +271,8 @@ func (s *RedisStateStore) ListSessionRuns(ctx context.Context, tenant, session s
 // Cluster routes and checks all of them, mid-migration too). A run
 // deleted between the steps is skipped and the next ids are read in its
 // place, so a page short of the limit is still the last.
-func (s *RedisStateStore) list(ctx context.Context, tenant string, k stateKeys, index string, page contract.PageRequest) (contract.RunPage, error) {
-	limit, err := contract.ValidatePage(page)
-	if err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *stateStore) list(ctx context.Context, tenant string, k stateKeys, index string, page contract.PageRequest) (contract.RunPage, error) {
+	limit := page.Limit
 	after, err := parseCursor(page.Cursor)
 	if err != nil {
 		return contract.RunPage{}, err
@@ -341,10 +333,7 @@ func (s *RedisStateStore) list(ctx context.Context, tenant string, k stateKeys, 
 // DeleteRun removes the run, or returns contract.ErrNotFound. A delete
 // sent again after its reply was lost finds its record (which outlives
 // the run) and answers nil, and does not remove a run created meanwhile.
-func (s *RedisStateStore) DeleteRun(ctx context.Context, tenant, id string) error {
-	if err := validateTenantID("tenant", "id", tenant, id); err != nil {
-		return err
-	}
+func (s *stateStore) DeleteRun(ctx context.Context, tenant, id string) error {
 	ctx, cancel := s.resendable(ctx)
 	defer cancel()
 	k := newStateKeys(s.settings.Namespace, tenant)
@@ -369,13 +358,6 @@ func (s *RedisStateStore) DeleteRun(ctx context.Context, tenant, id string) erro
 		return fmt.Errorf("redisstore: unexpected delete reply %d %v", status, vals)
 	}
 	return sessionMoving(tenant, id)
-}
-
-func validateTenantID(tf, idf, tenant, id string) error {
-	if err := contract.ValidateName(tf, tenant); err != nil {
-		return err
-	}
-	return contract.ValidateName(idf, id)
 }
 
 // decodeRun reads a script reply: hash fields and values, then the blob.

@@ -24,14 +24,14 @@ func TestStateReplayRecords(t *testing.T) {
 	client := redistest.Client(t)
 	clock := contracttest.NewFakeClock(time.Time{})
 	st, _ := NewState(client, clock, Settings{Namespace: redistest.Namespace(t, client)})
-	k := newStateKeys(st.settings.Namespace, "acme")
+	k := newStateKeys(st.d.settings.Namespace, "acme")
 	if _, err := st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	patch := func(nonce string, iterations, cursor int64) {
 		t.Helper()
-		if _, err := st.run(ctx, scriptStatePatch, writeKeys(k, "r"),
-			st.writeArgs(nonce, clock.Now(), "r", 0, 0, 0, iterations, cursor, "", clock.Now().UnixNano())...); err != nil {
+		if _, err := st.d.run(ctx, scriptStatePatch, writeKeys(k, "r"),
+			st.d.writeArgs(nonce, clock.Now(), "r", 0, 0, 0, iterations, cursor, "", clock.Now().UnixNano())...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestStateReplayRecords(t *testing.T) {
 	for i := range 40 {
 		patch(fmt.Sprintf("other-%010d", i), 0, 1)
 	}
-	clock.Advance(st.window / 2)
+	clock.Advance(st.d.window / 2)
 	patch("mine-0000000001", 1, 0) // the resend, within the window
 	if r, _ := st.GetRun(ctx, "acme", "r"); r.Counters.Iterations != 1 || r.Counters.Cursor != 40 || r.Version != 42 {
 		t.Fatalf("after a patch, 40 others and its resend: %+v at version %d; want it counted once", r.Counters, r.Version)
@@ -64,7 +64,7 @@ func TestStateReplayRecords(t *testing.T) {
 	}
 
 	// Past the window each write forgets at most 8 expired records.
-	clock.Advance(st.window)
+	clock.Advance(st.d.window)
 	patch("later-000000001", 0, 1)
 	if n, m := records(); n != 35 || m != 35 {
 		t.Fatalf("after one write past the window: %d scores, %d outcomes; want 42-8+1 = 35", n, m)
@@ -92,18 +92,18 @@ func TestStateWritesDeclareTheirKeys(t *testing.T) {
 	client := redistest.Client(t)
 	clock := contracttest.NewFakeClock(time.Time{})
 	st, _ := NewState(client, clock, Settings{Namespace: redistest.Namespace(t, client)})
-	k := newStateKeys(st.settings.Namespace, "acme")
+	k := newStateKeys(st.d.settings.Namespace, "acme")
 	if _, err := st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Session: "s1", Data: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
 	// A put moving the run to s2 that declared s2 as the stored session.
-	res, err := st.run(ctx, scriptStatePut, writeKeys(k, "r", k.index(), k.seq(), k.session("s2"), k.session("s2")),
-		st.writeArgs("put-guess-00001", clock.Now(), "r", 1, "s2", "s2", "", []byte(`2`), clock.Now().UnixNano())...)
+	res, err := st.d.run(ctx, scriptStatePut, writeKeys(k, "r", k.index(), k.seq(), k.session("s2"), k.session("s2")),
+		st.d.writeArgs("put-guess-00001", clock.Now(), "r", 1, "s2", "s2", "", []byte(`2`), clock.Now().UnixNano())...)
 	if status, vals, err2 := writeReply(res); err != nil || err2 != nil || status != replySession || replyString(vals) != "s1" {
 		t.Fatalf("put with the wrong session declared: %v %v; want a request for s1's index", res, err)
 	}
-	res, err = st.run(ctx, scriptStateDelete, writeKeys(k, "r", k.index(), k.patches("r"), k.session("")),
-		st.writeArgs("del-guess-00001", clock.Now(), "r", "")...)
+	res, err = st.d.run(ctx, scriptStateDelete, writeKeys(k, "r", k.index(), k.patches("r"), k.session("")),
+		st.d.writeArgs("del-guess-00001", clock.Now(), "r", "")...)
 	if status, vals, err2 := writeReply(res); err != nil || err2 != nil || status != replySession || replyString(vals) != "s1" {
 		t.Fatalf("delete with no session declared: %v %v; want a request for s1's index", res, err)
 	}

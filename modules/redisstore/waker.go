@@ -24,8 +24,8 @@ type wakeHub struct {
 // until it is read. A wake is a hint: messages published while the
 // subscription reconnects are lost, so claimers must re-poll on a
 // safety-net interval (the runner does).
-func (q *RedisWorkQueue) Subscribe(queue string) (<-chan struct{}, func()) {
-	name := contract.QueueName(queue)
+func (q *workQueue) Subscribe(queue string) (<-chan struct{}, func()) {
+	name := queue
 	ch := make(chan struct{}, 1)
 	q.subMu.Lock()
 	hub := q.subs[name]
@@ -68,7 +68,7 @@ func (q *RedisWorkQueue) Subscribe(queue string) (<-chan struct{}, func()) {
 
 // forward fans the hub's messages out without blocking on a slow
 // subscriber.
-func (q *RedisWorkQueue) forward(hub *wakeHub) {
+func (q *workQueue) forward(hub *wakeHub) {
 	defer close(hub.done)
 	for range hub.ps.Channel() {
 		q.wakes.Add(1)
@@ -86,7 +86,9 @@ func (q *RedisWorkQueue) forward(hub *wakeHub) {
 
 // Close ends every subscription still open. It does not close the client,
 // which belongs to the caller.
-func (q *RedisWorkQueue) Close() error {
+func (q *RedisWorkQueue) Close() error { return q.d.close() }
+
+func (q *workQueue) close() error {
 	q.subMu.Lock()
 	hubs := q.subs
 	q.subs = map[string]*wakeHub{}
@@ -101,7 +103,7 @@ func (q *RedisWorkQueue) Close() error {
 // Stats reports the client's pool counters and the wakes received.
 // PoolWaits counts acquires that found no idle connection; PoolExhausted
 // counts acquires that timed out.
-func (q *RedisWorkQueue) Stats() contract.Stats {
+func (q *workQueue) Stats() contract.Stats {
 	st := poolStats(q.client)
 	st.Wakes = q.wakes.Load()
 	if ns := q.lastWake.Load(); ns != 0 {
@@ -111,7 +113,7 @@ func (q *RedisWorkQueue) Stats() contract.Stats {
 }
 
 // Stats reports the client's pool counters.
-func (s *RedisStateStore) Stats() contract.Stats { return poolStats(s.client) }
+func (s *RedisStateStore) Stats() contract.Stats { return poolStats(s.d.client) }
 
 func poolStats(c redis.UniversalClient) contract.Stats {
 	ps := c.PoolStats()

@@ -349,7 +349,7 @@ func (p *workerPool) claimLoop(ctx context.Context, worker string) {
 	defer timer.Stop()
 	var cc contract.CompleteClaimer
 	if p.carry {
-		cc, _ = p.q.(contract.CompleteClaimer)
+		cc, _ = contract.AsCompleteClaimer(p.q)
 	}
 	var done []contract.Lease // handled, to be carried by the next claim (cc only)
 	defer func() {

@@ -28,12 +28,12 @@ type runnerPool struct {
 // With carry the runner carries its completes into its next claim
 // (Config.CarryCompletes) when the queue is a contract.CompleteClaimer.
 func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll time.Duration, carry bool) (*runnerPool, error) {
-	p := &runnerPool{done: make(chan struct{}), calls: &countingQueue{WorkQueue: q}}
+	p := &runnerPool{done: make(chan struct{}), calls: &countingQueue{WorkQueue: q, Passthrough: contract.NewPassthrough(q)}}
 	handle := func(_ context.Context, l contract.Lease) error {
 		rec.handleID(l.Item.ID)
 		return nil
 	}
-	r, err := runner.New(p.calls.queue(), handle, runner.Config{
+	r, err := runner.New(p.calls, handle, runner.Config{
 		Queue: benchQueue, Worker: "adkbench-runner", Concurrency: conc, BatchSize: min(maxBatch, conc),
 		LeaseFor: 5 * time.Minute, PollInterval: poll, ReapInterval: -1,
 		CarryCompletes: carry,
@@ -61,8 +61,13 @@ func (p *runnerPool) halt() {
 func (p *runnerPool) summary() string { return p.calls.summary() }
 
 // countingQueue times the runner's Claim and Complete calls.
+//
+// Its Passthrough gives the runner the Waker of the queue under it, so
+// that it still claims as soon as it is woken, and its CompleteAndClaim
+// when it has one.
 type countingQueue struct {
 	contract.WorkQueue
+	contract.Passthrough
 	callStats
 }
 
@@ -80,51 +85,9 @@ func (c *countingQueue) Complete(ctx context.Context, leases ...contract.Lease) 
 	return err
 }
 
-var _ contract.Waker = wakingQueue{}
-
-// wakingQueue is a countingQueue over a queue that is a contract.Waker,
-// so that the runner still claims as soon as it is woken.
-type wakingQueue struct {
-	*countingQueue
-	w contract.Waker
-}
-
-func (w wakingQueue) Subscribe(queue string) (<-chan struct{}, func()) { return w.w.Subscribe(queue) }
-
-// queue is c as the runner should see it: a contract.Waker and a
-// contract.CompleteClaimer when the queue under it is.
-func (c *countingQueue) queue() contract.WorkQueue {
-	w, isWaker := c.WorkQueue.(contract.Waker)
-	cc, isCC := c.WorkQueue.(contract.CompleteClaimer)
-	switch {
-	case isWaker && isCC:
-		return carryingWakingQueue{carryingQueue{c, cc}, w}
-	case isCC:
-		return carryingQueue{c, cc}
-	case isWaker:
-		return wakingQueue{c, w}
-	}
-	return c
-}
-
-// carryingQueue is a countingQueue over a contract.CompleteClaimer.
-type carryingQueue struct {
-	*countingQueue
-	cc contract.CompleteClaimer
-}
-
-func (c carryingQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+func (c *countingQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
 	t0 := time.Now()
-	ls, err := c.cc.CompleteAndClaim(ctx, done, req)
+	ls, err := c.Passthrough.CompleteAndClaim(ctx, done, req)
 	c.claimDone(time.Since(t0), len(ls), len(done))
 	return ls, err
-}
-
-type carryingWakingQueue struct {
-	carryingQueue
-	w contract.Waker
-}
-
-func (w carryingWakingQueue) Subscribe(queue string) (<-chan struct{}, func()) {
-	return w.w.Subscribe(queue)
 }

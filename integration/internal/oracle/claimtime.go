@@ -32,7 +32,7 @@ type wakingClaimClock struct {
 
 func newClaimClock(q contract.WorkQueue) (*claimClock, contract.WorkQueue) {
 	c := &claimClock{WorkQueue: q, when: map[claimKey]int64{}}
-	if w, ok := q.(contract.Waker); ok {
+	if w, ok := contract.AsWaker(q); ok {
 		return c, wakingClaimClock{c, w}
 	}
 	return c, c

@@ -32,20 +32,24 @@ const cleanupTimeout = 10 * time.Second
 // Build it with [Wrap]; it is safe for concurrent use when the queue and
 // the store it wraps are.
 type Queue struct {
+	// Passthrough forwards the Inspector, Waker and StatsSource of the
+	// inner queue, and reports its Capabilities; CompleteAndClaim is the
+	// wrapper's own.
+	contract.Passthrough
 	inner     contract.WorkQueue
 	cc        contract.ClaimCheck
 	threshold int
-	insp      contract.Inspector // nil when the inner queue has none
 }
 
 // Wrap returns q with payloads longer than threshold bytes offloaded to cc
 // on Enqueue and restored on Claim. A threshold of zero or less offloads
 // every non-empty payload. Wrap panics if q or cc is nil.
 //
-// The returned queue implements [contract.Inspector], [contract.Waker] and
-// [contract.StatsSource] exactly when q does, by delegating to q, so a type
-// assertion on it answers the same as on q (a runner that asks for a Waker
-// gets one only if q wakes). Its Unwrap method returns q.
+// The returned queue has every optional method and reports the
+// [contract.Capabilities] of q: ask [contract.AsWaker] and its siblings,
+// not a type assertion, whether q wakes. The Inspector, Waker and
+// StatsSource methods go to q untouched; CompleteAndClaim offloads and
+// restores as Complete and Claim do. Its Unwrap method returns q.
 //
 // Offloaded items are stored with an empty payload and the reference under
 // [MetadataKey]; handlers see the restored payload and that key. Each
@@ -54,59 +58,7 @@ func Wrap(q contract.WorkQueue, cc contract.ClaimCheck, threshold int) contract.
 	if q == nil || cc == nil {
 		panic("claimcheck: Wrap needs a queue and a claim check")
 	}
-	base := &Queue{inner: q, cc: cc, threshold: max(threshold, 0)}
-	insp, hasI := q.(contract.Inspector)
-	wk, hasW := q.(contract.Waker)
-	st, hasS := q.(contract.StatsSource)
-	if hasI {
-		base.insp = insp
-	}
-	// One concrete type per combination, so that the optional interfaces
-	// are present only when they work; a type that always had them would
-	// make every assertion succeed and hide that q cannot wake.
-	switch {
-	case hasI && hasW && hasS:
-		return &struct {
-			*Queue
-			contract.Inspector
-			contract.Waker
-			contract.StatsSource
-		}{base, insp, wk, st}
-	case hasI && hasW:
-		return &struct {
-			*Queue
-			contract.Inspector
-			contract.Waker
-		}{base, insp, wk}
-	case hasI && hasS:
-		return &struct {
-			*Queue
-			contract.Inspector
-			contract.StatsSource
-		}{base, insp, st}
-	case hasW && hasS:
-		return &struct {
-			*Queue
-			contract.Waker
-			contract.StatsSource
-		}{base, wk, st}
-	case hasI:
-		return &struct {
-			*Queue
-			contract.Inspector
-		}{base, insp}
-	case hasW:
-		return &struct {
-			*Queue
-			contract.Waker
-		}{base, wk}
-	case hasS:
-		return &struct {
-			*Queue
-			contract.StatsSource
-		}{base, st}
-	}
-	return base
+	return &Queue{Passthrough: contract.NewPassthrough(q), inner: q, cc: cc, threshold: max(threshold, 0)}
 }
 
 // Unwrap returns the queue Wrap was given.
@@ -200,12 +152,12 @@ func (w *Queue) deleteAll(ctx context.Context, puts []offloaded) {
 // Without an Inspector, or when the lookup fails, it keeps the blob: an
 // orphan costs space, a missing blob costs an item.
 func (w *Queue) dropIfUnreferenced(ctx context.Context, p offloaded) error {
-	if w.insp == nil {
+	if w.Inspector() == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	info, err := w.insp.Item(ctx, p.key)
+	info, err := w.Inspector().Item(ctx, p.key)
 	switch {
 	case errors.Is(err, contract.ErrNotFound):
 	case err != nil:
@@ -234,6 +186,12 @@ func (w *Queue) dropIfUnreferenced(ctx context.Context, p offloaded) error {
 // io.Reader.
 func (w *Queue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
 	leases, err := w.inner.Claim(ctx, req)
+	return w.restore(ctx, leases, err)
+}
+
+// restore puts back the payloads of the claimed leases, failing those
+// whose blob cannot be read (see Claim); err is the claim's own.
+func (w *Queue) restore(ctx context.Context, leases []contract.Lease, err error) ([]contract.Lease, error) {
 	if len(leases) == 0 {
 		return leases, err
 	}
@@ -285,22 +243,61 @@ func (w *Queue) Heartbeat(ctx context.Context, lease contract.Lease, extend time
 // [*BlobCleanupError]s joined to the result; the items are complete all
 // the same.
 func (w *Queue) Complete(ctx context.Context, leases ...contract.Lease) error {
+	err := w.inner.Complete(ctx, stripAll(leases)...)
+	lost, known := lostOf(err)
+	if !known {
+		return err
+	}
+	return errors.Join(err, w.dropCompleted(ctx, leases, lost))
+}
+
+// CompleteAndClaim completes done and deletes their blobs as Complete
+// does, and restores the payloads of the leases it claims as Claim does,
+// in the inner queue's one round trip.
+func (w *Queue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	leases, err := w.Passthrough.CompleteAndClaim(ctx, stripAll(done), req)
+	lost, known := lostOf(err)
+	if !known && !errors.Is(err, contract.ErrEmpty) {
+		return leases, err
+	}
+	cleanup := w.dropCompleted(ctx, done, lost)
+	out, err := w.restore(ctx, leases, err)
+	if cleanup == nil {
+		return out, err
+	}
+	return out, errors.Join(err, cleanup)
+}
+
+func stripAll(leases []contract.Lease) []contract.Lease {
 	stripped := make([]contract.Lease, len(leases))
 	for i, l := range leases {
 		stripped[i] = strip(l)
 	}
-	err := w.inner.Complete(ctx, stripped...)
+	return stripped
+}
+
+// lostOf returns the items a settle's error names as lost, and whether the
+// outcome of the others is known (nil or a *LeaseLostError).
+func lostOf(err error) (map[contract.ItemKey]bool, bool) {
 	lost := map[contract.ItemKey]bool{}
-	if err != nil {
-		var lle *contract.LeaseLostError
-		if !errors.As(err, &lle) {
-			return err
-		}
-		for _, k := range lle.Items {
-			lost[k] = true
-		}
+	if err == nil {
+		return lost, true
 	}
-	errs := []error{err}
+	var lle *contract.LeaseLostError
+	if !errors.As(err, &lle) {
+		return nil, false
+	}
+	for _, k := range lle.Items {
+		lost[k] = true
+	}
+	return lost, true
+}
+
+// dropCompleted deletes the blobs of the leases that completed (all but
+// the lost), returning the deletes that failed as joined
+// *BlobCleanupErrors.
+func (w *Queue) dropCompleted(ctx context.Context, leases []contract.Lease, lost map[contract.ItemKey]bool) error {
+	var errs []error
 	var dctx context.Context
 	for _, l := range leases {
 		ref, ok := refOf(l.Item)
@@ -377,7 +374,7 @@ func (w *Queue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, er
 	}
 	var errs []error
 	for _, p := range found {
-		if w.insp != nil {
+		if w.Inspector() != nil {
 			if cerr := w.dropIfUnreferenced(ctx, p); cerr != nil {
 				errs = append(errs, cerr)
 			}

@@ -288,25 +288,27 @@ func TestWrapHeartbeatAndLostLease(t *testing.T) {
 // plainQueue hides every optional interface of the queue it holds.
 type plainQueue struct{ contract.WorkQueue }
 
+// The wrapper reports the capabilities of the queue it wraps: all of a
+// memstore's, none of a plain queue's.
 func TestWrapForwardsOptionalInterfacesOnlyWhenPresent(t *testing.T) {
 	f := newFixture(t)
-	if _, ok := f.q.(contract.Inspector); !ok {
+	if _, ok := contract.AsInspector(f.q); !ok {
 		t.Error("wrapped memstore is not an Inspector")
 	}
-	if _, ok := f.q.(contract.Waker); !ok {
+	if _, ok := contract.AsWaker(f.q); !ok {
 		t.Error("wrapped memstore is not a Waker")
 	}
-	if _, ok := f.q.(contract.StatsSource); !ok {
+	if _, ok := contract.AsStatsSource(f.q); !ok {
 		t.Error("wrapped memstore is not a StatsSource")
 	}
 	plain := claimcheck.Wrap(plainQueue{f.store}, f.cc, threshold)
-	if _, ok := plain.(contract.Inspector); ok {
+	if _, ok := contract.AsInspector(plain); ok {
 		t.Error("wrapping a queue without an Inspector produced one")
 	}
-	if _, ok := plain.(contract.Waker); ok {
+	if _, ok := contract.AsWaker(plain); ok {
 		t.Error("wrapping a queue without a Waker produced one")
 	}
-	if _, ok := plain.(contract.StatsSource); ok {
+	if _, ok := contract.AsStatsSource(plain); ok {
 		t.Error("wrapping a queue without StatsSource produced one")
 	}
 	u, ok := f.q.(interface{ Unwrap() contract.WorkQueue })
@@ -315,7 +317,8 @@ func TestWrapForwardsOptionalInterfacesOnlyWhenPresent(t *testing.T) {
 	}
 	// The forwarded Waker is the inner queue's: an enqueue through the
 	// wrapper wakes a subscriber.
-	ch, stop := f.q.(contract.Waker).Subscribe("")
+	w, _ := contract.AsWaker(f.q)
+	ch, stop := w.Subscribe("")
 	defer stop()
 	if err := f.q.Enqueue(f.ctx, contract.Item{Tenant: "a", ID: "w", Payload: big("w")}); err != nil {
 		t.Fatal(err)
@@ -346,5 +349,34 @@ func TestWrapWithoutInspector(t *testing.T) {
 	}
 	if f.cc.Len() != 0 {
 		t.Fatal("purge left the blob")
+	}
+}
+
+// CompleteAndClaim goes to the inner queue's in one call: the completed
+// item's blob is deleted, the claimed item's payload restored.
+func TestWrapCompleteAndClaimOffloads(t *testing.T) {
+	f := newFixture(t)
+	for _, id := range []string{"c1", "c2"} {
+		if err := f.q.Enqueue(f.ctx, contract.Item{Tenant: "a", ID: id, Payload: big(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := f.q.Claim(f.ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, ok := contract.AsCompleteClaimer(f.q)
+	if !ok {
+		t.Fatal("wrapped memstore is not a CompleteClaimer")
+	}
+	next, err := cc.CompleteAndClaim(f.ctx, held, contract.ClaimRequest{LeaseFor: time.Minute, Max: 1})
+	if err != nil || len(next) != 1 {
+		t.Fatalf("CompleteAndClaim: %d leases, %v; want 1, nil", len(next), err)
+	}
+	if next[0].Item.ID != "c2" || !bytes.Equal(next[0].Item.Payload, big("c2")) {
+		t.Errorf("claimed %s with %d payload bytes; want c2 with its payload restored", next[0].Item.ID, len(next[0].Item.Payload))
+	}
+	if f.cc.Len() != 1 {
+		t.Errorf("%d blobs kept; want 1, the completed item's deleted", f.cc.Len())
 	}
 }

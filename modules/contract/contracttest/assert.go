@@ -56,7 +56,7 @@ func newQueue(t *testing.T, f QueueFactory, p policy.Policy) (contract.WorkQueue
 // backing does not implement it (every backing must).
 func inspectorOf(t *testing.T, q contract.WorkQueue) contract.Inspector {
 	t.Helper()
-	ins, ok := q.(contract.Inspector)
+	ins, ok := contract.AsInspector(q)
 	if !ok {
 		t.Fatalf("%T does not implement contract.Inspector; every backing must", q)
 	}
@@ -308,7 +308,7 @@ func deadLetters(t *testing.T, q contract.WorkQueue, f contract.DeadLetterFilter
 // has one ("" and ok=false otherwise; "gone" when not found).
 func itemState(t *testing.T, q contract.WorkQueue, key contract.ItemKey) (contract.ItemInfo, string, bool) {
 	t.Helper()
-	ins, ok := q.(contract.Inspector)
+	ins, ok := contract.AsInspector(q)
 	if !ok {
 		return contract.ItemInfo{}, "", false
 	}

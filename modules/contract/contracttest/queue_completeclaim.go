@@ -23,7 +23,7 @@ func queueCompleteClaimerCases() []subtest[QueueFactory] {
 // offer the optional interface (logged).
 func completeClaimerOf(t *testing.T, q contract.WorkQueue) contract.CompleteClaimer {
 	t.Helper()
-	cc, ok := q.(contract.CompleteClaimer)
+	cc, ok := contract.AsCompleteClaimer(q)
 	if !ok {
 		t.Logf("%T does not implement the optional contract.CompleteClaimer", q)
 		return nil

@@ -34,7 +34,7 @@ func testQueueHostileNames(t *testing.T, f QueueFactory) {
 		}
 	}
 	enqueue(t, q, all...)
-	if ins, ok := q.(contract.Inspector); ok {
+	if ins, ok := contract.AsInspector(q); ok {
 		st := statsByTenant(t, ins, contract.DefaultQueue)
 		for _, tenant := range hostileTenants {
 			if got := st[tenant].Ready; got != int64(len(hostileIDs)) {

@@ -23,7 +23,7 @@ func queueWakerCases() []subtest[QueueFactory] {
 // interface; the Waker points then have nothing to pin and say so in the log.
 func wakerOf(t *testing.T, q contract.WorkQueue) contract.Waker {
 	t.Helper()
-	w, ok := q.(contract.Waker)
+	w, ok := contract.AsWaker(q)
 	if !ok {
 		t.Logf("%T does not implement the optional contract.Waker: its claimers poll", q)
 		return nil

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 )
 
 // Queues lists the names of the queues that hold any item, sorted.
-func (s *Store) Queues(ctx context.Context) ([]string, error) {
+func (s *store) Queues(ctx context.Context) ([]string, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -30,11 +29,7 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 
 // Tenants returns the counts of every tenant that holds items in the queue
 // or has been served by it, by tenant name.
-func (s *Store) Tenants(ctx context.Context, queueName string) ([]contract.TenantStats, error) {
-	name := contract.QueueName(queueName)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return nil, err
-	}
+func (s *store) Tenants(ctx context.Context, name string) ([]contract.TenantStats, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -79,14 +74,7 @@ func (s *Store) Tenants(ctx context.Context, queueName string) ([]contract.Tenan
 
 // Rotation returns the queue's tenants with queued work, next to be served
 // first, and its last n turns.
-func (s *Store) Rotation(ctx context.Context, queueName string, n int) (contract.Rotation, error) {
-	name := contract.QueueName(queueName)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return contract.Rotation{}, err
-	}
-	if n < 0 || n > 1000 {
-		return contract.Rotation{}, &contract.ValidationError{Field: "n", Problem: fmt.Sprintf("is %d; ask for 0 to 1000 recent turns", n)}
-	}
+func (s *store) Rotation(ctx context.Context, name string, n int) (contract.Rotation, error) {
 	if err := s.lock(ctx); err != nil {
 		return contract.Rotation{}, err
 	}
@@ -119,15 +107,8 @@ func (s *Store) Rotation(ctx context.Context, queueName string, n int) (contract
 }
 
 // Leases pages through the queue's live leases, soonest expiry first.
-func (s *Store) Leases(ctx context.Context, queueName string, page contract.PageRequest) (contract.LeasePage, error) {
-	name := contract.QueueName(queueName)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return contract.LeasePage{}, err
-	}
-	limit, err := contract.ValidatePage(page)
-	if err != nil {
-		return contract.LeasePage{}, err
-	}
+func (s *store) Leases(ctx context.Context, name string, page contract.PageRequest) (contract.LeasePage, error) {
+	limit := page.Limit
 	after, err := parseLeaseCursor(page.Cursor)
 	if err != nil {
 		return contract.LeasePage{}, err
@@ -174,13 +155,7 @@ func parseLeaseCursor(c string) (*leaseKey, error) {
 }
 
 // Item returns one item and, when it is leased, its lease.
-func (s *Store) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
-	key.Queue = contract.QueueName(key.Queue)
-	for _, f := range []struct{ field, v string }{{"ItemKey.Tenant", key.Tenant}, {"ItemKey.Queue", key.Queue}, {"ItemKey.ID", key.ID}} {
-		if err := contract.ValidateName(f.field, f.v); err != nil {
-			return contract.ItemInfo{}, err
-		}
-	}
+func (s *store) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
 	if err := s.lock(ctx); err != nil {
 		return contract.ItemInfo{}, err
 	}
@@ -199,7 +174,7 @@ func (s *Store) Item(ctx context.Context, key contract.ItemKey) (contract.ItemIn
 
 // Health reports that the store is in process memory (not durable) and
 // how much it holds.
-func (s *Store) Health(ctx context.Context) (contract.Health, error) {
+func (s *store) Health(ctx context.Context) (contract.Health, error) {
 	if err := s.lock(ctx); err != nil {
 		return contract.Health{}, err
 	}
@@ -234,7 +209,7 @@ func (s *Store) Health(ctx context.Context) (contract.Health, error) {
 
 // Stats returns the store's wake counters; the pool and listener fields
 // have no meaning in memory and stay zero.
-func (s *Store) Stats() contract.Stats {
+func (s *store) Stats() contract.Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return contract.Stats{Wakes: s.wakes, LastWake: s.lastWake}

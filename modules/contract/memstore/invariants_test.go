@@ -17,7 +17,8 @@ import (
 // checkInvariants verifies that the indexes agree with the items map: every
 // item sits in exactly the index its state names, counts match, and every
 // tenant with queued work is placed in the rotation by its earliest item.
-func checkInvariants(t *testing.T, s *Store) {
+func checkInvariants(t *testing.T, st *Store) {
+	s := st.s
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -246,7 +247,7 @@ func TestConcurrentOperationsKeepInvariants(t *testing.T) {
 		}
 	}
 	checkInvariants(t, s)
-	if len(s.items) != 0 {
-		t.Errorf("%d items left after all completed", len(s.items))
+	if len(s.s.items) != 0 {
+		t.Errorf("%d items left after all completed", len(s.s.items))
 	}
 }

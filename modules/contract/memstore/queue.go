@@ -11,10 +11,7 @@ import (
 
 // Enqueue adds the items, all or none. An item whose ID is queued, leased
 // or dead in its queue is left as it is, as is a repeat within the batch.
-func (s *Store) Enqueue(ctx context.Context, items ...contract.Item) error {
-	if err := contract.ValidateItems(items, s.maxBytes); err != nil {
-		return err
-	}
+func (s *store) Enqueue(ctx context.Context, items ...contract.Item) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -48,21 +45,18 @@ func (s *Store) Enqueue(ctx context.Context, items ...contract.Item) error {
 
 // dueAt is when an item with notBefore is due: never before now, so items
 // due at once are served in enqueue order.
-func (s *Store) dueAt(notBefore, now time.Time) time.Time {
+func (s *store) dueAt(notBefore, now time.Time) time.Time {
 	return maxTime(notBefore, now)
 }
 
 // Claim leases up to req.Max due items, one per tenant per turn, tenants
 // in rotation order, round after round; contract.ErrEmpty when none is due.
-func (s *Store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
-	if err := contract.ValidateClaim(req); err != nil {
-		return nil, err
-	}
+func (s *store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	q := s.queues[contract.QueueName(req.Queue)]
+	q := s.queues[req.Queue]
 	if q == nil {
 		return nil, contract.ErrEmpty
 	}
@@ -96,7 +90,7 @@ func (s *Store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 	return out, nil
 }
 
-func (s *Store) newToken(e *entry) int64 {
+func (s *store) newToken(e *entry) int64 {
 	s.tokens++
 	return s.tokens
 }
@@ -108,7 +102,7 @@ func (e *entry) lease() contract.Lease {
 
 // leased returns the entry l still holds, or nil when its token no longer
 // matches.
-func (s *Store) leased(l contract.Lease) *entry {
+func (s *store) leased(l contract.Lease) *entry {
 	e := s.items[l.Key()]
 	if e == nil || e.item.State != contract.StateLeased {
 		return nil
@@ -120,13 +114,7 @@ func (s *Store) leased(l contract.Lease) *entry {
 }
 
 // Heartbeat extends a live lease to now+extend under a new token.
-func (s *Store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
-	if err := contract.ValidateLease(l); err != nil {
-		return contract.Lease{}, err
-	}
-	if err := contract.ValidateExtend(extend); err != nil {
-		return contract.Lease{}, err
-	}
+func (s *store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
 	if err := s.lock(ctx); err != nil {
 		return contract.Lease{}, err
 	}
@@ -149,10 +137,7 @@ func (s *Store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Dur
 // do both at once run unchanged on a Store. A lost lease in done does not
 // stop the claim: the leases claimed come back with the
 // *contract.LeaseLostError. A req.Max of 0 only completes.
-func (s *Store) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
-	if err := contract.ValidateCompleteAndClaim(done, req); err != nil {
-		return nil, err
-	}
+func (s *store) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
 	if req.Max == 0 {
 		return nil, s.Complete(ctx, done...)
 	}
@@ -177,12 +162,7 @@ func (s *Store) CompleteAndClaim(ctx context.Context, done []contract.Lease, req
 
 // Complete removes the items of the leases whose tokens still match; the
 // others are named in a *contract.LeaseLostError.
-func (s *Store) Complete(ctx context.Context, leases ...contract.Lease) error {
-	for _, l := range leases {
-		if err := contract.ValidateLease(l); err != nil {
-			return err
-		}
-	}
+func (s *store) Complete(ctx context.Context, leases ...contract.Lease) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -204,7 +184,7 @@ func (s *Store) Complete(ctx context.Context, leases ...contract.Lease) error {
 }
 
 // drop forgets an item in whatever state it is.
-func (s *Store) drop(q *queue, tq *tenantQueue, e *entry) {
+func (s *store) drop(q *queue, tq *tenantQueue, e *entry) {
 	switch e.item.State {
 	case contract.StateQueued:
 		q.unplace(tq)
@@ -223,10 +203,7 @@ func (s *Store) drop(q *queue, tq *tenantQueue, e *entry) {
 
 // Fail records cause against the lease and retries or dead-letters the
 // item as the policy decides.
-func (s *Store) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
-	if err := contract.ValidateLease(l); err != nil {
-		return policy.Decision{}, err
-	}
+func (s *store) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
 	if err := s.lock(ctx); err != nil {
 		return policy.Decision{}, err
 	}
@@ -245,7 +222,7 @@ func (s *Store) Fail(ctx context.Context, l contract.Lease, cause error) (policy
 
 // settleFailed ends a lease that failed with cause: back to the queue or
 // to the dead letter, as the policy decides.
-func (s *Store) settleFailed(q *queue, e *entry, cause error, now time.Time) policy.Decision {
+func (s *store) settleFailed(q *queue, e *entry, cause error, now time.Time) policy.Decision {
 	tq := q.tenants[e.item.Tenant]
 	q.leases.Delete(e.leaseKey())
 	tq.leased--
@@ -270,11 +247,7 @@ func (s *Store) settleFailed(q *queue, e *entry, cause error, now time.Time) pol
 
 // Reap hands every lease of the queue that has expired by now to the
 // policy, as a failure with contract.ErrLeaseExpired.
-func (s *Store) Reap(ctx context.Context, queueName string) (int, error) {
-	name := contract.QueueName(queueName)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return 0, err
-	}
+func (s *store) Reap(ctx context.Context, name string) (int, error) {
 	if err := s.lock(ctx); err != nil {
 		return 0, err
 	}
@@ -308,8 +281,8 @@ func (s *Store) Reap(ctx context.Context, queueName string) (int, error) {
 // fn returns false: oldest first from the place after the cursor, or
 // newest first from the place at or before it (a cursor is the gap just
 // after the letter of that dead seq, so one position serves both ways).
-func (s *Store) deadMatching(f contract.DeadLetterFilter, newest bool, at *int64, fn func(*entry) bool) {
-	q := s.queues[contract.QueueName(f.Queue)]
+func (s *store) deadMatching(f contract.DeadLetterFilter, newest bool, at *int64, fn func(*entry) bool) {
+	q := s.queues[f.Queue]
 	if q == nil {
 		return
 	}
@@ -346,11 +319,8 @@ func (s *Store) deadMatching(f contract.DeadLetterFilter, newest bool, at *int64
 
 // DeadLetters pages through the queue's dead letters that match the
 // filter, oldest first, or newest first when asked.
-func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
-	limit, err := contract.ValidateDeadQuery(dq)
-	if err != nil {
-		return contract.ItemPage{}, err
-	}
+func (s *store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
+	limit := dq.Page.Limit
 	at, err := parseSeqCursor(dq.Page.Cursor)
 	if err != nil {
 		return contract.ItemPage{}, err
@@ -382,16 +352,13 @@ func (s *Store) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (c
 }
 
 // DeadLetterSummary counts the dead letters f matches, by error group.
-func (s *Store) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
-	if err := contract.ValidateSummary(f, groups); err != nil {
-		return contract.DeadLetterSummary{}, err
-	}
+func (s *store) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
 	if err := s.lock(ctx); err != nil {
 		return contract.DeadLetterSummary{}, err
 	}
 	defer s.mu.Unlock()
 	out := contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
-	q := s.queues[contract.QueueName(f.Queue)]
+	q := s.queues[f.Queue]
 	if q == nil {
 		return out, nil
 	}
@@ -414,10 +381,7 @@ func (s *Store) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilt
 
 // Requeue moves the matching dead letters back to their queue, due now,
 // with their attempts reset; LastError stays for the record.
-func (s *Store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
-	if err := contract.ValidateFilter(f); err != nil {
-		return 0, err
-	}
+func (s *store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
 	if err := s.lock(ctx); err != nil {
 		return 0, err
 	}
@@ -428,7 +392,7 @@ func (s *Store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, 
 		return 0, nil
 	}
 	now := s.clock.Now()
-	q := s.queues[contract.QueueName(f.Queue)]
+	q := s.queues[f.Queue]
 	for _, e := range matched {
 		tq := q.tenants[e.item.Tenant]
 		q.dead.Delete(e.deadSeq)
@@ -445,10 +409,7 @@ func (s *Store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, 
 }
 
 // Purge deletes the matching dead letters.
-func (s *Store) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
-	if err := contract.ValidateFilter(f); err != nil {
-		return 0, err
-	}
+func (s *store) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
 	if err := s.lock(ctx); err != nil {
 		return 0, err
 	}
@@ -458,7 +419,7 @@ func (s *Store) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, er
 	if len(matched) == 0 {
 		return 0, nil
 	}
-	q := s.queues[contract.QueueName(f.Queue)]
+	q := s.queues[f.Queue]
 	for _, e := range matched {
 		s.drop(q, q.tenants[e.item.Tenant], e)
 	}

@@ -114,7 +114,7 @@ func newQueue(name string) *queue {
 	}
 }
 
-func (s *Store) queue(name string) *queue {
+func (s *store) queue(name string) *queue {
 	q := s.queues[name]
 	if q == nil {
 		q = newQueue(name)
@@ -134,7 +134,7 @@ func (q *queue) tenant(name string) *tenantQueue {
 
 // push queues e for its tenant, due at due. A tenant that had no queued
 // work joins the rotation at the back; one already in it keeps its place.
-func (s *Store) push(q *queue, tq *tenantQueue, e *entry, due time.Time, now time.Time) {
+func (s *store) push(q *queue, tq *tenantQueue, e *entry, due time.Time, now time.Time) {
 	s.seq++
 	e.ready = readyKey{due: due, seq: s.seq}
 	e.item.State = contract.StateQueued

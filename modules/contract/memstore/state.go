@@ -13,22 +13,12 @@ import (
 // "b:x".
 type runKey struct{ tenant, id string }
 
-func (s *Store) runKey(tenant, id string) runKey {
+func (s *store) runKey(tenant, id string) runKey {
 	return runKey{tenant, id}
 }
 
-func validateRunID(tenant, id string) error {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return err
-	}
-	return contract.ValidateName("id", id)
-}
-
 // GetRun returns a copy of the run, or contract.ErrNotFound.
-func (s *Store) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
-	if err := validateRunID(tenant, id); err != nil {
-		return nil, err
-	}
+func (s *store) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -42,10 +32,7 @@ func (s *Store) GetRun(ctx context.Context, tenant, id string) (*contract.Run, e
 
 // PutRun creates the run (Version 0) or replaces its Session, Status and
 // Data when Version matches the stored one.
-func (s *Store) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
-	if err := contract.ValidateRun(run, s.maxBytes); err != nil {
-		return nil, err
-	}
+func (s *store) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -90,13 +77,7 @@ func (s *Store) PutRun(ctx context.Context, run contract.Run) (*contract.Run, er
 
 // PatchRun adds the patch's counters to the run and sets its status when
 // the patch has one.
-func (s *Store) PatchRun(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
-	if err := validateRunID(tenant, id); err != nil {
-		return nil, err
-	}
-	if err := contract.ValidatePatch(patch); err != nil {
-		return nil, err
-	}
+func (s *store) PatchRun(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -117,36 +98,24 @@ func (s *Store) PatchRun(ctx context.Context, tenant, id string, patch contract.
 }
 
 // touch records a write: a new version and update time. Seq stays.
-func (s *Store) touch(r *contract.Run, now time.Time) {
+func (s *store) touch(r *contract.Run, now time.Time) {
 	r.Version++
 	r.UpdatedAt = now
 }
 
 // ListRuns pages through the tenant's runs in Seq order.
-func (s *Store) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *store) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
 	return s.listRuns(ctx, page, func() *tree[int64, *contract.Run] { return s.tenantRuns[tenant] })
 }
 
 // ListSessionRuns pages through the runs of one session of the tenant in
 // Seq order.
-func (s *Store) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return contract.RunPage{}, err
-	}
-	if err := contract.ValidateName("session", session); err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *store) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
 	return s.listRuns(ctx, page, func() *tree[int64, *contract.Run] { return s.sessionRuns[runKey{tenant, session}] })
 }
 
-func (s *Store) listRuns(ctx context.Context, page contract.PageRequest, index func() *tree[int64, *contract.Run]) (contract.RunPage, error) {
-	limit, err := contract.ValidatePage(page)
-	if err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *store) listRuns(ctx context.Context, page contract.PageRequest, index func() *tree[int64, *contract.Run]) (contract.RunPage, error) {
+	limit := page.Limit
 	after, err := parseSeqCursor(page.Cursor)
 	if err != nil {
 		return contract.RunPage{}, err
@@ -172,10 +141,7 @@ func (s *Store) listRuns(ctx context.Context, page contract.PageRequest, index f
 }
 
 // DeleteRun removes the run, or returns contract.ErrNotFound.
-func (s *Store) DeleteRun(ctx context.Context, tenant, id string) error {
-	if err := validateRunID(tenant, id); err != nil {
-		return err
-	}
+func (s *store) DeleteRun(ctx context.Context, tenant, id string) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -190,7 +156,7 @@ func (s *Store) DeleteRun(ctx context.Context, tenant, id string) error {
 	return nil
 }
 
-func (s *Store) index(r *contract.Run) {
+func (s *store) index(r *contract.Run) {
 	t := s.tenantRuns[r.Tenant]
 	if t == nil {
 		t = newTree[int64, *contract.Run](cmpInt64)
@@ -209,7 +175,7 @@ func (s *Store) index(r *contract.Run) {
 	st.Put(r.Seq, r)
 }
 
-func (s *Store) unindex(r *contract.Run) {
+func (s *store) unindex(r *contract.Run) {
 	if t := s.tenantRuns[r.Tenant]; t != nil {
 		t.Delete(r.Seq)
 		if t.Len() == 0 {

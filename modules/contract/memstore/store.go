@@ -13,10 +13,22 @@ import (
 	"github.com/adkit/adk/modules/policy"
 )
 
-// Store is an in-process StateStore, WorkQueue, Inspector, Waker and
-// StatsSource. All its methods are safe for concurrent use. Everything it
-// holds is lost when the process exits.
+// Store is an in-process StateStore, WorkQueue, Inspector, Waker,
+// StatsSource and CompleteClaimer. All its methods are safe for concurrent
+// use. Everything it holds is lost when the process exits.
+//
+// Its queue and state methods are the contract's front doors, which check
+// every call before the store sees it; the store itself is the driver
+// behind them.
 type Store struct {
+	contract.QueueFront
+	contract.StateFront
+	s *store
+}
+
+// store is the driver behind a Store's front doors: it is called only
+// with input the fronts have checked and normalised.
+type store struct {
 	clock       contract.Clock
 	policy      policy.Policy
 	maxBytes    int
@@ -48,6 +60,9 @@ var (
 	_ contract.StatsSource = (*Store)(nil)
 
 	_ contract.CompleteClaimer = (*Store)(nil)
+
+	_ contract.QueueDriver = (*store)(nil)
+	_ contract.StateDriver = (*store)(nil)
 )
 
 // DefaultRecentTurns is how many turns a queue remembers for
@@ -55,18 +70,18 @@ var (
 const DefaultRecentTurns = 1000
 
 // Option configures a Store built by [New].
-type Option func(*Store)
+type Option func(*store)
 
 // WithPolicy sets the retry policy that Fail and Reap consult. Without it
 // the store uses policy.Default().
 func WithPolicy(p policy.Policy) Option {
-	return func(s *Store) { s.policy = p }
+	return func(s *store) { s.policy = p }
 }
 
 // WithMaxValueBytes caps a run's Data and an item's Payload at n bytes.
 // Zero or less keeps contract.DefaultMaxValueBytes.
 func WithMaxValueBytes(n int) Option {
-	return func(s *Store) {
+	return func(s *store) {
 		if n > 0 {
 			s.maxBytes = n
 		}
@@ -76,7 +91,7 @@ func WithMaxValueBytes(n int) Option {
 // WithRecentTurns sets how many of the latest turns each queue keeps for
 // [Store.Rotation]. Zero or less keeps DefaultRecentTurns.
 func WithRecentTurns(n int) Option {
-	return func(s *Store) {
+	return func(s *store) {
 		if n > 0 {
 			s.recentTurns = n
 		}
@@ -89,7 +104,7 @@ func New(clock contract.Clock, opts ...Option) *Store {
 	if clock == nil {
 		clock = contract.SystemClock{}
 	}
-	s := &Store{
+	s := &store{
 		clock:       clock,
 		policy:      policy.Default(),
 		maxBytes:    contract.DefaultMaxValueBytes,
@@ -104,18 +119,22 @@ func New(clock contract.Clock, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	return s
+	return &Store{
+		QueueFront: contract.NewQueueFront(s, s.maxBytes, "memory"),
+		StateFront: contract.NewStateFront(s, s.maxBytes),
+		s:          s,
+	}
 }
 
 // MaxValueBytes returns the size cap for run data and item payloads.
-func (s *Store) MaxValueBytes() int { return s.maxBytes }
+func (st *Store) MaxValueBytes() int { return st.s.maxBytes }
 
 // Policy returns the retry policy the store applies.
-func (s *Store) Policy() policy.Policy { return s.policy }
+func (st *Store) Policy() policy.Policy { return st.s.policy }
 
 // lock takes the store's mutex unless ctx is already done: a cancelled
 // call changes nothing.
-func (s *Store) lock(ctx context.Context) error {
+func (s *store) lock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package memstore
 
 import (
 	"time"
-
-	"github.com/adkit/adk/modules/contract"
 )
 
 type subscription struct{ ch chan struct{} }
@@ -12,8 +10,7 @@ type subscription struct{ ch chan struct{} }
 // or a retry puts work on the queue, and a func that ends the
 // subscription. The channel holds one wake; further wakes are dropped
 // until it is read. It is never closed.
-func (s *Store) Subscribe(queue string) (<-chan struct{}, func()) {
-	name := contract.QueueName(queue)
+func (s *store) Subscribe(name string) (<-chan struct{}, func()) {
 	sub := &subscription{ch: make(chan struct{}, 1)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -37,7 +34,7 @@ func (s *Store) Subscribe(queue string) (<-chan struct{}, func()) {
 
 // wake signals the queue's subscribers without blocking. The caller holds
 // the mutex.
-func (s *Store) wake(queue string, now time.Time) {
+func (s *store) wake(queue string, now time.Time) {
 	s.wakes++
 	s.lastWake = now
 	for sub := range s.subs[queue] {

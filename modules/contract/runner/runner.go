@@ -120,7 +120,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	handlerCtx, stopHandlers := context.WithCancelCause(detached)
 	defer stopHandlers(nil)
 	rn := &run{r: r, cfg: cfg, log: cfg.Logger.With("worker", cfg.Worker), detached: detached, handlerCtx: handlerCtx}
-	if cc, ok := r.q.(contract.CompleteClaimer); ok && cfg.CarryCompletes {
+	if cc, ok := contract.AsCompleteClaimer(r.q); ok && cfg.CarryCompletes {
 		rn.cc = cc
 	}
 	rn.beats = newHeartbeats(rn)
@@ -142,7 +142,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 
 	var claiming sync.WaitGroup
-	waker, _ := r.q.(contract.Waker)
+	waker, _ := contract.AsWaker(r.q)
 	for _, l := range loops {
 		var wake <-chan struct{}
 		if waker != nil {

@@ -92,7 +92,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.QueueName = contract.QueueName(c.QueueName)
 	if c.Inspector == nil {
-		c.Inspector, _ = c.Queue.(contract.Inspector)
+		c.Inspector, _ = contract.AsInspector(c.Queue)
 	}
 	if c.Tenants <= 0 || c.Tenants > len(smallTenants)+1 {
 		c.Tenants = len(smallTenants) + 1

@@ -14,7 +14,7 @@ import (
 // patchUnlocked is PatchRun done wrong on purpose (lost-patch): the read
 // and the write are separate critical sections, so a patch landing in
 // between is overwritten.
-func (s *Store) patchUnlocked(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
+func (s *store) patchUnlocked(ctx context.Context, tenant, id string, patch contract.Patch) (*contract.Run, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (s *Store) patchUnlocked(ctx context.Context, tenant, id string, patch cont
 // claimRacy is Claim done wrong on purpose (racy-claim): it picks the item
 // in one critical section and leases it in another without checking that
 // it is still queued, so concurrent claimers can lease one item twice.
-func (s *Store) claimRacy(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+func (s *store) claimRacy(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,122 @@
+//go:build integration
+
+package adkotel_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/adkotel"
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/claimcheck"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Each wrapper of the kit (adkotel's, claimcheck's, and the two stacked
+// either way) forwards each optional capability of each backing: it
+// reports the backing's capabilities, and every capability's methods reach
+// the backing through it.
+func TestWrappersForwardEveryCapability(t *testing.T) {
+	// Providers of the test's own: the globals would keep the gauges of
+	// these queues registered after their clients close.
+	otel := []adkotel.Option{adkotel.WithTracerProvider(noop.NewTracerProvider()), adkotel.WithMeterProvider(metricnoop.NewMeterProvider())}
+	wrappers := []struct {
+		name string
+		wrap func(contract.WorkQueue) contract.WorkQueue
+	}{
+		{"adkotel", func(q contract.WorkQueue) contract.WorkQueue { return adkotel.WrapQueue(q, otel...) }},
+		{"claimcheck", func(q contract.WorkQueue) contract.WorkQueue { return claimcheck.Wrap(q, claimcheck.NewMemory(), 8) }},
+		{"adkotel/claimcheck", func(q contract.WorkQueue) contract.WorkQueue {
+			return adkotel.WrapQueue(claimcheck.Wrap(q, claimcheck.NewMemory(), 8), otel...)
+		}},
+		{"claimcheck/adkotel", func(q contract.WorkQueue) contract.WorkQueue {
+			return claimcheck.Wrap(adkotel.WrapQueue(q, otel...), claimcheck.NewMemory(), 8)
+		}},
+	}
+	for _, b := range e2eBackings() {
+		t.Run(b.name, func(t *testing.T) {
+			for _, wr := range wrappers {
+				t.Run(wr.name, func(t *testing.T) {
+					q := b.fresh(t, defaultPolicy)(t, noop.NewTracerProvider())
+					checkForwarding(t, q, wr.wrap(q), b.system)
+				})
+			}
+		})
+	}
+}
+
+func checkForwarding(t *testing.T, q, w contract.WorkQueue, system string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	want := contract.CapabilitiesOf(q)
+	if want != (contract.Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Backing: system}) {
+		t.Fatalf("the backing reports %+v; want every capability and Backing %q", want, system)
+	}
+	if got := contract.CapabilitiesOf(w); got != want {
+		t.Fatalf("the wrapper reports %+v; want the backing's %+v", got, want)
+	}
+	ins, okI := contract.AsInspector(w)
+	wk, okW := contract.AsWaker(w)
+	st, okS := contract.AsStatsSource(w)
+	cc, okC := contract.AsCompleteClaimer(w)
+	if !okI || !okW || !okS || !okC {
+		t.Fatalf("As*: inspector %v waker %v stats %v complete-claimer %v; want all", okI, okW, okS, okC)
+	}
+
+	// Waker: an enqueue through the wrapper wakes a subscriber of it.
+	wake, stop := wk.Subscribe("")
+	defer stop()
+	for _, id := range []string{"one", "two"} {
+		if err := w.Enqueue(ctx, contract.Item{Tenant: "acme", ID: id, Payload: []byte("a payload past the threshold")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-wake:
+	case <-ctx.Done():
+		t.Fatal("no wake through the wrapper after an enqueue")
+	}
+
+	// Inspector: the wrapper's answers are the backing's.
+	if h, err := ins.Health(ctx); err != nil || h.Backing != system {
+		t.Errorf("Health through the wrapper: Backing %q, %v; want %q", h.Backing, err, system)
+	}
+	tenants, err := ins.Tenants(ctx, "")
+	if err != nil || len(tenants) != 1 || tenants[0].Tenant != "acme" || tenants[0].Ready != 2 {
+		t.Errorf("Tenants through the wrapper: %+v, %v; want acme with 2 ready", tenants, err)
+	}
+	if _, err := ins.Item(ctx, contract.ItemKey{Tenant: "acme", ID: "one"}); err != nil {
+		t.Errorf("Item through the wrapper: %v", err)
+	}
+
+	// CompleteAndClaim: completes one and claims the other in one call.
+	held, err := w.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+	if err != nil || len(held) != 1 {
+		t.Fatalf("Claim: %d leases, %v", len(held), err)
+	}
+	next, err := cc.CompleteAndClaim(ctx, held, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+	if err != nil || len(next) != 1 || next[0].Item.ID == held[0].Item.ID {
+		t.Fatalf("CompleteAndClaim through the wrapper: %d leases, %v; want the other item", len(next), err)
+	}
+	if string(next[0].Item.Payload) != "a payload past the threshold" {
+		t.Errorf("claimed payload %q; want it as enqueued", next[0].Item.Payload)
+	}
+	if _, err := ins.Item(ctx, held[0].Key()); !errors.Is(err, contract.ErrNotFound) {
+		t.Errorf("the completed item is still there (%v)", err)
+	}
+
+	// StatsSource: the wrapper reads the backing's counters, which the
+	// calls above moved.
+	before := st.Stats()
+	inner, _ := contract.AsStatsSource(q)
+	after := inner.Stats()
+	if before == (contract.Stats{}) {
+		t.Errorf("Stats through the wrapper are all zero")
+	}
+	if before.PoolAcquires > after.PoolAcquires || before.Wakes > after.Wakes {
+		t.Errorf("Stats through the wrapper %+v run ahead of the backing's %+v", before, after)
+	}
+}

@@ -1,0 +1,350 @@
+package contract
+
+import (
+	"context"
+	"time"
+
+	"github.com/adkit/adk/modules/policy"
+)
+
+// QueueDriver is the face a backing shows the [QueueFront]: every
+// operation of a [WorkQueue] and of the optional interfaces, with the
+// same signatures, called only with input the front has checked and
+// normalised. A driver may trust that:
+//
+//   - every name is valid and every queue name is filled in (an empty
+//     Queue is DefaultQueue by then), in items, leases, requests, filters
+//     and keys;
+//   - a ClaimRequest has a positive LeaseFor and a Max of 1 to
+//     MaxClaimBatch (CompleteAndClaim: 0 to MaxClaimBatch), an extension
+//     is positive, an Enqueue batch is not empty and its payloads fit the
+//     front's MaxValueBytes;
+//   - a page's Limit is already the effective one (1 to MaxPageSize), a
+//     dead-letter query's Skip is not negative, a Rotation's n is 0 to
+//     MaxRecentTurns and a summary's groups 0 to MaxErrorGroups.
+//
+// What only the backing can judge (the form of its own cursors, its
+// server's refusals) stays the driver's to check.
+type QueueDriver interface {
+	WorkQueue
+	CompleteClaimer
+	Inspector
+	Waker
+	StatsSource
+}
+
+// StateDriver is the face a backing shows the [StateFront]: the
+// operations of a [StateStore], called only with valid names, a run that
+// passed [ValidateRun] against the front's MaxValueBytes, a valid patch,
+// and a page whose Limit is the effective one.
+type StateDriver interface {
+	StateStore
+}
+
+// MaxRecentTurns is the largest n Inspector.Rotation may ask for.
+const MaxRecentTurns = 1000
+
+// QueueFront is the front door of a backing's work queue: it checks and
+// normalises every call once, here, then calls the backing's
+// [QueueDriver]. A backing embeds one, so its exported queue methods are
+// the front's, and it implements the driver on a type of its own.
+//
+// A QueueFront has every optional capability as a method; [Capabilities]
+// says which a wrapper may use.
+type QueueFront struct {
+	d        QueueDriver
+	maxBytes int
+	backing  string
+}
+
+// NewQueueFront returns the front door of d, refusing payloads above
+// maxValueBytes (zero or less: DefaultMaxValueBytes). backing names the
+// backing as Health reports it ("memory", "redis", "postgresql").
+func NewQueueFront(d QueueDriver, maxValueBytes int, backing string) QueueFront {
+	if maxValueBytes <= 0 {
+		maxValueBytes = DefaultMaxValueBytes
+	}
+	return QueueFront{d: d, maxBytes: maxValueBytes, backing: backing}
+}
+
+// Capabilities reports that a backing's queue has every optional
+// capability, and names the backing.
+func (f QueueFront) Capabilities() Capabilities {
+	return Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Backing: f.backing}
+}
+
+// normalizedItems returns items with every Queue filled in, copying the
+// slice only when one is empty.
+func normalizedItems(items []Item) []Item {
+	for i := range items {
+		if items[i].Queue == "" {
+			out := make([]Item, len(items))
+			copy(out, items)
+			for j := i; j < len(out); j++ {
+				out[j].Queue = QueueName(out[j].Queue)
+			}
+			return out
+		}
+	}
+	return items
+}
+
+// normalizedLeases is normalizedItems for the items of leases.
+func normalizedLeases(leases []Lease) []Lease {
+	for i := range leases {
+		if leases[i].Item.Queue == "" {
+			out := make([]Lease, len(leases))
+			copy(out, leases)
+			for j := i; j < len(out); j++ {
+				out[j].Item.Queue = QueueName(out[j].Item.Queue)
+			}
+			return out
+		}
+	}
+	return leases
+}
+
+func normalizedLease(l Lease) Lease {
+	l.Item.Queue = QueueName(l.Item.Queue)
+	return l
+}
+
+// Enqueue implements [WorkQueue].
+func (f QueueFront) Enqueue(ctx context.Context, items ...Item) error {
+	if err := ValidateItems(items, f.maxBytes); err != nil {
+		return err
+	}
+	return f.d.Enqueue(ctx, normalizedItems(items)...)
+}
+
+// Claim implements [WorkQueue].
+func (f QueueFront) Claim(ctx context.Context, req ClaimRequest) ([]Lease, error) {
+	if err := ValidateClaim(req); err != nil {
+		return nil, err
+	}
+	req.Queue = QueueName(req.Queue)
+	return f.d.Claim(ctx, req)
+}
+
+// Heartbeat implements [WorkQueue].
+func (f QueueFront) Heartbeat(ctx context.Context, lease Lease, extend time.Duration) (Lease, error) {
+	if err := ValidateLease(lease); err != nil {
+		return Lease{}, err
+	}
+	if err := ValidateExtend(extend); err != nil {
+		return Lease{}, err
+	}
+	return f.d.Heartbeat(ctx, normalizedLease(lease), extend)
+}
+
+// Complete implements [WorkQueue].
+func (f QueueFront) Complete(ctx context.Context, leases ...Lease) error {
+	for _, l := range leases {
+		if err := ValidateLease(l); err != nil {
+			return err
+		}
+	}
+	return f.d.Complete(ctx, normalizedLeases(leases)...)
+}
+
+// CompleteAndClaim implements [CompleteClaimer].
+func (f QueueFront) CompleteAndClaim(ctx context.Context, done []Lease, req ClaimRequest) ([]Lease, error) {
+	if err := ValidateCompleteAndClaim(done, req); err != nil {
+		return nil, err
+	}
+	req.Queue = QueueName(req.Queue)
+	return f.d.CompleteAndClaim(ctx, normalizedLeases(done), req)
+}
+
+// Fail implements [WorkQueue].
+func (f QueueFront) Fail(ctx context.Context, lease Lease, cause error) (policy.Decision, error) {
+	if err := ValidateLease(lease); err != nil {
+		return policy.Decision{}, err
+	}
+	return f.d.Fail(ctx, normalizedLease(lease), cause)
+}
+
+// Reap implements [WorkQueue].
+func (f QueueFront) Reap(ctx context.Context, queue string) (int, error) {
+	name := QueueName(queue)
+	if err := ValidateName("queue", name); err != nil {
+		return 0, err
+	}
+	return f.d.Reap(ctx, name)
+}
+
+// DeadLetters implements [WorkQueue].
+func (f QueueFront) DeadLetters(ctx context.Context, q DeadLetterQuery) (ItemPage, error) {
+	limit, err := ValidateDeadQuery(q)
+	if err != nil {
+		return ItemPage{}, err
+	}
+	q.Queue = QueueName(q.Queue)
+	q.Page.Limit = limit
+	return f.d.DeadLetters(ctx, q)
+}
+
+// Requeue implements [WorkQueue].
+func (f QueueFront) Requeue(ctx context.Context, filter DeadLetterFilter) (int, error) {
+	if err := ValidateFilter(filter); err != nil {
+		return 0, err
+	}
+	filter.Queue = QueueName(filter.Queue)
+	return f.d.Requeue(ctx, filter)
+}
+
+// Purge implements [WorkQueue].
+func (f QueueFront) Purge(ctx context.Context, filter DeadLetterFilter) (int, error) {
+	if err := ValidateFilter(filter); err != nil {
+		return 0, err
+	}
+	filter.Queue = QueueName(filter.Queue)
+	return f.d.Purge(ctx, filter)
+}
+
+// Queues implements [Inspector].
+func (f QueueFront) Queues(ctx context.Context) ([]string, error) { return f.d.Queues(ctx) }
+
+// Tenants implements [Inspector].
+func (f QueueFront) Tenants(ctx context.Context, queue string) ([]TenantStats, error) {
+	name := QueueName(queue)
+	if err := ValidateName("queue", name); err != nil {
+		return nil, err
+	}
+	return f.d.Tenants(ctx, name)
+}
+
+// Rotation implements [Inspector].
+func (f QueueFront) Rotation(ctx context.Context, queue string, n int) (Rotation, error) {
+	name := QueueName(queue)
+	if err := ValidateName("queue", name); err != nil {
+		return Rotation{}, err
+	}
+	if err := ValidateRecentTurns(n); err != nil {
+		return Rotation{}, err
+	}
+	return f.d.Rotation(ctx, name, n)
+}
+
+// Leases implements [Inspector].
+func (f QueueFront) Leases(ctx context.Context, queue string, page PageRequest) (LeasePage, error) {
+	name := QueueName(queue)
+	if err := ValidateName("queue", name); err != nil {
+		return LeasePage{}, err
+	}
+	limit, err := ValidatePage(page)
+	if err != nil {
+		return LeasePage{}, err
+	}
+	page.Limit = limit
+	return f.d.Leases(ctx, name, page)
+}
+
+// Item implements [Inspector].
+func (f QueueFront) Item(ctx context.Context, key ItemKey) (ItemInfo, error) {
+	key.Queue = QueueName(key.Queue)
+	if err := ValidateItemKey(key); err != nil {
+		return ItemInfo{}, err
+	}
+	return f.d.Item(ctx, key)
+}
+
+// Health implements [Inspector].
+func (f QueueFront) Health(ctx context.Context) (Health, error) { return f.d.Health(ctx) }
+
+// DeadLetterSummary implements [Inspector].
+func (f QueueFront) DeadLetterSummary(ctx context.Context, filter DeadLetterFilter, groups int) (DeadLetterSummary, error) {
+	if err := ValidateSummary(filter, groups); err != nil {
+		return DeadLetterSummary{}, err
+	}
+	filter.Queue = QueueName(filter.Queue)
+	return f.d.DeadLetterSummary(ctx, filter, groups)
+}
+
+// Subscribe implements [Waker].
+func (f QueueFront) Subscribe(queue string) (<-chan struct{}, func()) {
+	return f.d.Subscribe(QueueName(queue))
+}
+
+// Stats implements [StatsSource].
+func (f QueueFront) Stats() Stats { return f.d.Stats() }
+
+// StateFront is the front door of a backing's state store: it checks every
+// call once, here, then calls the backing's [StateDriver].
+type StateFront struct {
+	d        StateDriver
+	maxBytes int
+}
+
+// NewStateFront returns the front door of d, refusing run data above
+// maxValueBytes (zero or less: DefaultMaxValueBytes).
+func NewStateFront(d StateDriver, maxValueBytes int) StateFront {
+	if maxValueBytes <= 0 {
+		maxValueBytes = DefaultMaxValueBytes
+	}
+	return StateFront{d: d, maxBytes: maxValueBytes}
+}
+
+// GetRun implements [StateStore].
+func (f StateFront) GetRun(ctx context.Context, tenant, id string) (*Run, error) {
+	if err := ValidateRunKey(tenant, id); err != nil {
+		return nil, err
+	}
+	return f.d.GetRun(ctx, tenant, id)
+}
+
+// PutRun implements [StateStore].
+func (f StateFront) PutRun(ctx context.Context, run Run) (*Run, error) {
+	if err := ValidateRun(run, f.maxBytes); err != nil {
+		return nil, err
+	}
+	return f.d.PutRun(ctx, run)
+}
+
+// PatchRun implements [StateStore].
+func (f StateFront) PatchRun(ctx context.Context, tenant, id string, patch Patch) (*Run, error) {
+	if err := ValidateRunKey(tenant, id); err != nil {
+		return nil, err
+	}
+	if err := ValidatePatch(patch); err != nil {
+		return nil, err
+	}
+	return f.d.PatchRun(ctx, tenant, id, patch)
+}
+
+// ListRuns implements [StateStore].
+func (f StateFront) ListRuns(ctx context.Context, tenant string, page PageRequest) (RunPage, error) {
+	if err := ValidateName("tenant", tenant); err != nil {
+		return RunPage{}, err
+	}
+	limit, err := ValidatePage(page)
+	if err != nil {
+		return RunPage{}, err
+	}
+	page.Limit = limit
+	return f.d.ListRuns(ctx, tenant, page)
+}
+
+// ListSessionRuns implements [StateStore].
+func (f StateFront) ListSessionRuns(ctx context.Context, tenant, session string, page PageRequest) (RunPage, error) {
+	if err := ValidateName("tenant", tenant); err != nil {
+		return RunPage{}, err
+	}
+	if err := ValidateName("session", session); err != nil {
+		return RunPage{}, err
+	}
+	limit, err := ValidatePage(page)
+	if err != nil {
+		return RunPage{}, err
+	}
+	page.Limit = limit
+	return f.d.ListSessionRuns(ctx, tenant, session, page)
+}
+
+// DeleteRun implements [StateStore].
+func (f StateFront) DeleteRun(ctx context.Context, tenant, id string) error {
+	if err := ValidateRunKey(tenant, id); err != nil {
+		return err
+	}
+	return f.d.DeleteRun(ctx, tenant, id)
+}
