@@ -370,10 +370,8 @@ func (q *workQueue) Health(ctx context.Context) (contract.Health, error) {
 }
 
 // Health reports on the server as [RedisWorkQueue.Health] does.
-func (s *RedisStateStore) Health(ctx context.Context) (contract.Health, error) { return s.d.health(ctx) }
-
-func (s *stateStore) health(ctx context.Context) (contract.Health, error) {
-	return health(ctx, s.client, s.settings, s.retry)
+func (s *RedisStateStore) Health(ctx context.Context) (contract.Health, error) {
+	return health(ctx, s.d.client, s.d.settings, s.d.retry)
 }
 
 func health(ctx context.Context, c redis.UniversalClient, s Settings, r retrier) (contract.Health, error) {

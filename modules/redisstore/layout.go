@@ -108,10 +108,8 @@ var scriptMigrateLayout = loadQueueScript("migrate_layout")
 // InspectLayout reports, without writing anything, what MigrateLayout
 // would move and write in the queue's namespace: every queue with keys of
 // the layout before declared keys, or without its placeholders.
-func (q *RedisWorkQueue) InspectLayout(ctx context.Context) (LayoutReport, error) { return q.d.inspectLayout(ctx) }
-
-func (q *workQueue) inspectLayout(ctx context.Context) (LayoutReport, error) {
-	return q.layout(ctx, false)
+func (q *RedisWorkQueue) InspectLayout(ctx context.Context) (LayoutReport, error) {
+	return q.d.layout(ctx, false)
 }
 
 // MigrateLayout moves the queues of the namespace written by a release
@@ -128,7 +126,9 @@ func (q *workQueue) inspectLayout(ctx context.Context) (LayoutReport, error) {
 // the earlier release keeps writing the old keys, and one of this release
 // that enqueues an item still in an old set queues it a second time.
 // MigrateLayout returns an error when old keys remain at the end.
-func (q *RedisWorkQueue) MigrateLayout(ctx context.Context) (LayoutReport, error) { return q.d.migrateLayout(ctx) }
+func (q *RedisWorkQueue) MigrateLayout(ctx context.Context) (LayoutReport, error) {
+	return q.d.migrateLayout(ctx)
+}
 
 func (q *workQueue) migrateLayout(ctx context.Context) (LayoutReport, error) {
 	rep, err := q.layout(ctx, true)
