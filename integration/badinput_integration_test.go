@@ -60,7 +60,7 @@ func backingsUnderTest(t *testing.T) []backing {
 	pol := policy.Policy{MaxAttempts: 3, Jitter: policy.Fixed(0)}
 	var out []backing
 
-	mem := memstore.New(clock, memstore.WithPolicy(pol))
+	mem := memstore.New(clock, memstore.Settings{Policy: pol})
 	out = append(out, backing{name: "memstore", state: mem, queue: mem, in: mem})
 
 	opt, err := redis.ParseURL(RedisURL(t))
@@ -93,11 +93,11 @@ func backingsUnderTest(t *testing.T) []backing {
 		c.MaxConns = 4
 		c.ConnConfig.ConnectTimeout = 3 * time.Second
 	})
-	ps, err := pgstore.NewStateStore(pool, clock, pgstore.Settings{Policy: pol})
+	ps, err := pgstore.NewState(pool, clock, pgstore.Settings{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pq, err := pgstore.NewWorkQueue(pool, clock, pgstore.Settings{Policy: pol})
+	pq, err := pgstore.NewQueue(pool, clock, pgstore.Settings{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +149,11 @@ func backingsUnderTest(t *testing.T) []backing {
 				return pgstore.Notify(ctx, b.pool, "adk\x00work", "x")
 			}},
 			{name: "table name that is not an identifier", call: func(ctx context.Context, b backing) error {
-				_, err := pgstore.NewStateStore(pool, clock, pgstore.Settings{Tables: pgstore.StateTables{Runs: "runs; drop table adk_work"}})
+				_, err := pgstore.NewState(pool, clock, pgstore.Settings{Tables: pgstore.StateTables{Runs: "runs; drop table adk_work"}})
 				return err
 			}},
 			{name: "quoted table name", call: func(ctx context.Context, b backing) error {
-				_, err := pgstore.NewWorkQueue(pool, clock, pgstore.Settings{Tables: pgstore.StateTables{Work: `"Work"`}})
+				_, err := pgstore.NewQueue(pool, clock, pgstore.Settings{Tables: pgstore.StateTables{Work: `"Work"`}})
 				return err
 			}},
 			{name: "schema-qualified table name", call: func(ctx context.Context, b backing) error {

@@ -40,7 +40,7 @@ var deadSeed = []struct{ tenant, id, cause string }{
 func FuzzDashboardDeadFilter(f *testing.F) {
 	ctx := context.Background()
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock, memstore.WithPolicy(policy.Policy{MaxAttempts: 1, Jitter: policy.Fixed(0)}))
+	store := memstore.New(clock, memstore.Settings{Policy: policy.Policy{MaxAttempts: 1, Jitter: policy.Fixed(0)}})
 	for _, d := range deadSeed {
 		if err := store.Enqueue(ctx, contract.Item{Tenant: d.tenant, ID: d.id, Payload: []byte("p")}); err != nil {
 			f.Fatal(err)

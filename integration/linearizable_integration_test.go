@@ -270,7 +270,7 @@ func linSetup(t *testing.T, backing, fault string) linTarget {
 	target := linTarget{backing: backing, fault: fault}
 	switch backing {
 	case "memstore":
-		mem := memstore.New(contract.SystemClock{})
+		mem := memstore.New(contract.SystemClock{}, memstore.Settings{})
 		target.open = func(*testing.T) contract.StateStore { return mem }
 	case oracle.Redis:
 		srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
@@ -368,7 +368,7 @@ func linSetup(t *testing.T, backing, fault string) linTarget {
 					c.ConnConfig.Host, c.ConnConfig.Port = "127.0.0.1", uint16(via.Port())
 				}
 			})
-			s, err := pgstore.NewStateStore(pool, contract.SystemClock{}, pgstore.Settings{})
+			s, err := pgstore.NewState(pool, contract.SystemClock{}, pgstore.Settings{})
 			if err != nil {
 				t.Fatal(err)
 			}

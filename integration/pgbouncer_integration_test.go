@@ -153,14 +153,14 @@ func TestPgBouncerSuites(t *testing.T) {
 	for _, mode := range []string{"exec", "simple_protocol", "cache_describe"} {
 		t.Run(mode, func(t *testing.T) {
 			pool := b.pool(t, mode, 8)
-			if _, err := pgstore.OpenStateStore(ctx, pool, nil, pgstore.Settings{}); err != nil {
-				t.Fatalf("OpenStateStore through PgBouncer with %s: %v", mode, err)
+			if _, err := pgstore.OpenState(ctx, pool, nil, pgstore.Settings{}); err != nil {
+				t.Fatalf("OpenState through PgBouncer with %s: %v", mode, err)
 			}
-			if _, err := pgstore.OpenWorkQueue(ctx, pool, nil, pgstore.Settings{}); err != nil {
-				t.Fatalf("OpenWorkQueue through PgBouncer with %s: %v", mode, err)
+			if _, err := pgstore.OpenQueue(ctx, pool, nil, pgstore.Settings{}); err != nil {
+				t.Fatalf("OpenQueue through PgBouncer with %s: %v", mode, err)
 			}
 			contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
-				s, err := pgstore.NewStateStore(pool, clock, pgstore.Settings{Tables: b.tables(t, n.Add(1))})
+				s, err := pgstore.NewState(pool, clock, pgstore.Settings{Tables: b.tables(t, n.Add(1))})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -171,7 +171,7 @@ func TestPgBouncerSuites(t *testing.T) {
 				return
 			}
 			contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
-				q, err := pgstore.NewWorkQueue(pool, clock, pgstore.Settings{Tables: b.tables(t, n.Add(1)), Policy: p, Listener: l})
+				q, err := pgstore.NewQueue(pool, clock, pgstore.Settings{Tables: b.tables(t, n.Add(1)), Policy: p, Listener: l})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -190,11 +190,11 @@ func boundThroughPooler(t *testing.T, pool *pgxpool.Pool, tb pgstore.StateTables
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := pgstore.Settings{Tables: tb, Policy: policy.Default()}
-	state, err := pgstore.NewStateStore(pool, nil, s)
+	state, err := pgstore.NewState(pool, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue, err := pgstore.NewWorkQueue(pool, nil, s)
+	queue, err := pgstore.NewQueue(pool, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +296,16 @@ func TestPgBouncerDefaultExecMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		first, second := b.pool(t, "", 2), b.pool(t, "", 2)
-		_, err := pgstore.OpenStateStore(ctx, first, nil, pgstore.Settings{})
-		wantPoolerErr(t, "OpenStateStore, first process", err, "DefaultQueryExecMode", "pgx.QueryExecModeExec", "max_prepared_statements")
-		_, err = pgstore.OpenWorkQueue(ctx, second, nil, pgstore.Settings{})
-		wantPoolerErr(t, "OpenWorkQueue, second process", err, "DefaultQueryExecMode", fixes...)
+		_, err := pgstore.OpenState(ctx, first, nil, pgstore.Settings{})
+		wantPoolerErr(t, "OpenState, first process", err, "DefaultQueryExecMode", "pgx.QueryExecModeExec", "max_prepared_statements")
+		_, err = pgstore.OpenQueue(ctx, second, nil, pgstore.Settings{})
+		wantPoolerErr(t, "OpenQueue, second process", err, "DefaultQueryExecMode", fixes...)
 
 		s := pgstore.Settings{Policy: policy.Default()}
-		st1, _ := pgstore.NewStateStore(first, nil, s)
-		st2, _ := pgstore.NewStateStore(second, nil, s)
-		q1, _ := pgstore.NewWorkQueue(first, nil, s)
-		q2, _ := pgstore.NewWorkQueue(second, nil, s)
+		st1, _ := pgstore.NewState(first, nil, s)
+		st2, _ := pgstore.NewState(second, nil, s)
+		q1, _ := pgstore.NewQueue(first, nil, s)
+		q2, _ := pgstore.NewQueue(second, nil, s)
 		if _, err := st1.GetRun(ctx, "acme", "r"); !errors.Is(err, contract.ErrNotFound) {
 			t.Fatalf("first GetRun: %v", err)
 		}
@@ -357,7 +357,7 @@ func TestPgBouncerDefaultExecMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		pool, holder := b.pool(t, "", 2), b.pool(t, "exec", 1)
-		st, _ := pgstore.NewStateStore(pool, nil, pgstore.Settings{})
+		st, _ := pgstore.NewState(pool, nil, pgstore.Settings{})
 		if _, err := st.GetRun(ctx, "acme", "r"); !errors.Is(err, contract.ErrNotFound) {
 			t.Fatalf("first GetRun: %v", err)
 		}
@@ -380,8 +380,8 @@ func TestPgBouncerDefaultExecMode(t *testing.T) {
 		if err := b.role.Exec(ctx, pgstore.ExpectedSchema); err != nil {
 			t.Fatal(err)
 		}
-		_, err := pgstore.OpenStateStore(ctx, b.pool(t, "describe_exec", 2), nil, pgstore.Settings{})
-		wantPoolerErr(t, "OpenStateStore with describe_exec", err, "DefaultQueryExecMode", "pgx.QueryExecModeDescribeExec", "pgx.QueryExecModeExec")
+		_, err := pgstore.OpenState(ctx, b.pool(t, "describe_exec", 2), nil, pgstore.Settings{})
+		wantPoolerErr(t, "OpenState with describe_exec", err, "DefaultQueryExecMode", "pgx.QueryExecModeDescribeExec", "pgx.QueryExecModeExec")
 	})
 }
 
@@ -407,7 +407,7 @@ func TestPgBouncerListener(t *testing.T) {
 	if err != nil {
 		t.Fatalf("listener straight to PostgreSQL: %v", err)
 	}
-	q, err := pgstore.OpenWorkQueue(ctx, b.pool(t, "exec", 4), nil, pgstore.Settings{Listener: l})
+	q, err := pgstore.OpenQueue(ctx, b.pool(t, "exec", 4), nil, pgstore.Settings{Listener: l})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +467,7 @@ func TestPgBouncerVerify(t *testing.T) {
 
 	// The advice of old, RuntimeParams["statement_timeout"]: PgBouncer
 	// refuses the connection, and Open says what to do instead.
-	_, err := pgstore.OpenStateStore(ctx, func() *pgxpool.Pool {
+	_, err := pgstore.OpenState(ctx, func() *pgxpool.Pool {
 		cfg, err := pgxpool.ParseConfig(b.dsn("exec", "statement_timeout=30s"))
 		if err != nil {
 			t.Fatal(err)
@@ -658,7 +658,7 @@ func BenchmarkPgBouncerWakeLatency(b *testing.B) {
 func benchWake(b *testing.B, pool *pgxpool.Pool, s pgstore.Settings) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	q, err := pgstore.NewWorkQueue(pool, nil, s)
+	q, err := pgstore.NewQueue(pool, nil, s)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -731,7 +731,7 @@ func BenchmarkPgBouncerClaimComplete(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer pool.Close()
-			q, err := pgstore.NewWorkQueue(pool, nil, pgstore.Settings{})
+			q, err := pgstore.NewQueue(pool, nil, pgstore.Settings{})
 			if err != nil {
 				b.Fatal(err)
 			}

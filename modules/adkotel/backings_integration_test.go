@@ -72,7 +72,7 @@ func postgresBacking() backing {
 			}
 			return func(t *testing.T, tp trace.TracerProvider) contract.WorkQueue {
 				pl := pool(t, otelpgx.NewTracer(otelpgx.WithTracerProvider(tp)))
-				q, err := pgstore.NewWorkQueue(pl, nil, pgstore.Settings{Policy: p, PollInterval: 20 * time.Millisecond})
+				q, err := pgstore.NewQueue(pl, nil, pgstore.Settings{Policy: p, PollInterval: 20 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -38,7 +38,7 @@ func BenchmarkCycle(b *testing.B) {
 	}
 	for _, s := range setups {
 		b.Run(s.name, func(b *testing.B) {
-			q := s.wrap(memstore.New(nil))
+			q := s.wrap(memstore.New(nil, memstore.Settings{}))
 			ctx := context.Background()
 			req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1}
 			i := 0

@@ -39,7 +39,7 @@ type backing struct {
 func memoryBacking() backing {
 	return backing{name: "memory", system: adkotel.SystemMemory,
 		fresh: func(t *testing.T, p policy.Policy) func(*testing.T, trace.TracerProvider) contract.WorkQueue {
-			s := memstore.New(nil, memstore.WithPolicy(p))
+			s := memstore.New(nil, memstore.Settings{Policy: p})
 			return func(*testing.T, trace.TracerProvider) contract.WorkQueue { return s }
 		}}
 }

@@ -30,7 +30,7 @@ func Example() {
 		adkotel.WithPropagators(propagation.TraceContext{}),
 		adkotel.WithSystem(adkotel.SystemMemory),
 	}
-	q := adkotel.WrapQueue(memstore.New(nil), opts...)
+	q := adkotel.WrapQueue(memstore.New(nil, memstore.Settings{}), opts...)
 
 	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "run-1", Queue: "runs"}); err != nil {
 		log.Fatal(err)
@@ -74,7 +74,7 @@ func ExampleProcessMiddleware() {
 		adkotel.WithMeterProvider(noop.NewMeterProvider()),
 		adkotel.WithPropagators(propagation.TraceContext{}),
 	}
-	q := adkotel.WrapQueue(memstore.New(nil), opts...)
+	q := adkotel.WrapQueue(memstore.New(nil, memstore.Settings{}), opts...)
 	if err := q.Enqueue(context.Background(), contract.Item{Tenant: "acme", ID: "run-1"}); err != nil {
 		log.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func ExampleWrapState() {
 	ctx := context.Background()
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	st := adkotel.WrapState(memstore.New(nil),
+	st := adkotel.WrapState(memstore.New(nil, memstore.Settings{}),
 		adkotel.WithTracerProvider(tp), adkotel.WithMeterProvider(noop.NewMeterProvider()))
 
 	run, err := st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "run-1", Data: []byte(`{"step":0}`)})

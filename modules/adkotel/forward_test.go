@@ -47,7 +47,7 @@ type (
 // The wrapper reports the capabilities of the queue it wraps, whichever
 // combination that has, and its forwarded methods reach it.
 func TestWrapQueueForwardsOptionalInterfaces(t *testing.T) {
-	s := memstore.New(nil)
+	s := memstore.New(nil, memstore.Settings{})
 	cases := []struct {
 		name                  string
 		q                     contract.WorkQueue
@@ -109,7 +109,7 @@ func (failingHealth) Health(context.Context) (contract.Health, error) {
 var defaultPolicy = policy.Policy{}
 
 func TestSystemDetection(t *testing.T) {
-	s := memstore.New(nil)
+	s := memstore.New(nil, memstore.Settings{})
 	for _, c := range []struct {
 		name string
 		q    contract.WorkQueue

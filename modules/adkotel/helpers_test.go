@@ -46,7 +46,7 @@ func newRig(t *testing.T, p policy.Policy, extra ...adkotel.Option) *rig {
 		adkotel.WithMeterProvider(mp),
 		adkotel.WithPropagators(propagation.TraceContext{}),
 	}, extra...)
-	r.store = memstore.New(r.clock, memstore.WithPolicy(p))
+	r.store = memstore.New(r.clock, memstore.Settings{Policy: p})
 	r.queue = adkotel.WrapQueue(r.store, r.opts...)
 	return r
 }

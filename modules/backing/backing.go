@@ -153,7 +153,7 @@ func Open(ctx context.Context, c Config) (*Backing, error) {
 	case SQLite:
 		return openSQLite(ctx, c)
 	}
-	s := memstore.New(c.Clock)
+	s := memstore.New(c.Clock, memstore.Settings{})
 	return &Backing{Name: Memory, Queue: s, Inspector: s, State: s}, nil
 }
 
@@ -176,17 +176,12 @@ func openRedis(ctx context.Context, c Config) (*Backing, error) {
 	if _, err := redisstore.Preflight(ctx, client, settings); err != nil {
 		b.Verdict = scrubbed(err, dsn)
 	}
-	q, err := redisstore.NewQueue(client, c.Clock, settings)
+	st, q, err := redisstore.New(client, c.Clock, settings)
 	if err != nil {
 		_ = b.Close()
 		return nil, err
 	}
 	b.onClose(q.Close)
-	st, err := redisstore.NewState(client, c.Clock, settings)
-	if err != nil {
-		_ = b.Close()
-		return nil, err
-	}
 	b.Queue, b.Inspector, b.State = q, q, st
 	return b, nil
 }
@@ -235,12 +230,7 @@ func openPostgres(ctx context.Context, c Config) (*Backing, error) {
 			b.onClose(l.Close)
 		}
 	}
-	q, err := pgstore.NewWorkQueue(pool, c.Clock, settings)
-	if err != nil {
-		_ = b.Close()
-		return nil, err
-	}
-	st, err := pgstore.NewStateStore(pool, c.Clock, settings)
+	st, q, err := pgstore.New(pool, c.Clock, settings)
 	if err != nil {
 		_ = b.Close()
 		return nil, err

@@ -25,5 +25,5 @@
 //
 // A program that embeds the kit builds its stores itself, with its own
 // pool sizes and client options (see redisstore.Open and
-// pgstore.OpenWorkQueue); this package is for tools that only know a DSN.
+// pgstore.OpenQueue); this package is for tools that only know a DSN.
 package backing

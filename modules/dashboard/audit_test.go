@@ -45,7 +45,7 @@ func auditFixture(t *testing.T, keep int) (*fixture, *syncBuffer, *tracetest.Spa
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock, memstore.WithPolicy(fixturePolicy))
+	store := memstore.New(clock, memstore.Settings{Policy: fixturePolicy})
 	f := newFixtureOn(t, testToken, clock, "memory", store, store, store, func(c *Config) {
 		c.Tokens = scopedTokens
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))

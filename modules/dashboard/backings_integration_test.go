@@ -69,11 +69,11 @@ func TestPagesOnPostgres(t *testing.T) {
 			pool := postgresSchema(t, dsn)
 			clock := contracttest.NewFakeClock(time.Time{})
 			settings := pgstore.Settings{Policy: fixturePolicy}
-			q, err := pgstore.NewWorkQueue(pool, clock, settings)
+			q, err := pgstore.NewQueue(pool, clock, settings)
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := pgstore.NewStateStore(pool, clock, settings)
+			st, err := pgstore.NewState(pool, clock, settings)
 			if err != nil {
 				t.Fatal(err)
 			}

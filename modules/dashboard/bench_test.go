@@ -37,7 +37,7 @@ func loadBench(b *testing.B) {
 	benchOnce.Do(func() {
 		ctx := context.Background()
 		benchClock = contracttest.NewFakeClock(time.Time{})
-		benchStore = memstore.New(benchClock)
+		benchStore = memstore.New(benchClock, memstore.Settings{})
 		for i := 0; i < benchDead+benchLeases; i += contract.MaxClaimBatch {
 			batch := make([]contract.Item, contract.MaxClaimBatch)
 			for j := range batch {

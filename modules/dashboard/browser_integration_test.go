@@ -59,7 +59,7 @@ func css(testid string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + te
 // testdata/screenshots.
 func TestBrowser(t *testing.T) {
 	browser := chromiumPath(t)
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	srv, err := New(Config{Queue: store, Inspector: store, State: store, Backing: "memory",
 		Token: testToken, SampleEvery: 250 * time.Millisecond, Refresh: -1})
 	if err != nil {
@@ -316,7 +316,7 @@ func deadControls(t *testing.T, b *browserTab, store *memstore.Store) {
 // are on screen, not beyond a scroll.
 func TestBrowserFaultsShowOnlyInABrowser(t *testing.T) {
 	browser := chromiumPath(t)
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	long := strings.Repeat("tenant-with-a-very-long-name-", 18)[:494]
 	ctx := t.Context()
 	for _, tenant := range []string{long, "acme", "globex"} {
@@ -655,7 +655,7 @@ func TestBrowserHealthOnPostgres(t *testing.T) {
 	browser := chromiumPath(t)
 	dsn := pgstoretest.DSN(t)
 	pool := postgresSchema(t, dsn)
-	q, err := pgstore.NewWorkQueue(pool, nil, pgstore.Settings{})
+	q, err := pgstore.NewQueue(pool, nil, pgstore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -691,7 +691,7 @@ var durations = regexp.MustCompile(`\d+(\.\d+)?\s?(ns|µs|ms|s|m|h|min)\b|\d{1,2
 // ids), charts and totals included.
 func TestBrowserTenantScoped(t *testing.T) {
 	browser := chromiumPath(t)
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	ctx := t.Context()
 	enqueue := func(tenant, prefix string, n int) {
 		var items []contract.Item

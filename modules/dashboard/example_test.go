@@ -15,7 +15,7 @@ import (
 // pass its queue, and its inspector (for the stores in this kit, the
 // same value).
 func Example() {
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	_ = store.Enqueue(context.Background(), contract.Item{Tenant: "acme", ID: "run-1"})
 
 	srv, err := dashboard.New(dashboard.Config{

@@ -17,7 +17,7 @@ import (
 // holds them: a script with the acme team's read-only token sees acme's
 // counts only, and cannot act.
 func ExampleParseTokens() {
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	_ = store.Enqueue(context.Background(),
 		contract.Item{Tenant: "acme", ID: "run-1"}, contract.Item{Tenant: "globex", ID: "run-2"}, contract.Item{Tenant: "globex", ID: "run-3"})
 

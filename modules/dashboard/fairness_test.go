@@ -79,7 +79,7 @@ func TestFIFOReplayIdlesBeforeArrivals(t *testing.T) {
 // the JSON twin with the same numbers.
 func TestFairnessPage(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock)
+	store := memstore.New(clock, memstore.Settings{})
 	ctx := context.Background()
 	var backlog []contract.Item
 	for i := range 500 {

@@ -191,7 +191,7 @@ func TestTokensHaveNoSeparators(t *testing.T) {
 // Counts read as English: "1 turn", "2 turns", never "turn(s)".
 func TestCountsArePlural(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock)
+	store := memstore.New(clock, memstore.Settings{})
 	ctx := context.Background()
 	if err := store.Enqueue(ctx, contract.Item{Tenant: "one", ID: "a"}, contract.Item{Tenant: "two", ID: "a"}, contract.Item{Tenant: "two", ID: "b"}); err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func (u unreachableInspector) Health(context.Context) (contract.Health, error) {
 // A backing that dropped its connections is the server being away: 503
 // with Retry-After, not a 500 that reads as a dashboard bug.
 func TestUnreachableBackingIs503(t *testing.T) {
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	for name, err := range map[string]error{
 		"queue unavailable": &contract.QueueUnavailableError{Err: errors.New("connection reset by peer")},

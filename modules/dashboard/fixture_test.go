@@ -49,7 +49,7 @@ var fixturePolicy = policy.Policy{MaxAttempts: 3, Jitter: policy.Fixed(1)}
 func newFixture(t *testing.T, token string) *fixture {
 	t.Helper()
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock, memstore.WithPolicy(fixturePolicy))
+	store := memstore.New(clock, memstore.Settings{Policy: fixturePolicy})
 	f := newFixtureOn(t, token, clock, "memory", store, store, store)
 	f.store = store
 	return f

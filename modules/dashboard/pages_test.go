@@ -286,7 +286,7 @@ func checkTenantsPageShowsStarvation(t *testing.T, f *fixture) {
 // workers are skipping.
 func TestTenantsPageMarksDelayedTenants(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock)
+	store := memstore.New(clock, memstore.Settings{})
 	ctx := context.Background()
 	later := contract.Item{Tenant: "later", ID: "l", NotBefore: clock.Now().Add(time.Minute)}
 	if err := store.Enqueue(ctx, later, contract.Item{Tenant: "now", ID: "n"}); err != nil {

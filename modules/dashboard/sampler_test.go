@@ -15,7 +15,7 @@ import (
 
 func TestSamplerRingKeepsTheNewest(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock)
+	store := memstore.New(clock, memstore.Settings{})
 	if err := store.Enqueue(context.Background(), contract.Item{Tenant: "a", ID: "1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestSamplerRingKeepsTheNewest(t *testing.T) {
 // own, and a span longer than the recent ring reaches for it.
 func TestSamplerLongHistory(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock)
+	store := memstore.New(clock, memstore.Settings{})
 	s := newSampler(store, clock, 5*time.Second, 3, time.Minute, 4, nil)
 	start := clock.Now()
 	for range 100 { // 8m20s of samples
@@ -165,7 +165,7 @@ func (brokenInspector) Queues(context.Context) ([]string, error) {
 
 func TestSamplerKeepsHistoryOnError(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock)
+	store := memstore.New(clock, memstore.Settings{})
 	s := newSampler(store, clock, time.Hour, 4, time.Hour, 2, nil)
 	s.sample(context.Background())
 	s.insp = brokenInspector{store}
@@ -181,7 +181,7 @@ func TestSamplerKeepsHistoryOnError(t *testing.T) {
 // The sampler's goroutine starts with New and is gone after Close
 // (goleak in TestMain checks the rest of the package too).
 func TestSamplerStopsOnClose(t *testing.T) {
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	srv, err := New(Config{Queue: store, Inspector: store, SampleEvery: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ var scopedTokens = []Token{
 func newScopedFixture(t *testing.T) *fixture {
 	t.Helper()
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock, memstore.WithPolicy(fixturePolicy))
+	store := memstore.New(clock, memstore.Settings{Policy: fixturePolicy})
 	f := newFixtureOn(t, testToken, clock, "memory", store, store, store, func(c *Config) { c.Tokens = scopedTokens })
 	f.store = store
 	// A queue of its own for a fourth tenant, which no scoped token sees.

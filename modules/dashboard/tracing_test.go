@@ -16,7 +16,7 @@ func TestEveryRequestIsASpan(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer func() { _ = tp.Shutdown(t.Context()) }()
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	srv, err := New(Config{Queue: store, Inspector: store, TracerProvider: tp, SampleEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func TestUnreachableBackingsAre503(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			q, err := pgstore.NewWorkQueue(pool, nil, pgstore.Settings{})
+			q, err := pgstore.NewQueue(pool, nil, pgstore.Settings{})
 			if err != nil {
 				t.Fatal(err)
 			}

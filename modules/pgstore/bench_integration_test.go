@@ -32,7 +32,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 
 func benchClaimComplete(b *testing.B, tenants, idle, workers, batch int) {
 	d := newTestDB(b, withMaxConns(int32(workers+2)))
-	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+	q, err := pgstore.NewQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func benchWake(b *testing.B, listen bool) {
 	if listen {
 		s.Listener = d.listener(b, pgstore.ListenerSettings{})
 	}
-	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, d.settings(s))
+	q, err := pgstore.NewQueue(d.pool, contract.SystemClock{}, d.settings(s))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func BenchmarkClaimDepth(b *testing.B) {
 			if _, err := d.pool.Exec(ctx, "VACUUM ANALYZE adk_work"); err != nil {
 				b.Fatal(err)
 			}
-			q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+			q, err := pgstore.NewQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -25,7 +25,7 @@
 // [ExpectedSchema] is the SQL of the tables the backings read, published
 // for the migration tool the deployment already runs; `adkctl schema
 // apply` applies it in development. The library never creates or alters
-// a table. [OpenStateStore] and [OpenWorkQueue] run [Verify] first: it
+// a table. [OpenState] and [OpenQueue] run [Verify] first: it
 // reads adk_schema and refuses a version this release was not written
 // for ([SchemaVersion]), refuses missing tables, and refuses a connection
 // whose statement_timeout is 0 (behind a pooler: whose server connections

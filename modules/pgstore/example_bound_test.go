@@ -21,11 +21,11 @@ func ExamplePostgresStateStore_Bound() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	state, err := pgstore.OpenStateStore(ctx, pool, contract.SystemClock{}, pgstore.Settings{})
+	state, err := pgstore.OpenState(ctx, pool, contract.SystemClock{}, pgstore.Settings{})
 	if err != nil {
 		log.Fatal(err) // a *contract.SchemaError or *contract.PreflightError says what to fix
 	}
-	queue, err := pgstore.OpenWorkQueue(ctx, pool, contract.SystemClock{}, pgstore.Settings{})
+	queue, err := pgstore.OpenQueue(ctx, pool, contract.SystemClock{}, pgstore.Settings{})
 	if err != nil {
 		log.Fatal(err)
 	}

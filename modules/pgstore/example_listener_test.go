@@ -30,7 +30,7 @@ func ExampleListener() {
 		log.Fatal(err)
 	}
 	defer listener.Close()
-	queue, err := pgstore.OpenWorkQueue(ctx, pool, contract.SystemClock{}, pgstore.Settings{Listener: listener})
+	queue, err := pgstore.OpenQueue(ctx, pool, contract.SystemClock{}, pgstore.Settings{Listener: listener})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func Example_pgBouncer() {
 	}
 	defer listener.Close()
 
-	queue, err := pgstore.OpenWorkQueue(ctx, pool, contract.SystemClock{}, pgstore.Settings{Listener: listener})
+	queue, err := pgstore.OpenQueue(ctx, pool, contract.SystemClock{}, pgstore.Settings{Listener: listener})
 	var pe *pgstore.PoolerError
 	if errors.As(err, &pe) {
 		log.Fatalf("%s = %s: %s", pe.Setting, pe.Value, pe.Fix)

@@ -30,7 +30,7 @@ func TestHealthAutovacuumOff(t *testing.T) {
 	if _, err := conn.Exec(ctx, pgstore.ExpectedSchema); err != nil {
 		t.Fatal(err)
 	}
-	q, err := pgstore.NewWorkQueue(conn, nil, pgstore.Settings{})
+	q, err := pgstore.NewQueue(conn, nil, pgstore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}

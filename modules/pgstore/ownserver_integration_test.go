@@ -49,7 +49,7 @@ func TestServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	q, err := pgstore.OpenWorkQueue(ctx, pool, nil, pgstore.Settings{Listener: l})
+	q, err := pgstore.OpenQueue(ctx, pool, nil, pgstore.Settings{Listener: l})
 	if err != nil {
 		t.Fatal(err)
 	}

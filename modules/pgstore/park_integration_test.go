@@ -23,7 +23,7 @@ func parkQueue(t *testing.T, d *testDB) (*pgstore.PostgresWorkQueue, *contractte
 	t.Helper()
 	clock := &contracttest.FakeClock{}
 	p := policy.Policy{MaxAttempts: 3, BaseDelay: 10 * time.Second, Jitter: policy.Fixed(1)}
-	q, err := pgstore.NewWorkQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p}))
+	q, err := pgstore.NewQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestClaimInCallersTransactionDoesNotPark(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	inTx, err := pgstore.NewWorkQueue(tx, clock, d.settings(pgstore.Settings{}))
+	inTx, err := pgstore.NewQueue(tx, clock, d.settings(pgstore.Settings{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func newExplainedConn(t *testing.T, ctx context.Context, d *testDB, params map[s
 func newExplainedQueue(t *testing.T, ctx context.Context, d *testDB, params map[string]string) (*explainedConn, *pgstore.PostgresWorkQueue) {
 	t.Helper()
 	conn := newExplainedConn(t, ctx, d, params)
-	q, err := pgstore.NewWorkQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
+	q, err := pgstore.NewQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 	if err != nil {
 		t.Fatal(err)
 	}

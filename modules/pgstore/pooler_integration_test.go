@@ -289,7 +289,7 @@ func TestSlowConnectIsNotPoolExhaustion(t *testing.T) {
 
 	p.delay.Store(int64(600 * time.Millisecond))
 	slow := pool(5 * time.Second)
-	st, err := pgstore.NewStateStore(slow, nil, s)
+	st, err := pgstore.NewState(slow, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestSlowConnectIsNotPoolExhaustion(t *testing.T) {
 	}
 
 	p.delay.Store(int64(3 * time.Second))
-	st, err = pgstore.NewStateStore(pool(500*time.Millisecond), nil, s)
+	st, err = pgstore.NewState(pool(500*time.Millisecond), nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestReapPrunesIdleTenants(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
 	clock := contracttest.NewFakeClock(time.Time{})
-	q, err := pgstore.NewWorkQueue(d.pool, clock, d.settings(pgstore.Settings{TurnRetention: time.Hour}))
+	q, err := pgstore.NewQueue(d.pool, clock, d.settings(pgstore.Settings{TurnRetention: time.Hour}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestReapPrunesIdleTenants(t *testing.T) {
 func TestPruneRacesEnqueue(t *testing.T) {
 	d := newTestDB(t, withMaxConns(6))
 	ctx := ctxT(t, 2*time.Minute)
-	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{TurnRetention: time.Nanosecond}))
+	q, err := pgstore.NewQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{TurnRetention: time.Nanosecond}))
 	if err != nil {
 		t.Fatal(err)
 	}

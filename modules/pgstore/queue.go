@@ -49,10 +49,10 @@ var (
 	_ contract.QueueDriver     = (*workQueue)(nil)
 )
 
-// OpenWorkQueue returns a queue on exec after Verify has accepted the
+// OpenQueue returns a queue on exec after Verify has accepted the
 // database.
-func OpenWorkQueue(ctx context.Context, exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQueue, error) {
-	q, err := NewWorkQueue(exec, clock, s)
+func OpenQueue(ctx context.Context, exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQueue, error) {
+	q, err := NewQueue(exec, clock, s)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +62,10 @@ func OpenWorkQueue(ctx context.Context, exec Executor, clock contract.Clock, s S
 	return q, nil
 }
 
-// NewWorkQueue returns a queue on exec without verifying the database. It
+// NewQueue returns a queue on exec without verifying the database. It
 // refuses table names that are not plain identifiers. A nil clock means
 // the system clock.
-func NewWorkQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQueue, error) {
+func NewQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQueue, error) {
 	s, clock, err := prepare(exec, clock, s)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ import (
 
 func newQueue(t *testing.T, d *testDB, s pgstore.Settings) *pgstore.PostgresWorkQueue {
 	t.Helper()
-	q, err := pgstore.NewWorkQueue(d.pool, contract.SystemClock{}, d.settings(s))
+	q, err := pgstore.NewQueue(d.pool, contract.SystemClock{}, d.settings(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestTenWorkersTakeTenDifferentItems(t *testing.T) {
 func TestFailedTransactionLeavesNothing(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
-	store, err := pgstore.NewStateStore(d.pool, nil, pgstore.Settings{})
+	store, err := pgstore.NewState(d.pool, nil, pgstore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,11 +284,11 @@ func TestNotifyPayloadLimit(t *testing.T) {
 func TestPoolExhausted(t *testing.T) {
 	d := newTestDB(t, withMaxConns(1))
 	ctx := ctxT(t, time.Minute)
-	s, err := pgstore.NewStateStore(d.pool, nil, pgstore.Settings{AcquireTimeout: 100 * time.Millisecond})
+	s, err := pgstore.NewState(d.pool, nil, pgstore.Settings{AcquireTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := pgstore.NewWorkQueue(d.pool, nil, d.settings(pgstore.Settings{AcquireTimeout: 100 * time.Millisecond}))
+	q, err := pgstore.NewQueue(d.pool, nil, d.settings(pgstore.Settings{AcquireTimeout: 100 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,8 +337,8 @@ func TestVerify(t *testing.T) {
 	if err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{}); err != nil {
 		t.Fatalf("Verify on the expected schema: %v", err)
 	}
-	if _, err := pgstore.OpenStateStore(ctx, d.pool, nil, pgstore.Settings{}); err != nil {
-		t.Fatalf("OpenStateStore: %v", err)
+	if _, err := pgstore.OpenState(ctx, d.pool, nil, pgstore.Settings{}); err != nil {
+		t.Fatalf("OpenState: %v", err)
 	}
 
 	// statement_timeout = 0 on the connection.
@@ -356,8 +356,8 @@ func TestVerify(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Setting != "statement_timeout" || pe.Value != "0" || pe.Fix == "" {
 		t.Fatalf("Verify with statement_timeout 0: %v, want *PreflightError on statement_timeout", err)
 	}
-	if _, err := pgstore.OpenWorkQueue(ctx, conn, nil, pgstore.Settings{}); !errors.As(err, &pe) {
-		t.Errorf("OpenWorkQueue with statement_timeout 0: %v, want *PreflightError", err)
+	if _, err := pgstore.OpenQueue(ctx, conn, nil, pgstore.Settings{}); !errors.As(err, &pe) {
+		t.Errorf("OpenQueue with statement_timeout 0: %v, want *PreflightError", err)
 	}
 
 	// A table renamed away.
@@ -598,7 +598,7 @@ var _ = contracttest.FakeEpoch
 func TestPatchOverflowRefused(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
-	s, err := pgstore.NewStateStore(d.pool, nil, pgstore.Settings{})
+	s, err := pgstore.NewState(d.pool, nil, pgstore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}

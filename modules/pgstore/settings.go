@@ -22,9 +22,6 @@ const (
 	DefaultTurnRetention = time.Hour
 )
 
-// PostgresStoreSettings is the name the specification gives [Settings].
-type PostgresStoreSettings = Settings
-
 // Settings configure the PostgreSQL backings. The zero value is usable.
 type Settings struct {
 	// DSN is where the database is. The backings run on the executor they

@@ -53,10 +53,10 @@ func prepare(exec Executor, clock contract.Clock, s Settings) (Settings, contrac
 	return s, clock, nil
 }
 
-// OpenStateStore returns a state store on exec after Verify has accepted
-// the database: the schema version and a non-zero statement_timeout.
-func OpenStateStore(ctx context.Context, exec Executor, clock contract.Clock, s Settings) (*PostgresStateStore, error) {
-	st, err := NewStateStore(exec, clock, s)
+// OpenState returns a state store on exec after Verify has accepted the
+// database: the schema version and a non-zero statement_timeout.
+func OpenState(ctx context.Context, exec Executor, clock contract.Clock, s Settings) (*PostgresStateStore, error) {
+	st, err := NewState(exec, clock, s)
 	if err != nil {
 		return nil, err
 	}
@@ -66,10 +66,10 @@ func OpenStateStore(ctx context.Context, exec Executor, clock contract.Clock, s 
 	return st, nil
 }
 
-// NewStateStore returns a state store on exec without verifying the
-// database (tests do this). It refuses table names that are not plain
-// identifiers. A nil clock means the system clock.
-func NewStateStore(exec Executor, clock contract.Clock, s Settings) (*PostgresStateStore, error) {
+// NewState returns a state store on exec without verifying the database
+// (tests do this). It refuses table names that are not plain identifiers.
+// A nil clock means the system clock.
+func NewState(exec Executor, clock contract.Clock, s Settings) (*PostgresStateStore, error) {
 	s, clock, err := prepare(exec, clock, s)
 	if err != nil {
 		return nil, err

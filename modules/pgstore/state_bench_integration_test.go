@@ -18,7 +18,7 @@ import (
 func BenchmarkStateWrites(b *testing.B) {
 	ctx := context.Background()
 	d := newTestDB(b)
-	st, err := pgstore.NewStateStore(d.pool, nil, pgstore.Settings{})
+	st, err := pgstore.NewState(d.pool, nil, pgstore.Settings{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestStateReplayContract(t *testing.T) {
 	contracttest.StateReplay(t, func(t *testing.T, clock contract.Clock) (contract.StateStore, contracttest.LoseReply) {
 		d := newTestDB(t)
 		exec := &losingExec{Executor: d.pool}
-		s, err := pgstore.NewStateStore(exec, clock, pgstore.Settings{})
+		s, err := pgstore.NewState(exec, clock, pgstore.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}

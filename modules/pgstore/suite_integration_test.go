@@ -15,7 +15,7 @@ import (
 func TestStateStoreContract(t *testing.T) {
 	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
 		d := newTestDB(t)
-		s, err := pgstore.NewStateStore(d.pool, clock, pgstore.Settings{})
+		s, err := pgstore.NewState(d.pool, clock, pgstore.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func TestStateStoreContract(t *testing.T) {
 func TestWorkQueueContract(t *testing.T) {
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
 		d := newTestDB(t)
-		q, err := pgstore.NewWorkQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p, Listener: d.listener(t, pgstore.ListenerSettings{})}))
+		q, err := pgstore.NewQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p, Listener: d.listener(t, pgstore.ListenerSettings{})}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestWorkQueueContract(t *testing.T) {
 func TestWorkQueueContractPollOnly(t *testing.T) {
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
 		d := newTestDB(t)
-		q, err := pgstore.NewWorkQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p}))
+		q, err := pgstore.NewQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p}))
 		if err != nil {
 			t.Fatal(err)
 		}

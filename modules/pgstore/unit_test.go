@@ -26,11 +26,11 @@ func TestStateTablesRefusesBadIdentifiers(t *testing.T) {
 		if name == "" {
 			continue // an empty field in Settings means the default
 		}
-		if _, err := pgstore.NewStateStore(fakeExec{t}, nil, pgstore.Settings{Tables: pgstore.StateTables{Runs: name}}); !errors.Is(err, contract.ErrInvalid) {
-			t.Errorf("NewStateStore with Runs %q: %v, want a validation error", name, err)
+		if _, err := pgstore.NewState(fakeExec{t}, nil, pgstore.Settings{Tables: pgstore.StateTables{Runs: name}}); !errors.Is(err, contract.ErrInvalid) {
+			t.Errorf("NewState with Runs %q: %v, want a validation error", name, err)
 		}
-		if _, err := pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{Tables: pgstore.StateTables{Work: name}}); !errors.Is(err, contract.ErrInvalid) {
-			t.Errorf("NewWorkQueue with Work %q: %v, want a validation error", name, err)
+		if _, err := pgstore.NewQueue(fakeExec{t}, nil, pgstore.Settings{Tables: pgstore.StateTables{Work: name}}); !errors.Is(err, contract.ErrInvalid) {
+			t.Errorf("NewQueue with Work %q: %v, want a validation error", name, err)
 		}
 		if _, err := pgstore.Schema(pgstore.StateTables{Turns: name}); !errors.Is(err, contract.ErrInvalid) {
 			t.Errorf("Schema with Turns %q: %v, want a validation error", name, err)
@@ -129,7 +129,7 @@ func TestNotifyRefusesBeforeSending(t *testing.T) {
 
 func TestOversizedValuesRefusedBeforeSending(t *testing.T) {
 	ctx := context.Background()
-	s, err := pgstore.NewStateStore(fakeExec{t}, nil, pgstore.Settings{MaxValueBytes: 10})
+	s, err := pgstore.NewState(fakeExec{t}, nil, pgstore.Settings{MaxValueBytes: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestOversizedValuesRefusedBeforeSending(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Reason != contract.ReasonTooLarge || contract.Retryable(err) {
 		t.Errorf("PutRun over the limit: %v, want too_large, not retryable", err)
 	}
-	q, err := pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{MaxValueBytes: 10})
+	q, err := pgstore.NewQueue(fakeExec{t}, nil, pgstore.Settings{MaxValueBytes: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +151,11 @@ func TestOversizedValuesRefusedBeforeSending(t *testing.T) {
 }
 
 func TestNilExecutorRefused(t *testing.T) {
-	if _, err := pgstore.NewStateStore(nil, nil, pgstore.Settings{}); !errors.Is(err, contract.ErrInvalid) {
-		t.Errorf("NewStateStore(nil): %v", err)
+	if _, err := pgstore.NewState(nil, nil, pgstore.Settings{}); !errors.Is(err, contract.ErrInvalid) {
+		t.Errorf("NewState(nil): %v", err)
 	}
-	if _, err := pgstore.NewWorkQueue(nil, nil, pgstore.Settings{}); !errors.Is(err, contract.ErrInvalid) {
-		t.Errorf("NewWorkQueue(nil): %v", err)
+	if _, err := pgstore.NewQueue(nil, nil, pgstore.Settings{}); !errors.Is(err, contract.ErrInvalid) {
+		t.Errorf("NewQueue(nil): %v", err)
 	}
 	if _, err := pgstore.NewBlobStore(nil, pgstore.Settings{}); !errors.Is(err, contract.ErrInvalid) {
 		t.Errorf("NewBlobStore(nil): %v", err)
@@ -192,7 +192,7 @@ func TestListenWithBadDSNHidesIt(t *testing.T) {
 // The poll-only fallback ticks, and ending the subscription stops its
 // goroutine (goleak checks it at the end of the run).
 func TestPollOnlySubscribe(t *testing.T) {
-	q, err := pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{PollInterval: 5 * time.Millisecond})
+	q, err := pgstore.NewQueue(fakeExec{t}, nil, pgstore.Settings{PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,19 +207,19 @@ func TestPollOnlySubscribe(t *testing.T) {
 }
 
 func TestQueueChannel(t *testing.T) {
-	q, err := pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{})
+	q, err := pgstore.NewQueue(fakeExec{t}, nil, pgstore.Settings{})
 	if err != nil || q.Channel() != "adk_work" {
 		t.Fatalf("default channel: %q, %v; want adk_work", q.Channel(), err)
 	}
-	q, err = pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{Tables: pgstore.StateTables{Work: "app_work"}})
+	q, err = pgstore.NewQueue(fakeExec{t}, nil, pgstore.Settings{Tables: pgstore.StateTables{Work: "app_work"}})
 	if err != nil || q.Channel() != "app_work" {
 		t.Fatalf("channel of app_work: %q, %v", q.Channel(), err)
 	}
-	q, err = pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{Channel: "tenant_a_wakes"})
+	q, err = pgstore.NewQueue(fakeExec{t}, nil, pgstore.Settings{Channel: "tenant_a_wakes"})
 	if err != nil || q.Channel() != "tenant_a_wakes" {
 		t.Fatalf("custom channel: %q, %v", q.Channel(), err)
 	}
-	if _, err := pgstore.NewWorkQueue(fakeExec{t}, nil, pgstore.Settings{Channel: strings.Repeat("c", 64)}); !errors.Is(err, contract.ErrInvalid) {
+	if _, err := pgstore.NewQueue(fakeExec{t}, nil, pgstore.Settings{Channel: strings.Repeat("c", 64)}); !errors.Is(err, contract.ErrInvalid) {
 		t.Errorf("64-byte channel: %v, want a validation error", err)
 	}
 }

@@ -19,7 +19,7 @@ func TestSubscribeWakesOnceNewChannelIsListened(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
 	l := d.listener(t, pgstore.ListenerSettings{})
-	q, err := pgstore.NewWorkQueue(d.pool, nil, pgstore.Settings{Listener: l, Channel: d.schema + "_new"})
+	q, err := pgstore.NewQueue(d.pool, nil, pgstore.Settings{Listener: l, Channel: d.schema + "_new"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,9 +129,6 @@ type Settings struct {
 	RecentTurns int
 }
 
-// RedisStoreSettings is the name the specification uses for Settings.
-type RedisStoreSettings = Settings
-
 func (s Settings) normalized() (Settings, error) {
 	if s.Namespace == "" {
 		s.Namespace = DefaultNamespace

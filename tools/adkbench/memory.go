@@ -11,7 +11,7 @@ func newMemBacking(claimers, maxBatch int) backing {
 	return &ourBacking{
 		label: "memstore",
 		open: func(ctx context.Context, conc int) (*instance, error) {
-			s := memstore.New(nil)
+			s := memstore.New(nil, memstore.Settings{})
 			return &instance{q: s, waker: s, close: func(context.Context) error { return nil }}, nil
 		},
 		poll:     500 * time.Millisecond,

@@ -78,7 +78,7 @@ func newPGBacking(dsn string, listen bool, claimers, batch int) backing {
 			}
 			s.Listener = l
 		}
-		q, err := pgstore.OpenWorkQueue(ctx, pool, nil, s)
+		q, err := pgstore.OpenQueue(ctx, pool, nil, s)
 		if err != nil {
 			if l != nil {
 				l.Close()

@@ -18,7 +18,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	clock := contracttest.NewFakeClock(time.Time{})
-	s := memstore.New(clock)
+	s := memstore.New(clock, memstore.Settings{})
 	_ = s.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "run-1"}, contract.Item{Tenant: "acme", ID: "run-2"})
 	leases, _ := s.Claim(ctx, contract.ClaimRequest{Worker: "w1", LeaseFor: time.Minute, Max: 2})
 	for _, l := range leases {

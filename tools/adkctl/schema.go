@@ -21,7 +21,7 @@ const schemaUsage = `usage: adkctl schema <print|apply|verify> [flags]
 
   print    write the expected schema (SQL) to standard output
   apply    apply it to the database (the explicit way; the library never does)
-  verify   check the database as OpenStateStore does; exit 1 with the reason
+  verify   check the database as OpenState does; exit 1 with the reason
 
 examples:
   adkctl schema print > migrations/0001_adk.sql

@@ -76,11 +76,11 @@ func TestVerbsOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	q, err := pgstore.OpenWorkQueue(t.Context(), pool, nil, pgstore.Settings{})
+	q, err := pgstore.OpenQueue(t.Context(), pool, nil, pgstore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := pgstore.NewStateStore(pool, nil, pgstore.Settings{})
+	st, err := pgstore.NewState(pool, nil, pgstore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ const hostile = "rtl\u202Eevil.exe"
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	clock := contracttest.NewFakeClock(time.Time{})
-	s := memstore.New(clock)
+	s := memstore.New(clock, memstore.Settings{})
 	f := &fixture{t: t, clock: clock, store: s, name: backing.Memory}
 	ctx := t.Context()
 	dead := map[contract.ItemKey]string{

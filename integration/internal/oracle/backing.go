@@ -141,12 +141,7 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 		s.RedisAny = c
 		s.close = append(s.close, func() { _ = c.Close() })
 		settings := redisstore.Settings{Namespace: t.Namespace, Policy: o.Policy, RetryBudget: t.RetryBudget, WaitReplicas: t.WaitReplicas}
-		st, err := redisstore.NewState(c, o.Clock, settings)
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		q, err := redisstore.NewQueue(c, o.Clock, settings)
+		st, q, err := redisstore.New(c, o.Clock, settings)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -202,12 +197,7 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 			}
 			s.Listener, settings.Listener = l, l
 		}
-		st, err := pgstore.NewStateStore(pool, o.Clock, settings)
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		q, err := pgstore.NewWorkQueue(pool, o.Clock, settings)
+		st, q, err := pgstore.New(pool, o.Clock, settings)
 		if err != nil {
 			s.Close()
 			return nil, err

@@ -27,7 +27,7 @@ type stateScene struct {
 
 func newStateScene(t *testing.T) *stateScene {
 	t.Helper()
-	mem := memstore.New(contracttest.NewFakeClock(time.Time{}))
+	mem := memstore.New(contracttest.NewFakeClock(time.Time{}), memstore.Settings{})
 	sc := &stateScene{ctx: context.Background(), s: &Stores{State: mem, Queue: mem, Inspector: mem}, specs: Plan(60)}
 	if err := SeedRuns(sc.ctx, sc.s, sc.specs); err != nil {
 		t.Fatal(err)

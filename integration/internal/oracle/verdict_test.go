@@ -29,7 +29,7 @@ type scene struct {
 
 func newScene(t *testing.T, k int) *scene {
 	clock := contracttest.NewFakeClock(time.Time{})
-	mem := memstore.New(clock, memstore.WithPolicy(policy.Policy{MaxAttempts: 5, Jitter: policy.Fixed(0)}))
+	mem := memstore.New(clock, memstore.Settings{Policy: policy.Policy{MaxAttempts: 5, Jitter: policy.Fixed(0)}})
 	sc := &scene{t: t, ctx: context.Background(), clock: clock, mem: mem,
 		s: &Stores{State: mem, Queue: mem, Inspector: mem}, specs: Plan(k)}
 	if err := Seed(sc.ctx, sc.s, sc.specs); err != nil {

@@ -24,7 +24,7 @@ func ExampleSetup() {
 			log.Print(err)
 		}
 	}()
-	var backing contract.WorkQueue = memstore.New(nil) // or redisstore / pgstore
+	var backing contract.WorkQueue = memstore.New(nil, memstore.Settings{}) // or redisstore / pgstore
 	q := adkotel.WrapQueue(backing)
 	_ = q
 }

@@ -43,7 +43,7 @@ func TestSetupExportsOverOTLP(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			q := adkotel.WrapQueue(memstore.New(nil)) // every default: the globals Setup installed
+			q := adkotel.WrapQueue(memstore.New(nil, memstore.Settings{})) // every default: the globals Setup installed
 			// The second item stays queued, so the depth gauges have a point.
 			if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "1"}, contract.Item{Tenant: "acme", ID: "2"}); err != nil {
 				t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 // stores only the reference, the worker gets the bytes back.
 func ExampleWrap() {
 	ctx := context.Background()
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	blobs := claimcheck.NewMemory()
 	q := claimcheck.Wrap(store, blobs, 1<<10) // offload payloads over 1 KiB
 

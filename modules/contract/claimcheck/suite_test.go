@@ -19,6 +19,6 @@ import (
 // backing's cap are accepted.)
 func TestWrapBelowThresholdPassesQueueSuite(t *testing.T) {
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
-		return claimcheck.Wrap(memstore.New(clock, memstore.WithPolicy(p)), claimcheck.NewMemory(), math.MaxInt)
+		return claimcheck.Wrap(memstore.New(clock, memstore.Settings{Policy: p}), claimcheck.NewMemory(), math.MaxInt)
 	})
 }

@@ -26,11 +26,15 @@ type fixture struct {
 	q     contract.WorkQueue
 }
 
-func newFixture(t *testing.T, opts ...memstore.Option) *fixture {
+func newFixture(t *testing.T, settings ...memstore.Settings) *fixture {
 	t.Helper()
 	clock := contracttest.NewFakeClock(time.Time{})
-	opts = append([]memstore.Option{memstore.WithPolicy(policy.Policy{MaxAttempts: 2, BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: policy.Fixed(1)})}, opts...)
-	store := memstore.New(clock, opts...)
+	var s memstore.Settings
+	if len(settings) > 0 {
+		s = settings[0]
+	}
+	s.Policy = policy.Policy{MaxAttempts: 2, BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: policy.Fixed(1)}
+	store := memstore.New(clock, s)
 	cc := claimcheck.NewMemory()
 	return &fixture{ctx: context.Background(), clock: clock, store: store, cc: cc, q: claimcheck.Wrap(store, cc, threshold)}
 }
@@ -157,7 +161,7 @@ func TestWrapIdempotentEnqueueLeavesNoOrphan(t *testing.T) {
 
 // A batch the inner queue refuses leaves no blob behind.
 func TestWrapInnerRefusalDeletesBlobs(t *testing.T) {
-	f := newFixture(t, memstore.WithMaxValueBytes(threshold/2))
+	f := newFixture(t, memstore.Settings{MaxValueBytes: threshold / 2})
 	err := f.q.Enqueue(f.ctx,
 		contract.Item{Tenant: "a", ID: "big", Payload: big("x")},
 		contract.Item{Tenant: "a", ID: "medium", Payload: bytes.Repeat([]byte("m"), threshold)},

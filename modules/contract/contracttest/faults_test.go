@@ -41,16 +41,16 @@ var shared struct {
 	store *memstore.Store
 }
 
-func newFaulty(clock contract.Clock, fault string, opts ...memstore.Option) *faulty {
+func newFaulty(clock contract.Clock, fault string, settings ...memstore.Settings) *faulty {
 	if fault == "factory-shares" {
 		shared.Lock()
 		defer shared.Unlock()
 		if shared.store == nil {
-			shared.store = memstore.New(clock, opts...)
+			shared.store = memstore.New(clock, firstSettings(settings))
 		}
 		return &faulty{Store: shared.store, fault: fault}
 	}
-	return &faulty{Store: memstore.New(clock, opts...), fault: fault}
+	return &faulty{Store: memstore.New(clock, firstSettings(settings)), fault: fault}
 }
 
 // blind hides every optional interface of the queue.
@@ -487,4 +487,12 @@ func (f *faulty) Health(ctx context.Context) (contract.Health, error) {
 		ctx = context.WithoutCancel(ctx)
 	}
 	return f.Store.Health(ctx)
+}
+
+// firstSettings is the store settings a test passed, if any.
+func firstSettings(s []memstore.Settings) memstore.Settings {
+	if len(s) > 0 {
+		return s[0]
+	}
+	return memstore.Settings{}
 }

@@ -36,7 +36,7 @@ func TestStateReplay(t *testing.T) {
 func TestWorkQueue(t *testing.T) {
 	fault := os.Getenv(faultEnv)
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
-		q := newFaulty(clock, fault, memstore.WithPolicy(p))
+		q := newFaulty(clock, fault, memstore.Settings{Policy: p})
 		switch fault {
 		case "no-inspector":
 			return blind{q}

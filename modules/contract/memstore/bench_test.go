@@ -18,7 +18,7 @@ import (
 func dashboardStore(b *testing.B) *memstore.Store {
 	b.Helper()
 	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
-	s := memstore.New(clock, memstore.WithPolicy(policy.Policy{MaxAttempts: 1}))
+	s := memstore.New(clock, memstore.Settings{Policy: policy.Policy{MaxAttempts: 1}})
 	ctx := b.Context()
 	const tenants = 100
 	batch := make([]contract.Item, 0, 1000)
@@ -115,7 +115,7 @@ func BenchmarkDashboard(b *testing.B) {
 func BenchmarkClaimComplete(b *testing.B) {
 	for _, max := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("Max%d", max), func(b *testing.B) {
-			s := memstore.New(contracttest.NewFakeClock(contracttest.FakeEpoch))
+			s := memstore.New(contracttest.NewFakeClock(contracttest.FakeEpoch), memstore.Settings{})
 			ctx := b.Context()
 			n := 0
 			refill := func() {
@@ -150,7 +150,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 }
 
 func BenchmarkPatchRunParallel(b *testing.B) {
-	s := memstore.New(nil)
+	s := memstore.New(nil, memstore.Settings{})
 	ctx := b.Context()
 	if _, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "hot"}); err != nil {
 		b.Fatal(err)

@@ -10,19 +10,19 @@ import (
 )
 
 // newStore returns a fresh store.
-func newStore(t *testing.T, clock contract.Clock, opts ...memstore.Option) *memstore.Store {
+func newStore(t *testing.T, clock contract.Clock, s memstore.Settings) *memstore.Store {
 	t.Helper()
-	return memstore.New(clock, opts...)
+	return memstore.New(clock, s)
 }
 
 func TestStateStore(t *testing.T) {
 	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
-		return newStore(t, clock)
+		return newStore(t, clock, memstore.Settings{})
 	})
 }
 
 func TestWorkQueue(t *testing.T) {
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
-		return newStore(t, clock, memstore.WithPolicy(p))
+		return newStore(t, clock, memstore.Settings{Policy: p})
 	})
 }

@@ -9,13 +9,13 @@
 //
 // # Use
 //
-//	store := memstore.New(nil) // the wall clock, policy.Default(), 256 KiB values
+//	store := memstore.New(nil, memstore.Settings{}) // the wall clock, policy.Default(), 256 KiB values
 //	run, err := store.PutRun(ctx, contract.Run{Tenant: "acme", ID: "run-1"})
 //	err = store.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "run-1"})
 //	leases, err := store.Claim(ctx, contract.ClaimRequest{Worker: "w1", LeaseFor: 30 * time.Second, Max: 10})
 //
-// Tests pass a contracttest.FakeClock to move time by hand; [WithPolicy],
-// [WithMaxValueBytes] and [WithRecentTurns] change the defaults.
+// Tests pass a contracttest.FakeClock to move time by hand; the fields of
+// [Settings] (policy, value cap, recent turns) change the defaults.
 //
 // # Semantics
 //

@@ -13,7 +13,7 @@ import (
 // hold back the one beside it.
 func Example_queue() {
 	ctx := context.Background()
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 
 	store.Enqueue(ctx,
 		contract.Item{Tenant: "big", ID: "b1"},

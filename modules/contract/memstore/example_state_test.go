@@ -14,7 +14,7 @@ import (
 // at, and patched without any version at all.
 func Example_runState() {
 	ctx := context.Background()
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 
 	run, _ := store.PutRun(ctx, contract.Run{
 		Tenant: "acme",

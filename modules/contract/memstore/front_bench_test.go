@@ -20,7 +20,7 @@ func BenchmarkFrontDoor(b *testing.B) {
 	for _, max := range []int{1, 100} {
 		for _, way := range []string{"front", "driver"} {
 			b.Run(fmt.Sprintf("Max%d/%s", max, way), func(b *testing.B) {
-				st := New(contracttest.NewFakeClock(contracttest.FakeEpoch))
+				st := New(contracttest.NewFakeClock(contracttest.FakeEpoch), Settings{})
 				var q contract.WorkQueue = st
 				if way == "driver" {
 					q = st.s

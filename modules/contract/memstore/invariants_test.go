@@ -92,7 +92,7 @@ func checkInvariants(t *testing.T, st *Store) {
 // queue operation and checks the invariants after each.
 func TestRandomOperationsKeepInvariants(t *testing.T) {
 	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
-	s := New(clock, WithPolicy(policy.Policy{MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: 4 * time.Second, Jitter: policy.Fixed(0.5)}))
+	s := New(clock, Settings{Policy: policy.Policy{MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: 4 * time.Second, Jitter: policy.Fixed(0.5)}})
 	ctx := t.Context()
 	r := rand.New(rand.NewPCG(7, 7))
 	var held []contract.Lease
@@ -164,7 +164,7 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 // and that no item was lost or duplicated.
 func TestConcurrentOperationsKeepInvariants(t *testing.T) {
 	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
-	s := New(clock, WithPolicy(policy.Policy{MaxAttempts: 100, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Jitter: policy.Fixed(0)}))
+	s := New(clock, Settings{Policy: policy.Policy{MaxAttempts: 100, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Jitter: policy.Fixed(0)}})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	const items = 400

@@ -16,11 +16,17 @@ import (
 
 const leaseFor = 30 * time.Second
 
-func newQueue(t *testing.T, opts ...memstore.Option) (*memstore.Store, *contracttest.FakeClock) {
+func newQueue(t *testing.T, settings ...memstore.Settings) (*memstore.Store, *contracttest.FakeClock) {
 	t.Helper()
 	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
-	opts = append([]memstore.Option{memstore.WithPolicy(policy.Policy{MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: policy.Fixed(1)})}, opts...)
-	return newStore(t, clock, opts...), clock
+	var s memstore.Settings
+	if len(settings) > 0 {
+		s = settings[0]
+	}
+	if s.Policy.MaxAttempts == 0 {
+		s.Policy = policy.Policy{MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: policy.Fixed(1)}
+	}
+	return newStore(t, clock, s), clock
 }
 
 func enqueue(t *testing.T, s *memstore.Store, items ...contract.Item) {
@@ -209,7 +215,7 @@ func TestFailRetriesThenDeadLetters(t *testing.T) {
 }
 
 func TestDeadLetterPagingAndFilters(t *testing.T) {
-	s, _ := newQueue(t, memstore.WithPolicy(policy.Policy{MaxAttempts: 1}))
+	s, _ := newQueue(t, memstore.Settings{Policy: policy.Policy{MaxAttempts: 1}})
 	for i := range 25 {
 		tenant := []string{"a", "b"}[i%2]
 		enqueue(t, s, contract.Item{Tenant: tenant, ID: fmt.Sprint(i)})
@@ -369,7 +375,7 @@ func TestCompleteBatchReportsLost(t *testing.T) {
 }
 
 func TestRecentTurnsRing(t *testing.T) {
-	s, _ := newQueue(t, memstore.WithRecentTurns(3))
+	s, _ := newQueue(t, memstore.Settings{RecentTurns: 3})
 	for i := range 5 {
 		enqueue(t, s, contract.Item{Tenant: fmt.Sprint("t", i), ID: "x"})
 	}

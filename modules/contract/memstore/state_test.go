@@ -12,7 +12,7 @@ import (
 )
 
 func TestRunsAreCopiedInAndOut(t *testing.T) {
-	s := memstore.New(contracttest.NewFakeClock(contracttest.FakeEpoch))
+	s := memstore.New(contracttest.NewFakeClock(contracttest.FakeEpoch), memstore.Settings{})
 	ctx := t.Context()
 	data := []byte(`{"step":1}`)
 	if _, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: data}); err != nil {
@@ -35,7 +35,7 @@ func TestRunsAreCopiedInAndOut(t *testing.T) {
 
 func TestRunTimesAndSeq(t *testing.T) {
 	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
-	s := memstore.New(clock)
+	s := memstore.New(clock, memstore.Settings{})
 	ctx := t.Context()
 	a, _ := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "a"})
 	b, _ := s.PutRun(ctx, contract.Run{Tenant: "other", ID: "b"})
@@ -53,7 +53,7 @@ func TestRunTimesAndSeq(t *testing.T) {
 }
 
 func TestRunCursorIsChecked(t *testing.T) {
-	s := memstore.New(nil)
+	s := memstore.New(nil, memstore.Settings{})
 	_, err := s.ListRuns(t.Context(), "acme", contract.PageRequest{Cursor: "not-a-cursor"})
 	if !errors.Is(err, contract.ErrInvalid) {
 		t.Fatalf("ListRuns with a bad cursor: %v, want a validation error", err)
@@ -61,7 +61,7 @@ func TestRunCursorIsChecked(t *testing.T) {
 }
 
 func TestSessionFollowsPut(t *testing.T) {
-	s := memstore.New(nil)
+	s := memstore.New(nil, memstore.Settings{})
 	ctx := t.Context()
 	r, _ := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Session: "s1"})
 	r.Session = "s2"
@@ -76,7 +76,7 @@ func TestSessionFollowsPut(t *testing.T) {
 }
 
 func TestStateCancelledContextChangesNothing(t *testing.T) {
-	s := memstore.New(nil)
+	s := memstore.New(nil, memstore.Settings{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: json.RawMessage(`1`)}); !errors.Is(err, context.Canceled) {
@@ -88,7 +88,7 @@ func TestStateCancelledContextChangesNothing(t *testing.T) {
 }
 
 func TestMaxValueBytesOption(t *testing.T) {
-	s := memstore.New(nil, memstore.WithMaxValueBytes(8))
+	s := memstore.New(nil, memstore.Settings{MaxValueBytes: 8})
 	_, err := s.PutRun(t.Context(), contract.Run{Tenant: "acme", ID: "r", Data: json.RawMessage(`"0123456789"`)})
 	var pe *contract.StatePersistenceError
 	if !errors.As(err, &pe) || pe.Reason != contract.ReasonTooLarge || pe.Limit != 8 || contract.Retryable(err) {

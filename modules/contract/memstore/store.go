@@ -66,58 +66,47 @@ var (
 )
 
 // DefaultRecentTurns is how many turns a queue remembers for
-// [Store.Rotation] unless [WithRecentTurns] says otherwise.
+// [Store.Rotation] unless [Settings.RecentTurns] says otherwise.
 const DefaultRecentTurns = 1000
 
-// Option configures a Store built by [New].
-type Option func(*store)
-
-// WithPolicy sets the retry policy that Fail and Reap consult. Without it
-// the store uses policy.Default().
-func WithPolicy(p policy.Policy) Option {
-	return func(s *store) { s.policy = p }
-}
-
-// WithMaxValueBytes caps a run's Data and an item's Payload at n bytes.
-// Zero or less keeps contract.DefaultMaxValueBytes.
-func WithMaxValueBytes(n int) Option {
-	return func(s *store) {
-		if n > 0 {
-			s.maxBytes = n
-		}
-	}
-}
-
-// WithRecentTurns sets how many of the latest turns each queue keeps for
-// [Store.Rotation]. Zero or less keeps DefaultRecentTurns.
-func WithRecentTurns(n int) Option {
-	return func(s *store) {
-		if n > 0 {
-			s.recentTurns = n
-		}
-	}
+// Settings configure a Store built by [New]. The zero value is usable.
+type Settings struct {
+	// Policy decides retries and dead letters for Fail and Reap; its zero
+	// fields take the defaults of package policy.
+	Policy policy.Policy
+	// MaxValueBytes caps a run's Data and an item's Payload. Zero or less
+	// means contract.DefaultMaxValueBytes.
+	MaxValueBytes int
+	// RecentTurns is how many of the latest turns each queue keeps for
+	// [Store.Rotation]. Zero or less means DefaultRecentTurns.
+	RecentTurns int
 }
 
 // New returns an empty store that reads time from clock (the wall clock
-// when nil).
-func New(clock contract.Clock, opts ...Option) *Store {
+// when nil). It is the in-process backing's one constructor: the durable
+// backings' Open(ctx, conn, clock, Settings) checks a server first, and
+// memory has none to check.
+func New(clock contract.Clock, settings Settings) *Store {
 	if clock == nil {
 		clock = contract.SystemClock{}
 	}
+	if settings.MaxValueBytes <= 0 {
+		settings.MaxValueBytes = contract.DefaultMaxValueBytes
+	}
+	if settings.RecentTurns <= 0 {
+		settings.RecentTurns = DefaultRecentTurns
+	}
 	s := &store{
 		clock:       clock,
-		policy:      policy.Default(),
-		maxBytes:    contract.DefaultMaxValueBytes,
-		recentTurns: DefaultRecentTurns,
+		policy:      settings.Policy,
+		maxBytes:    settings.MaxValueBytes,
+		recentTurns: settings.RecentTurns,
 		runs:        make(map[runKey]*contract.Run),
 		tenantRuns:  make(map[string]*tree[int64, *contract.Run]),
 		sessionRuns: make(map[runKey]*tree[int64, *contract.Run]),
 		items:       make(map[contract.ItemKey]*entry),
 		queues:      make(map[string]*queue),
 		subs:        make(map[string]map[*subscription]struct{}),
-	}
-	for _, o := range opts {
-		o(s)
 	}
 	return &Store{
 		QueueFront: contract.NewQueueFront(s, s.maxBytes, "memory"),

@@ -17,7 +17,7 @@ import (
 func BenchmarkRunnerNoop(b *testing.B) {
 	for _, conc := range []int{1, 10, 50} {
 		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
-			store := memstore.New(nil)
+			store := memstore.New(nil, memstore.Settings{})
 			ctx := context.Background()
 			items := make([]contract.Item, 0, 1000)
 			for i := range b.N {

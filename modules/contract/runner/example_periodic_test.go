@@ -16,7 +16,7 @@ import (
 func ExamplePeriodic() {
 	ctx := context.Background()
 	clock := contracttest.NewFakeClock(time.Date(2026, 12, 1, 8, 59, 50, 0, time.UTC))
-	q := memstore.New(clock)
+	q := memstore.New(clock, memstore.Settings{})
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	sched := runner.Schedule{Name: "digest", Cron: "0 10 * * *", Location: berlin, Tenant: "ops"}
 

@@ -15,7 +15,7 @@ import (
 // One runner serving two queues, each with its own handler and slots.
 func ExampleConfig_queues() {
 	ctx, stop := context.WithCancel(context.Background())
-	q := memstore.New(nil)
+	q := memstore.New(nil, memstore.Settings{})
 	_ = q.Enqueue(ctx,
 		contract.Item{Queue: "agent-steps", Tenant: "acme", ID: "step-1"},
 		contract.Item{Queue: "agent-steps", Tenant: "acme", ID: "step-2"},

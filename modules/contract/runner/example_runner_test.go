@@ -15,7 +15,7 @@ import (
 // its context is cancelled.
 func Example() {
 	ctx, stop := context.WithCancel(context.Background())
-	q := memstore.New(nil)
+	q := memstore.New(nil, memstore.Settings{})
 	_ = q.Enqueue(ctx,
 		contract.Item{Tenant: "acme", ID: "step-1", Payload: []byte("plan")},
 		contract.Item{Tenant: "acme", ID: "step-2", Payload: []byte("call the model")},

@@ -36,7 +36,7 @@ func fastConfig(clock contract.Clock) runner.Config {
 }
 
 func newStore(clock contract.Clock) *memstore.Store {
-	return memstore.New(clock, memstore.WithPolicy(testPolicy))
+	return memstore.New(clock, memstore.Settings{Policy: testPolicy})
 }
 
 // waitFor polls cond until it holds, failing the test after a bound that

@@ -322,7 +322,7 @@ func TestPeriodicRefusesBadConfig(t *testing.T) {
 // and works them like any other item.
 func TestRunnerRunsItsSchedules(t *testing.T) {
 	clock := contracttest.NewFakeClock(time.Time{})
-	store := memstore.New(clock)
+	store := memstore.New(clock, memstore.Settings{})
 	var mu sync.Mutex
 	ran := map[string]string{}
 	cfg := fastConfig(clock)

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // polls with a bounded deadline for what it must produce: completed work,
 // dead letters including the hostile one, and a reaped lease.
 func TestRunProducesTheShowcase(t *testing.T) {
-	store := memstore.New(nil)
+	store := memstore.New(nil, memstore.Settings{})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {

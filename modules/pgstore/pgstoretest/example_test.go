@@ -20,7 +20,7 @@ func testQueueInASchemaOfItsOwn(t *testing.T) {
 	ctx := context.Background()
 	schema := pgstoretest.TestSchema(t, pgstoretest.DSN(t), nil)
 	pool := schema.Pool(t, func(c *pgxpool.Config) { c.MaxConns = 4 })
-	q, err := pgstore.NewWorkQueue(pool, nil, pgstore.Settings{})
+	q, err := pgstore.NewQueue(pool, nil, pgstore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
