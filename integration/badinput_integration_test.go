@@ -172,11 +172,11 @@ func backingsUnderTest(t *testing.T) []backing {
 	if err := sqlitestore.Prepare(t.Context(), sdb, sqlitestore.Settings{}); err != nil {
 		t.Fatal(err)
 	}
-	ss, err := sqlitestore.NewStateStore(sdb, clock, sqlitestore.Settings{Policy: pol})
+	ss, err := sqlitestore.NewState(sdb, clock, sqlitestore.Settings{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sq, err := sqlitestore.NewWorkQueue(sdb, clock, sqlitestore.Settings{Policy: pol})
+	sq, err := sqlitestore.NewQueue(sdb, clock, sqlitestore.Settings{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func backingsUnderTest(t *testing.T) []backing {
 		raw: func(ctx context.Context) (string, error) { return sqliteFingerprint(ctx, sdb) },
 		extra: []badCase{
 			{name: "unknown durability", call: func(ctx context.Context, b backing) error {
-				_, err := sqlitestore.NewWorkQueue(sdb, clock, sqlitestore.Settings{Durability: 9})
+				_, err := sqlitestore.NewQueue(sdb, clock, sqlitestore.Settings{Durability: 9})
 				return err
 			}},
 			{name: "bound claim", call: func(ctx context.Context, b backing) error {

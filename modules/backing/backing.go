@@ -263,12 +263,7 @@ func openSQLite(ctx context.Context, c Config) (*Backing, error) {
 		}
 		b.Verdict = err
 	}
-	q, err := sqlitestore.NewWorkQueue(db, c.Clock, settings)
-	if err != nil {
-		_ = b.Close()
-		return nil, err
-	}
-	st, err := sqlitestore.NewStateStore(db, c.Clock, settings)
+	st, q, err := sqlitestore.New(db, c.Clock, settings)
 	if err != nil {
 		_ = b.Close()
 		return nil, err

@@ -22,7 +22,7 @@ type BlobStore struct {
 var _ contract.ClaimCheck = (*BlobStore)(nil)
 
 // NewBlobStore returns a blob store on db, a file prepared by Prepare (or
-// by OpenStateStore or OpenWorkQueue). A nil clock means the system clock.
+// by OpenState or OpenQueue). A nil clock means the system clock.
 func NewBlobStore(d *sql.DB, clock contract.Clock) (*BlobStore, error) {
 	if d == nil {
 		return nil, nilDB()

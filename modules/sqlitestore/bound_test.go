@@ -15,11 +15,11 @@ func TestBoundCommitsOrRollsBackTogether(t *testing.T) {
 	ctx := t.Context()
 	db := newFile(t, sqlitestore.Settings{})
 	clock := contracttest.NewFakeClock(time.Unix(1_700_000_000, 0))
-	runs, err := sqlitestore.NewStateStore(db, clock, sqlitestore.Settings{})
+	runs, err := sqlitestore.NewState(db, clock, sqlitestore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	work, err := sqlitestore.NewWorkQueue(db, clock, sqlitestore.Settings{})
+	work, err := sqlitestore.NewQueue(db, clock, sqlitestore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestBoundCommitsOrRollsBackTogether(t *testing.T) {
 func TestBoundRefusesTokenIssuingCalls(t *testing.T) {
 	ctx := t.Context()
 	db := newFile(t, sqlitestore.Settings{})
-	work, err := sqlitestore.NewWorkQueue(db, nil, sqlitestore.Settings{})
+	work, err := sqlitestore.NewQueue(db, nil, sqlitestore.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestTokensIncreaseAcrossReopen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := sqlitestore.OpenWorkQueue(ctx, db, nil, sqlitestore.Settings{})
+		q, err := sqlitestore.OpenQueue(ctx, db, nil, sqlitestore.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,8 +21,8 @@ import (
 // The counters (tokens, stamps, turns) are read once and written back
 // once; they roll back with the transaction, which is safe because a
 // rolled-back claim has handed no lease to anyone.
-func (q *SQLiteWorkQueue) claim(ctx context.Context, e execer, req contract.ClaimRequest) ([]contract.Lease, error) {
-	name := contract.QueueName(req.Queue)
+func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimRequest) ([]contract.Lease, error) {
+	name := req.Queue
 	now := q.clock.Now()
 	at := nanos(now)
 	var stamp, turn int64

@@ -11,8 +11,8 @@
 //
 //	db, err := sqlitestore.OpenDB("adk.db", sqlitestore.Settings{})
 //	...
-//	runs, err := sqlitestore.OpenStateStore(ctx, db, nil, sqlitestore.Settings{})
-//	work, err := sqlitestore.OpenWorkQueue(ctx, db, nil, sqlitestore.Settings{})
+//	runs, err := sqlitestore.OpenState(ctx, db, nil, sqlitestore.Settings{})
+//	work, err := sqlitestore.OpenQueue(ctx, db, nil, sqlitestore.Settings{})
 //
 // # Schema
 //

@@ -18,8 +18,8 @@ func ExampleSQLiteWorkQueue_Bound() {
 	defer os.RemoveAll(dir)
 	db, _ := sqlitestore.OpenDB(filepath.Join(dir, "adk.db"), sqlitestore.Settings{})
 	defer db.Close()
-	runs, _ := sqlitestore.OpenStateStore(ctx, db, nil, sqlitestore.Settings{})
-	work, _ := sqlitestore.OpenWorkQueue(ctx, db, nil, sqlitestore.Settings{})
+	runs, _ := sqlitestore.OpenState(ctx, db, nil, sqlitestore.Settings{})
+	work, _ := sqlitestore.OpenQueue(ctx, db, nil, sqlitestore.Settings{})
 
 	tx, _ := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: OpenDB's DSN asks for it
 	_, _ = runs.Bound(tx).PutRun(ctx, contract.Run{Tenant: "acme", ID: "run-1"})

@@ -22,11 +22,11 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	runs, err := sqlitestore.OpenStateStore(ctx, db, nil, sqlitestore.Settings{})
+	runs, err := sqlitestore.OpenState(ctx, db, nil, sqlitestore.Settings{})
 	if err != nil {
 		panic(err)
 	}
-	work, err := sqlitestore.OpenWorkQueue(ctx, db, nil, sqlitestore.Settings{})
+	work, err := sqlitestore.OpenQueue(ctx, db, nil, sqlitestore.Settings{})
 	if err != nil {
 		panic(err)
 	}

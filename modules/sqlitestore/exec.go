@@ -292,7 +292,7 @@ func schemaErr(err error) error {
 			Fix: "point the backing at the file it created, or at a new path (Open creates the schema in an empty file)"}
 	case code == 1 && strings.Contains(err.Error(), "no such "):
 		return &contract.SchemaError{Object: "table or column", Found: "missing (" + err.Error() + ")", Want: "the tables of schema version 1",
-			Fix: "open the file with OpenStateStore or OpenWorkQueue, which create the schema in an empty file and verify it in an existing one"}
+			Fix: "open the file with OpenState or OpenQueue, which create the schema in an empty file and verify it in an existing one"}
 	}
 	return err
 }

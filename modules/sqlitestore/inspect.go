@@ -16,7 +16,7 @@ import (
 )
 
 // Queues lists the names of the queues that hold any item, sorted.
-func (q *SQLiteWorkQueue) Queues(ctx context.Context) ([]string, error) {
+func (q *workQueue) Queues(ctx context.Context) ([]string, error) {
 	names := []string{}
 	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
 		rows, err := e.QueryContext(ctx, inspectQueuesSQL)
@@ -38,11 +38,7 @@ func (q *SQLiteWorkQueue) Queues(ctx context.Context) ([]string, error) {
 
 // Tenants returns the counts of every tenant that holds items in the
 // queue or has been served by it, by tenant name.
-func (q *SQLiteWorkQueue) Tenants(ctx context.Context, queueName string) ([]contract.TenantStats, error) {
-	name := contract.QueueName(queueName)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return nil, err
-	}
+func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.TenantStats, error) {
 	now := nanos(q.clock.Now())
 	byName := map[string]*contract.TenantStats{}
 	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
@@ -99,14 +95,7 @@ func (q *SQLiteWorkQueue) Tenants(ctx context.Context, queueName string) ([]cont
 
 // Rotation returns the queue's tenants with queued work, next to be
 // served first, and its last n turns.
-func (q *SQLiteWorkQueue) Rotation(ctx context.Context, queueName string, n int) (contract.Rotation, error) {
-	name := contract.QueueName(queueName)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return contract.Rotation{}, err
-	}
-	if n < 0 || n > 1000 {
-		return contract.Rotation{}, &contract.ValidationError{Field: "n", Problem: fmt.Sprintf("is %d; ask for 0 to 1000 recent turns", n)}
-	}
+func (q *workQueue) Rotation(ctx context.Context, name string, n int) (contract.Rotation, error) {
 	now := nanos(q.clock.Now())
 	out := contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
 	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
@@ -150,15 +139,8 @@ func (q *SQLiteWorkQueue) Rotation(ctx context.Context, queueName string, n int)
 }
 
 // Leases pages through the queue's leases, soonest expiry first.
-func (q *SQLiteWorkQueue) Leases(ctx context.Context, queueName string, page contract.PageRequest) (contract.LeasePage, error) {
-	name := contract.QueueName(queueName)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return contract.LeasePage{}, err
-	}
-	limit, err := contract.ValidatePage(page)
-	if err != nil {
-		return contract.LeasePage{}, err
-	}
+func (q *workQueue) Leases(ctx context.Context, name string, page contract.PageRequest) (contract.LeasePage, error) {
+	limit := page.Limit
 	afterExp, afterTok, err := parseLeaseCursor(page.Cursor)
 	if err != nil {
 		return contract.LeasePage{}, err
@@ -207,13 +189,7 @@ func parseLeaseCursor(c string) (int64, int64, error) {
 }
 
 // Item returns one item and, when it is leased, its lease.
-func (q *SQLiteWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
-	key.Queue = contract.QueueName(key.Queue)
-	for _, f := range []struct{ field, v string }{{"ItemKey.Tenant", key.Tenant}, {"ItemKey.Queue", key.Queue}, {"ItemKey.ID", key.ID}} {
-		if err := contract.ValidateName(f.field, f.v); err != nil {
-			return contract.ItemInfo{}, err
-		}
-	}
+func (q *workQueue) Item(ctx context.Context, key contract.ItemKey) (contract.ItemInfo, error) {
 	var info contract.ItemInfo
 	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
 		it, l, err := scanItem(e.QueryRowContext(ctx, inspectItemSQL, key.Queue, key.Tenant, key.ID))
@@ -230,15 +206,12 @@ func (q *SQLiteWorkQueue) Item(ctx context.Context, key contract.ItemKey) (contr
 }
 
 // DeadLetterSummary counts the dead letters f matches, by error group.
-func (q *SQLiteWorkQueue) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
-	if err := contract.ValidateSummary(f, groups); err != nil {
-		return contract.DeadLetterSummary{}, err
-	}
+func (q *workQueue) DeadLetterSummary(ctx context.Context, f contract.DeadLetterFilter, groups int) (contract.DeadLetterSummary, error) {
 	var out contract.DeadLetterSummary
 	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
 		if groups == 0 && f.ID == "" && f.ErrorContains == "" {
 			out = contract.DeadLetterSummary{Groups: []contract.DeadLetterGroup{}}
-			return e.QueryRowContext(ctx, deadCountSQL, contract.QueueName(f.Queue), f.Tenant).Scan(&out.Total)
+			return e.QueryRowContext(ctx, deadCountSQL, f.Queue, f.Tenant).Scan(&out.Total)
 		}
 		tally := contract.NewErrorTally(groups)
 		err := deadMatching(ctx, e, f, false, nil, func(d deadLetter) bool {
@@ -265,7 +238,7 @@ const walWarnBytes = 64 << 20
 // backing's writes have met. The checkpoint lag comes from a PASSIVE
 // checkpoint, which copies what it can from the log into the database
 // without waiting for anyone and changes no row.
-func (q *SQLiteWorkQueue) Health(ctx context.Context) (contract.Health, error) {
+func (q *workQueue) Health(ctx context.Context) (contract.Health, error) {
 	h := contract.Health{Backing: "sqlite", Details: map[string]string{}}
 	verdict := contract.HealthCheck{Name: "schema and settings (verify)", Value: "ok", Status: contract.HealthOK}
 	if err := Verify(ctx, q.db.sql, q.settings); err != nil {
@@ -381,7 +354,7 @@ func byteSize(n int64) string {
 // process, or another backing on the file), PoolAcquires every write
 // transaction, PoolExhausted the writes that gave up after the busy
 // timeout; Wakes counts the wakes sent to subscribers.
-func (q *SQLiteWorkQueue) Stats() contract.Stats { return q.db.stats.snapshot() }
+func (q *workQueue) Stats() contract.Stats { return q.db.stats.snapshot() }
 
 func (c *counters) snapshot() contract.Stats {
 	st := contract.Stats{

@@ -17,7 +17,17 @@ import (
 // processes on one file take turns on the write lock and never lease one
 // item twice; every settle is fenced on the lease token, which comes from
 // a counter in the file. It is safe for concurrent use.
+//
+// Its queue methods are the contract's front door ([contract.QueueFront]),
+// which checks every call before the queue's driver sees it.
 type SQLiteWorkQueue struct {
+	contract.QueueFront
+	d *workQueue
+}
+
+// workQueue is the driver behind a SQLiteWorkQueue's front door: it is
+// called only with input the front has checked and normalised.
+type workQueue struct {
 	db       *db
 	clock    contract.Clock
 	settings Settings
@@ -30,30 +40,35 @@ var (
 	_ contract.Waker           = (*SQLiteWorkQueue)(nil)
 	_ contract.Inspector       = (*SQLiteWorkQueue)(nil)
 	_ contract.StatsSource     = (*SQLiteWorkQueue)(nil)
+	_ contract.QueueDriver     = (*workQueue)(nil)
 )
 
-// OpenWorkQueue returns a queue on db after Prepare has created the
-// schema in an empty file or verified an existing one.
-func OpenWorkQueue(ctx context.Context, d *sql.DB, clock contract.Clock, s Settings) (*SQLiteWorkQueue, error) {
-	q, err := NewWorkQueue(d, clock, s)
+// OpenQueue returns a queue on db after Prepare has created the schema in
+// an empty file or verified an existing one.
+func OpenQueue(ctx context.Context, d *sql.DB, clock contract.Clock, s Settings) (*SQLiteWorkQueue, error) {
+	q, err := NewQueue(d, clock, s)
 	if err != nil {
 		return nil, err
 	}
-	if err := Prepare(ctx, d, q.settings); err != nil {
+	if err := Prepare(ctx, d, q.d.settings); err != nil {
 		return nil, err
 	}
 	return q, nil
 }
 
-// NewWorkQueue returns a queue on db without preparing the file. A nil
-// clock means the system clock.
-func NewWorkQueue(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteWorkQueue, error) {
+// NewQueue returns a queue on db without preparing the file. A nil clock
+// means the system clock.
+func NewQueue(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteWorkQueue, error) {
 	s, clock, err := prepare(d, clock, s)
 	if err != nil {
 		return nil, err
 	}
 	dd := newDB(d)
-	return &SQLiteWorkQueue{db: dd, clock: clock, settings: s, wakes: newWakeHub(d, s.PollInterval, dd.stats)}, nil
+	return (&workQueue{db: dd, clock: clock, settings: s, wakes: newWakeHub(d, s.PollInterval, dd.stats)}).front(), nil
+}
+
+func (q *workQueue) front() *SQLiteWorkQueue {
+	return &SQLiteWorkQueue{QueueFront: contract.NewQueueFront(q, q.settings.MaxValueBytes, "sqlite"), d: q}
 }
 
 // Bound returns a queue that runs every call inside tx, the caller's
@@ -64,12 +79,12 @@ func NewWorkQueue(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteWorkQueue
 // rolled-back transaction entirely, counter included, so a token handed
 // out inside one could be handed out again.
 func (q *SQLiteWorkQueue) Bound(tx *sql.Tx) *SQLiteWorkQueue {
-	b := *q
-	b.db = q.db.boundTo(tx)
-	return &b
+	b := *q.d
+	b.db = q.d.db.boundTo(tx)
+	return b.front()
 }
 
-func (q *SQLiteWorkQueue) refuseBound(call string) error {
+func (q *workQueue) refuseBound(call string) error {
 	if !q.db.bound() {
 		return nil
 	}
@@ -79,10 +94,7 @@ func (q *SQLiteWorkQueue) refuseBound(call string) error {
 // Enqueue adds the items in one transaction, all or none. An ID already
 // queued, leased or dead in its queue is left as it is, as is a repeat
 // within the batch.
-func (q *SQLiteWorkQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
-	if err := contract.ValidateItems(items, q.settings.MaxValueBytes); err != nil {
-		return err
-	}
+func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 	type row struct {
 		key  contract.ItemKey
 		item contract.Item
@@ -181,10 +193,7 @@ func takeQueue(ctx context.Context, e execer, queue string, stamps, turns int64)
 // Claim leases up to req.Max due items, one per tenant per turn, tenants
 // in rotation order, round after round; contract.ErrEmpty when none is
 // due.
-func (q *SQLiteWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
-	if err := contract.ValidateClaim(req); err != nil {
-		return nil, err
-	}
+func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
 	if err := q.refuseBound("Claim"); err != nil {
 		return nil, err
 	}
@@ -206,10 +215,7 @@ func (q *SQLiteWorkQueue) Claim(ctx context.Context, req contract.ClaimRequest) 
 // CompleteAndClaim completes done and claims req in one transaction. A
 // lost lease in done does not stop the claim: the leases claimed come
 // back with the *contract.LeaseLostError. A req.Max of 0 only completes.
-func (q *SQLiteWorkQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
-	if err := contract.ValidateCompleteAndClaim(done, req); err != nil {
-		return nil, err
-	}
+func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
 	if err := q.refuseBound("CompleteAndClaim"); err != nil {
 		return nil, err
 	}
@@ -240,13 +246,7 @@ func (q *SQLiteWorkQueue) CompleteAndClaim(ctx context.Context, done []contract.
 }
 
 // Heartbeat extends a live lease to now+extend under a new token.
-func (q *SQLiteWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
-	if err := contract.ValidateLease(l); err != nil {
-		return contract.Lease{}, err
-	}
-	if err := contract.ValidateExtend(extend); err != nil {
-		return contract.Lease{}, err
-	}
+func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time.Duration) (contract.Lease, error) {
 	if err := q.refuseBound("Heartbeat"); err != nil {
 		return contract.Lease{}, err
 	}
@@ -274,12 +274,7 @@ func (q *SQLiteWorkQueue) Heartbeat(ctx context.Context, l contract.Lease, exten
 
 // Complete removes the items of the leases whose tokens still match, in
 // one transaction; the others are named in a *contract.LeaseLostError.
-func (q *SQLiteWorkQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
-	for _, l := range leases {
-		if err := contract.ValidateLease(l); err != nil {
-			return err
-		}
-	}
+func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
 	var lost []contract.ItemKey
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
@@ -318,10 +313,7 @@ func complete(ctx context.Context, e execer, leases []contract.Lease) ([]contrac
 
 // Fail records cause against the lease and retries or dead-letters the
 // item as the policy decides.
-func (q *SQLiteWorkQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
-	if err := contract.ValidateLease(l); err != nil {
-		return policy.Decision{}, err
-	}
+func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
 	now := q.clock.Now()
 	k := l.Key()
 	var d policy.Decision
@@ -348,7 +340,7 @@ func (q *SQLiteWorkQueue) Fail(ctx context.Context, l contract.Lease, cause erro
 
 // settleFailed ends a lease that failed with cause: back to the queue or
 // to the dead letter, as the policy decides.
-func (q *SQLiteWorkQueue) settleFailed(ctx context.Context, e execer, k contract.ItemKey, attempts int, cause error, now time.Time) (policy.Decision, error) {
+func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemKey, attempts int, cause error, now time.Time) (policy.Decision, error) {
 	attempts++
 	lastErr := contract.ErrorText(cause)
 	d := q.settings.Policy.Decide(attempts, cause, now)
@@ -379,11 +371,7 @@ func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time) erro
 
 // Reap hands every lease of the queue that has expired by now to the
 // policy, as a failure with contract.ErrLeaseExpired, in one transaction.
-func (q *SQLiteWorkQueue) Reap(ctx context.Context, queueName string) (int, error) {
-	name := contract.QueueName(queueName)
-	if err := contract.ValidateName("queue", name); err != nil {
-		return 0, err
-	}
+func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 	now := q.clock.Now()
 	var n int
 	retried := false
@@ -440,7 +428,7 @@ type deadLetter struct {
 // newest first from the place at or before it (a cursor is the gap just
 // after the letter of that seq, so one position serves both ways).
 func deadMatching(ctx context.Context, e execer, f contract.DeadLetterFilter, newest bool, at *int64, fn func(deadLetter) bool) error {
-	name := contract.QueueName(f.Queue)
+	name := f.Queue
 	text, place := deadOldestSQL, int64(-1)
 	if newest {
 		text, place = deadNewestSQL, int64(math.MaxInt64)
@@ -470,11 +458,8 @@ func deadMatching(ctx context.Context, e execer, f contract.DeadLetterFilter, ne
 
 // DeadLetters pages through the queue's dead letters that match the
 // filter, oldest first, or newest first when asked.
-func (q *SQLiteWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
-	limit, err := contract.ValidateDeadQuery(dq)
-	if err != nil {
-		return contract.ItemPage{}, err
-	}
+func (q *workQueue) DeadLetters(ctx context.Context, dq contract.DeadLetterQuery) (contract.ItemPage, error) {
+	limit := dq.Page.Limit
 	var at *int64
 	if dq.Page.Cursor != "" {
 		n, err := parseSeqCursor(dq.Page.Cursor)
@@ -484,7 +469,7 @@ func (q *SQLiteWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLette
 		at = &n
 	}
 	out := contract.ItemPage{Items: []contract.Item{}}
-	err = q.db.read(ctx, func(ctx context.Context, e execer) error {
+	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
 		var last int64
 		skip := dq.Skip
 		return deadMatching(ctx, e, dq.DeadLetterFilter, dq.Newest, at, func(d deadLetter) bool {
@@ -512,10 +497,7 @@ func (q *SQLiteWorkQueue) DeadLetters(ctx context.Context, dq contract.DeadLette
 
 // Requeue moves the matching dead letters back to their queue, due now,
 // with their attempts reset; LastError stays for the record.
-func (q *SQLiteWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
-	if err := contract.ValidateFilter(f); err != nil {
-		return 0, err
-	}
+func (q *workQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
 	now := q.clock.Now()
 	var n int
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
@@ -545,16 +527,13 @@ func (q *SQLiteWorkQueue) Requeue(ctx context.Context, f contract.DeadLetterFilt
 		return 0, queueErr(ctx, err)
 	}
 	if n > 0 {
-		q.wake(contract.QueueName(f.Queue))
+		q.wake(f.Queue)
 	}
 	return n, nil
 }
 
 // Purge deletes the matching dead letters.
-func (q *SQLiteWorkQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
-	if err := contract.ValidateFilter(f); err != nil {
-		return 0, err
-	}
+func (q *workQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
 	var n int
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		keys, err := matchingKeys(ctx, e, f)

@@ -15,7 +15,16 @@ import (
 // BEGIN IMMEDIATE transaction, so a put's version check and its write see
 // the same row. It is safe for concurrent use, and several processes may
 // share the file.
+//
+// Its state methods are the contract's front door ([contract.StateFront]),
+// which checks every call before the store's driver sees it.
 type SQLiteStateStore struct {
+	contract.StateFront
+	d *stateStore
+}
+
+// stateStore is the driver behind a SQLiteStateStore's front door.
+type stateStore struct {
 	db       *db
 	clock    contract.Clock
 	settings Settings
@@ -24,6 +33,7 @@ type SQLiteStateStore struct {
 var (
 	_ contract.StateStore  = (*SQLiteStateStore)(nil)
 	_ contract.StatsSource = (*SQLiteStateStore)(nil)
+	_ contract.StateDriver = (*stateStore)(nil)
 )
 
 // prepare checks what a backing is built from and fills the defaults: a
@@ -42,27 +52,31 @@ func prepare(d *sql.DB, clock contract.Clock, s Settings) (Settings, contract.Cl
 	return s, clock, nil
 }
 
-// OpenStateStore returns a state store on db after Prepare has created
-// the schema in an empty file or verified an existing one.
-func OpenStateStore(ctx context.Context, d *sql.DB, clock contract.Clock, s Settings) (*SQLiteStateStore, error) {
-	st, err := NewStateStore(d, clock, s)
+// OpenState returns a state store on db after Prepare has created the
+// schema in an empty file or verified an existing one.
+func OpenState(ctx context.Context, d *sql.DB, clock contract.Clock, s Settings) (*SQLiteStateStore, error) {
+	st, err := NewState(d, clock, s)
 	if err != nil {
 		return nil, err
 	}
-	if err := Prepare(ctx, d, st.settings); err != nil {
+	if err := Prepare(ctx, d, st.d.settings); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
-// NewStateStore returns a state store on db without preparing the file.
-// A nil clock means the system clock.
-func NewStateStore(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteStateStore, error) {
+// NewState returns a state store on db without preparing the file. A nil
+// clock means the system clock.
+func NewState(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteStateStore, error) {
 	s, clock, err := prepare(d, clock, s)
 	if err != nil {
 		return nil, err
 	}
-	return &SQLiteStateStore{db: newDB(d), clock: clock, settings: s}, nil
+	return (&stateStore{db: newDB(d), clock: clock, settings: s}).front(), nil
+}
+
+func (s *stateStore) front() *SQLiteStateStore {
+	return &SQLiteStateStore{StateFront: contract.NewStateFront(s, s.settings.MaxValueBytes), d: s}
 }
 
 // Bound returns a store that runs every call inside tx, the caller's
@@ -70,23 +84,13 @@ func NewStateStore(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteStateSto
 // a *sql.DB from OpenDB, whose transactions take the write lock at BEGIN
 // (BEGIN IMMEDIATE).
 func (s *SQLiteStateStore) Bound(tx *sql.Tx) *SQLiteStateStore {
-	b := *s
-	b.db = s.db.boundTo(tx)
-	return &b
-}
-
-func validateRunKey(tenant, id string) error {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return err
-	}
-	return contract.ValidateName("id", id)
+	b := *s.d
+	b.db = s.d.db.boundTo(tx)
+	return b.front()
 }
 
 // GetRun returns the run, or contract.ErrNotFound.
-func (s *SQLiteStateStore) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
-	if err := validateRunKey(tenant, id); err != nil {
-		return nil, err
-	}
+func (s *stateStore) GetRun(ctx context.Context, tenant, id string) (*contract.Run, error) {
 	var run *contract.Run
 	err := s.db.read(ctx, func(ctx context.Context, e execer) error {
 		r, err := scanRun(e.QueryRowContext(ctx, runGetSQL, tenant, id))
@@ -99,10 +103,7 @@ func (s *SQLiteStateStore) GetRun(ctx context.Context, tenant, id string) (*cont
 // PutRun creates the run (Version 0) or replaces its Session, Status and
 // Data when Version equals the stored one; otherwise it returns a
 // *contract.StateConflictError with both versions and writes nothing.
-func (s *SQLiteStateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
-	if err := contract.ValidateRun(run, s.settings.MaxValueBytes); err != nil {
-		return nil, err
-	}
+func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	var data []byte
 	if len(run.Data) > 0 {
 		data = run.Data
@@ -140,13 +141,7 @@ func (s *SQLiteStateStore) PutRun(ctx context.Context, run contract.Run) (*contr
 // PatchRun adds the patch's counters and sets its status when given. A
 // patch that would take a counter past the int64 range is refused whole
 // with a *contract.CounterOverflowError naming the counter.
-func (s *SQLiteStateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
-	if err := validateRunKey(tenant, id); err != nil {
-		return nil, err
-	}
-	if err := contract.ValidatePatch(p); err != nil {
-		return nil, err
-	}
+func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
 	c := p.Counters
 	now := nanos(s.clock.Now())
 	var out *contract.Run
@@ -167,33 +162,21 @@ func (s *SQLiteStateStore) PatchRun(ctx context.Context, tenant, id string, p co
 }
 
 // ListRuns pages through the tenant's runs by Seq.
-func (s *SQLiteStateStore) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *stateStore) ListRuns(ctx context.Context, tenant string, page contract.PageRequest) (contract.RunPage, error) {
 	return s.list(ctx, page, func(after int64, n int) (string, []any) {
 		return runListSQL, []any{tenant, after, n}
 	})
 }
 
 // ListSessionRuns pages through one session's runs by Seq.
-func (s *SQLiteStateStore) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
-	if err := contract.ValidateName("tenant", tenant); err != nil {
-		return contract.RunPage{}, err
-	}
-	if err := contract.ValidateName("session", session); err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *stateStore) ListSessionRuns(ctx context.Context, tenant, session string, page contract.PageRequest) (contract.RunPage, error) {
 	return s.list(ctx, page, func(after int64, n int) (string, []any) {
 		return runListSessionSQL, []any{tenant, session, after, n}
 	})
 }
 
-func (s *SQLiteStateStore) list(ctx context.Context, page contract.PageRequest, q func(after int64, n int) (string, []any)) (contract.RunPage, error) {
-	limit, err := contract.ValidatePage(page)
-	if err != nil {
-		return contract.RunPage{}, err
-	}
+func (s *stateStore) list(ctx context.Context, page contract.PageRequest, q func(after int64, n int) (string, []any)) (contract.RunPage, error) {
+	limit := page.Limit
 	after, err := parseSeqCursor(page.Cursor)
 	if err != nil {
 		return contract.RunPage{}, err
@@ -226,10 +209,7 @@ func (s *SQLiteStateStore) list(ctx context.Context, page contract.PageRequest, 
 }
 
 // DeleteRun removes the run, or returns contract.ErrNotFound.
-func (s *SQLiteStateStore) DeleteRun(ctx context.Context, tenant, id string) error {
-	if err := validateRunKey(tenant, id); err != nil {
-		return err
-	}
+func (s *stateStore) DeleteRun(ctx context.Context, tenant, id string) error {
 	return stateErr(ctx, s.db.write(ctx, func(ctx context.Context, e execer) error {
 		res, err := e.ExecContext(ctx, runDeleteSQL, tenant, id)
 		if err != nil {
@@ -243,7 +223,7 @@ func (s *SQLiteStateStore) DeleteRun(ctx context.Context, tenant, id string) err
 }
 
 // Stats returns the store's write counters (see SQLiteWorkQueue.Stats).
-func (s *SQLiteStateStore) Stats() contract.Stats { return s.db.stats.snapshot() }
+func (s *SQLiteStateStore) Stats() contract.Stats { return s.d.db.stats.snapshot() }
 
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }

@@ -29,7 +29,7 @@ func newFile(t testing.TB, s sqlitestore.Settings) *sql.DB {
 
 func TestStateStoreContract(t *testing.T) {
 	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
-		s, err := sqlitestore.NewStateStore(newFile(t, sqlitestore.Settings{}), clock, sqlitestore.Settings{})
+		s, err := sqlitestore.NewState(newFile(t, sqlitestore.Settings{}), clock, sqlitestore.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestStateStoreContract(t *testing.T) {
 func TestWorkQueueContract(t *testing.T) {
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
 		s := sqlitestore.Settings{Policy: p}
-		q, err := sqlitestore.NewWorkQueue(newFile(t, s), clock, s)
+		q, err := sqlitestore.NewQueue(newFile(t, s), clock, s)
 		if err != nil {
 			t.Fatal(err)
 		}

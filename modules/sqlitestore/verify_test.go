@@ -40,15 +40,15 @@ func TestPrepareCreatesThenVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := sqlitestore.OpenWorkQueue(t.Context(), db, nil, sqlitestore.Settings{}); err != nil {
-		t.Fatalf("OpenWorkQueue on a new file: %v", err)
+	if _, err := sqlitestore.OpenQueue(t.Context(), db, nil, sqlitestore.Settings{}); err != nil {
+		t.Fatalf("OpenQueue on a new file: %v", err)
 	}
 	n := tableCount(t, db)
 	if n == 0 {
 		t.Fatal("no schema was created")
 	}
-	if _, err := sqlitestore.OpenStateStore(t.Context(), db, nil, sqlitestore.Settings{}); err != nil {
-		t.Fatalf("OpenStateStore on the prepared file: %v", err)
+	if _, err := sqlitestore.OpenState(t.Context(), db, nil, sqlitestore.Settings{}); err != nil {
+		t.Fatalf("OpenState on the prepared file: %v", err)
 	}
 	if got := tableCount(t, db); got != n {
 		t.Fatalf("opening again changed the schema: %d objects, then %d", n, got)
@@ -63,7 +63,7 @@ func TestVerifyRefusesAnotherVersion(t *testing.T) {
 		if _, err := db.Exec("UPDATE adk_schema SET version = ?", v); err != nil {
 			t.Fatal(err)
 		}
-		_, err := sqlitestore.OpenWorkQueue(t.Context(), db, nil, sqlitestore.Settings{})
+		_, err := sqlitestore.OpenQueue(t.Context(), db, nil, sqlitestore.Settings{})
 		se, ok := errors.AsType[*contract.SchemaError](err)
 		if !ok {
 			t.Fatalf("version %d: err = %v, want a *contract.SchemaError", v, err)
@@ -92,7 +92,7 @@ func TestVerifyRefusesAForeignFile(t *testing.T) {
 	if _, err := db.Exec("CREATE TABLE orders (id INTEGER PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = sqlitestore.OpenStateStore(t.Context(), db, nil, sqlitestore.Settings{})
+	_, err = sqlitestore.OpenState(t.Context(), db, nil, sqlitestore.Settings{})
 	if _, ok := errors.AsType[*contract.SchemaError](err); !ok {
 		t.Fatalf("err = %v, want a *contract.SchemaError", err)
 	}
@@ -117,7 +117,7 @@ func TestVerifyRefusesUnsafeConnections(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			db := openRaw(t, c.dsn)
-			_, err := sqlitestore.OpenWorkQueue(t.Context(), db, nil, c.s)
+			_, err := sqlitestore.OpenQueue(t.Context(), db, nil, c.s)
 			pe, ok := errors.AsType[*contract.PreflightError](err)
 			if !ok || pe.Setting != c.setting || pe.Fix == "" {
 				t.Fatalf("err = %v, want a *contract.PreflightError on %s with a fix", err, c.setting)
@@ -134,7 +134,7 @@ func TestVerifyRefusesUnsafeConnections(t *testing.T) {
 func TestDurabilityNormalIsExplicit(t *testing.T) {
 	s := sqlitestore.Settings{Durability: sqlitestore.DurabilityNormal}
 	db := newFile(t, s)
-	q, err := sqlitestore.OpenWorkQueue(t.Context(), db, nil, s)
+	q, err := sqlitestore.OpenQueue(t.Context(), db, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestSettingsRefuseAnUnknownDurability(t *testing.T) {
 	if _, ok := errors.AsType[*contract.ValidationError](err); !ok {
 		t.Fatalf("err = %v, want a *contract.ValidationError", err)
 	}
-	if _, err := sqlitestore.NewWorkQueue(nil, nil, sqlitestore.Settings{}); err == nil {
-		t.Fatal("NewWorkQueue(nil) was accepted")
+	if _, err := sqlitestore.NewQueue(nil, nil, sqlitestore.Settings{}); err == nil {
+		t.Fatal("NewQueue(nil) was accepted")
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"sync"
 	"time"
-
-	"github.com/adkit/adk/modules/contract"
 )
 
 // wakeHub fans a queue's wakes out to its subscribers. Commits of this
@@ -35,12 +33,12 @@ func newWakeHub(db *sql.DB, interval time.Duration, stats *counters) *wakeHub {
 // another process commits to the file (checked every PollInterval), and a
 // func that ends the subscription. The channel holds one wake; further
 // wakes are dropped until it is read. It is never closed.
-func (q *SQLiteWorkQueue) Subscribe(queue string) (<-chan struct{}, func()) {
-	return q.wakes.subscribe(contract.QueueName(queue))
+func (q *workQueue) Subscribe(queue string) (<-chan struct{}, func()) {
+	return q.wakes.subscribe(queue)
 }
 
 // wake signals the queue's subscribers without blocking.
-func (q *SQLiteWorkQueue) wake(queue string) {
+func (q *workQueue) wake(queue string) {
 	if q.db.bound() {
 		return // not committed yet: the watcher sees the commit
 	}

@@ -34,7 +34,7 @@ func newSQLiteBacking(dir string, claimers, batch int) backing {
 			os.RemoveAll(d)
 			return nil, err
 		}
-		q, err := sqlitestore.OpenWorkQueue(ctx, db, nil, sqlitestore.Settings{})
+		q, err := sqlitestore.OpenQueue(ctx, db, nil, sqlitestore.Settings{})
 		if err != nil {
 			db.Close()
 			os.RemoveAll(d)

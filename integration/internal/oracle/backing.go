@@ -212,12 +212,12 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 			return nil, err
 		}
 		s := &Stores{SQL: db, close: []func(){func() { _ = db.Close() }}}
-		st, err := sqlitestore.NewStateStore(db, o.Clock, settings)
+		st, err := sqlitestore.NewState(db, o.Clock, settings)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		q, err := sqlitestore.NewWorkQueue(db, o.Clock, settings)
+		q, err := sqlitestore.NewQueue(db, o.Clock, settings)
 		if err != nil {
 			s.Close()
 			return nil, err
