@@ -16,6 +16,7 @@ type Capabilities struct {
 	Waker            bool // Subscribe signals when work may be ready
 	Stats            bool // Stats reports the backing's counters
 	CompleteAndClaim bool // CompleteAndClaim saves a round trip
+	Flow             bool // limits are enforced in the claim (FlowController)
 	// Backing names the backing as its Health does ("memory", "redis",
 	// "postgresql"), "" when not known without asking.
 	Backing string
@@ -39,7 +40,8 @@ func CapabilitiesOf(q WorkQueue) Capabilities {
 	_, wk := q.(Waker)
 	_, st := q.(StatsSource)
 	_, cc := q.(CompleteClaimer)
-	caps := Capabilities{Inspector: ins, Waker: wk, Stats: st, CompleteAndClaim: cc}
+	_, fl := q.(FlowController)
+	caps := Capabilities{Inspector: ins, Waker: wk, Stats: st, CompleteAndClaim: cc, Flow: fl}
 	if u, ok := q.(interface{ Unwrap() WorkQueue }); ok && u.Unwrap() != nil {
 		caps.Backing = CapabilitiesOf(u.Unwrap()).Backing
 	}
@@ -72,7 +74,7 @@ func AsCompleteClaimer(q WorkQueue) (CompleteClaimer, bool) {
 
 // Passthrough forwards every optional capability of a wrapped queue: a
 // wrapper embeds one beside its own WorkQueue methods and so has the
-// Inspector, Waker, StatsSource and CompleteClaimer methods and the
+// Inspector, Waker, StatsSource, CompleteClaimer and FlowController methods and the
 // Capabilities of what it wraps, overriding the methods it changes. A
 // method whose capability the wrapped queue lacks answers
 // errors.ErrUnsupported (Subscribe: a channel that never fires; Stats:
@@ -83,6 +85,7 @@ type Passthrough struct {
 	wk   Waker
 	st   StatsSource
 	cc   CompleteClaimer
+	fl   FlowController
 }
 
 // NewPassthrough returns the capabilities of q, ready to forward.
@@ -92,6 +95,7 @@ func NewPassthrough(q WorkQueue) Passthrough {
 	p.wk, _ = AsWaker(q)
 	p.st, _ = AsStatsSource(q)
 	p.cc, _ = AsCompleteClaimer(q)
+	p.fl, _ = AsFlowController(q)
 	return p
 }
 
@@ -183,4 +187,36 @@ func (p Passthrough) CompleteAndClaim(ctx context.Context, done []Lease, req Cla
 		return nil, unsupported("CompleteClaimer")
 	}
 	return p.cc.CompleteAndClaim(ctx, done, req)
+}
+
+// SetLimits forwards [FlowController.SetLimits].
+func (p Passthrough) SetLimits(ctx context.Context, queue, tenant string, l Limits) error {
+	if p.fl == nil {
+		return unsupported("FlowController")
+	}
+	return p.fl.SetLimits(ctx, queue, tenant, l)
+}
+
+// Limits forwards [FlowController.Limits].
+func (p Passthrough) Limits(ctx context.Context, queue string) (QueueLimits, error) {
+	if p.fl == nil {
+		return QueueLimits{}, unsupported("FlowController")
+	}
+	return p.fl.Limits(ctx, queue)
+}
+
+// Charge forwards [FlowController.Charge].
+func (p Passthrough) Charge(ctx context.Context, queue, tenant string, u Usage) error {
+	if p.fl == nil {
+		return unsupported("FlowController")
+	}
+	return p.fl.Charge(ctx, queue, tenant, u)
+}
+
+// FlowStatus forwards [FlowController.FlowStatus].
+func (p Passthrough) FlowStatus(ctx context.Context, queue string) ([]TenantFlow, error) {
+	if p.fl == nil {
+		return nil, unsupported("FlowController")
+	}
+	return p.fl.FlowStatus(ctx, queue)
 }

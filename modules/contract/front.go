@@ -53,6 +53,7 @@ const MaxRecentTurns = 1000
 // says which a wrapper may use.
 type QueueFront struct {
 	d        QueueDriver
+	fl       FlowController // d's, when it enforces limits
 	maxBytes int
 	backing  string
 }
@@ -64,13 +65,14 @@ func NewQueueFront(d QueueDriver, maxValueBytes int, backing string) QueueFront 
 	if maxValueBytes <= 0 {
 		maxValueBytes = DefaultMaxValueBytes
 	}
-	return QueueFront{d: d, maxBytes: maxValueBytes, backing: backing}
+	fl, _ := d.(FlowController)
+	return QueueFront{d: d, fl: fl, maxBytes: maxValueBytes, backing: backing}
 }
 
 // Capabilities reports that a backing's queue has every optional
 // capability, and names the backing.
 func (f QueueFront) Capabilities() Capabilities {
-	return Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Backing: f.backing}
+	return Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: f.fl != nil, Backing: f.backing}
 }
 
 // normalizedItems returns items with every Queue filled in, copying the
@@ -268,6 +270,82 @@ func (f QueueFront) Subscribe(queue string) (<-chan struct{}, func()) {
 
 // Stats implements [StatsSource].
 func (f QueueFront) Stats() Stats { return f.d.Stats() }
+
+func (f QueueFront) flow() (FlowController, error) {
+	if f.fl == nil {
+		return nil, unsupported("FlowController")
+	}
+	return f.fl, nil
+}
+
+// SetLimits implements [FlowController].
+func (f QueueFront) SetLimits(ctx context.Context, queue, tenant string, l Limits) error {
+	fl, err := f.flow()
+	if err != nil {
+		return err
+	}
+	name := QueueName(queue)
+	if err := ValidateName("queue", name); err != nil {
+		return err
+	}
+	if tenant != "" {
+		if err := ValidateName("tenant", tenant); err != nil {
+			return err
+		}
+	}
+	if err := ValidateLimits(l); err != nil {
+		return err
+	}
+	return fl.SetLimits(ctx, name, tenant, l)
+}
+
+// Limits implements [FlowController].
+func (f QueueFront) Limits(ctx context.Context, queue string) (QueueLimits, error) {
+	fl, err := f.flow()
+	if err != nil {
+		return QueueLimits{}, err
+	}
+	name := QueueName(queue)
+	if err := ValidateName("queue", name); err != nil {
+		return QueueLimits{}, err
+	}
+	return fl.Limits(ctx, name)
+}
+
+// Charge implements [FlowController].
+func (f QueueFront) Charge(ctx context.Context, queue, tenant string, u Usage) error {
+	fl, err := f.flow()
+	if err != nil {
+		return err
+	}
+	name := QueueName(queue)
+	if err := ValidateName("queue", name); err != nil {
+		return err
+	}
+	if err := ValidateName("tenant", tenant); err != nil {
+		return err
+	}
+	if err := ValidateUsage(u); err != nil {
+		return err
+	}
+	if u == (Usage{}) {
+		return ctx.Err()
+	}
+	return fl.Charge(ctx, name, tenant, u)
+}
+
+// FlowStatus implements [FlowController].
+func (f QueueFront) FlowStatus(ctx context.Context, queue string) ([]TenantFlow, error) {
+	fl, err := f.flow()
+	if err != nil {
+		return nil, err
+	}
+	name := QueueName(queue)
+	if err := ValidateName("queue", name); err != nil {
+		return nil, err
+	}
+	return fl.FlowStatus(ctx, name)
+}
 
 // StateFront is the front door of a backing's state store: it checks every
 // call once, here, then calls the backing's [StateDriver].
