@@ -171,8 +171,10 @@ type FlowController interface {
 	SetLimits(ctx context.Context, queue, tenant string, l Limits) error
 	// Limits returns the limits set on queue.
 	Limits(ctx context.Context, queue string) (QueueLimits, error)
-	// Charge adds u to tenant's usage in queue now, counted against its
-	// Budget. It needs no limits to be set, and no lease.
+	// Charge adds u to tenant's usage in queue now, counted against the
+	// Budget that applies to the tenant. It needs no lease. Usage is kept
+	// per budget: a tenant without one keeps none, and a change of the
+	// Window starts the count afresh.
 	Charge(ctx context.Context, queue, tenant string, u Usage) error
 	// FlowStatus reports the standing of every tenant of queue that has
 	// items or limits of its own, by tenant name.

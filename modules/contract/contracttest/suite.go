@@ -26,7 +26,7 @@ func StateStore(t *testing.T, f StateFactory) {
 // makes, one fresh queue and FakeClock per subtest; f receives the policy
 // each subtest pins. Subtests are grouped by area (Basic, Batch,
 // Concurrency, Lease, Retry, Fairness, DeadLetter, Isolation, Limits,
-// Input, Context, Inspector, Waker).
+// Input, Context, Inspector, Waker, CompleteClaimer, Flow).
 func WorkQueue(t *testing.T, f QueueFactory) {
 	t.Helper()
 	if f == nil {
@@ -46,4 +46,5 @@ func WorkQueue(t *testing.T, f QueueFactory) {
 	runGroup(t, f, "Inspector", queueInspectorCases())
 	runGroup(t, f, "Waker", queueWakerCases())
 	runGroup(t, f, "CompleteClaimer", queueCompleteClaimerCases())
+	runGroup(t, f, "Flow", queueFlowCases())
 }

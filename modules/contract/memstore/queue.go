@@ -62,16 +62,29 @@ func (s *store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 	}
 	now := s.clock.Now()
 	var out []contract.Lease
+	var report *contract.ClaimReport
+	var seen map[*tenantQueue]bool
+	if q.limited {
+		report = contract.ClaimReportFrom(ctx)
+		seen = make(map[*tenantQueue]bool)
+	}
 	for len(out) < req.Max {
-		tq := q.next(now)
+		var tq *tenantQueue
+		if q.limited {
+			tq = q.nextAllowed(now, report, seen)
+		} else {
+			tq = q.next(now)
+		}
 		if tq == nil {
 			break
 		}
 		k, e, _ := tq.ready.Min()
 		tq.ready.Delete(k)
 		q.unplace(tq)
-		q.turn++
-		tq.stamp = q.turn
+		if q.served(tq, now) {
+			q.turn++
+			tq.stamp = q.turn
+		}
 		q.place(tq, now)
 		tq.served++
 		tq.leased++
@@ -175,7 +188,11 @@ func (s *store) Complete(ctx context.Context, leases ...contract.Lease) error {
 			continue
 		}
 		q := s.queues[e.item.Queue]
-		s.drop(q, q.tenants[e.item.Tenant], e)
+		tq := q.tenants[e.item.Tenant]
+		s.drop(q, tq, e)
+		if q.capped(tq) {
+			s.wake(q.name, s.clock.Now())
+		}
 	}
 	if lost != nil {
 		return &contract.LeaseLostError{Items: lost}
@@ -213,8 +230,9 @@ func (s *store) Fail(ctx context.Context, l contract.Lease, cause error) (policy
 		return policy.Decision{}, &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
 	}
 	now := s.clock.Now()
-	d := s.settleFailed(s.queues[e.item.Queue], e, cause, now)
-	if d.Retry {
+	q := s.queues[e.item.Queue]
+	d := s.settleFailed(q, e, cause, now)
+	if d.Retry || q.capped(q.tenants[e.item.Tenant]) {
 		s.wake(e.item.Queue, now)
 	}
 	return d, nil
@@ -267,7 +285,7 @@ func (s *store) Reap(ctx context.Context, name string) (int, error) {
 	})
 	retried := false
 	for _, e := range expired {
-		if s.settleFailed(q, e, contract.ErrLeaseExpired, now).Retry {
+		if s.settleFailed(q, e, contract.ErrLeaseExpired, now).Retry || q.capped(q.tenants[e.item.Tenant]) {
 			retried = true
 		}
 	}

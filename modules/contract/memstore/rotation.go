@@ -30,6 +30,11 @@ type queue struct {
 
 	recent     []contract.Turn // ring of the latest turns
 	recentNext int
+
+	// Flow control (see flow.go): limited is whether any limit is set.
+	limits    map[string]contract.Limits
+	defLimits contract.Limits
+	limited   bool
 }
 
 // tenantQueue is one tenant's part of a queue.
@@ -42,6 +47,7 @@ type tenantQueue struct {
 	stamp  int64
 	place  place
 	waitAt time.Time // the key under which it sits in waiting
+	flow   flowState
 }
 
 type place uint8
@@ -141,6 +147,7 @@ func (s *store) push(q *queue, tq *tenantQueue, e *entry, due time.Time, now tim
 	if tq.place == unplaced {
 		q.turn++
 		tq.stamp = q.turn
+		tq.flow.credit = 0
 	} else {
 		q.unplace(tq)
 	}

@@ -60,6 +60,8 @@ var (
 	_ contract.StatsSource = (*Store)(nil)
 
 	_ contract.CompleteClaimer = (*Store)(nil)
+	_ contract.FlowController  = (*Store)(nil)
+	_ contract.FlowController  = (*store)(nil)
 
 	_ contract.QueueDriver = (*store)(nil)
 	_ contract.StateDriver = (*store)(nil)
