@@ -26,6 +26,12 @@ const (
 	// ClaimedKey counts the leases a CompleteAndClaim claimed beside its
 	// completes.
 	ClaimedKey = attribute.Key("adk.claimed")
+	// PassedOverKey counts the tenants with due work a claim passed over
+	// because a limit held them back (contract.ClaimReport).
+	PassedOverKey = attribute.Key("adk.claim.passed_over")
+	// HeldReasonKey is why a tenant was held back: "cap", "rate" or
+	// "budget" (contract.HeldReason), on the held-back counter.
+	HeldReasonKey = attribute.Key("adk.held.reason")
 	// RunIDKey is the id of a run in state store spans.
 	RunIDKey = attribute.Key("adk.run.id")
 	// RunVersionKey is the version of a run as stored after a write.

@@ -24,6 +24,7 @@ const (
 	MetricFailed             = "adk.failed"
 	MetricDead               = "adk.dead"
 	MetricReaped             = "adk.reaped"
+	MetricHeld               = "adk.claim.held"
 	MetricQueueReady         = "adk.queue.ready"
 	MetricQueueLater         = "adk.queue.later"
 	MetricQueueLeased        = "adk.queue.leased"
@@ -53,6 +54,7 @@ type queueMetrics struct {
 	failed        metric.Int64Counter
 	dead          metric.Int64Counter
 	reaped        metric.Int64Counter
+	held          metric.Int64Counter
 }
 
 func newQueueMetrics(m metric.Meter) queueMetrics {
@@ -78,6 +80,7 @@ func newQueueMetrics(m metric.Meter) queueMetrics {
 	qm.failed = counter(m, MetricFailed, "Failed attempts settled with Fail, whatever the policy decided.")
 	qm.dead = counter(m, MetricDead, "Items the policy sent to the dead letter after a Fail.")
 	qm.reaped = counter(m, MetricReaped, "Expired leases handed back to the policy by Reap.")
+	qm.held = counter(m, MetricHeld, "Tenants with due work a claim passed over because a limit held them back, by reason.")
 	return qm
 }
 

@@ -171,6 +171,7 @@ func (w *queue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 	if !w.cfg.skipEmptyReceive {
 		ctx, span = w.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	}
+	ctx, report := claimReport(ctx)
 	leases, err := w.inner.Claim(ctx, req)
 	elapsed := time.Since(start)
 	empty := errors.Is(err, contract.ErrEmpty)
@@ -188,6 +189,9 @@ func (w *queue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 			span.AddLink(l)
 		}
 		span.SetAttributes(semconv.MessagingBatchMessageCount(len(leases)))
+		if report.PassedOver > 0 {
+			span.SetAttributes(PassedOverKey.Int(report.PassedOver))
+		}
 		if len(leases) == 1 {
 			span.SetAttributes(semconv.MessagingMessageID(leases[0].Item.ID), TenantKey.String(leases[0].Item.Tenant))
 		}
@@ -202,6 +206,7 @@ func (w *queue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 		mattrs = append(mattrs, semconv.ErrorType(err))
 	}
 	w.metrics.claimDuration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(mattrs...))
+	w.recordHeld(ctx, qn, report)
 	var opErr error
 	if !empty {
 		opErr = err
@@ -211,6 +216,23 @@ func (w *queue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 		w.metrics.consumed.Add(ctx, int64(len(leases)), opReceive, messagingSystem(w.system), semconv.MessagingDestinationName(qn))
 	}
 	return leases, err
+}
+
+// claimReport returns ctx carrying a report of the claim: the caller's,
+// when it asked for one, or a new one.
+func claimReport(ctx context.Context) (context.Context, *contract.ClaimReport) {
+	if r := contract.ClaimReportFrom(ctx); r != nil {
+		return ctx, r
+	}
+	r := &contract.ClaimReport{}
+	return contract.WithClaimReport(ctx, r), r
+}
+
+// recordHeld counts the tenants the claim passed over, by reason.
+func (w *queue) recordHeld(ctx context.Context, qn string, r *contract.ClaimReport) {
+	for why, n := range r.Held {
+		w.metrics.held.Add(ctx, int64(n), metric.WithAttributes(w.sys, semconv.MessagingDestinationName(qn), HeldReasonKey.String(string(why))))
+	}
 }
 
 // Heartbeat implements [contract.WorkQueue]. Heartbeats and reaps are
@@ -280,7 +302,12 @@ func (w *queue) Complete(ctx context.Context, leases ...contract.Lease) error {
 func (w *queue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
 	ctx, span, c := w.startComplete(ctx, done)
 	defer span.End()
+	ctx, report := claimReport(ctx)
 	leases, err := w.Passthrough.CompleteAndClaim(ctx, done, req)
+	w.recordHeld(ctx, contract.QueueName(req.Queue), report)
+	if report.PassedOver > 0 {
+		span.SetAttributes(PassedOverKey.Int(report.PassedOver))
+	}
 	settleErr := err
 	if errors.Is(err, contract.ErrEmpty) {
 		settleErr = nil

@@ -393,3 +393,49 @@ func TestWithSystemOverrides(t *testing.T) {
 	}
 	wantAttrs(t, r.one(t, "send default"), semconv.MessagingSystemKey.String("redis"))
 }
+
+func TestClaimCountsHeldTenants(t *testing.T) {
+	r := newRig(t, policy.Policy{})
+	ctx := context.Background()
+	fc, ok := contract.AsFlowController(r.queue)
+	if !ok {
+		t.Fatal("the wrapped memstore queue does not forward flow control")
+	}
+	if err := fc.SetLimits(ctx, "", "capped", contract.Limits{MaxLeased: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range []contract.Item{{Tenant: "capped", ID: "1"}, {Tenant: "capped", ID: "2"}, {Tenant: "free", ID: "3"}} {
+		if err := r.queue.Enqueue(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.queue.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The capped tenant holds its one lease: the next claims pass it over.
+	mine := &contract.ClaimReport{}
+	ls, err := r.queue.Claim(contract.WithClaimReport(ctx, mine), contract.ClaimRequest{LeaseFor: time.Minute, Max: 5})
+	if err != nil || len(ls) != 1 || ls[0].Item.Tenant != "free" {
+		t.Fatalf("claim with the capped tenant held: %v, %v", ls, err)
+	}
+	if mine.Held[contract.HeldCap] != 1 {
+		t.Errorf("the caller's own report = %+v, want the cap hold the backing saw", mine)
+	}
+	if _, err := r.queue.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 5}); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("third claim: %v, want ErrEmpty", err)
+	}
+	spans := r.ended("receive default")
+	if len(spans) != 3 {
+		t.Fatalf("%d receive spans, want 3", len(spans))
+	}
+	if _, ok := attrOf(spans[0], adkotel.PassedOverKey); ok {
+		t.Error("the first claim passed nobody over, but its span says it did")
+	}
+	for _, s := range spans[1:] {
+		wantAttrs(t, s, adkotel.PassedOverKey.Int(1))
+	}
+	rm := r.collect(t)
+	if n := sumInt(t, rm, adkotel.MetricHeld, adkotel.HeldReasonKey.String("cap")); n != 2 {
+		t.Errorf("held-back counter for cap = %d, want 2", n)
+	}
+}
