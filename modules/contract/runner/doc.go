@@ -23,7 +23,12 @@
 //     is a hint that can be lost. A claim that fails with a retryable
 //     error (a dropped connection, a busy pool) is tried again after a
 //     short backoff: 10 ms, doubling with each failure in a row, never
-//     longer than PollInterval.
+//     longer than PollInterval. When a tenant's rate or budget held work
+//     back (the queue's [contract.ClaimReport] says until when), the
+//     runner claims again as that hold ends, if it ends before the poll.
+//   - Lets a handler report what its work cost with [Charge], against the
+//     item's tenant: a tenant over its [contract.Budget] is held back from
+//     the next claim.
 //   - Heartbeats every running item's lease (by default every third of
 //     the lease). A heartbeat that finds the lease lost cancels that
 //     handler's context with the [*contract.LeaseLostError] as its cause,

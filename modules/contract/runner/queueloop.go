@@ -42,6 +42,9 @@ type queueLoop struct {
 	// after item.
 	slots   sync.WaitGroup
 	started int // slot goroutines started; touched by the claim goroutine only
+	// report is what the last claim saw of flow control; touched by the
+	// claim goroutine only.
+	report contract.ClaimReport
 }
 
 func newQueueLoop(rn *run, spec queueSpec) *queueLoop {
@@ -85,6 +88,8 @@ func (l *queueLoop) await(n int64) bool {
 func (l *queueLoop) claim(ctx context.Context, n int) ([]contract.Lease, error) {
 	rn := l.rn
 	req := contract.ClaimRequest{Queue: l.name, Worker: rn.cfg.Worker, LeaseFor: rn.cfg.LeaseFor, Max: n}
+	l.report = contract.ClaimReport{}
+	ctx = contract.WithClaimReport(ctx, &l.report)
 	var done []contract.Lease
 	if rn.cc != nil {
 		done = rn.done.take()
@@ -123,6 +128,12 @@ func (l *queueLoop) claimLoop(ctx context.Context, wake <-chan struct{}) {
 	gathering.Stop()
 	defer gathering.Stop()
 	var retryC <-chan time.Time
+	// held fires when a tenant that a rate or budget held back is due to
+	// be served again, when that is sooner than the next poll.
+	held := time.NewTimer(time.Hour)
+	held.Stop()
+	defer held.Stop()
+	var heldC <-chan time.Time
 	failures := 0 // claims failed in a row with a retryable error
 	more := true  // work may be waiting
 	var lastClaim time.Duration
@@ -154,6 +165,14 @@ func (l *queueLoop) claimLoop(ctx context.Context, wake <-chan struct{}) {
 					failures++
 				} // otherwise the next poll or wake tries again
 			}
+			if at := l.report.RetryAt; !more && !at.IsZero() && ctx.Err() == nil {
+				// A limit held a tenant with due work back: claim again
+				// when it lets go, if that comes before the poll.
+				if d := at.Sub(cfg.Clock.Now()); d < cfg.PollInterval {
+					held.Reset(max(d, time.Millisecond))
+					heldC = held.C
+				}
+			}
 			if more && l.free.Load() > 0 {
 				continue
 			}
@@ -174,6 +193,9 @@ func (l *queueLoop) claimLoop(ctx context.Context, wake <-chan struct{}) {
 			more = true
 		case <-retryC:
 			retryC = nil
+			more = true
+		case <-heldC:
+			heldC = nil
 			more = true
 		}
 		l.need.Store(0)
@@ -254,6 +276,7 @@ func (l *queueLoop) work() {
 func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
 	ctx, cancel := context.WithCancelCause(l.rn.handlerCtx)
 	defer cancel(nil)
+	ctx = context.WithValue(ctx, chargeKey{}, charger{q: l.rn.r.q, lease: lease})
 	l.rn.beats.watch(s, lease, cancel)
 
 	err := l.call(ctx, lease)
