@@ -46,6 +46,17 @@
 // a queue of your own that makes no report has a capability exactly when
 // it has the interface.
 //
+// # Flow control in the claim
+//
+// [FlowController] sets per-tenant [Limits] on a queue (and a default for
+// the tenants without their own): a cap on live leases, a token-bucket
+// rate, a weight in the rotation, and a [Budget] on the usage handlers
+// [FlowController.Charge] over a rolling window. Every backing decides
+// them inside its one claim script or statement: a tenant held back is
+// passed over within the same claim, keeps its place, and is charged no
+// attempt. A [ClaimReport] in the claim's context learns who was held and
+// until when; [AsFlowController] finds the capability behind a wrapper.
+//
 // # Time, secrets and errors
 //
 // Lease arithmetic uses an injected [Clock], never the server's time, so

@@ -167,4 +167,19 @@
 //     lease is named in a *LeaseLostError beside the claimed leases; Max
 //     0 only completes; nothing due is ErrEmpty; bad input changes
 //     nothing.
+//   - Flow (every backing enforces limits; the suite fails otherwise):
+//     limits set, read back and removed by the zero Limits, per tenant and
+//     as the queue's default; bad limits and charges are *ValidationError
+//     naming the field and change nothing; a tenant capped at N gets at
+//     most N live leases, within one claim and under ten concurrent
+//     claimers, while the batch fills from the others; an expired lease
+//     stops counting at its expiry, before any reap; a settle frees the
+//     slot at once and wakes the claimers; a rate of R per second serves
+//     R×60 ± the burst over a simulated minute and reports when the next
+//     token accrues; weights 3:1 give 300:100 ± 4 over 400 claims in
+//     batches of 1, 4 and 7; a tenant charged up to its budget is parked
+//     until the window slides (not at half of it) while the others drain,
+//     and comes back with no attempt charged; a held tenant keeps its
+//     place at the head of the rotation; FlowStatus and the claim's
+//     ClaimReport say who is held and why.
 package contracttest
