@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/adkit/adk/modules/contract"
 	"time"
 )
 
@@ -23,6 +24,11 @@ type workload struct {
 	busy    int // the first busy tenants get the items; 0 means all
 	conc    int // the worker count
 	rec     *recorder
+	// limits, on our backings, are set per tenant (by index) before the
+	// load; sampled names a tenant whose live leases are sampled while
+	// the workers run (the limits-cap scenario), "" none.
+	limits  map[int]contract.Limits
+	sampled string
 }
 
 // backing is one queue under test. A measurement calls prepare, enqueue

@@ -140,6 +140,16 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 					h.depth(ctx, ob)
 				}
 			}
+		case "limits", "limits-cap":
+			for _, b := range bs {
+				if ob, ok := b.(*ourBacking); ok && ob.label != "pg-poll" {
+					if sc == "limits" {
+						h.limitsPairs(ctx, ob, c0)
+					} else {
+						h.capPairs(ctx, ob, c0)
+					}
+				}
+			}
 		case "physical":
 			h.physical(ctx, c0)
 		case "burndown":

@@ -58,6 +58,10 @@ type ourBacking struct {
 	// what it grew by per item handled, once they stopped (0: unknown).
 	serverAt      int64
 	serverPerItem float64
+	// peakLeased is the most live leases the sampled tenant was seen
+	// holding (workload.sampled); stopSampler ends the sampling.
+	peakLeased  int
+	stopSampler func()
 }
 
 // consumer is what works a queue during a measurement: the harness's
@@ -100,7 +104,52 @@ func (b *ourBacking) prepare(ctx context.Context, w workload) error {
 		return err
 	}
 	b.inst, b.w, b.pool, b.serverPerItem = inst, w, nil, 0
+	b.peakLeased, b.stopSampler = 0, nil
+	if len(w.limits) == 0 {
+		return nil
+	}
+	fc, ok := contract.AsFlowController(inst.q)
+	if !ok {
+		return fmt.Errorf("%s does not enforce limits", b.label)
+	}
+	for t, l := range w.limits {
+		if err := fc.SetLimits(ctx, benchQueue, tenantName(t), l); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// sample reads the sampled tenant's live leases from FlowStatus until
+// stopped, keeping the peak.
+func (b *ourBacking) sample(ctx context.Context) {
+	fc, ok := contract.AsFlowController(b.inst.q)
+	if !ok || b.w.sampled == "" {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	b.stopSampler = func() { cancel(); <-done }
+	name := b.w.sampled
+	go func() {
+		defer close(done)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if st, err := fc.FlowStatus(ctx, benchQueue); err == nil {
+				for _, tf := range st {
+					if tf.Tenant == name {
+						b.peakLeased = max(b.peakLeased, tf.Leased)
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 }
 
 func (b *ourBacking) enqueue(ctx context.Context, jobs []job) error {
@@ -121,6 +170,7 @@ func (b *ourBacking) start(ctx context.Context) error {
 			b.serverAt = us
 		}
 	}
+	b.sample(ctx)
 	if !b.viaPool {
 		p, err := startRunner(b.inst.q, b.w.rec, b.w.conc, b.maxBatch, b.poll, b.carry)
 		if err != nil {
@@ -141,6 +191,10 @@ func (b *ourBacking) start(ctx context.Context) error {
 func (b *ourBacking) stop(ctx context.Context) error {
 	if b.pool != nil {
 		b.pool.halt()
+	}
+	if b.stopSampler != nil {
+		b.stopSampler()
+		b.stopSampler = nil
 	}
 	if b.inst.serverMicros != nil {
 		if us, err := b.inst.serverMicros(ctx); err == nil && b.w.rec.processed.Load() > 0 {

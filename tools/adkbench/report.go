@@ -141,6 +141,12 @@ func (res *result) compare() {
 			if r.Ratio > 0 {
 				r.Target, r.Met = "≥ 0.9× 1 tenant", ptr(r.Ratio >= 0.9)
 			}
+		case "limits", "limits-cap":
+			// Issue 16: limits that bind nobody cost under 10%, and a
+			// capped neighbour slows the others by under 10%.
+			if r.Ratio > 0 {
+				r.Target, r.Met = "≥ 0.9× "+strings.TrimPrefix(r.RatioOf, "vs "), ptr(r.Ratio >= 0.9)
+			}
 		case "busy50", "burndown":
 			if isPG && r.VsRiver > 0 {
 				r.Target, r.Met = "≥ 1.5× river", ptr(r.VsRiver >= 1.5)
