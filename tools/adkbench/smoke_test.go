@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,13 @@ func TestSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	if err := run(ctx, []string{"-quick", "-json", "-timeout", "90s", "-backings", strings.Join(serverBackings, ",")}, &out, io.Discard); err != nil {
+	var scen []string
+	for _, s := range allScenarios {
+		if !slices.Contains(limitScenarios, s) {
+			scen = append(scen, s)
+		}
+	}
+	if err := run(ctx, []string{"-quick", "-json", "-timeout", "90s", "-backings", strings.Join(serverBackings, ","), "-scenarios", strings.Join(scen, ",")}, &out, io.Discard); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	var res result
@@ -65,7 +72,7 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	// physical rows depend on which reference binaries the machine has.
-	for _, s := range allScenarios {
+	for _, s := range scen {
 		if s != "physical" && !scenarios[s] {
 			t.Errorf("no row for scenario %s", s)
 		}
@@ -76,6 +83,54 @@ func TestSmoke(t *testing.T) {
 // SQLite pair has a smoke run of its own (TestSmokeSQLite), which keeps
 // each within its time.
 var serverBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq"}
+
+// limitScenarios are the flow-control scenarios, which TestSmokeLimits
+// runs on the backings that enforce limits.
+var limitScenarios = []string{"limits", "limits-cap"}
+
+// flowBackings are the backings TestSmokeLimits runs the flow-control
+// scenarios on.
+var flowBackings = []string{"memstore"}
+
+// TestSmokeLimits runs the flow-control scenarios with tiny counts: every
+// row handles all of its items exactly once, and the capped tenant never
+// holds more leases than its cap (a row fails otherwise).
+func TestSmokeLimits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	args := []string{"-quick", "-json", "-timeout", "90s", "-concurrency", "10", "-backings", strings.Join(flowBackings, ","), "-scenarios", strings.Join(limitScenarios, ",")}
+	if err := run(ctx, args, &out, io.Discard); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var res result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("decode the JSON table: %v\n%s", err, out.String())
+	}
+	seen := map[string]bool{}
+	for _, r := range res.Rows {
+		seen[r.Scenario+"/"+r.Backing] = true
+		if r.Error != "" {
+			t.Errorf("%s/%s: %s", r.Scenario, r.Backing, r.Error)
+		}
+		if r.Expected > 0 && r.Processed != r.Expected {
+			t.Errorf("%s/%s: processed %d of %d items", r.Scenario, r.Backing, r.Processed, r.Expected)
+		}
+		if r.Duplicates != 0 || r.Errors != 0 {
+			t.Errorf("%s/%s: %d duplicates, %d worker errors", r.Scenario, r.Backing, r.Duplicates, r.Errors)
+		}
+		if r.Scenario == "limits-cap" && !strings.Contains(r.Note, "peak live leases") {
+			t.Errorf("limits-cap/%s: the row does not say what the cap sampler saw: %q", r.Backing, r.Note)
+		}
+	}
+	for _, b := range flowBackings {
+		for _, s := range limitScenarios {
+			if !seen[s+"/"+b] {
+				t.Errorf("no %s/%s row", s, b)
+			}
+		}
+	}
+}
 
 // TestSmokeSQLite runs sqlite through the scenarios its rows quote, with
 // tiny counts: every row handles all of its items exactly once. (Its peer
