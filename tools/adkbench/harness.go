@@ -140,13 +140,17 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 					h.depth(ctx, ob)
 				}
 			}
-		case "limits", "limits-cap":
+		case "limits", "limits-cap", "limits-scale":
 			for _, b := range bs {
+				// pg-poll claims with the very statement pg-listen uses.
 				if ob, ok := b.(*ourBacking); ok && ob.label != "pg-poll" {
-					if sc == "limits" {
+					switch sc {
+					case "limits":
 						h.limitsPairs(ctx, ob, c0)
-					} else {
+					case "limits-cap":
 						h.capPairs(ctx, ob, c0)
+					default:
+						h.limitsScale(ctx, ob)
 					}
 				}
 			}

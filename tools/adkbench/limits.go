@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
+	"time"
 
 	"github.com/adkit/adk/modules/contract"
 )
@@ -24,7 +27,9 @@ func (h *harness) limitsPairs(ctx context.Context, b *ourBacking, conc int) {
 	}
 	h.medianOfPairs(
 		func() row { return h.measureLimits(ctx, "limits", b, conc, nil, "1,000 tenants without limits") },
-		func() row { return h.measureLimits(ctx, "limits", b, conc, limits, "1,000 tenants, each with a cap and a rate that never bind") },
+		func() row {
+			return h.measureLimits(ctx, "limits", b, conc, limits, "1,000 tenants, each with a cap and a rate that never bind")
+		},
 		"vs no limits")
 }
 
@@ -111,4 +116,97 @@ func (h *harness) drainRow(ctx context.Context, scenario string, b backing, w wo
 		r.Note = note
 	}
 	return r
+}
+
+// limitsScale measures claim latency as the number of tenants with limits
+// grows: a claim of 10 (and its Complete) sampled with 100 tenants, each
+// with a loose cap and rate and work queued, then on a fresh queue with
+// 10,000 such tenants (1,000 with -quick). The ratio (many / 100) is what
+// the issue bounds at 1.5×.
+func (h *harness) limitsScale(ctx context.Context, b *ourBacking) {
+	const rounds, perRound, batch = 5, 60, 10
+	many := 10_000
+	if h.cfg.quick {
+		many = 1000
+	}
+	loose := contract.Limits{MaxLeased: 10_000, Rate: contract.MaxRate, Burst: contract.MaxLimitLeased}
+	var p50s [2]time.Duration
+	var m measurement
+	m.expected = 2 * rounds * perRound * batch
+	for i, tenants := range []int{100, many} {
+		each := max(3, (rounds*perRound*batch)/tenants+1)
+		jobs := make([]job, 0, tenants*each)
+		for k := range tenants * each {
+			jobs = append(jobs, job{seq: int64(k), tenant: k % tenants})
+		}
+		limits := make(map[int]contract.Limits, tenants)
+		for t := range tenants {
+			limits[t] = loose
+		}
+		rec := newRecorder(len(jobs))
+		h.logf("limits-scale %s tenants=%d items=%d", b.name(), tenants, len(jobs))
+		p, n, err := h.sampleClaims(ctx, b, workload{tenants: tenants, conc: 1, rec: rec, limits: limits}, jobs, rounds, perRound, batch)
+		m.processed += n
+		if err != nil {
+			m.err = err
+			break
+		}
+		p50s[i] = p
+	}
+	for i, tenants := range []int{100, many} {
+		r := h.row("limits-scale", b, 1, m)
+		r.Items = tenants
+		r.Metric, r.Unit = fmt.Sprintf("claim p50 @%d tenants with limits", tenants), "ms"
+		r.Value = float64(p50s[i].Nanoseconds()) / 1e6
+		if i == 1 && p50s[0] > 0 {
+			r.Ratio, r.RatioOf = float64(p50s[1])/float64(p50s[0]), "vs 100 tenants"
+			r.Target, r.Met = "≤ 1.5× 100 tenants", ptr(r.Ratio <= 1.5)
+		}
+		r.Note = fmt.Sprintf("claims of %d and their Complete; the quietest of %d rounds of %d", batch, rounds, perRound)
+		h.add(r)
+	}
+}
+
+// sampleClaims opens the backing for w, loads jobs, and times claims of
+// batch items with their Complete: rounds of perRound, a second apart,
+// returning the quietest round's median and the items claimed.
+func (h *harness) sampleClaims(ctx context.Context, b *ourBacking, w workload, jobs []job, rounds, perRound, batch int) (time.Duration, int64, error) {
+	if err := b.prepare(ctx, w); err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = b.cleanup(context.Background()) }()
+	if err := load(ctx, b, jobs, w.rec, false); err != nil {
+		return 0, 0, err
+	}
+	if b.inst.settle != nil {
+		if err := b.inst.settle(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
+	var best time.Duration
+	var n int64
+	for round := range rounds {
+		if round > 0 {
+			time.Sleep(time.Second)
+		}
+		runtime.GC()
+		lat := make([]time.Duration, 0, perRound)
+		for range perRound {
+			t := time.Now()
+			ls, err := b.inst.q.Claim(ctx, contract.ClaimRequest{Queue: benchQueue, Worker: "adkbench-scale", LeaseFor: time.Minute, Max: batch})
+			if err != nil {
+				return 0, n, err
+			}
+			if err := b.inst.q.Complete(ctx, ls...); err != nil {
+				return 0, n, err
+			}
+			lat = append(lat, time.Since(t))
+			n += int64(len(ls))
+		}
+		slices.Sort(lat)
+		if p := percentile(lat, 0.5); round == 0 || p < best {
+			best = p
+		}
+	}
+	return best, n, nil
 }

@@ -44,7 +44,7 @@ type config struct {
 	pgDSN         string
 }
 
-var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap"}
+var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap", "limits-scale"}
 var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq", "sqlite", "riversqlite"}
 
 func main() {

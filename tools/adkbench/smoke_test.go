@@ -86,7 +86,7 @@ var serverBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "rive
 
 // limitScenarios are the flow-control scenarios, which TestSmokeLimits
 // runs on the backings that enforce limits.
-var limitScenarios = []string{"limits", "limits-cap"}
+var limitScenarios = []string{"limits", "limits-cap", "limits-scale"}
 
 // flowBackings are the backings TestSmokeLimits runs the flow-control
 // scenarios on.

@@ -17,6 +17,7 @@ import (
 
 // flowState is a tenant's flow-control standing in a queue.
 type flowState struct {
+	own    *contract.Limits // the tenant's own limits, nil for the default
 	bucket contract.RateBucket
 	credit int // items served in its current turn
 	// usage is the budget usage by slot, for slots slotMillis wide.
@@ -26,8 +27,8 @@ type flowState struct {
 
 // limitsFor returns the limits that apply to tq.
 func (q *queue) limitsFor(tq *tenantQueue) contract.Limits {
-	if l, ok := q.limits[tq.name]; ok {
-		return l
+	if tq.flow.own != nil {
+		return *tq.flow.own
 	}
 	return q.defLimits
 }
@@ -45,11 +46,13 @@ func (s *store) SetLimits(ctx context.Context, name, tenant string, l contract.L
 		q.defLimits = l
 	case l.IsZero():
 		delete(q.limits, tenant)
+		q.tenant(tenant).flow.own = nil
 	default:
 		if q.limits == nil {
 			q.limits = make(map[string]contract.Limits)
 		}
 		q.limits[tenant] = l
+		q.tenant(tenant).flow.own = &l
 	}
 	q.limited = !q.defLimits.IsZero() || len(q.limits) > 0
 	s.wake(name, s.clock.Now())
@@ -179,6 +182,14 @@ func (q *queue) nextAllowed(now time.Time, r *contract.ClaimReport, seen map[*te
 	head := q.next(now) // moves the tenants that fell due into due
 	if head == nil {
 		return nil
+	}
+	why, until := q.held(head, q.limitsFor(head), now)
+	if why == contract.HeldNone {
+		return head
+	}
+	if !seen[head] {
+		seen[head] = true
+		r.Note(why, until)
 	}
 	var found *tenantQueue
 	q.due.Ascend(nil, func(_ int64, tq *tenantQueue) bool {

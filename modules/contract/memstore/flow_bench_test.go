@@ -1,0 +1,64 @@
+package memstore_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/contract/memstore"
+)
+
+// BenchmarkClaimLimits is a claim of 10 and its Complete over 1,000 busy
+// tenants, without limits and with a cap and a rate on every tenant that
+// never bind: the ratio of the two is what checking limits in the claim
+// costs. Compare the sub-benchmarks of one run
+// (go test -bench ClaimLimits -count 6).
+func BenchmarkClaimLimits(b *testing.B) {
+	loose := contract.Limits{MaxLeased: 10_000, Rate: contract.MaxRate, Burst: contract.MaxLimitLeased}
+	for _, c := range []struct {
+		name   string
+		limits bool
+	}{{"none", false}, {"loose", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := b.Context()
+			s := memstore.New(contracttest.NewFakeClock(contracttest.FakeEpoch), memstore.Settings{})
+			const tenants = 1000
+			if c.limits {
+				for t := range tenants {
+					if err := s.SetLimits(ctx, "", fmt.Sprintf("t%04d", t), loose); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			items := make([]contract.Item, 0, tenants)
+			for t := range tenants {
+				items = append(items, contract.Item{Tenant: fmt.Sprintf("t%04d", t), ID: "x"})
+			}
+			if err := s.Enqueue(ctx, items...); err != nil {
+				b.Fatal(err)
+			}
+			req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}
+			b.ReportAllocs()
+			for b.Loop() {
+				ls, err := s.Claim(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				// Complete and put the same items back: the queue stays
+				// the same size, every tenant busy.
+				if err := s.Complete(ctx, ls...); err != nil {
+					b.Fatal(err)
+				}
+				back := items[:0:0]
+				for _, l := range ls {
+					back = append(back, contract.Item{Tenant: l.Item.Tenant, ID: l.Item.ID})
+				}
+				if err := s.Enqueue(ctx, back...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
