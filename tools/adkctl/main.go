@@ -1,7 +1,7 @@
 // Command adkctl is the operator's terminal tool for the adk kit: it shows
 // and acts on a Redis or PostgreSQL backing as the dashboard does — queues,
 // tenants and their rotation, leases, dead letters (list, count, requeue,
-// purge), one item, health — prints, applies and verifies the PostgreSQL
+// purge), tenant limits (show, set, clear), one item, health — prints, applies and verifies the PostgreSQL
 // schema, and moves Redis queues an earlier release wrote into the current
 // key layout:
 //
@@ -10,6 +10,7 @@
 //	adkctl dead list --tenant acme --error timeout
 //	adkctl dead purge --error "invalid payload" --yes
 //	adkctl item --tenant acme --id run-42 --json
+//	adkctl limits set --queue agent --tenant acme --max-leased 2 --rate 5
 //	adkctl health
 //	adkctl schema apply --dsn URL
 //	adkctl redis migrate-layout --yes
@@ -65,6 +66,8 @@ verbs (adkctl <verb> --help for the flags and more examples):
                                adkctl dead list --tenant acme --error timeout
   dead requeue|purge         one letter (--tenant and --id), or every match with --yes
                                adkctl dead requeue --error "rate limited" --yes
+  limits show|set|clear      tenant flow control: caps, rates, weights, budgets, and who is held back
+                               adkctl limits set --queue agent --tenant acme --max-leased 2
   item                       one item by tenant and id, with its lease and its run
                                adkctl item --tenant acme --id run-42
   health                     the backing's checks and its preflight/verify verdict
@@ -101,6 +104,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.leases(ctx, args[1:])
 	case "dead":
 		return a.dead(ctx, args[1:])
+	case "limits":
+		return a.limits(ctx, args[1:])
 	case "item":
 		return a.item(ctx, args[1:])
 	case "health":
@@ -113,6 +118,6 @@ func (a *app) run(ctx context.Context, args []string) int {
 		fmt.Fprint(a.stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, item, health, schema, redis (adkctl --help)\n", args[0])
+	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, limits, item, health, schema, redis (adkctl --help)\n", args[0])
 	return exitUsage
 }

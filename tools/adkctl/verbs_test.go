@@ -672,7 +672,7 @@ func TestNoServer(t *testing.T) {
 func TestHelpShowsAnExamplePerVerb(t *testing.T) {
 	f := newFixture(t)
 	out := f.ok("--help")
-	for _, ex := range []string{"adkctl queues", "adkctl tenants --", "adkctl leases --", "adkctl dead list --", "adkctl dead requeue --", "adkctl item --", "adkctl health", "adkctl schema apply"} {
+	for _, ex := range []string{"adkctl queues", "adkctl tenants --", "adkctl leases --", "adkctl dead list --", "adkctl dead requeue --", "adkctl limits set --", "adkctl item --", "adkctl health", "adkctl schema apply"} {
 		if !strings.Contains(out, "\n                               "+ex) {
 			t.Errorf("adkctl --help has no example %q", ex)
 		}
@@ -689,6 +689,9 @@ func TestHelpShowsAnExamplePerVerb(t *testing.T) {
 		{[]string{"dead", "count"}, "adkctl dead count"},
 		{[]string{"dead", "requeue"}, "adkctl dead requeue --tenant"},
 		{[]string{"dead", "purge"}, "adkctl dead purge --error"},
+		{[]string{"limits"}, "adkctl limits set --queue"},
+		{[]string{"limits", "show"}, "adkctl limits show --queue"},
+		{[]string{"limits", "set"}, "adkctl limits set --queue"},
 		{[]string{"item"}, "adkctl item --tenant"},
 		{[]string{"health"}, "adkctl health"},
 		{[]string{"schema"}, "adkctl schema apply"},
@@ -698,7 +701,7 @@ func TestHelpShowsAnExamplePerVerb(t *testing.T) {
 			if code != exitOK || !strings.Contains(out, "example") || !strings.Contains(out, "  "+tc.example) {
 				t.Errorf("adkctl %q %s: exit %d, no example %q:\n%s", tc.args, h, code, tc.example, out)
 			}
-			if len(tc.args) > 1 || tc.args[0] != "dead" {
+			if len(tc.args) > 1 || (tc.args[0] != "dead" && tc.args[0] != "limits") {
 				if !strings.Contains(out, "-json") {
 					t.Errorf("adkctl %q %s does not list --json", tc.args, h)
 				}
