@@ -166,6 +166,12 @@ func (s *Server) fairness(c echo.Context) (view.Fairness, int, error) {
 	}
 	now := p.Now
 	colors := s.colorsOf(stats)
+	flows, enforced, err := s.flowStatus(c, queue)
+	if err != nil {
+		return p, 0, err
+	}
+	p.Flow = enforced
+	flowOf := flowByTenant(flows)
 	strip, streams := fifoReplay(rot.Recent, stats, now)
 	p.Window = len(rot.Recent)
 	if p.Window > 1 {
@@ -189,6 +195,9 @@ func (s *Server) fairness(c echo.Context) (view.Fairness, int, error) {
 		if rs := streams[st.Tenant]; rs != nil {
 			r.FIFOTurns, r.FIFOWaitSeconds, r.FIFOUnserved = rs.turns, rs.longest.Seconds(), rs.left
 		}
+		if f := flowOf[st.Tenant]; f != nil {
+			r.Held, r.Until = f.Held, f.Until
+		}
 		if r.Queued == 0 && r.AdkTurns == 0 && r.FIFOTurns == 0 {
 			continue // nothing to compare for a tenant idle in the window
 		}
@@ -196,7 +205,9 @@ func (s *Server) fairness(c echo.Context) (view.Fairness, int, error) {
 		if r.AdkTurns > 0 || r.Queued > 0 {
 			p.WithWork++
 		}
-		if r.Queued > 0 && r.AdkTurns == 0 && p.Window > 0 {
+		// A tenant its own limits hold back is passed over by design,
+		// not starved by the rotation.
+		if r.Queued > 0 && r.AdkTurns == 0 && p.Window > 0 && r.Held == "" {
 			p.AdkStarved++
 		}
 		if (r.Queued > 0 || r.AdkTurns > 0) && r.FIFOTurns == 0 {

@@ -257,6 +257,18 @@ func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 		return p, 0, err
 	}
 	colors := s.colorsOf(stats)
+	flows, enforced, err := s.flowStatus(c, queue)
+	if err != nil {
+		return p, 0, err
+	}
+	p.Flow = enforced
+	flowOf := flowByTenant(flows)
+	p.Held = map[string]string{}
+	for _, f := range flows {
+		if f.Held != "" {
+			p.Held[f.Tenant] = f.Held
+		}
+	}
 
 	p.Order = rot.Order
 	if p.Order == nil {
@@ -290,11 +302,14 @@ func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 			r.LatencySeconds = age.Seconds()
 			r.Latency = view.Dur(age)
 		}
+		r.Flow = flowOf[st.Tenant]
 		// Waiting means starved: ready work older than the whole window
 		// of turns, and not one of those turns. Work that arrived during
-		// the window has simply not come up yet.
+		// the window has simply not come up yet, and a tenant its own
+		// limits hold back is not starved by the rotation.
 		r.Waiting = st.Ready > 0 && r.TurnsInWindow == 0 && len(rot.Recent) > 0 &&
-			!st.OldestReady.IsZero() && st.OldestReady.Before(rot.Recent[0].At)
+			!st.OldestReady.IsZero() && st.OldestReady.Before(rot.Recent[0].At) &&
+			p.Held[st.Tenant] == ""
 		p.Rows = append(p.Rows, r)
 	}
 	// Busiest first: the tenants a person came to look at.

@@ -61,7 +61,7 @@ func checkTenantsPage(t *testing.T, f *fixture) {
 		t.Errorf("rotation order: %d tenants, want 3", n)
 	}
 	// The busiest tenant comes first.
-	if first := strings.TrimSpace(testids(doc, "tenant-row").First().Find("a").Text()); first != "noisy" {
+	if first := strings.TrimSpace(testids(doc, "tenant-row").First().Find("a").First().Text()); first != "noisy" {
 		t.Errorf("first tenant row %q, want noisy", first)
 	}
 	var api view.Tenants

@@ -61,11 +61,13 @@ func TestScopesTable(t *testing.T) {
 		"/leases", "/api/leases", "/dead", "/api/dead", "/dead/errors", "/api/dead/errors",
 		"/dead/confirm?action=purge&scope=filter", "/api/dead/preview?action=purge&scope=filter",
 		"/item?tenant=acme&id=evil", "/api/item?tenant=acme&id=evil", "/health", "/api/health",
+		"/limits", "/api/limits", "/limits?tenant=acme", "/api/limits?tenant=acme",
 	}
 	foreign := []string{
 		"/dead?tenant=globex", "/api/dead?tenant=globex", "/api/dead/errors?tenant=globex",
 		"/item?tenant=globex&id=poison-1", "/api/item?tenant=globex&id=poison-1",
 		"/api/dead/preview?action=purge&scope=selection&pick=" + url.QueryEscape(pickValue("globex", "poison-1")),
+		"/limits?tenant=globex", "/api/limits?tenant=globex",
 	}
 	otherQueue := []string{"/api/tenants?queue=other", "/api/dead?queue=other&tenant=acme"}
 	type action struct {

@@ -130,6 +130,8 @@ func (s *Server) routes() *echo.Echo {
 	get(e, "/api/tenants", apiPage(s.tenants), read...)
 	get(e, "/fairness", htmlPage(s, s.fairness, view.FairnessView), read...)
 	get(e, "/api/fairness", apiPage(s.fairness), read...)
+	get(e, "/limits", htmlPage(s, s.limitsPage, view.LimitsView), read...)
+	get(e, "/api/limits", apiPage(s.limitsPage), read...)
 	get(e, "/leases", htmlPage(s, s.leases, view.LeasesView), read...)
 	get(e, "/api/leases", apiPage(s.leases), read...)
 	get(e, "/dead", htmlPage(s, s.dead, view.DeadView), read...)

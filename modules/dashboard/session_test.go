@@ -111,7 +111,7 @@ func TestNothingSecretInURLs(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/", "/tenants", "/fairness", "/leases", "/dead", "/dead/errors", "/dead/confirm?action=purge&scope=filter",
-		"/item?tenant=acme&id=evil", "/health", "/audit", "/login"} {
+		"/item?tenant=acme&id=evil", "/health", "/audit", "/login", "/limits", "/limits?tenant=acme"} {
 		doc := f.page(c, p, http.StatusOK)
 		doc.Find("a[href], link[href], script[src], img[src]").Each(func(_ int, sel *goquery.Selection) {
 			for _, attr := range []string{"href", "src"} {

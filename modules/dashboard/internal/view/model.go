@@ -173,6 +173,9 @@ type TenantRow struct {
 	Waiting bool `json:"waiting"`
 	// Position in the rotation order (1 = next), 0 if not in it.
 	Position int `json:"position"`
+	// Flow is the tenant's flow-control standing, nil on a backing that
+	// does not enforce limits.
+	Flow *FlowRow `json:"flow,omitempty"`
 }
 
 // TurnCell is one recent turn in the rotation strip.
@@ -207,6 +210,10 @@ type Tenants struct {
 	Rows    []TenantRow     `json:"tenants"`
 	Lanes   []Lane          `json:"-"`
 	Window  int             `json:"window"`
+	// Flow is true when the backing enforces limits (each row then has
+	// its standing); Held names why each held tenant is passed over.
+	Flow bool              `json:"flow_enforced"`
+	Held map[string]string `json:"-"`
 }
 
 // LeaseRow is one live lease.
@@ -422,6 +429,11 @@ type FairRow struct {
 	FIFOTurns       int     `json:"fifo_turns"`
 	FIFOWaitSeconds float64 `json:"fifo_wait_seconds"`
 	FIFOUnserved    int64   `json:"fifo_unserved,omitempty"`
+	// Held is why a claim would pass the tenant over now ("cap", "rate",
+	// "budget"), and Until when a rate or budget hold ends: a tenant its
+	// limits hold back is not starved by the rotation.
+	Held  string    `json:"held,omitempty"`
+	Until time.Time `json:"until,omitzero"`
 }
 
 // Fairness replays the last window of claims as a FIFO queue would have
@@ -442,6 +454,8 @@ type Fairness struct {
 	FIFOStarved      int     `json:"fifo_starved"`
 	AdkWorstSeconds  float64 `json:"adk_worst_wait_seconds"`
 	FIFOWorstSeconds float64 `json:"fifo_worst_wait_seconds"`
+	// Flow is true when the backing enforces limits.
+	Flow bool `json:"flow_enforced"`
 }
 
 // AuditEntry is one audited request: an action (requeue, purge) done,
@@ -451,16 +465,19 @@ type AuditEntry struct {
 	At      time.Time `json:"at"`
 	Token   string    `json:"token"` // "" when the request held none
 	Client  string    `json:"client"`
-	Action  string    `json:"action"`  // requeue, purge, sign-in, sign-out
+	Action  string    `json:"action"`  // requeue, purge, set-limits, remove-limits, sign-in, sign-out
 	Outcome string    `json:"outcome"` // done, refused, failed
 	Status  int       `json:"status"`
 	Filter  Filter    `json:"filter"`
-	// Scope is the action's "one", "selection" or "filter"; Selected
+	// Scope is the action's "one", "selection" or "filter" ("tenant" or
+	// "default" for limits); Selected
 	// the letters a selection named; Count the letters it touched.
 	Scope    string `json:"scope,omitempty"`
 	Selected int    `json:"selected,omitempty"`
 	Count    int    `json:"count"`
 	Reason   string `json:"reason,omitempty"`
+	// Limits are the limits a set-limits action asked for, in one line.
+	Limits string `json:"limits,omitempty"`
 }
 
 // Audit is the audit trail page, newest first.
