@@ -78,7 +78,7 @@ func (s *Server) record(c echo.Context, e view.AuditEntry) {
 	}
 	level(AuditMessage, "action", e.Action, "outcome", e.Outcome, "status", e.Status,
 		"token", e.Token, "client", e.Client, "queue", e.Filter.Queue, "tenant", e.Filter.Tenant, "id", e.Filter.ID,
-		"error_contains", e.Filter.ErrorContains, "scope", e.Scope, "selected", e.Selected, "count", e.Count, "reason", e.Reason)
+		"error_contains", e.Filter.ErrorContains, "scope", e.Scope, "selected", e.Selected, "count", e.Count, "reason", e.Reason, "limits", e.Limits)
 	trace.SpanFromContext(c.Request().Context()).AddEvent("adk.dashboard.audit", trace.WithAttributes(
 		attribute.String("adk.dashboard.action", e.Action),
 		attribute.String("adk.dashboard.outcome", e.Outcome),
@@ -93,6 +93,7 @@ func (s *Server) record(c echo.Context, e view.AuditEntry) {
 		attribute.Int("adk.dashboard.selected", e.Selected),
 		attribute.Int("adk.dashboard.count", e.Count),
 		attribute.String("adk.dashboard.reason", e.Reason),
+		attribute.String("adk.dashboard.limits", e.Limits),
 	))
 	s.audit.add(e)
 }
@@ -109,7 +110,11 @@ func (s *Server) audited(a action) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			e := view.AuditEntry{Action: string(a)}
-			describeAction(c, &e)
+			if a == actSetLimits || a == actRemoveLimits {
+				describeLimits(c, &e)
+			} else {
+				describeAction(c, &e)
+			}
 			c.Set(ctxAudit, &e)
 			err := next(c)
 			switch {

@@ -2,7 +2,8 @@
 // http.Handler that shows tenant rotation, leases, dead letters and backing
 // health for any backing that implements [contract.WorkQueue] and
 // [contract.Inspector] — the in-memory store, Redis or PostgreSQL — and
-// lets a token holder requeue or purge dead letters.
+// lets a token holder requeue or purge dead letters and, on a backing that
+// enforces them, set the tenants' flow-control limits.
 //
 // # Pages
 //
@@ -21,7 +22,16 @@
 //     than the whole window and got no turn in it is starving, and is
 //     highlighted), and per tenant the
 //     ready, later, leased, dead and served counts and the queue latency
-//     (the age of its oldest ready item).
+//     (the age of its oldest ready item); on a backing that enforces
+//     limits ([contract.AsFlowController]), each tenant's live leases
+//     against its cap, rate tokens, budget used and why a claim passes it
+//     over now (cap, rate or budget, with until when known).
+//   - /limits: the queue's default limits and every tenant's, with the
+//     form that sets the default or one tenant's own; PUT, POST and
+//     DELETE /api/limits do the same for scripts. A change needs a
+//     read-write token that sees every tenant of the queue, and bad
+//     limits are refused with the contract's [contract.ValidationError],
+//     changing nothing.
 //   - /leases: live leases soonest expiry first, with time left; leases
 //     past expiry that no reaper has returned yet are highlighted.
 //   - /dead: dead letters newest first, paged with the backing's cursor

@@ -125,8 +125,15 @@ func TestLimitsPage(t *testing.T) {
 	if n := testids(doc, "limits-row").Length(); n != 3 {
 		t.Errorf("%d limits rows, want 3", n)
 	}
-	if got := strings.Fields(testids(doc, "limits-default-text").Text()); strings.Join(got, " ") != "weight 2" {
+	if got := strings.Fields(testids(doc, "limits-default-text").Text()); strings.Join(got, " ") != "weight 2 edit" {
 		t.Errorf("the default reads %q", got)
+	}
+	if v, _ := testids(doc, "limit-weight").Attr("value"); v != "2" {
+		t.Errorf("the default's form holds weight %q, want 2", v)
+	}
+	// Without a read-write token the form is there but cannot be sent.
+	if _, disabled := testids(doc, "limits-save").Attr("disabled"); !disabled || testids(doc, "limits-readonly").Length() != 1 {
+		t.Error("the save button is enabled on a read-only dashboard")
 	}
 
 	doc = f.page(nil, "/limits?tenant=acme", http.StatusOK)
@@ -135,6 +142,16 @@ func TestLimitsPage(t *testing.T) {
 	}
 	if got := strings.TrimSpace(testids(doc, "limits-held").Text()); got != "held by its cap" {
 		t.Errorf("acme is shown %q", got)
+	}
+	if v, _ := testids(doc, "limit-max_leased").Attr("value"); v != "1" {
+		t.Errorf("acme's form holds max_leased %q, want 1", v)
+	}
+	doc = f.page(nil, "/limits?tenant=globex", http.StatusOK)
+	if testids(doc, "limits-follows-default").Length() != 1 {
+		t.Error("globex's page does not say it follows the default")
+	}
+	if v, _ := testids(doc, "limit-weight").Attr("value"); v != "" {
+		t.Errorf("globex's own form holds weight %q, want empty", v)
 	}
 	// A tenant with neither items nor limits: what it would get.
 	doc = f.page(nil, "/limits?tenant=newcomer", http.StatusOK)
@@ -179,8 +196,8 @@ func TestFlowUnsupported(t *testing.T) {
 		t.Error("the tenants page shows limits on a backing without them")
 	}
 	doc = f.page(c, "/limits", http.StatusOK)
-	if got := testids(doc, "flow-unsupported").Text(); got != view.NoFlowNote || testids(doc, "limits-table").Length() != 0 {
-		t.Errorf("the limits page on a backing without them: %q, %d tables", got, testids(doc, "limits-table").Length())
+	if got := testids(doc, "flow-unsupported").Text(); got != view.NoFlowNote || testids(doc, "limits-table").Length() != 0 || testids(doc, "limits-form").Length() != 0 {
+		t.Errorf("the limits page on a backing without them: %q, %d tables, %d forms", got, testids(doc, "limits-table").Length(), testids(doc, "limits-form").Length())
 	}
 	var api view.Limits
 	f.api(c, "/api/limits", http.StatusOK, &api)

@@ -388,6 +388,12 @@ func leaseRow(l contract.Lease, now time.Time) view.LeaseRow {
 // message is the sentence a flash shows. It is built from the signed
 // action and counts only, so no request text reaches the page.
 func (f flash) message() string {
+	switch action(f.Action) {
+	case actSetLimits:
+		return "Limits saved."
+	case actRemoveLimits:
+		return "Limits removed."
+	}
 	verb := map[string]string{string(actRequeue): "Requeued", string(actPurge): "Purged"}[f.Action]
 	if verb == "" {
 		return ""

@@ -155,6 +155,10 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/dead/purge", s.actionForm(actPurge), write(actPurge)...)
 	e.POST("/api/dead/requeue", s.actionAPI(actRequeue), write(actRequeue)...)
 	e.POST("/api/dead/purge", s.actionAPI(actPurge), write(actPurge)...)
+	e.POST("/limits", s.limitsForm, write(actSetLimits)...)
+	e.PUT("/api/limits", s.limitsAPI(actSetLimits), write(actSetLimits)...)
+	e.POST("/api/limits", s.limitsAPI(actSetLimits), write(actSetLimits)...)
+	e.DELETE("/api/limits", s.limitsAPI(actRemoveLimits), write(actRemoveLimits)...)
 	return e
 }
 
