@@ -101,12 +101,19 @@ func TestBrowser(t *testing.T) {
 		return dead >= 3 && len(stats) == 20 && len(srv.sampler.historyAll()) >= 8
 	})
 
+	// The noisy tenant capped below the workers' concurrency, so the
+	// pages show a tenant held back by its cap now and then.
+	if err := store.SetLimits(t.Context(), contract.DefaultQueue, demo.NoisyTenant, contract.Limits{MaxLeased: 3, Weight: 2}); err != nil {
+		t.Fatal(err)
+	}
+
 	b := openBrowser(t, browser, ts.URL)
 	hostile := "/item?tenant=" + demo.HostileTenant + "&id=" + demo.HostileID
 	tour := []tourPage{
 		{"overview", "/", []string{"queue-table", "chart-depth"}},
 		{"tenants", "/tenants", []string{"rotation-strip", "tenant-table"}},
 		{"fairness", "/fairness", []string{"fair-strip-fifo", "fair-table"}},
+		{"limits", "/limits", []string{"limits-table", "limits-form"}},
 		{"leases", "/leases", []string{"lease-table"}},
 		{"dead-letters", "/dead?limit=20", []string{"dead-table", "dead-row"}},
 		{"dead-errors", "/dead/errors", []string{"errors-table", "error-group"}},
@@ -307,6 +314,100 @@ func deadControls(t *testing.T, b *browserTab, store *memstore.Store) {
 		t.Errorf("%d audit rows, want the sign-in and three actions at least", n)
 	}
 	b.shoot("audit", modes[0])
+}
+
+// TestBrowserSetsACap: a person signs in, sets a tenant's cap in the
+// limits form, and sees the tenant shown held by its cap on the limits
+// page and in the tenants table and the rotation order; a NaN rate comes
+// back refused, naming the field, and changes nothing.
+func TestBrowserSetsACap(t *testing.T) {
+	browser := chromiumPath(t)
+	store := memstore.New(nil, memstore.Settings{})
+	ctx := t.Context()
+	for _, tenant := range []string{"acme", "globex"} {
+		for i := range 4 {
+			if err := store.Enqueue(ctx, contract.Item{Tenant: tenant, ID: fmt.Sprint(tenant, "-", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Two live leases each: a cap of 2 holds acme back at once.
+	if ls, err := store.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Hour, Max: 4}); err != nil || len(ls) != 4 {
+		t.Fatalf("claim: %d leases (%v)", len(ls), err)
+	}
+	srv, err := New(Config{Queue: store, Inspector: store, Backing: "memory", Token: testToken, SampleEvery: time.Hour, Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	b := openBrowser(t, browser, ts.URL)
+	b.mode(modes[0])
+	b.open("/login", "login-form")
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(css("login-token"), testToken)); err != nil {
+		t.Fatal(err)
+	}
+	b.click("login-submit", "signed-in-as")
+	b.open("/tenants", "tenant-table")
+	if n := b.count(`[data-testid="tenant-held"] [data-held]`); n != 0 {
+		t.Errorf("%d tenants shown held before any limit", n)
+	}
+	b.open("/limits?tenant=acme", "limits-form")
+	if got := b.text("limits-follows-default"); got == "" {
+		t.Error("acme's form does not say it follows the default")
+	}
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(css("limit-max_leased"), "2")); err != nil {
+		t.Fatal(err)
+	}
+	b.click("limits-save", "flash")
+	if got := b.text("flash"); got != "Limits saved." {
+		t.Errorf("flash %q", got)
+	}
+	if got := b.text("limits-held"); got != "held by its cap" {
+		t.Errorf("acme is shown %q on its limits page, want held by its cap", got)
+	}
+	if got := b.text("limits-cap"); got != "2 of 2" {
+		t.Errorf("acme's leases against its cap read %q", got)
+	}
+	ql, err := store.Limits(ctx, contract.DefaultQueue)
+	if err != nil || ql.Tenants["acme"] != (contract.Limits{MaxLeased: 2}) {
+		t.Fatalf("acme's limits after the click: %+v (%v)", ql, err)
+	}
+	b.shoot("limits-tenant", modes[0])
+
+	b.open("/tenants", "tenant-table")
+	rows, err := chromedp.Run(b.ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(Array.from(document.querySelectorAll('[data-testid="tenant-row"]')).map(tr =>
+		[tr.querySelector('[data-testid="tenant-name"] bdi').textContent.trim(), tr.querySelector('[data-testid="tenant-held"]').textContent.trim().replace(/\s+/g, " ")]))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows["acme"] != "held by its cap" || rows["globex"] != "no" {
+		t.Errorf("the tenants table's held column: %q", rows)
+	}
+	if got := b.text("rotation-order-held"); got != "held: cap" {
+		t.Errorf("the rotation order marks %q", got)
+	}
+
+	// A NaN rate: refused beside the field, nothing changed.
+	b.open("/limits?tenant=acme", "limits-form")
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(css("limit-rate"), "NaN")); err != nil {
+		t.Fatal(err)
+	}
+	b.click("limits-save", "limits-problem")
+	if got := b.text("limits-problem"); !strings.Contains(got, "Limits.Rate") || !strings.Contains(got, "Nothing was changed.") {
+		t.Errorf("the refusal reads %q", got)
+	}
+	if ql, err := store.Limits(ctx, contract.DefaultQueue); err != nil || ql.Tenants["acme"] != (contract.Limits{MaxLeased: 2}) {
+		t.Errorf("a refused form changed acme's limits: %+v (%v)", ql, err)
+	}
+	b.mode(modes[2]) // 400 px: every field and button on screen
+	b.open("/limits?tenant=acme", "limits-form")
+	if off := b.offScreen(); off != "" {
+		t.Errorf("the limits page at 400 px: %s is off screen", off)
+	}
+	b.noConsoleErrorsExcept("/limits")
 }
 
 // TestBrowserFaultsShowOnlyInABrowser covers the layout faults: a tenant
@@ -747,6 +848,7 @@ func TestBrowserTenantScoped(t *testing.T) {
 		{"overview", "/", []string{"queue-table", "chart-depth"}},
 		{"tenants", "/tenants", []string{"tenant-table"}},
 		{"fairness", "/fairness", []string{"fair-table"}},
+		{"limits", "/limits", []string{"limits-table", "limits-readonly"}},
 		{"leases", "/leases", []string{"lease-table"}},
 		{"dead-letters", "/dead", []string{"dead-table"}},
 		{"dead-errors", "/dead/errors", []string{"errors-table"}},

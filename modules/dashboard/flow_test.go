@@ -51,10 +51,12 @@ func rowText(t *testing.T, f *fixture, path, rowID, nameID, tenant, cellID strin
 func TestFlowOnTenantsPage(t *testing.T) {
 	f := limitedFixture(t, "")
 	for _, c := range []struct{ tenant, cell, want string }{
-		{"acme", "tenant-held", "held by its cap own limits"},
+		{"acme", "tenant-held", "held by its cap"},
+		{"acme", "tenant-limits", "cap 1 own"},
 		{"acme", "tenant-cap", "1 of 1"},
 		{"noisy", "tenant-budget", "tokens 150 of 100 per 1m00s"},
-		{"globex", "tenant-held", "no default limits"},
+		{"globex", "tenant-held", "no"},
+		{"globex", "tenant-limits", "weight 2 default"},
 		{"globex", "tenant-rate", "—"},
 	} {
 		if got := rowText(t, f, "/tenants", "tenant-row", "tenant-name", c.tenant, c.cell); got != c.want {
