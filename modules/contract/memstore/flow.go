@@ -165,6 +165,15 @@ func (q *queue) held(tq *tenantQueue, l contract.Limits, now time.Time) (contrac
 	if l.MaxLeased > 0 && tq.leased >= l.MaxLeased && q.liveLeases(tq, now) >= l.MaxLeased {
 		return contract.HeldCap, time.Time{}
 	}
+	return q.heldWith(tq, l, now, -1)
+}
+
+// heldWith is held with the tenant's live leases already counted (live
+// < 0: the cap is already judged).
+func (q *queue) heldWith(tq *tenantQueue, l contract.Limits, now time.Time, live int) (contract.HeldReason, time.Time) {
+	if live >= 0 && l.MaxLeased > 0 && live >= l.MaxLeased {
+		return contract.HeldCap, time.Time{}
+	}
 	if l.Rate > 0 && !tq.flow.bucket.Allows(l, contract.UnixMicros(now)) {
 		next := tq.flow.bucket.Next(l)
 		return contract.HeldRate, time.UnixMicro(int64(next + 0.999999)).UTC()
@@ -247,6 +256,15 @@ func (s *store) FlowStatus(ctx context.Context, name string) ([]contract.TenantF
 		return out, nil
 	}
 	now := s.clock.Now()
+	// One walk of the expired, unreaped leases counts them by tenant.
+	expired := map[string]int{}
+	q.leases.Ascend(nil, func(k leaseKey, e *entry) bool {
+		if k.expires.After(now) {
+			return false
+		}
+		expired[e.item.Tenant]++
+		return true
+	})
 	names := make([]string, 0, len(q.tenants))
 	for n, tq := range q.tenants {
 		_, own := q.limits[n]
@@ -267,12 +285,13 @@ func (s *store) FlowStatus(ctx context.Context, name string) ([]contract.TenantF
 		}
 		l := q.limitsFor(tq)
 		_, own := q.limits[n]
-		why, until := q.held(tq, l, now)
+		live := tq.leased - expired[n]
+		why, until := q.heldWith(tq, l, now, live)
 		out = append(out, contract.TenantFlow{
 			Tenant:     n,
 			Limits:     l,
 			Own:        own,
-			Leased:     q.liveLeases(tq, now),
+			Leased:     live,
 			RateTokens: tq.flow.bucket.Tokens(l, contract.UnixMicros(now)),
 			BudgetUsed: budgetUsed(tq, l.Budget, now),
 			Held:       why,
