@@ -1,0 +1,88 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/sqlitestore"
+)
+
+// BenchmarkClaim measures a claim of up to 100 items followed by their
+// completion, over items spread across tenants. The "loose" variants give
+// every tenant its own limits that never bind (a cap, a rate and a
+// budget far above what the run reaches), so their ratio to the "none"
+// variant in the same run is what deciding the limits in the claim costs.
+// The file runs with DurabilityNormal, so the figure is the claim's work
+// rather than the disk's fsync.
+func BenchmarkClaim(b *testing.B) {
+	for _, c := range []struct {
+		tenants int
+		limits  string
+	}{
+		{1, "none"},
+		{1000, "none"},
+		{1000, "loose"},
+	} {
+		b.Run(fmt.Sprintf("tenants=%d/limits=%s", c.tenants, c.limits), func(b *testing.B) {
+			benchClaim(b, c.tenants, c.limits == "loose")
+		})
+	}
+}
+
+func benchClaim(b *testing.B, tenants int, loose bool) {
+	ctx := context.Background()
+	s := sqlitestore.Settings{Durability: sqlitestore.DurabilityNormal}
+	q, err := sqlitestore.NewQueue(newFile(b, s), nil, s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if loose {
+		fl, ok := contract.AsFlowController(q)
+		if !ok {
+			b.Skip("this build of the queue has no flow control")
+		}
+		l := contract.Limits{MaxLeased: 1000, Rate: 1e5, Burst: 100_000,
+			Budget: contract.Budget{CostMicros: 1 << 60, Window: time.Hour}}
+		for i := range tenants {
+			if err := fl.SetLimits(ctx, "", fmt.Sprintf("t%04d", i), l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	const fill = 10_000
+	next := 0
+	refill := func() {
+		items := make([]contract.Item, 0, fill)
+		for range fill {
+			items = append(items, contract.Item{Tenant: fmt.Sprintf("t%04d", next%tenants), ID: fmt.Sprintf("i%d", next)})
+			next++
+		}
+		if err := q.Enqueue(ctx, items...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 100}
+	claimed := 0
+	b.ResetTimer()
+	for b.Loop() {
+		ls, err := q.Claim(ctx, req)
+		if errors.Is(err, contract.ErrEmpty) {
+			b.StopTimer()
+			refill()
+			b.StartTimer()
+			ls, err = q.Claim(ctx, req)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := q.Complete(ctx, ls...); err != nil {
+			b.Fatal(err)
+		}
+		claimed += len(ls)
+	}
+	b.ReportMetric(float64(claimed)/b.Elapsed().Seconds(), "items/s")
+}
