@@ -21,23 +21,55 @@ import (
 // The counters (tokens, stamps, turns) are read once and written back
 // once; they roll back with the transaction, which is safe because a
 // rolled-back claim has handed no lease to anyone.
-func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimRequest) ([]contract.Lease, error) {
+//
+// A queue with any flow-control limit set claims through claimFlow
+// instead (flow.go); the others take this path, which reads no limit.
+// held lists the tenants a claimFlow passed over, for the claim's report.
+func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimRequest) (out []contract.Lease, held []heldTenant, err error) {
 	name := req.Queue
 	now := q.clock.Now()
 	at := nanos(now)
 	var stamp, turn int64
-	err := e.QueryRowContext(ctx, queueGetSQL, name).Scan(&stamp, &turn)
+	var limited bool
+	err = e.QueryRowContext(ctx, queueGetSQL, name).Scan(&stamp, &turn, &limited)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var token int64
 	if err := e.QueryRowContext(ctx, counterGetSQL, "token").Scan(&token); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	expires := nanos(now.Add(req.LeaseFor))
+	if limited {
+		c := &flowClaim{e: e, req: req, now: now, at: at, expires: expires, stamp: stamp, turn: turn, token: token}
+		if err := c.run(ctx); err != nil {
+			return nil, nil, err
+		}
+		out, held, stamp, turn, token = c.out, c.held, c.stamp, c.turn, c.token
+	} else if out, err = claimRotation(ctx, e, req, at, expires, &stamp, &turn, &token); err != nil {
+		return nil, nil, err
+	}
+	if len(out) == 0 {
+		return nil, held, nil
+	}
+	if _, err := e.ExecContext(ctx, countersSetSQL, "token", token); err != nil {
+		return nil, nil, err
+	}
+	if _, err := e.ExecContext(ctx, queueSetSQL, name, stamp, turn); err != nil {
+		return nil, nil, err
+	}
+	return out, held, nil
+}
+
+// claimRotation is the claim of a queue without limits: the rotation's
+// front, one item per tenant per turn, round after round.
+func claimRotation(ctx context.Context, e execer, req contract.ClaimRequest, at, expires int64, stampp, turnp, tokenp *int64) ([]contract.Lease, error) {
+	name := req.Queue
+	stamp, turn, token := *stampp, *turnp, *tokenp
+	defer func() { *stampp, *turnp, *tokenp = stamp, turn, token }()
 	var out []contract.Lease
 	var heads []string
 	complete := false // heads holds every tenant with an item due
@@ -92,15 +124,6 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 			}
 		}
 		heads = still
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	if _, err := e.ExecContext(ctx, countersSetSQL, "token", token); err != nil {
-		return nil, err
-	}
-	if _, err := e.ExecContext(ctx, queueSetSQL, name, stamp, turn); err != nil {
-		return nil, err
 	}
 	return out, nil
 }

@@ -22,7 +22,16 @@
 // mode other than WAL, a busy timeout of zero or a synchronous level
 // below what Settings.Durability asks for are each refused with a
 // *contract.SchemaError or *contract.PreflightError that names the fix.
-// A file that holds a schema is never altered.
+// A file that holds a schema is never altered: a file of an earlier
+// version is refused, naming the published up-migration ([Migrations],
+// schema/migrations/) that its owner applies.
+//
+// # Flow control
+//
+// The queue is a contract.FlowController: tenant limits (cap, rate,
+// weight, budget) are rows in the file, and every rule is decided inside
+// the claim's write transaction, where SQLite's single writer makes the
+// counts exact. A queue with no limits claims exactly as before.
 //
 // # Writes and processes
 //

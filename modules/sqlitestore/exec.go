@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -291,7 +292,7 @@ func schemaErr(err error) error {
 		return &contract.SchemaError{Object: "database file", Found: "not a readable SQLite database (" + err.Error() + ")", Want: "a file Open created",
 			Fix: "point the backing at the file it created, or at a new path (Open creates the schema in an empty file)"}
 	case code == 1 && strings.Contains(err.Error(), "no such "):
-		return &contract.SchemaError{Object: "table or column", Found: "missing (" + err.Error() + ")", Want: "the tables of schema version 1",
+		return &contract.SchemaError{Object: "table or column", Found: "missing (" + err.Error() + ")", Want: "the tables of schema version " + strconv.Itoa(SchemaVersion),
 			Fix: "open the file with OpenState or OpenQueue, which create the schema in an empty file and verify it in an existing one"}
 	}
 	return err

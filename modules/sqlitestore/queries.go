@@ -13,6 +13,8 @@ var (
 	blobPutSQL string
 	//go:embed queries/bury.sql
 	burySQL string
+	//go:embed queries/caps_exist.sql
+	capsExistSQL string
 	//go:embed queries/claim_heads.sql
 	claimHeadsSQL string
 	//go:embed queries/claim_lease.sql
@@ -35,6 +37,10 @@ var (
 	deadOldestSQL string
 	//go:embed queries/enqueue.sql
 	enqueueSQL string
+	//go:embed queries/flow_heads.sql
+	flowHeadsSQL string
+	//go:embed queries/flow_tenants.sql
+	flowTenantsSQL string
 	//go:embed queries/health_counts.sql
 	healthCountsSQL string
 	//go:embed queries/heartbeat.sql
@@ -55,6 +61,14 @@ var (
 	inspectTenantsSQL string
 	//go:embed queries/lease_attempts.sql
 	leaseAttemptsSQL string
+	//go:embed queries/limits_delete.sql
+	limitsDeleteSQL string
+	//go:embed queries/limits_get.sql
+	limitsGetSQL string
+	//go:embed queries/limits_list.sql
+	limitsListSQL string
+	//go:embed queries/limits_put.sql
+	limitsPutSQL string
 	//go:embed queries/purge.sql
 	purgeSQL string
 	//go:embed queries/queue_get.sql
@@ -89,6 +103,14 @@ var (
 	turnJoinSQL string
 	//go:embed queries/turn_served.sql
 	turnServedSQL string
+	//go:embed queries/turn_served_flow.sql
+	turnServedFlowSQL string
 	//go:embed queries/turn_wake.sql
 	turnWakeSQL string
+	//go:embed queries/usage_add.sql
+	usageAddSQL string
+	//go:embed queries/usage_prune.sql
+	usagePruneSQL string
+	//go:embed queries/usage_window.sql
+	usageWindowSQL string
 )

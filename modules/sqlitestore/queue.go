@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -197,15 +198,19 @@ func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]con
 	if err := q.refuseBound("Claim"); err != nil {
 		return nil, err
 	}
-	var out []contract.Lease
+	var (
+		out  []contract.Lease
+		held []heldTenant
+	)
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		out, err = q.claim(ctx, e, req)
+		out, held, err = q.claim(ctx, e, req)
 		return err
 	})
 	if err != nil {
 		return nil, queueErr(ctx, err)
 	}
+	report(ctx, held)
 	if len(out) == 0 {
 		return nil, contract.ErrEmpty
 	}
@@ -220,22 +225,26 @@ func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease,
 		return nil, err
 	}
 	var (
-		out  []contract.Lease
-		lost []contract.ItemKey
+		out   []contract.Lease
+		lost  []contract.ItemKey
+		freed []string
+		held  []heldTenant
 	)
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		if lost, err = complete(ctx, e, done); err != nil {
+		if lost, freed, err = complete(ctx, e, done); err != nil {
 			return err
 		}
 		if req.Max > 0 {
-			out, err = q.claim(ctx, e, req)
+			out, held, err = q.claim(ctx, e, req)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, queueErr(ctx, err)
 	}
+	q.wakeAll(freed)
+	report(ctx, held)
 	if lost != nil {
 		return out, &contract.LeaseLostError{Items: lost}
 	}
@@ -276,14 +285,16 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 // one transaction; the others are named in a *contract.LeaseLostError.
 func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
 	var lost []contract.ItemKey
+	var freed []string
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		lost, err = complete(ctx, e, leases)
+		lost, freed, err = complete(ctx, e, leases)
 		return err
 	})
 	if err != nil {
 		return queueErr(ctx, err)
 	}
+	q.wakeAll(freed)
 	if lost != nil {
 		return &contract.LeaseLostError{Items: lost}
 	}
@@ -291,24 +302,36 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 }
 
 // complete deletes the leased items in order and returns the keys of the
-// leases that no longer held theirs.
-func complete(ctx context.Context, e execer, leases []contract.Lease) ([]contract.ItemKey, error) {
-	var lost []contract.ItemKey
+// leases that no longer held theirs, and the queues where a lease ended
+// under a cap (their claimers are woken: a held tenant may be free).
+func complete(ctx context.Context, e execer, leases []contract.Lease) (lost []contract.ItemKey, freed []string, err error) {
+	var ended []string
 	for _, l := range leases {
 		k := l.Key()
 		res, err := e.ExecContext(ctx, completeSQL, k.Queue, k.Tenant, k.ID, l.Token)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if n == 0 {
 			lost = append(lost, k)
+		} else if !slices.Contains(ended, k.Queue) {
+			ended = append(ended, k.Queue)
 		}
 	}
-	return lost, nil
+	for _, name := range ended {
+		c, err := capped(ctx, e, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c {
+			freed = append(freed, name)
+		}
+	}
+	return lost, freed, nil
 }
 
 // Fail records cause against the lease and retries or dead-letters the
@@ -317,6 +340,7 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 	now := q.clock.Now()
 	k := l.Key()
 	var d policy.Decision
+	var freed bool
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var attempts int
 		err := e.QueryRowContext(ctx, leaseAttemptsSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
@@ -326,13 +350,16 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 		if err != nil {
 			return err
 		}
-		d, err = q.settleFailed(ctx, e, k, attempts, cause, now)
+		if d, err = q.settleFailed(ctx, e, k, attempts, cause, now); err != nil {
+			return err
+		}
+		freed, err = capped(ctx, e, k.Queue)
 		return err
 	})
 	if err != nil {
 		return policy.Decision{}, queueErr(ctx, err)
 	}
-	if d.Retry {
+	if d.Retry || freed {
 		q.wake(k.Queue)
 	}
 	return d, nil
@@ -374,7 +401,7 @@ func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time) erro
 func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 	now := q.clock.Now()
 	var n int
-	retried := false
+	retried, freed := false, false
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		type expired struct {
 			key      contract.ItemKey
@@ -406,12 +433,15 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 			retried = retried || d.Retry
 			n++
 		}
-		return nil
+		if n > 0 {
+			freed, err = capped(ctx, e, name)
+		}
+		return err
 	})
 	if err != nil {
 		return 0, queueErr(ctx, err)
 	}
-	if retried {
+	if retried || freed {
 		q.wake(name)
 	}
 	return n, nil

@@ -13,18 +13,57 @@ import (
 )
 
 // SchemaVersion is the version of the schema this release reads and
-// creates. Open refuses a file that holds another.
-const SchemaVersion = 1
+// creates. Open refuses a file that holds another. Version 2 added flow
+// control (tenant limits, rate buckets, weighted turns, budget usage).
+const SchemaVersion = 2
 
-//go:embed schema/*.sql
+//go:embed schema/*.sql schema/migrations/*.sql
 var schemaFS embed.FS
 
 // ExpectedSchema is the SQL of the schema: what Open runs in a new, empty
 // file.
-var ExpectedSchema = readSQL(schemaFS, "schema/001_schema.sql")
+var ExpectedSchema = readSQL(schemaFS, "schema/002_schema.sql")
+
+// A Migration brings a file from one schema version to the next. The
+// library never applies one: the owner of the file does, after a backup,
+// with the processes that use it stopped.
+type Migration struct {
+	From, To int
+	// Name is the file's path in this module, which Verify names in the
+	// fix when it meets a file at From.
+	Name string
+	// SQL is the migration: one transaction that refuses a file at any
+	// version other than From before it writes anything.
+	SQL string
+}
+
+// Migrations are the published up-migrations, oldest first; the last
+// ends at SchemaVersion.
+var Migrations = []Migration{
+	{From: 1, To: 2, Name: "schema/migrations/001_to_002.sql", SQL: readSQL(schemaFS, "schema/migrations/001_to_002.sql")},
+}
 
 // tables are the tables of the schema, each checked by Verify.
-var tables = []string{"adk_schema", "adk_counters", "adk_runs", "adk_work", "adk_queues", "adk_turns", "adk_recent", "adk_blobs"}
+var tables = []string{"adk_schema", "adk_counters", "adk_runs", "adk_work", "adk_queues", "adk_turns", "adk_recent", "adk_blobs", "adk_limits", "adk_usage"}
+
+// columns are columns a later version added to a table of an earlier
+// one, each checked by Verify.
+var columns = map[string][]string{"adk_turns": {"credit", "tat"}}
+
+// migrationFix says how to bring a file at version from to SchemaVersion.
+func migrationFix(from int) string {
+	var names []string
+	for _, m := range Migrations {
+		if m.From >= from {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) == 0 || Migrations[0].From > from {
+		return fmt.Sprintf("this release reads schema version %d and publishes migrations from version %d only; migrate the file with an earlier release first, or start on a new path", SchemaVersion, Migrations[0].From)
+	}
+	return fmt.Sprintf("stop the processes that use the file, back it up, and apply %s (modules/sqlitestore, also sqlitestore.Migrations) in that order, e.g. sqlite3 -bail FILE < %s; the library never alters a file",
+		strings.Join(names, ", then "), names[0])
+}
 
 func readSQL(fs embed.FS, name string) string {
 	b, err := fs.ReadFile(name)
@@ -114,7 +153,7 @@ func Verify(ctx context.Context, db *sql.DB, s Settings) error {
 	if version != SchemaVersion {
 		fix := fmt.Sprintf("this release reads schema version %d and never alters a file; open the file with the release that created it", SchemaVersion)
 		if version < SchemaVersion {
-			fix = fmt.Sprintf("apply the migrations from version %d to %d (modules/sqlitestore/schema/migrations) to a copy of the file, then open the copy", version, SchemaVersion)
+			fix = migrationFix(version)
 		}
 		return &contract.SchemaError{Object: "adk_schema.version", Found: strconv.Itoa(version), Want: strconv.Itoa(SchemaVersion), Fix: fix}
 	}
@@ -122,6 +161,18 @@ func Verify(ctx context.Context, db *sql.DB, s Settings) error {
 		if !have[t] {
 			return &contract.SchemaError{Object: "table " + t, Found: "missing", Want: "the tables of schema version " + strconv.Itoa(SchemaVersion),
 				Fix: "the file's schema is incomplete; restore it from a backup, or start on a new path"}
+		}
+	}
+	for t, cols := range columns {
+		for _, c := range cols {
+			var n int
+			if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", t, c).Scan(&n); err != nil {
+				return schemaErr(err)
+			}
+			if n == 0 {
+				return &contract.SchemaError{Object: "column " + t + "." + c, Found: "missing", Want: "the columns of schema version " + strconv.Itoa(SchemaVersion),
+					Fix: "the file says version " + strconv.Itoa(SchemaVersion) + " but lacks a column the migration adds; restore it from a backup, or start on a new path"}
+			}
 		}
 	}
 	return nil

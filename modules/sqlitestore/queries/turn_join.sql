@@ -1,7 +1,8 @@
 -- A tenant gets an item due at ?4: one that held no queued item joins the
--- rotation at the back (stamp ?3); one already in it keeps its place and
--- wakes no later than the new item falls due.
+-- rotation at the back (stamp ?3) with a new turn (credit 0); one already
+-- in it keeps its place and wakes no later than the new item falls due.
 INSERT INTO adk_turns (queue, tenant, stamp, wake_at) VALUES (?1, ?2, ?3, ?4)
 ON CONFLICT (queue, tenant) DO UPDATE SET
     stamp   = CASE WHEN wake_at IS NULL THEN excluded.stamp ELSE stamp END,
+    credit  = CASE WHEN wake_at IS NULL THEN 0 ELSE credit END,
     wake_at = CASE WHEN wake_at IS NULL OR excluded.wake_at < wake_at THEN excluded.wake_at ELSE wake_at END

@@ -1,9 +1,10 @@
--- The schema the sqlitestore adapters read, version 1.
+-- Version 1 of the schema, what releases before flow control created. This
+-- release creates version 2 (002_schema.sql); migrations/001_to_002.sql
+-- brings a version 1 file there.
 --
--- Open creates it in a new, empty file and verifies it in an existing one;
--- it never alters a file that holds another version. Times are INTEGER
--- nanoseconds since the Unix epoch, written from the injected clock, so
--- the driver never converts a time.
+-- It is kept so the migration can be tested against the shape it starts
+-- from; this release's Open refuses a file that holds it, naming the
+-- migration.
 
 -- One row: the schema version this file was created with.
 CREATE TABLE adk_schema (

@@ -1,0 +1,522 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+var _ contract.FlowController = (*workQueue)(nil)
+
+// heldTenant is a tenant a claim passed over, for the claim's report.
+type heldTenant struct {
+	tenant string
+	why    contract.HeldReason
+	until  time.Time
+}
+
+// report fills the caller's claim report, when it asked for one, with the
+// tenants a committed claim passed over.
+func report(ctx context.Context, held []heldTenant) {
+	r := contract.ClaimReportFrom(ctx)
+	if r == nil {
+		return
+	}
+	for _, h := range held {
+		r.Note(h.why, h.until)
+	}
+}
+
+// defaultUsageSlotMillis is the slot width a charge is filed under when
+// no budget applies to its tenant.
+const defaultUsageSlotMillis = 1000
+
+// usageKeepMillis is how long a charge filed without a budget is kept:
+// the longest window any budget can count it in.
+var usageKeepMillis = (contract.MaxBudgetWindow + contract.MaxBudgetWindow/contract.BudgetSlots).Milliseconds()
+
+// limitsRow is the columns of an adk_limits row, in the order of the
+// queries that read one.
+type limitsRow struct {
+	maxLeased, burst, weight   int
+	rate                       float64
+	cost, tokens, windowMillis int64
+}
+
+func (r *limitsRow) dest() []any {
+	return []any{&r.maxLeased, &r.rate, &r.burst, &r.weight, &r.cost, &r.tokens, &r.windowMillis}
+}
+
+func (r limitsRow) limits() contract.Limits {
+	return contract.Limits{MaxLeased: r.maxLeased, Rate: r.rate, Burst: r.burst, Weight: r.weight,
+		Budget: contract.Budget{CostMicros: r.cost, Tokens: r.tokens, Window: time.Duration(r.windowMillis) * time.Millisecond}}
+}
+
+// getLimits reads the limits row of tenant ("" for the queue's default).
+func getLimits(ctx context.Context, e execer, queue, tenant string) (contract.Limits, bool, error) {
+	var r limitsRow
+	err := e.QueryRowContext(ctx, limitsGetSQL, queue, tenant).Scan(r.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return contract.Limits{}, false, nil
+	}
+	if err != nil {
+		return contract.Limits{}, false, err
+	}
+	return r.limits(), true, nil
+}
+
+// effectiveLimits reads the limits that apply to tenant: its own, else
+// the queue's default.
+func effectiveLimits(ctx context.Context, e execer, queue, tenant string) (contract.Limits, bool, error) {
+	l, own, err := getLimits(ctx, e, queue, tenant)
+	if err != nil || own {
+		return l, own, err
+	}
+	l, _, err = getLimits(ctx, e, queue, "")
+	return l, false, err
+}
+
+// capped reports whether a cap applies to any tenant of queue.
+func capped(ctx context.Context, e execer, queue string) (bool, error) {
+	var c bool
+	err := e.QueryRowContext(ctx, capsExistSQL, queue).Scan(&c)
+	return c, err
+}
+
+// wakeAll wakes the claimers of each queue.
+func (q *workQueue) wakeAll(queues []string) {
+	for _, name := range queues {
+		q.wake(name)
+	}
+}
+
+// SetLimits writes tenant's limits row (the queue's default when tenant
+// is ""), or deletes it for the zero Limits, and wakes the queue's
+// claimers.
+func (q *workQueue) SetLimits(ctx context.Context, queue, tenant string, l contract.Limits) error {
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		if l.IsZero() {
+			_, err := e.ExecContext(ctx, limitsDeleteSQL, queue, tenant)
+			return err
+		}
+		_, err := e.ExecContext(ctx, limitsPutSQL, queue, tenant, l.MaxLeased, l.Rate, l.Burst, l.Weight,
+			l.Budget.CostMicros, l.Budget.Tokens, l.Budget.Window.Milliseconds())
+		return err
+	})
+	if err != nil {
+		return queueErr(ctx, err)
+	}
+	q.wake(queue)
+	return nil
+}
+
+// Limits returns every limits row of queue.
+func (q *workQueue) Limits(ctx context.Context, queue string) (contract.QueueLimits, error) {
+	out := contract.QueueLimits{Queue: queue, Tenants: map[string]contract.Limits{}}
+	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
+		var err error
+		out.Default, out.Tenants, err = listLimits(ctx, e, queue)
+		return err
+	})
+	if err != nil {
+		return contract.QueueLimits{}, queueErr(ctx, err)
+	}
+	return out, nil
+}
+
+func listLimits(ctx context.Context, e execer, queue string) (contract.Limits, map[string]contract.Limits, error) {
+	var def contract.Limits
+	tenants := map[string]contract.Limits{}
+	rows, err := e.QueryContext(ctx, limitsListSQL, queue)
+	if err != nil {
+		return def, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var r limitsRow
+		if err := rows.Scan(append([]any{&t}, r.dest()...)...); err != nil {
+			return def, nil, err
+		}
+		if t == "" {
+			def = r.limits()
+		} else {
+			tenants[t] = r.limits()
+		}
+	}
+	return def, tenants, rows.Err()
+}
+
+// usageSlot returns the width (ms) and first millisecond of the slot a
+// charge at nowMillis is filed under with budget b.
+func usageSlot(b contract.Budget, nowMillis int64) (width, start int64) {
+	width = b.SlotMillis()
+	if width <= 0 {
+		width = defaultUsageSlotMillis
+	}
+	s := nowMillis / width
+	if nowMillis < 0 && nowMillis%width != 0 {
+		s--
+	}
+	return width, s * width
+}
+
+// Charge adds u to the tenant's slot of now, filed by the slot width of
+// the budget that applies to it, and forgets the tenant's charges no
+// window can count any more.
+func (q *workQueue) Charge(ctx context.Context, queue, tenant string, u contract.Usage) error {
+	ms := q.clock.Now().UnixMilli()
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		l, _, err := effectiveLimits(ctx, e, queue, tenant)
+		if err != nil {
+			return err
+		}
+		width, start := usageSlot(l.Budget, ms)
+		if _, err := e.ExecContext(ctx, usageAddSQL, queue, tenant, start, u.CostMicros, u.Tokens); err != nil {
+			return err
+		}
+		forget := ms - usageKeepMillis
+		if !l.Budget.IsZero() {
+			forget = start - contract.BudgetSlots*width
+		}
+		_, err = e.ExecContext(ctx, usagePruneSQL, queue, tenant, forget)
+		return err
+	})
+	return queueErr(ctx, err)
+}
+
+// usageRow is one slot of a tenant's charges.
+type usageRow struct {
+	start int64
+	used  contract.Usage
+}
+
+// budgetStanding reads the tenant's charges in the window of b at now and
+// returns the usage they sum to and, when that reaches a ceiling, when it
+// no longer will if nothing more is charged: the start of the first later
+// slot whose window leaves enough of the charges behind.
+func budgetStanding(ctx context.Context, e execer, queue, tenant string, b contract.Budget, now time.Time) (contract.Usage, time.Time, error) {
+	var used contract.Usage
+	if b.IsZero() {
+		return used, time.Time{}, nil
+	}
+	width, start := usageSlot(b, now.UnixMilli())
+	rows, err := e.QueryContext(ctx, usageWindowSQL, queue, tenant, start-contract.BudgetSlots*width, start+width)
+	if err != nil {
+		return used, time.Time{}, err
+	}
+	var slots []usageRow
+	for rows.Next() {
+		var r usageRow
+		if err := rows.Scan(&r.start, &r.used.CostMicros, &r.used.Tokens); err != nil {
+			rows.Close()
+			return used, time.Time{}, err
+		}
+		slots = append(slots, r)
+		used.CostMicros += r.used.CostMicros
+		used.Tokens += r.used.Tokens
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return used, time.Time{}, err
+	}
+	if !contract.OverBudget(b, used) {
+		return used, time.Time{}, nil
+	}
+	// The window of slot k counts the charges of slots k-10..k: walk k
+	// forward, dropping the oldest slots as they leave it.
+	left := used
+	for k := start + width; ; k += width {
+		from := k - contract.BudgetSlots*width
+		for len(slots) > 0 && slots[0].start < from {
+			left.CostMicros -= slots[0].used.CostMicros
+			left.Tokens -= slots[0].used.Tokens
+			slots = slots[1:]
+		}
+		if !contract.OverBudget(b, left) {
+			return used, time.UnixMilli(k).UTC(), nil
+		}
+	}
+}
+
+// rateUntil is when the bucket next has a token, as a time.
+func rateUntil(b contract.RateBucket, l contract.Limits) time.Time {
+	return time.UnixMicro(int64(math.Ceil(b.Next(l)))).UTC()
+}
+
+// FlowStatus reports every tenant of queue that holds items or limits of
+// its own: the limits that apply, its live leases, rate tokens and budget
+// used now, and what a claim now would hold it back for.
+func (q *workQueue) FlowStatus(ctx context.Context, queue string) ([]contract.TenantFlow, error) {
+	now := q.clock.Now()
+	out := []contract.TenantFlow{}
+	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
+		def, own, err := listLimits(ctx, e, queue)
+		if err != nil {
+			return err
+		}
+		type standing struct {
+			tenant string
+			leased int
+			tat    float64
+		}
+		var list []standing
+		rows, err := e.QueryContext(ctx, flowTenantsSQL, queue, nanos(now))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var s standing
+			if err := rows.Scan(&s.tenant, &s.leased, &s.tat); err != nil {
+				rows.Close()
+				return err
+			}
+			list = append(list, s)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		micros := contract.UnixMicros(now)
+		for _, s := range list {
+			l, isOwn := own[s.tenant]
+			if !isOwn {
+				l = def
+			}
+			bucket := contract.RateBucket{TAT: s.tat}
+			f := contract.TenantFlow{Tenant: s.tenant, Limits: l, Own: isOwn, Leased: s.leased, RateTokens: bucket.Tokens(l, micros)}
+			var until time.Time
+			if f.BudgetUsed, until, err = budgetStanding(ctx, e, queue, s.tenant, l.Budget, now); err != nil {
+				return err
+			}
+			switch {
+			case l.MaxLeased > 0 && s.leased >= l.MaxLeased:
+				f.Held = contract.HeldCap
+			case !bucket.Allows(l, micros):
+				f.Held, f.Until = contract.HeldRate, rateUntil(bucket, l)
+			case !until.IsZero():
+				f.Held, f.Until = contract.HeldBudget, until
+			}
+			out = append(out, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, queueErr(ctx, err)
+	}
+	return out, nil // flow_tenants.sql orders them by name
+}
+
+// flowClaim is one claim of a queue with limits, inside the claim's write
+// transaction: the counters it was given, what it leased and whom it
+// passed over.
+//
+// It walks the rotation from its front by stamp, with a cursor. A tenant
+// that comes up is checked against the limits that apply to it (its own,
+// else the queue's default) in the order cap, rate, budget; the first
+// that holds passes it over: nothing of it changes (stamp, credit, rate
+// bucket), the cursor moves past it, and the claim goes on to the next
+// tenant. A tenant that is free is served one item at a time, re-checked
+// before each, until its turn is over (weight w: w items in a row), it
+// is held, it has nothing more due, or the batch is full. A tenant whose
+// turn is over takes a new stamp, the back of the rotation, where the
+// cursor meets it again in a later round of the same claim.
+//
+// The write lock makes the counts exact: the transaction sees every
+// lease committed before it and its own, and no other writer runs
+// until it commits, so a cap holds however many claimers there are.
+// Live leases are counted at the claim's now, so a lease that has
+// expired stops counting whether or not it has been reaped.
+type flowClaim struct {
+	e       execer
+	req     contract.ClaimRequest
+	now     time.Time
+	at      int64 // now in nanoseconds
+	expires int64
+
+	stamp, turn, token int64
+
+	def     contract.Limits
+	out     []contract.Lease
+	held    []heldTenant
+	noted   map[string]bool
+	budgets map[string]budgetState
+}
+
+// budgetState is a tenant's budget standing at the claim's now; charges
+// do not change during a claim, so it is read once.
+type budgetState struct {
+	over  bool
+	until time.Time
+}
+
+// flowHead is one row of the rotation as flow_heads.sql returns it.
+type flowHead struct {
+	tenant string
+	stamp  int64
+	credit int
+	tat    float64
+	own    bool
+	limits limitsRow
+	leased int
+}
+
+func (c *flowClaim) run(ctx context.Context) error {
+	name := c.req.Queue
+	var err error
+	if c.def, _, err = getLimits(ctx, c.e, name, ""); err != nil {
+		return err
+	}
+	cursor := int64(math.MinInt64)
+	for len(c.out) < c.req.Max {
+		heads, err := c.heads(ctx, cursor, c.req.Max-len(c.out))
+		if err != nil {
+			return err
+		}
+		if len(heads) == 0 {
+			return nil
+		}
+		for _, h := range heads {
+			if len(c.out) == c.req.Max {
+				return nil
+			}
+			cursor = h.stamp
+			if err := c.serve(ctx, h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, error) {
+	rows, err := c.e.QueryContext(ctx, flowHeadsSQL, c.req.Queue, c.at, after, n, c.def.MaxLeased)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []flowHead
+	for rows.Next() {
+		var h flowHead
+		var maxLeased, burst, weight sql.NullInt64
+		var rate sql.NullFloat64
+		var cost, tokens, window sql.NullInt64
+		if err := rows.Scan(&h.tenant, &h.stamp, &h.credit, &h.tat, &h.own, &maxLeased, &rate, &burst, &weight,
+			&cost, &tokens, &window, &h.leased); err != nil {
+			return nil, err
+		}
+		h.limits = limitsRow{maxLeased: int(maxLeased.Int64), rate: rate.Float64, burst: int(burst.Int64), weight: int(weight.Int64),
+			cost: cost.Int64, tokens: tokens.Int64, windowMillis: window.Int64}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// hold records that the claim passed tenant over, once per claim.
+func (c *flowClaim) hold(tenant string, why contract.HeldReason, until time.Time) {
+	if c.noted[tenant] {
+		return
+	}
+	if c.noted == nil {
+		c.noted = map[string]bool{}
+	}
+	c.noted[tenant] = true
+	c.held = append(c.held, heldTenant{tenant: tenant, why: why, until: until})
+}
+
+// check returns why l holds the tenant of h back now, if it does, and
+// until when for a rate or a budget.
+func (c *flowClaim) check(ctx context.Context, h *flowHead, l contract.Limits, micros float64) (contract.HeldReason, time.Time, error) {
+	if l.MaxLeased > 0 && h.leased >= l.MaxLeased {
+		return contract.HeldCap, time.Time{}, nil
+	}
+	if b := (contract.RateBucket{TAT: h.tat}); !b.Allows(l, micros) {
+		return contract.HeldRate, rateUntil(b, l), nil
+	}
+	if l.Budget.IsZero() {
+		return contract.HeldNone, time.Time{}, nil
+	}
+	st, ok := c.budgets[h.tenant]
+	if !ok {
+		_, until, err := budgetStanding(ctx, c.e, c.req.Queue, h.tenant, l.Budget, c.now)
+		if err != nil {
+			return contract.HeldNone, time.Time{}, err
+		}
+		st = budgetState{over: !until.IsZero(), until: until}
+		if c.budgets == nil {
+			c.budgets = map[string]budgetState{}
+		}
+		c.budgets[h.tenant] = st
+	}
+	if st.over {
+		return contract.HeldBudget, st.until, nil
+	}
+	return contract.HeldNone, time.Time{}, nil
+}
+
+// serve serves the tenant of h up to the rest of its turn.
+func (c *flowClaim) serve(ctx context.Context, h flowHead) error {
+	name := c.req.Queue
+	l := c.def
+	if h.own {
+		l = h.limits.limits()
+	}
+	w := l.EffectiveWeight()
+	micros := contract.UnixMicros(c.now)
+	for len(c.out) < c.req.Max {
+		why, until, err := c.check(ctx, &h, l, micros)
+		if err != nil {
+			return err
+		}
+		if why != contract.HeldNone {
+			c.hold(h.tenant, why, until)
+			return nil
+		}
+		id, wake, err := nextItem(ctx, c.e, name, h.tenant, c.at)
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			// Nothing due after all (its wake time was ahead of its
+			// items): put the wake time right and pass it over.
+			_, err := c.e.ExecContext(ctx, turnWakeSQL, name, h.tenant, wake)
+			return err
+		}
+		c.token++
+		c.turn++
+		lease, err := scanLease(c.e.QueryRowContext(ctx, claimLeaseSQL, name, h.tenant, id, c.req.Worker, c.expires, c.token))
+		if err != nil {
+			return err
+		}
+		h.leased++
+		h.tat = contract.RateBucket{TAT: h.tat}.Take(l, micros).TAT
+		h.credit++
+		due, _ := wake.(int64)
+		more := wake != nil && due <= c.at
+		switch {
+		case wake == nil:
+			h.credit = 0 // it leaves the rotation; a new item starts a new turn
+		case h.credit >= w:
+			h.credit = 0
+			c.stamp++
+			h.stamp = c.stamp
+		}
+		if _, err := c.e.ExecContext(ctx, turnServedFlowSQL, name, h.tenant, h.stamp, wake, h.credit, h.tat); err != nil {
+			return err
+		}
+		if _, err := c.e.ExecContext(ctx, recentPutSQL, name, c.turn, h.tenant, id, c.req.Worker, c.at); err != nil {
+			return err
+		}
+		c.out = append(c.out, lease)
+		if !more || h.credit == 0 {
+			// Nothing more due now, or its turn is over: a new stamp puts
+			// it behind the cursor's walk, which meets it again there.
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,304 @@
+package sqlitestore_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/sqlitestore"
+)
+
+func flowQueue(t *testing.T) (*sqlitestore.SQLiteWorkQueue, *contracttest.FakeClock) {
+	t.Helper()
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	q, err := sqlitestore.NewQueue(newFile(t, sqlitestore.Settings{}), clock, sqlitestore.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !q.Capabilities().Flow {
+		t.Fatal("the queue does not report flow control")
+	}
+	return q, clock
+}
+
+func enqueueN(t *testing.T, q contract.WorkQueue, tenant string, n int) {
+	t.Helper()
+	items := make([]contract.Item, n)
+	for i := range items {
+		items[i] = contract.Item{Tenant: tenant, ID: fmt.Sprintf("%s-%d", tenant, i)}
+	}
+	if err := q.Enqueue(t.Context(), items...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Limits are kept in the file: closing and reopening it reads them back.
+func TestLimitsSurviveReopen(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "adk.db")
+	def := contract.Limits{MaxLeased: 3}
+	own := contract.Limits{MaxLeased: 2, Rate: 1.5, Burst: 4, Weight: 3, Budget: contract.Budget{CostMicros: 500, Tokens: 9, Window: 90 * time.Second}}
+	for round := range 2 {
+		db, err := sqlitestore.OpenDB(path, sqlitestore.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := sqlitestore.OpenQueue(ctx, db, nil, sqlitestore.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			for tenant, l := range map[string]contract.Limits{"": def, "acme": own, "gone": {MaxLeased: 1}} {
+				if err := q.SetLimits(ctx, "jobs", tenant, l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := q.SetLimits(ctx, "jobs", "gone", contract.Limits{}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			ql, err := q.Limits(ctx, "jobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ql.Queue != "jobs" || ql.Default != def || len(ql.Tenants) != 1 || ql.Tenants["acme"] != own {
+				t.Fatalf("limits after reopening: %+v", ql)
+			}
+			other, err := q.Limits(ctx, "other")
+			if err != nil || other.Tenants == nil || len(other.Tenants) != 0 || !other.Default.IsZero() {
+				t.Fatalf("limits of a queue without any: %+v, %v", other, err)
+			}
+		}
+		db.Close()
+	}
+}
+
+// Ten claimers against a tenant capped at 2 never hold three live leases
+// (sampled from the file while they run), and the other tenant's items are
+// all served meanwhile.
+func TestCapHoldsUnderConcurrentClaimers(t *testing.T) {
+	ctx := t.Context()
+	q, _ := flowQueue(t)
+	if err := q.SetLimits(ctx, "", "capped", contract.Limits{MaxLeased: 2}); err != nil {
+		t.Fatal(err)
+	}
+	const each = 20
+	enqueueN(t, q, "capped", each)
+	enqueueN(t, q, "free", each)
+	var done, peak atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			st, err := q.FlowStatus(ctx, "")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, f := range st {
+				if f.Tenant == "capped" && int64(f.Leased) > peak.Load() {
+					peak.Store(int64(f.Leased))
+				}
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for w := range 10 {
+		wg.Go(func() {
+			for done.Load() < 2*each {
+				ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: fmt.Sprint("w", w), LeaseFor: time.Minute, Max: 3})
+				if errors.Is(err, contract.ErrEmpty) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := q.Complete(ctx, ls...); err != nil {
+					t.Error(err)
+					return
+				}
+				done.Add(int64(len(ls)))
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	sampler.Wait()
+	if p := peak.Load(); p > 2 || p == 0 {
+		t.Fatalf("the capped tenant was seen with %d live leases, cap 2", p)
+	}
+	if done.Load() != 2*each {
+		t.Fatalf("%d of %d items served", done.Load(), 2*each)
+	}
+}
+
+// The claim fills the caller's report with each held tenant, once, why,
+// and the earliest moment a rate or budget hold ends; a lease that
+// expires stops counting against the cap before it is reaped.
+func TestClaimReport(t *testing.T) {
+	ctx := t.Context()
+	q, clock := flowQueue(t)
+	for tenant, l := range map[string]contract.Limits{
+		"cap":    {MaxLeased: 1},
+		"rate":   {Rate: 2, Burst: 1},
+		"budget": {Budget: contract.Budget{CostMicros: 100, Window: 10 * time.Second}},
+	} {
+		if err := q.SetLimits(ctx, "", tenant, l); err != nil {
+			t.Fatal(err)
+		}
+		enqueueN(t, q, tenant, 5)
+	}
+	enqueueN(t, q, "free", 5)
+	if err := q.Charge(ctx, "", "budget", contract.Usage{CostMicros: 100}); err != nil {
+		t.Fatal(err)
+	}
+	req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Second, Max: 10}
+	var r contract.ClaimReport
+	ls, err := q.Claim(contract.WithClaimReport(ctx, &r), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, l := range ls {
+		count[l.Item.Tenant]++
+	}
+	if count["cap"] != 1 || count["rate"] != 1 || count["budget"] != 0 || count["free"] != 5 {
+		t.Fatalf("served %v, want cap 1, rate 1, budget 0, free 5", count)
+	}
+	now := clock.Now()
+	want := now.Add(500 * time.Millisecond) // the rate's next token
+	if r.PassedOver != 3 || r.Held[contract.HeldCap] != 1 || r.Held[contract.HeldRate] != 1 || r.Held[contract.HeldBudget] != 1 || !r.RetryAt.Equal(want) {
+		t.Fatalf("report %+v, want cap, rate and budget once each, retry at %v", r, want)
+	}
+	st, err := q.FlowStatus(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]contract.TenantFlow{}
+	for _, f := range st {
+		held[f.Tenant] = f
+	}
+	// The budget's charge is in slot s; slots s-10..s count it, so it
+	// leaves the window at the start of slot s+11.
+	slot := int64(time.Second / time.Millisecond)
+	release := time.UnixMilli((now.UnixMilli()/slot + 11) * slot).UTC()
+	if held["cap"].Held != contract.HeldCap || held["cap"].Leased != 1 || held["rate"].Held != contract.HeldRate ||
+		held["budget"].Held != contract.HeldBudget || !held["budget"].Until.Equal(release) || held["budget"].BudgetUsed.CostMicros != 100 ||
+		held["free"].Held != contract.HeldNone || len(st) != 4 {
+		t.Fatalf("flow status %+v", st)
+	}
+	// A second later: the leases have expired (unreaped), the rate has a
+	// token; the budget still holds until its release.
+	clock.Advance(time.Second)
+	r = contract.ClaimReport{}
+	ls, err = q.Claim(contract.WithClaimReport(ctx, &r), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count = map[string]int{}
+	for _, l := range ls {
+		count[l.Item.Tenant]++
+	}
+	if count["cap"] != 1 || count["rate"] != 1 || count["budget"] != 0 {
+		t.Fatalf("served %v a second later, want cap 1 (its lease expired), rate 1, budget 0", count)
+	}
+	if r.Held[contract.HeldBudget] != 1 || !r.RetryAt.Equal(clock.Now().Add(500*time.Millisecond)) {
+		t.Fatalf("report a second later: %+v", r)
+	}
+	clock.Set(release.Add(-time.Millisecond))
+	if f := flowOf(t, q, "budget"); f.Held != contract.HeldBudget {
+		t.Fatalf("budget a millisecond before its release: %+v", f)
+	}
+	clock.Set(release)
+	if f := flowOf(t, q, "budget"); f.Held != contract.HeldNone || f.BudgetUsed.CostMicros != 0 {
+		t.Fatalf("budget at its release: %+v", f)
+	}
+	ls, err = q.Claim(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count = map[string]int{}
+	for _, l := range ls {
+		count[l.Item.Tenant]++
+	}
+	if count["budget"] == 0 {
+		t.Fatalf("served %v at the budget's release, want the budget tenant among them", count)
+	}
+}
+
+func flowOf(t *testing.T, q *sqlitestore.SQLiteWorkQueue, tenant string) contract.TenantFlow {
+	t.Helper()
+	st, err := q.FlowStatus(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range st {
+		if f.Tenant == tenant {
+			return f
+		}
+	}
+	t.Fatalf("no flow status for %s in %+v", tenant, st)
+	return contract.TenantFlow{}
+}
+
+// A lease of a capped tenant that ends wakes the queue's claimers, and so
+// does SetLimits.
+func TestFlowWakes(t *testing.T) {
+	ctx := t.Context()
+	q, _ := flowQueue(t)
+	if err := q.SetLimits(ctx, "", "", contract.Limits{MaxLeased: 1}); err != nil {
+		t.Fatal(err)
+	}
+	enqueueN(t, q, "acme", 3)
+	ch, stop := q.Subscribe("")
+	defer stop()
+	drain := func() {
+		select {
+		case <-ch:
+		default:
+		}
+	}
+	woken := func(what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("%s did not wake the claimers", what)
+		}
+	}
+	req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 5}
+	ls, err := q.Claim(ctx, req)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim under a cap of 1: %d leases, %v", len(ls), err)
+	}
+	drain()
+	if err := q.Complete(ctx, ls[0]); err != nil {
+		t.Fatal(err)
+	}
+	woken("completing a capped tenant's lease")
+	if ls, err = q.Claim(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	if _, err := q.Fail(ctx, ls[0], errors.New("x")); err != nil {
+		t.Fatal(err)
+	}
+	woken("failing a capped tenant's lease")
+	drain()
+	if err := q.SetLimits(ctx, "", "", contract.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	woken("SetLimits")
+}

@@ -1,0 +1,2 @@
+SELECT max_leased, rate, burst, weight, budget_cost, budget_tokens, budget_window_ms
+FROM adk_limits WHERE queue = ?1 AND tenant = ?2
