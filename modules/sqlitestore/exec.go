@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -108,14 +109,74 @@ type db struct {
 	tx    *sql.Tx
 	gate  chan struct{} // one writer of this backing at a time
 	stats *counters
+	reads *readCache
 }
 
 func newDB(d *sql.DB) *db {
-	return &db{sql: d, gate: make(chan struct{}, 1), stats: &counters{}}
+	return &db{sql: d, gate: make(chan struct{}, 1), stats: &counters{}, reads: &readCache{db: d, stmts: map[string]*sql.Stmt{}}}
 }
 
 func (d *db) boundTo(tx *sql.Tx) *db {
-	return &db{sql: d.sql, tx: tx, gate: d.gate, stats: d.stats}
+	return &db{sql: d.sql, tx: tx, gate: d.gate, stats: d.stats, reads: d.reads}
+}
+
+// cachedReads returns e, the execer read gave, running its statements
+// through statements prepared once on the pool when e is the pool (a
+// bound read stays in the caller's transaction). For reads that poll,
+// such as FlowStatus, which a dashboard or a sampler calls every few
+// milliseconds: compiling a statement costs SQLite more than running it.
+func (d *db) cachedReads(e execer) execer {
+	if e != execer(d.sql) {
+		return e
+	}
+	return d.reads
+}
+
+// readCache is an execer over statements prepared once on the pool; a
+// *sql.Stmt of a *sql.DB is safe for concurrent use and prepares itself
+// again on each connection that runs it.
+type readCache struct {
+	db    *sql.DB
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+func (c *readCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.stmts[query]; st != nil {
+		return st, nil
+	}
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+func (c *readCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (c *readCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (c *readCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return c.db.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 func (d *db) bound() bool { return d.tx != nil }

@@ -250,19 +250,21 @@ func rateUntil(b contract.RateBucket, l contract.Limits) time.Time {
 
 // FlowStatus reports every tenant of queue that holds items or limits of
 // its own: the limits that apply, its live leases, rate tokens and budget
-// used now, and what a claim now would hold it back for.
+// used now, and what a claim now would hold it back for. It reads with two
+// statements, prepared once per backing, and one more per tenant that has
+// a budget; it never scans the queue's items.
 func (q *workQueue) FlowStatus(ctx context.Context, queue string) ([]contract.TenantFlow, error) {
 	now := q.clock.Now()
 	out := []contract.TenantFlow{}
 	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
-		def, own, err := listLimits(ctx, e, queue)
+		e = q.db.cachedReads(e)
+		def, _, err := getLimits(ctx, e, queue, "")
 		if err != nil {
 			return err
 		}
 		type standing struct {
-			tenant string
-			leased int
-			tat    float64
+			flow contract.TenantFlow
+			tat  float64
 		}
 		var list []standing
 		rows, err := e.QueryContext(ctx, flowTenantsSQL, queue, nanos(now))
@@ -271,9 +273,14 @@ func (q *workQueue) FlowStatus(ctx context.Context, queue string) ([]contract.Te
 		}
 		for rows.Next() {
 			var s standing
-			if err := rows.Scan(&s.tenant, &s.leased, &s.tat); err != nil {
+			var r nullLimits
+			if err := rows.Scan(append([]any{&s.flow.Tenant, &s.tat, &s.flow.Leased, &s.flow.Own}, r.dest()...)...); err != nil {
 				rows.Close()
 				return err
+			}
+			s.flow.Limits = def
+			if s.flow.Own {
+				s.flow.Limits = r.row().limits()
 			}
 			list = append(list, s)
 		}
@@ -283,18 +290,15 @@ func (q *workQueue) FlowStatus(ctx context.Context, queue string) ([]contract.Te
 		}
 		micros := contract.UnixMicros(now)
 		for _, s := range list {
-			l, isOwn := own[s.tenant]
-			if !isOwn {
-				l = def
-			}
+			f, l := s.flow, s.flow.Limits
 			bucket := contract.RateBucket{TAT: s.tat}
-			f := contract.TenantFlow{Tenant: s.tenant, Limits: l, Own: isOwn, Leased: s.leased, RateTokens: bucket.Tokens(l, micros)}
+			f.RateTokens = bucket.Tokens(l, micros)
 			var until time.Time
-			if f.BudgetUsed, until, err = budgetStanding(ctx, e, queue, s.tenant, l.Budget, now); err != nil {
+			if f.BudgetUsed, until, err = budgetStanding(ctx, e, queue, f.Tenant, l.Budget, now); err != nil {
 				return err
 			}
 			switch {
-			case l.MaxLeased > 0 && s.leased >= l.MaxLeased:
+			case l.MaxLeased > 0 && f.Leased >= l.MaxLeased:
 				f.Held = contract.HeldCap
 			case !bucket.Allows(l, micros):
 				f.Held, f.Until = contract.HeldRate, rateUntil(bucket, l)
@@ -309,6 +313,23 @@ func (q *workQueue) FlowStatus(ctx context.Context, queue string) ([]contract.Te
 		return nil, queueErr(ctx, err)
 	}
 	return out, nil // flow_tenants.sql orders them by name
+}
+
+// nullLimits is a limits row read through a LEFT JOIN: NULL columns when
+// the tenant has none of its own.
+type nullLimits struct {
+	maxLeased, burst, weight   sql.NullInt64
+	rate                       sql.NullFloat64
+	cost, tokens, windowMillis sql.NullInt64
+}
+
+func (n *nullLimits) dest() []any {
+	return []any{&n.maxLeased, &n.rate, &n.burst, &n.weight, &n.cost, &n.tokens, &n.windowMillis}
+}
+
+func (n nullLimits) row() limitsRow {
+	return limitsRow{maxLeased: int(n.maxLeased.Int64), rate: n.rate.Float64, burst: int(n.burst.Int64), weight: int(n.weight.Int64),
+		cost: n.cost.Int64, tokens: n.tokens.Int64, windowMillis: n.windowMillis.Int64}
 }
 
 // flowClaim is one claim of a queue with limits, inside the claim's write
@@ -327,10 +348,11 @@ func (q *workQueue) FlowStatus(ctx context.Context, queue string) ([]contract.Te
 // cursor meets it again in a later round of the same claim.
 //
 // The write lock makes the counts exact: the transaction sees every
-// lease committed before it and its own, and no other writer runs
-// until it commits, so a cap holds however many claimers there are.
-// Live leases are counted at the claim's now, so a lease that has
-// expired stops counting whether or not it has been reaped.
+// lease committed before it, and no other writer runs until it commits.
+// When a cap applies in the queue, the claim counts every tenant's live
+// leases once, at its now (a lease that has expired stops counting
+// whether or not it has been reaped), and adds those it hands out, so a
+// cap holds however many claimers there are.
 type flowClaim struct {
 	e       execer
 	req     contract.ClaimRequest
@@ -340,35 +362,31 @@ type flowClaim struct {
 
 	stamp, turn, token int64
 
-	def     contract.Limits
-	out     []contract.Lease
-	held    []heldTenant
-	noted   map[string]bool
-	budgets map[string]budgetState
-}
-
-// budgetState is a tenant's budget standing at the claim's now; charges
-// do not change during a claim, so it is read once.
-type budgetState struct {
-	over  bool
-	until time.Time
+	def    contract.Limits
+	leased map[string]int // live leases by tenant, when a cap applies
+	out    []contract.Lease
+	held   []heldTenant
+	noted  map[string]bool
 }
 
 // flowHead is one row of the rotation as flow_heads.sql returns it.
 type flowHead struct {
-	tenant string
-	stamp  int64
-	credit int
-	tat    float64
-	own    bool
-	limits limitsRow
-	leased int
+	tenant     string
+	stamp      int64
+	credit     int
+	tat        float64
+	own        bool
+	limits     limitsRow
+	overBudget bool
 }
 
 func (c *flowClaim) run(ctx context.Context) error {
 	name := c.req.Queue
 	var err error
 	if c.def, _, err = getLimits(ctx, c.e, name, ""); err != nil {
+		return err
+	}
+	if err := c.countLeases(ctx); err != nil {
 		return err
 	}
 	cursor := int64(math.MinInt64)
@@ -393,8 +411,41 @@ func (c *flowClaim) run(ctx context.Context) error {
 	return nil
 }
 
+// countLeases counts each tenant's live leases when a cap applies to any
+// tenant of the queue.
+func (c *flowClaim) countLeases(ctx context.Context) error {
+	on, err := capped(ctx, c.e, c.req.Queue)
+	if err != nil || !on {
+		return err
+	}
+	c.leased, err = liveLeases(ctx, c.e, c.req.Queue, c.at)
+	return err
+}
+
+// liveLeases counts each tenant's leases that have not expired at at
+// (nanoseconds), from the queue's index of leases by expiry.
+func liveLeases(ctx context.Context, e execer, queue string, at int64) (map[string]int, error) {
+	out := map[string]int{}
+	rows, err := e.QueryContext(ctx, leasedLiveSQL, queue, at)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var n int
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, err
+		}
+		out[t] = n
+	}
+	return out, rows.Err()
+}
+
 func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, error) {
-	rows, err := c.e.QueryContext(ctx, flowHeadsSQL, c.req.Queue, c.at, after, n, c.def.MaxLeased)
+	d := c.def.Budget
+	rows, err := c.e.QueryContext(ctx, flowHeadsSQL, c.req.Queue, c.at, after, n,
+		d.Window.Milliseconds(), d.CostMicros, d.Tokens, c.now.UnixMilli())
 	if err != nil {
 		return nil, err
 	}
@@ -402,15 +453,12 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 	var out []flowHead
 	for rows.Next() {
 		var h flowHead
-		var maxLeased, burst, weight sql.NullInt64
-		var rate sql.NullFloat64
-		var cost, tokens, window sql.NullInt64
-		if err := rows.Scan(&h.tenant, &h.stamp, &h.credit, &h.tat, &h.own, &maxLeased, &rate, &burst, &weight,
-			&cost, &tokens, &window, &h.leased); err != nil {
+		var r nullLimits
+		dest := append([]any{&h.tenant, &h.stamp, &h.credit, &h.tat, &h.own}, r.dest()...)
+		if err := rows.Scan(append(dest, &h.overBudget)...); err != nil {
 			return nil, err
 		}
-		h.limits = limitsRow{maxLeased: int(maxLeased.Int64), rate: rate.Float64, burst: int(burst.Int64), weight: int(weight.Int64),
-			cost: cost.Int64, tokens: tokens.Int64, windowMillis: window.Int64}
+		h.limits = r.row()
 		out = append(out, h)
 	}
 	return out, rows.Err()
@@ -431,31 +479,22 @@ func (c *flowClaim) hold(tenant string, why contract.HeldReason, until time.Time
 // check returns why l holds the tenant of h back now, if it does, and
 // until when for a rate or a budget.
 func (c *flowClaim) check(ctx context.Context, h *flowHead, l contract.Limits, micros float64) (contract.HeldReason, time.Time, error) {
-	if l.MaxLeased > 0 && h.leased >= l.MaxLeased {
+	if l.MaxLeased > 0 && c.leased[h.tenant] >= l.MaxLeased {
 		return contract.HeldCap, time.Time{}, nil
 	}
 	if b := (contract.RateBucket{TAT: h.tat}); !b.Allows(l, micros) {
 		return contract.HeldRate, rateUntil(b, l), nil
 	}
-	if l.Budget.IsZero() {
+	if !h.overBudget {
 		return contract.HeldNone, time.Time{}, nil
 	}
-	st, ok := c.budgets[h.tenant]
-	if !ok {
-		_, until, err := budgetStanding(ctx, c.e, c.req.Queue, h.tenant, l.Budget, c.now)
-		if err != nil {
-			return contract.HeldNone, time.Time{}, err
-		}
-		st = budgetState{over: !until.IsZero(), until: until}
-		if c.budgets == nil {
-			c.budgets = map[string]budgetState{}
-		}
-		c.budgets[h.tenant] = st
+	// Over budget (charges do not change during a claim): read the
+	// charges once more for when the hold ends.
+	_, until, err := budgetStanding(ctx, c.e, c.req.Queue, h.tenant, l.Budget, c.now)
+	if err != nil || until.IsZero() {
+		return contract.HeldNone, time.Time{}, err
 	}
-	if st.over {
-		return contract.HeldBudget, st.until, nil
-	}
-	return contract.HeldNone, time.Time{}, nil
+	return contract.HeldBudget, until, nil
 }
 
 // serve serves the tenant of h up to the rest of its turn.
@@ -492,7 +531,9 @@ func (c *flowClaim) serve(ctx context.Context, h flowHead) error {
 		if err != nil {
 			return err
 		}
-		h.leased++
+		if c.leased != nil {
+			c.leased[h.tenant]++
+		}
 		h.tat = contract.RateBucket{TAT: h.tat}.Take(l, micros).TAT
 		h.credit++
 		due, _ := wake.(int64)

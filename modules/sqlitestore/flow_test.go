@@ -221,6 +221,13 @@ func TestClaimReport(t *testing.T) {
 	if f := flowOf(t, q, "budget"); f.Held != contract.HeldBudget {
 		t.Fatalf("budget a millisecond before its release: %+v", f)
 	}
+	r = contract.ClaimReport{}
+	if _, err := q.Claim(contract.WithClaimReport(ctx, &r), req); err != nil && !errors.Is(err, contract.ErrEmpty) {
+		t.Fatal(err)
+	}
+	if r.Held[contract.HeldBudget] != 1 || !r.RetryAt.Equal(release) {
+		t.Fatalf("a claim a millisecond before the budget's release: report %+v, want it held until %v", r, release)
+	}
 	clock.Set(release)
 	if f := flowOf(t, q, "budget"); f.Held != contract.HeldNone || f.BudgetUsed.CostMicros != 0 {
 		t.Fatalf("budget at its release: %+v", f)

@@ -13,6 +13,8 @@ var (
 	blobPutSQL string
 	//go:embed queries/bury.sql
 	burySQL string
+	//go:embed queries/cap_freed.sql
+	capFreedSQL string
 	//go:embed queries/caps_exist.sql
 	capsExistSQL string
 	//go:embed queries/claim_heads.sql
@@ -61,6 +63,8 @@ var (
 	inspectTenantsSQL string
 	//go:embed queries/lease_attempts.sql
 	leaseAttemptsSQL string
+	//go:embed queries/leased_live.sql
+	leasedLiveSQL string
 	//go:embed queries/limits_delete.sql
 	limitsDeleteSQL string
 	//go:embed queries/limits_get.sql

@@ -232,7 +232,7 @@ func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease,
 	)
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		if lost, freed, err = complete(ctx, e, done); err != nil {
+		if lost, freed, err = complete(ctx, e, done, q.clock.Now()); err != nil {
 			return err
 		}
 		if req.Max > 0 {
@@ -288,7 +288,7 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 	var freed []string
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		lost, freed, err = complete(ctx, e, leases)
+		lost, freed, err = complete(ctx, e, leases, q.clock.Now())
 		return err
 	})
 	if err != nil {
@@ -302,10 +302,12 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 }
 
 // complete deletes the leased items in order and returns the keys of the
-// leases that no longer held theirs, and the queues where a lease ended
-// under a cap (their claimers are woken: a held tenant may be free).
-func complete(ctx context.Context, e execer, leases []contract.Lease) (lost []contract.ItemKey, freed []string, err error) {
-	var ended []string
+// leases that no longer held theirs, and the queues where an ended lease
+// freed a tenant its cap held back (their claimers are woken).
+func complete(ctx context.Context, e execer, leases []contract.Lease, now time.Time) (lost []contract.ItemKey, freed []string, err error) {
+	type tenantKey struct{ queue, tenant string }
+	var ended map[tenantKey]int
+	var queues []string
 	for _, l := range leases {
 		k := l.Key()
 		res, err := e.ExecContext(ctx, completeSQL, k.Queue, k.Tenant, k.ID, l.Token)
@@ -318,20 +320,51 @@ func complete(ctx context.Context, e execer, leases []contract.Lease) (lost []co
 		}
 		if n == 0 {
 			lost = append(lost, k)
-		} else if !slices.Contains(ended, k.Queue) {
-			ended = append(ended, k.Queue)
+			continue
+		}
+		if ended == nil {
+			ended = map[tenantKey]int{}
+		}
+		ended[tenantKey{k.Queue, k.Tenant}]++
+		if !slices.Contains(queues, k.Queue) {
+			queues = append(queues, k.Queue)
 		}
 	}
-	for _, name := range ended {
+	for _, name := range queues {
 		c, err := capped(ctx, e, name)
 		if err != nil {
 			return nil, nil, err
 		}
-		if c {
-			freed = append(freed, name)
+		if !c {
+			continue
+		}
+		for k, n := range ended {
+			if k.queue != name {
+				continue
+			}
+			free, err := capFreed(ctx, e, k.queue, k.tenant, n, now)
+			if err != nil {
+				return nil, nil, err
+			}
+			if free {
+				freed = append(freed, name)
+				break
+			}
 		}
 	}
 	return lost, freed, nil
+}
+
+// capFreed reports whether n leases of the tenant that just ended freed it
+// from its cap: a cap applies, the tenant has an item due, and it was at
+// the cap before and is under it now.
+func capFreed(ctx context.Context, e execer, queue, tenant string, n int, now time.Time) (bool, error) {
+	var limit, live int
+	var due bool
+	if err := e.QueryRowContext(ctx, capFreedSQL, queue, tenant, nanos(now)).Scan(&limit, &due, &live); err != nil {
+		return false, err
+	}
+	return limit > 0 && due && live < limit && live+n >= limit, nil
 }
 
 // Fail records cause against the lease and retries or dead-letters the

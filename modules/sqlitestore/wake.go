@@ -30,9 +30,9 @@ func newWakeHub(db *sql.DB, interval time.Duration, stats *counters) *wakeHub {
 
 // Subscribe returns a channel that receives a value when Enqueue, Requeue
 // or a retry of this queue value puts work on the queue, when SetLimits
-// changes its limits or a lease ends in it while a cap is set, and whenever
-// another process commits to the file (checked every PollInterval), and a
-// func that ends the subscription. The channel holds one wake; further
+// changes its limits or a lease that ends frees a tenant from its cap, and
+// whenever another process commits to the file (checked every
+// PollInterval), and a func that ends the subscription. The channel holds one wake; further
 // wakes are dropped until it is read. It is never closed.
 func (q *workQueue) Subscribe(queue string) (<-chan struct{}, func()) {
 	return q.wakes.subscribe(queue)

@@ -71,13 +71,12 @@ CREATE TABLE adk_work (
 -- One tenant's queued items, due first, then in order: the claim reads
 -- the head of it.
 CREATE INDEX adk_work_ready ON adk_work (queue, tenant, due_at, seq) WHERE state = 'queued';
--- Leases by expiry, for Reap and the lease listing.
+-- Leases by expiry, for Reap, the lease listing and the live leases a
+-- claim counts against tenants' caps (the tenant is in every index entry,
+-- as part of the key).
 CREATE INDEX adk_work_leased ON adk_work (queue, lease_expires_at, token) WHERE state = 'leased';
 -- Dead letters in the order they died, for paging.
 CREATE INDEX adk_work_dead ON adk_work (queue, seq) WHERE state = 'dead';
--- A tenant's leases by expiry: a claim counts the live ones against the
--- tenant's cap (version 2).
-CREATE INDEX adk_work_tenant_leased ON adk_work (queue, tenant, lease_expires_at) WHERE state = 'leased';
 
 -- One row per queue: the rotation's stamp counter and the turn counter of
 -- the recent-turns ring.

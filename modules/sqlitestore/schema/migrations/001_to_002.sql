@@ -19,8 +19,6 @@ DROP TABLE adk_migration_guard;
 ALTER TABLE adk_turns ADD COLUMN credit INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE adk_turns ADD COLUMN tat    REAL    NOT NULL DEFAULT 0;
 
-CREATE INDEX adk_work_tenant_leased ON adk_work (queue, tenant, lease_expires_at) WHERE state = 'leased';
-
 CREATE TABLE adk_limits (
     queue            TEXT    NOT NULL,
     tenant           TEXT    NOT NULL,
