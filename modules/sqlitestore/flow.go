@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -87,9 +90,59 @@ func capped(ctx context.Context, e execer, queue string) (bool, error) {
 	return c, err
 }
 
-// wakeAll wakes the claimers of each queue.
-func (q *workQueue) wakeAll(queues []string) {
-	for _, name := range queues {
+// tenantKey names a tenant of a queue.
+type tenantKey struct{ queue, tenant string }
+
+// capHolds are the tenants with due work that a claim of this backing
+// passed over for their cap. When a lease of one of them ends, the queue's
+// claimers are woken: the tenant may be served again. A settle costs no
+// statement for it, and one of a queue that holds nobody back costs
+// nothing. Claims made by other processes on the file are not seen here,
+// but their claimers hear of this process's commits through the file's
+// change counter (see Subscribe).
+type capHolds struct {
+	mu sync.Mutex
+	n  atomic.Int64 // len(held), read without the lock
+	// held maps each held tenant to its queue.
+	held map[tenantKey]struct{}
+}
+
+// note records the tenants a committed claim of queue passed over for
+// their cap.
+func (h *capHolds) note(queue string, held []heldTenant) {
+	for _, t := range held {
+		if t.why != contract.HeldCap {
+			continue
+		}
+		h.mu.Lock()
+		if h.held == nil {
+			h.held = map[tenantKey]struct{}{}
+		}
+		h.held[tenantKey{queue, t.tenant}] = struct{}{}
+		h.n.Store(int64(len(h.held)))
+		h.mu.Unlock()
+	}
+}
+
+// ended wakes the claimers of each queue where a lease of a held tenant
+// ended, and forgets those tenants.
+func (h *capHolds) ended(q *workQueue, keys []tenantKey) {
+	if h.n.Load() == 0 || len(keys) == 0 {
+		return
+	}
+	var wake []string
+	h.mu.Lock()
+	for _, k := range keys {
+		if _, ok := h.held[k]; ok {
+			delete(h.held, k)
+			if !slices.Contains(wake, k.queue) {
+				wake = append(wake, k.queue)
+			}
+		}
+	}
+	h.n.Store(int64(len(h.held)))
+	h.mu.Unlock()
+	for _, name := range wake {
 		q.wake(name)
 	}
 }

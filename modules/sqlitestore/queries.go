@@ -13,8 +13,6 @@ var (
 	blobPutSQL string
 	//go:embed queries/bury.sql
 	burySQL string
-	//go:embed queries/cap_freed.sql
-	capFreedSQL string
 	//go:embed queries/caps_exist.sql
 	capsExistSQL string
 	//go:embed queries/claim_heads.sql

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -33,6 +32,7 @@ type workQueue struct {
 	clock    contract.Clock
 	settings Settings
 	wakes    *wakeHub
+	holds    *capHolds
 }
 
 var (
@@ -65,7 +65,7 @@ func NewQueue(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteWorkQueue, er
 		return nil, err
 	}
 	dd := newDB(d)
-	return (&workQueue{db: dd, clock: clock, settings: s, wakes: newWakeHub(d, s.PollInterval, dd.stats)}).front(), nil
+	return (&workQueue{db: dd, clock: clock, settings: s, wakes: newWakeHub(d, s.PollInterval, dd.stats), holds: &capHolds{}}).front(), nil
 }
 
 func (q *workQueue) front() *SQLiteWorkQueue {
@@ -210,6 +210,7 @@ func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]con
 	if err != nil {
 		return nil, queueErr(ctx, err)
 	}
+	q.holds.note(req.Queue, held)
 	report(ctx, held)
 	if len(out) == 0 {
 		return nil, contract.ErrEmpty
@@ -227,12 +228,12 @@ func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease,
 	var (
 		out   []contract.Lease
 		lost  []contract.ItemKey
-		freed []string
+		ended []tenantKey
 		held  []heldTenant
 	)
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		if lost, freed, err = complete(ctx, e, done, q.clock.Now()); err != nil {
+		if lost, ended, err = complete(ctx, e, done); err != nil {
 			return err
 		}
 		if req.Max > 0 {
@@ -243,7 +244,8 @@ func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease,
 	if err != nil {
 		return nil, queueErr(ctx, err)
 	}
-	q.wakeAll(freed)
+	q.holds.ended(q, ended)
+	q.holds.note(req.Queue, held)
 	report(ctx, held)
 	if lost != nil {
 		return out, &contract.LeaseLostError{Items: lost}
@@ -285,16 +287,16 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 // one transaction; the others are named in a *contract.LeaseLostError.
 func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
 	var lost []contract.ItemKey
-	var freed []string
+	var ended []tenantKey
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		lost, freed, err = complete(ctx, e, leases, q.clock.Now())
+		lost, ended, err = complete(ctx, e, leases)
 		return err
 	})
 	if err != nil {
 		return queueErr(ctx, err)
 	}
-	q.wakeAll(freed)
+	q.holds.ended(q, ended)
 	if lost != nil {
 		return &contract.LeaseLostError{Items: lost}
 	}
@@ -302,12 +304,8 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 }
 
 // complete deletes the leased items in order and returns the keys of the
-// leases that no longer held theirs, and the queues where an ended lease
-// freed a tenant its cap held back (their claimers are woken).
-func complete(ctx context.Context, e execer, leases []contract.Lease, now time.Time) (lost []contract.ItemKey, freed []string, err error) {
-	type tenantKey struct{ queue, tenant string }
-	var ended map[tenantKey]int
-	var queues []string
+// leases that no longer held theirs, and the tenants whose leases ended.
+func complete(ctx context.Context, e execer, leases []contract.Lease) (lost []contract.ItemKey, ended []tenantKey, err error) {
 	for _, l := range leases {
 		k := l.Key()
 		res, err := e.ExecContext(ctx, completeSQL, k.Queue, k.Tenant, k.ID, l.Token)
@@ -320,51 +318,11 @@ func complete(ctx context.Context, e execer, leases []contract.Lease, now time.T
 		}
 		if n == 0 {
 			lost = append(lost, k)
-			continue
-		}
-		if ended == nil {
-			ended = map[tenantKey]int{}
-		}
-		ended[tenantKey{k.Queue, k.Tenant}]++
-		if !slices.Contains(queues, k.Queue) {
-			queues = append(queues, k.Queue)
+		} else {
+			ended = append(ended, tenantKey{k.Queue, k.Tenant})
 		}
 	}
-	for _, name := range queues {
-		c, err := capped(ctx, e, name)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !c {
-			continue
-		}
-		for k, n := range ended {
-			if k.queue != name {
-				continue
-			}
-			free, err := capFreed(ctx, e, k.queue, k.tenant, n, now)
-			if err != nil {
-				return nil, nil, err
-			}
-			if free {
-				freed = append(freed, name)
-				break
-			}
-		}
-	}
-	return lost, freed, nil
-}
-
-// capFreed reports whether n leases of the tenant that just ended freed it
-// from its cap: a cap applies, the tenant has an item due, and it was at
-// the cap before and is under it now.
-func capFreed(ctx context.Context, e execer, queue, tenant string, n int, now time.Time) (bool, error) {
-	var limit, live int
-	var due bool
-	if err := e.QueryRowContext(ctx, capFreedSQL, queue, tenant, nanos(now)).Scan(&limit, &due, &live); err != nil {
-		return false, err
-	}
-	return limit > 0 && due && live < limit && live+n >= limit, nil
+	return lost, ended, nil
 }
 
 // Fail records cause against the lease and retries or dead-letters the
@@ -373,7 +331,6 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 	now := q.clock.Now()
 	k := l.Key()
 	var d policy.Decision
-	var freed bool
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var attempts int
 		err := e.QueryRowContext(ctx, leaseAttemptsSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
@@ -383,16 +340,14 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 		if err != nil {
 			return err
 		}
-		if d, err = q.settleFailed(ctx, e, k, attempts, cause, now); err != nil {
-			return err
-		}
-		freed, err = capped(ctx, e, k.Queue)
+		d, err = q.settleFailed(ctx, e, k, attempts, cause, now)
 		return err
 	})
 	if err != nil {
 		return policy.Decision{}, queueErr(ctx, err)
 	}
-	if d.Retry || freed {
+	q.holds.ended(q, []tenantKey{{k.Queue, k.Tenant}})
+	if d.Retry {
 		q.wake(k.Queue)
 	}
 	return d, nil
@@ -434,7 +389,8 @@ func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time) erro
 func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 	now := q.clock.Now()
 	var n int
-	retried, freed := false, false
+	retried := false
+	var ended []tenantKey
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		type expired struct {
 			key      contract.ItemKey
@@ -464,17 +420,16 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 				return err
 			}
 			retried = retried || d.Retry
+			ended = append(ended, tenantKey{name, x.key.Tenant})
 			n++
 		}
-		if n > 0 {
-			freed, err = capped(ctx, e, name)
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return 0, queueErr(ctx, err)
 	}
-	if retried || freed {
+	q.holds.ended(q, ended)
+	if retried {
 		q.wake(name)
 	}
 	return n, nil

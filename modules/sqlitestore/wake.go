@@ -30,7 +30,8 @@ func newWakeHub(db *sql.DB, interval time.Duration, stats *counters) *wakeHub {
 
 // Subscribe returns a channel that receives a value when Enqueue, Requeue
 // or a retry of this queue value puts work on the queue, when SetLimits
-// changes its limits or a lease that ends frees a tenant from its cap, and
+// changes its limits or a lease ends of a tenant a claim held back for its
+// cap, and
 // whenever another process commits to the file (checked every
 // PollInterval), and a func that ends the subscription. The channel holds one wake; further
 // wakes are dropped until it is read. It is never closed.
