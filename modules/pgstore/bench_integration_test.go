@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,23 +21,46 @@ import (
 // BenchmarkClaimComplete measures items/s through enqueue → batch claim →
 // batch complete, with the items enqueued up front (untimed) and workers
 // claiming batches of 100 and completing each batch in one statement.
+//
+// The limits rows run the same loads on a queue with flow-control limits
+// (claim_flow.sql instead of claim.sql): "loose" gives every busy tenant
+// its own cap and rate that never bind, "other" sets a cap on one tenant
+// that holds no work, so the busy ones are walked without limits of
+// their own. Compare each with the row of the same load without.
 func BenchmarkClaimComplete(b *testing.B) {
 	for _, tc := range []struct {
 		tenants, idle int
-	}{{1, 0}, {1, 49}, {50, 0}, {1, 999}} {
-		b.Run(fmt.Sprintf("busy=%d/idle=%d", tc.tenants, tc.idle), func(b *testing.B) {
-			benchClaimComplete(b, tc.tenants, tc.idle, 4, 100)
+		limits        string
+	}{{1, 0, ""}, {1, 49, ""}, {50, 0, ""}, {1, 999, ""}, {1, 0, "loose"}, {50, 0, "loose"}, {50, 0, "other"}} {
+		name := fmt.Sprintf("busy=%d/idle=%d", tc.tenants, tc.idle)
+		if tc.limits != "" {
+			name += "/limits=" + tc.limits
+		}
+		b.Run(name, func(b *testing.B) {
+			benchClaimComplete(b, tc.tenants, tc.idle, 4, 100, tc.limits)
 		})
 	}
 }
 
-func benchClaimComplete(b *testing.B, tenants, idle, workers, batch int) {
+func benchClaimComplete(b *testing.B, tenants, idle, workers, batch int, limits string) {
 	d := newTestDB(b, withMaxConns(int32(workers+2)))
 	q, err := pgstore.NewQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
+	switch limits {
+	case "loose":
+		for i := range tenants {
+			if err := q.SetLimits(ctx, "", fmt.Sprintf("busy-%02d", i), contract.Limits{MaxLeased: 1_000_000, Rate: 1_000_000}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	case "other":
+		if err := q.SetLimits(ctx, "", "elsewhere", contract.Limits{MaxLeased: 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	// Idle tenants hold a turn row but no ready work.
 	for i := range idle {
 		it := contract.Item{Tenant: fmt.Sprintf("idle-%02d", i), ID: "x", NotBefore: time.Now().Add(time.Hour)}
@@ -66,6 +90,12 @@ func benchClaimComplete(b *testing.B, tenants, idle, workers, batch int) {
 		wg.Go(func() {
 			for done.Load() < int64(n) {
 				ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: fmt.Sprint("w", w), LeaseFor: time.Minute, Max: batch})
+				if errors.Is(err, contract.ErrEmpty) && limits != "" {
+					// Another worker holds every gated tenant: they are
+					// served one claim at a time.
+					runtime.Gosched()
+					continue
+				}
 				if errors.Is(err, contract.ErrEmpty) {
 					return
 				}

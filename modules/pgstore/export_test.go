@@ -10,3 +10,10 @@ func CompleteSQL(t StateTables) string { t, _ = t.normalized(); return loadQueri
 
 // Backoff is the delay before connection attempt failures+1.
 func (l *Listener) Backoff(failures int) time.Duration { return l.backoff(failures) }
+
+// SchemaV1 is the version 1 schema rendered for t, for the migration test.
+func SchemaV1(t StateTables) string {
+	t, _ = t.normalized()
+	return render(t, readSQL(schemaFS, "schema/001_schema.sql"))
+}
+func ClaimFlowSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).claimFlow }

@@ -18,6 +18,16 @@ var (
 	claimSQL string
 	//go:embed queries/claim_settings.sql
 	claimSettingsSQL string
+	//go:embed queries/claim_flow.sql
+	claimFlowSQL string
+	//go:embed queries/charge.sql
+	chargeSQL string
+	//go:embed queries/flow_status.sql
+	flowStatusSQL string
+	//go:embed queries/limits_get.sql
+	limitsGetSQL string
+	//go:embed queries/limits_set.sql
+	limitsSetSQL string
 	//go:embed queries/complete.sql
 	completeSQL string
 	//go:embed queries/complete_settings.sql
@@ -102,6 +112,11 @@ type queries struct {
 	blobPut          string
 	claim            string
 	claimSettings    string
+	claimFlow        string
+	charge           string
+	flowStatus       string
+	limitsGet        string
+	limitsSet        string
 	complete         string
 	completeSettings string
 	deadCount        string
@@ -147,6 +162,11 @@ func loadQueries(t StateTables) queries {
 		blobPut:          r(blobPutSQL),
 		claim:            r(claimSQL),
 		claimSettings:    r(claimSettingsSQL),
+		claimFlow:        r(claimFlowSQL),
+		charge:           r(chargeSQL),
+		flowStatus:       r(flowStatusSQL),
+		limitsGet:        r(limitsGetSQL),
+		limitsSet:        r(limitsSetSQL),
 		complete:         r(completeSQL),
 		completeSettings: r(completeSettingsSQL),
 		deadCount:        r(deadCountSQL),

@@ -37,6 +37,7 @@ type workQueue struct {
 	q        queries
 	channel  string
 	parks    *parkTimes
+	limited  *limitedQueues
 }
 
 var (
@@ -73,6 +74,7 @@ func NewQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQue
 	return (&workQueue{
 		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,
 		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]time.Time{}},
+		limited: &limitedQueues{m: map[string]bool{}},
 	}).front(), nil
 }
 
@@ -178,7 +180,9 @@ func later(a, b time.Time) time.Time {
 }
 
 // Claim leases up to req.Max due items in one statement, one per tenant
-// per turn in rotation order, round after round.
+// per turn in rotation order, round after round. A queue with limits is
+// claimed by queries/claim_flow.sql, which passes held tenants over and
+// reports them to the context's contract.ClaimReport.
 func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
 	return q.claimWith(ctx, req, nil)
 }
@@ -189,6 +193,7 @@ func (q *workQueue) claimWith(ctx context.Context, req contract.ClaimRequest, co
 	name := req.Queue
 	parkFirst := !q.db.bound && q.parks.due(name, q.clock.Now())
 	var leases []contract.Lease
+	completed := false
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		if parkFirst && q.ownsConn(e) {
 			// On the claim's own connection, before the claim, and never
@@ -204,20 +209,27 @@ func (q *workQueue) claimWith(ctx context.Context, req contract.ClaimRequest, co
 				return &notSent{err}
 			}
 		}
-		now := q.clock.Now()
 		leases = leases[:0]
-		args := []any{name, now, req.Max, req.Worker, now.Add(req.LeaseFor)}
 		var prelude []stmt
-		if complete != nil {
+		if complete != nil && !completed {
 			prelude = append(prelude, complete.stmt(q))
 		}
-		return q.db.plannedRows(ctx, e, q.q.claim, q.q.claimSettings, args, func(rows pgx.Rows) error {
-			l, err := scanLease(rows)
+		for try := 0; ; try++ {
+			limited := q.limited.get(name)
+			var err error
+			leases, err = q.claimOnce(ctx, e, req, limited, prelude)
 			if err == nil {
-				leases = append(leases, l)
+				return nil
 			}
-			return err
-		}, prelude...)
+			if !errors.Is(err, errLimited) || try > 0 {
+				return err
+			}
+			// claim.sql met limits set since this process last looked; its
+			// transaction (with the Complete, if any) committed, and
+			// claimed nothing.
+			completed = complete != nil
+			prelude = nil
+		}
 	})
 	if err != nil {
 		return nil, queueErr(err)
@@ -324,10 +336,10 @@ func newCompletion(leases []contract.Lease) *completion {
 // of a retried call starts from none.
 func (c *completion) stmt(q *workQueue) stmt {
 	clear(c.done)
-	return stmt{sql: q.q.complete, args: []any{c.queues, c.tenants, c.ids, c.tokens}, scan: func(rows pgx.Rows) error {
+	return stmt{sql: q.q.complete, args: []any{c.queues, c.tenants, c.ids, c.tokens, q.channel, q.clock.Now()}, scan: func(rows pgx.Rows) error {
 		var k contract.ItemKey
-		var token int64
-		err := rows.Scan(&k.Queue, &k.Tenant, &k.ID, &token)
+		var token, woke int64
+		err := rows.Scan(&k.Queue, &k.Tenant, &k.ID, &token, &woke)
 		if err == nil {
 			c.done[k] = token
 		}
@@ -670,6 +682,12 @@ func (q *workQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int
 // metadata, not_before, attempts, last_error, enqueued_at, dead_at,
 // worker, lease_expires_at, token), then any extra destinations.
 func scanLease(rows pgx.Rows, extra ...any) (contract.Lease, error) {
+	return scanLeaseAfter(rows, nil, extra...)
+}
+
+// scanLeaseAfter reads the columns before into their destinations, then
+// the item columns as scanLease does, then extra.
+func scanLeaseAfter(rows pgx.Rows, before []any, extra ...any) (contract.Lease, error) {
 	var (
 		l                            contract.Lease
 		it                           = &l.Item
@@ -679,8 +697,8 @@ func scanLease(rows pgx.Rows, extra ...any) (contract.Lease, error) {
 		worker                       *string
 		token                        *int64
 	)
-	dest := append([]any{&it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts,
-		&it.LastError, &it.EnqueuedAt, &deadAt, &worker, &expiresAt, &token}, extra...)
+	dest := append(append(before, &it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts,
+		&it.LastError, &it.EnqueuedAt, &deadAt, &worker, &expiresAt, &token), extra...)
 	if err := rows.Scan(dest...); err != nil {
 		return l, err
 	}

@@ -2,14 +2,22 @@ package pgstore
 
 import (
 	"embed"
+	"fmt"
 	"strings"
+
+	"github.com/adkit/adk/modules/contract"
 )
 
 // SchemaVersion is the version of the schema this release reads. Verify
 // refuses a database whose adk_schema holds another.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
-//go:embed schema/*.sql
+// MigrationFile names the published up-migration that brings a database
+// from the previous schema version (1) to SchemaVersion: the file in this
+// module, also rendered by [Migration].
+const MigrationFile = "schema/migrations/002_flow_control.sql"
+
+//go:embed schema/*.sql schema/migrations/*.sql
 var schemaFS embed.FS
 
 // ExpectedSchema is the SQL of the schema the backings read, with the
@@ -26,7 +34,22 @@ func Schema(tables StateTables) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return render(t, readSQL(schemaFS, "schema/001_schema.sql")), nil
+	return render(t, readSQL(schemaFS, "schema/002_schema.sql")), nil
+}
+
+// Migration returns the up-migration from schema version from to
+// SchemaVersion, with the given table names, for the deployment's
+// migration tool. Only version 1 has one ([MigrationFile]); the library
+// never runs it.
+func Migration(tables StateTables, from int) (string, error) {
+	t, err := tables.normalized()
+	if err != nil {
+		return "", err
+	}
+	if from != SchemaVersion-1 {
+		return "", &contract.ValidationError{Field: "from", Problem: fmt.Sprintf("is %d; this release publishes the migration from version %d to %d only", from, SchemaVersion-1, SchemaVersion)}
+	}
+	return render(t, readSQL(schemaFS, MigrationFile)), nil
 }
 
 func mustRender(t StateTables) string {
@@ -46,7 +69,9 @@ func readSQL(fs embed.FS, name string) string {
 }
 
 // render puts validated table names in place of the braces. Only
-// identifiers that passed ValidateIdentifier ever reach the SQL.
+// identifiers that passed ValidateIdentifier ever reach the SQL. The flow
+// control tables are named after the work table: {work}_limits and
+// {work}_usage.
 func render(t StateTables, sql string) string {
 	return strings.NewReplacer("{runs}", t.Runs, "{work}", t.Work, "{turns}", t.Turns, "{blobs}", t.Blobs).Replace(sql)
 }

@@ -77,11 +77,14 @@ func Verify(ctx context.Context, exec Executor, tables StateTables) error {
 		return &contract.SchemaError{Object: "adk_schema.version", Found: "no row", Want: strconv.Itoa(SchemaVersion), Fix: applyFix}
 	case err != nil:
 		return fail("read adk_schema", err)
+	case version == SchemaVersion-1:
+		return &contract.SchemaError{Object: "adk_schema.version", Found: strconv.Itoa(version), Want: strconv.Itoa(SchemaVersion),
+			Fix: "apply the migration " + MigrationFile + " (pgstore.Migration renders it with your table names) with your migration tool, then start this release"}
 	case version != SchemaVersion:
 		return &contract.SchemaError{Object: "adk_schema.version", Found: strconv.Itoa(version), Want: strconv.Itoa(SchemaVersion),
 			Fix: "run the migration that brings the schema to this release's version, or use the release written for version " + strconv.Itoa(version)}
 	}
-	for _, name := range []string{t.Runs, t.Work, t.Turns, t.Blobs} {
+	for _, name := range []string{t.Runs, t.Work, t.Turns, t.Blobs, t.Work + "_limits", t.Work + "_usage"} {
 		var found *string
 		if err := e.QueryRow(ctx, "SELECT to_regclass($1)::text", name).Scan(&found); err != nil {
 			return fail("look up table "+name, err)
@@ -89,6 +92,13 @@ func Verify(ctx context.Context, exec Executor, tables StateTables) error {
 		if found == nil {
 			return &contract.SchemaError{Object: "table " + name, Found: "missing", Want: "present (ExpectedSchema)", Fix: applyFix + ", or check StateTables and search_path"}
 		}
+	}
+	var fn *string
+	if err := e.QueryRow(ctx, "SELECT to_regprocedure($1)::text", t.Work+"_live_leases(text, text, timestamptz)").Scan(&fn); err != nil {
+		return fail("look up function "+t.Work+"_live_leases", err)
+	}
+	if fn == nil {
+		return &contract.SchemaError{Object: "function " + t.Work + "_live_leases", Found: "missing", Want: "present (ExpectedSchema)", Fix: applyFix + ", or check StateTables and search_path"}
 	}
 	if err := verifyTimeout(ctx, e, pool.pooled); err != nil {
 		var pe *contract.PreflightError

@@ -1,5 +1,12 @@
 -- Claim a batch: $1 queue, $2 now, $3 max items, $4 worker, $5 lease expiry.
 --
+-- This is the claim of a queue without limits (no row in {work}_limits):
+-- a queue that has any is claimed by claim_flow.sql. The queue chooses
+-- between the two from what its last claim said; should limits have been
+-- set since, the rotation below is empty (one probe of the limits' primary
+-- key, evaluated once) and the statement returns a single row that says
+-- so, and the queue claims again with claim_flow.sql.
+--
 -- pick walks the rotation round by round: round 1 offers every tenant, in
 -- turn order, its first due item; each later round offers each tenant
 -- that was served in the round before its next one. The walk is lazy, so
@@ -33,6 +40,7 @@ rotation AS (
     SELECT t.tenant, t.turn_batch * 1024 + t.turn_pos AS pos
     FROM {turns} t
     WHERE t.queue = $1 AND t.wake_at <= $2
+      AND NOT EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1)
     ORDER BY t.turn_batch, t.turn_pos, t.tenant
 ),
 pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id) AS (
@@ -129,7 +137,12 @@ bump AS (
     FROM served s, bump_lock l, batch b
     WHERE t.queue = $1 AND t.tenant = s.tenant AND l.tenant = s.tenant
 )
-SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at,
-       dead_at, worker, lease_expires_at, token
+SELECT false AS limited, queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at,
+       dead_at, worker, lease_expires_at, token, round, pos, sub
 FROM leased
+UNION ALL
+-- The queue has limits (set since this process last looked): nothing was
+-- claimed, and this one row says to claim with claim_flow.sql instead.
+SELECT true, $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+WHERE EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1)
 ORDER BY round, pos, tenant, sub

@@ -27,9 +27,29 @@ woken AS (
     SELECT $1::text AS queue, tenant, min(due_at) AS due_at FROM settled WHERE retry GROUP BY tenant
 ),
 {wake_turns},
--- One wake for the queue when anything went back to it.
+-- A settled lease of a capped tenant that was at its cap (the snapshot
+-- still holds the leases settled here) frees it. Leases past their expiry
+-- count here: a reaped tenant stopped counting them when they expired,
+-- with no wake, so its claimers are woken now.
+freed AS (
+    SELECT c.tenant
+    FROM (SELECT DISTINCT tenant FROM settled) c
+    CROSS JOIN LATERAL (
+        SELECT o.max_leased FROM {work}_limits o WHERE o.queue = $1 AND o.tenant = c.tenant
+        UNION ALL
+        SELECT d.max_leased FROM {work}_limits d WHERE d.queue = $1 AND d.tenant = ''
+        LIMIT 1
+    ) e
+    WHERE e.max_leased > 0
+      AND (SELECT count(*) FROM {work} w
+           WHERE w.queue = $1 AND w.tenant = c.tenant AND w.state = 'leased') >= e.max_leased
+),
+-- One wake for the queue when anything went back to it or a capped
+-- tenant was freed.
 notified AS (
-    SELECT pg_notify($9, $1) FROM settled WHERE retry LIMIT 1
+    SELECT pg_notify($9, $1)
+    FROM (SELECT 1 FROM settled WHERE retry UNION ALL SELECT 1 FROM freed) x
+    LIMIT 1
 )
 SELECT s.tenant, s.id, s.retry, (SELECT count(*) FROM notified) AS woke
 FROM settled s

@@ -1,0 +1,363 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+var _ contract.FlowController = (*workQueue)(nil)
+
+// Usage charged while a tenant has no budget is kept in slots of
+// unbudgetedSlot for unbudgetedKeep, so a budget set later counts what was
+// charged shortly before it.
+const (
+	unbudgetedSlot = time.Minute
+	unbudgetedKeep = 24 * time.Hour
+)
+
+// limitedQueues remembers which queues had limits at their last claim in
+// this process, so that a queue without any runs queries/claim.sql and
+// nothing more. A wrong guess costs one round trip: claim.sql claims
+// nothing on a queue with limits and says so, claim_flow.sql says when a
+// queue has none left.
+type limitedQueues struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (l *limitedQueues) get(queue string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[queue]
+}
+
+func (l *limitedQueues) set(queue string, limited bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if limited {
+		l.m[queue] = true
+	} else {
+		delete(l.m, queue)
+	}
+}
+
+// SetLimits writes tenant's limits in queue (the default when tenant is
+// ""), or removes them for the zero Limits, and wakes the queue's
+// claimers on commit.
+func (q *workQueue) SetLimits(ctx context.Context, queue, tenant string, l contract.Limits) error {
+	args := []any{queue, tenant, l.MaxLeased, l.Rate, l.Burst, l.Weight, l.Budget.CostMicros, l.Budget.Tokens,
+		l.Budget.Window.Milliseconds(), l.IsZero(), q.channel}
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		_, err := e.Exec(ctx, q.q.limitsSet, args...)
+		return err
+	})
+	if err == nil && !l.IsZero() {
+		q.limited.set(queue, true)
+	}
+	return queueErr(err)
+}
+
+// Limits reads every limit set on queue.
+func (q *workQueue) Limits(ctx context.Context, queue string) (contract.QueueLimits, error) {
+	out := contract.QueueLimits{Queue: queue, Tenants: map[string]contract.Limits{}}
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		out.Default, out.Tenants = contract.Limits{}, map[string]contract.Limits{}
+		rows, err := e.Query(ctx, q.q.limitsGet, queue)
+		if err != nil {
+			return err
+		}
+		return readRows(rows, func(rows pgx.Rows) error {
+			var tenant string
+			var lr limitsRow
+			if err := rows.Scan(&tenant, &lr.maxLeased, &lr.rate, &lr.burst, &lr.weight, &lr.cost, &lr.tokens, &lr.windowMS); err != nil {
+				return err
+			}
+			if tenant == "" {
+				out.Default = lr.limits()
+			} else {
+				out.Tenants[tenant] = lr.limits()
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return contract.QueueLimits{}, queueErr(err)
+	}
+	return out, nil
+}
+
+// limitsRow is a row of the limits table as the statements return it.
+type limitsRow struct {
+	maxLeased, burst, weight int
+	rate                     float64
+	cost, tokens, windowMS   int64
+}
+
+func (r limitsRow) limits() contract.Limits {
+	return contract.Limits{MaxLeased: r.maxLeased, Rate: r.rate, Burst: r.burst, Weight: r.weight,
+		Budget: contract.Budget{CostMicros: r.cost, Tokens: r.tokens, Window: time.Duration(r.windowMS) * time.Millisecond}}
+}
+
+// Charge adds u to tenant's usage in the slot of now of its budget.
+func (q *workQueue) Charge(ctx context.Context, queue, tenant string, u contract.Usage) error {
+	now := q.clock.Now()
+	args := []any{queue, tenant, u.CostMicros, u.Tokens, now.UnixMilli(), unbudgetedSlot.Milliseconds(), unbudgetedKeep.Milliseconds()}
+	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		_, err := e.Exec(ctx, q.q.charge, args...)
+		return err
+	}))
+}
+
+// usageSlots are a tenant's usage rows: parallel arrays, by slot start.
+type usageSlots struct {
+	atMS, cost, tokens []int64
+}
+
+// used sums the slots that count for b at the slot s: those that start in
+// [(s-10)×width, end).
+func (u usageSlots) used(b contract.Budget, from, end int64) contract.Usage {
+	var sum contract.Usage
+	for i, at := range u.atMS {
+		if at >= from && at < end {
+			sum.CostMicros += u.cost[i]
+			sum.Tokens += u.tokens[i]
+		}
+	}
+	return sum
+}
+
+// usedNow is the usage counted against b at now.
+func (u usageSlots) usedNow(b contract.Budget, now time.Time) contract.Usage {
+	w := b.SlotMillis()
+	if w <= 0 {
+		return contract.Usage{}
+	}
+	s := contract.BudgetSlot(b, now)
+	return u.used(b, (s-contract.BudgetSlots)*w, (s+1)*w)
+}
+
+// release is when a tenant over b at now is under it again if nothing
+// more is charged: the start of the first slot k after now's whose window
+// (slots k-10 .. k) no longer reaches a ceiling.
+func (u usageSlots) release(b contract.Budget, now time.Time) time.Time {
+	w := b.SlotMillis()
+	if w <= 0 {
+		return time.Time{}
+	}
+	s := contract.BudgetSlot(b, now)
+	for k := s + 1; k <= s+contract.BudgetSlots+1; k++ {
+		if !contract.OverBudget(b, u.used(b, (k-contract.BudgetSlots)*w, (s+1)*w)) {
+			return time.UnixMilli(k * w).UTC()
+		}
+	}
+	return time.UnixMilli((s + contract.BudgetSlots + 1) * w).UTC()
+}
+
+// holdUntil is when a hold for why ends at the latest: zero for a cap,
+// the bucket's next token for a rate, the window's release for a budget.
+func holdUntil(why contract.HeldReason, l contract.Limits, tat float64, u usageSlots, now time.Time) time.Time {
+	switch why {
+	case contract.HeldRate:
+		return time.UnixMicro(int64(contract.RateBucket{TAT: tat}.Next(l))).UTC()
+	case contract.HeldBudget:
+		return u.release(l.Budget, now)
+	}
+	return time.Time{}
+}
+
+// FlowStatus reports every tenant of queue with items or limits of its
+// own, by name.
+func (q *workQueue) FlowStatus(ctx context.Context, queue string) ([]contract.TenantFlow, error) {
+	ql, err := q.Limits(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	now := q.clock.Now()
+	var out []contract.TenantFlow
+	err = q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		out = out[:0]
+		rows, err := e.Query(ctx, q.q.flowStatus, queue, now)
+		if err != nil {
+			return err
+		}
+		return readRows(rows, func(rows pgx.Rows) error {
+			var (
+				tf  contract.TenantFlow
+				tat float64
+				u   usageSlots
+			)
+			if err := rows.Scan(&tf.Tenant, &tf.Leased, &tat, &u.atMS, &u.cost, &u.tokens); err != nil {
+				return err
+			}
+			tf.Limits, tf.Own = ql.For(tf.Tenant)
+			l := tf.Limits
+			nowUS := contract.UnixMicros(now)
+			tf.RateTokens = contract.RateBucket{TAT: tat}.Tokens(l, nowUS)
+			tf.BudgetUsed = u.usedNow(l.Budget, now)
+			switch {
+			case l.MaxLeased > 0 && tf.Leased >= l.MaxLeased:
+				tf.Held = contract.HeldCap
+			case !contract.RateBucket{TAT: tat}.Allows(l, nowUS):
+				tf.Held = contract.HeldRate
+			case !l.Budget.IsZero() && contract.OverBudget(l.Budget, tf.BudgetUsed):
+				tf.Held = contract.HeldBudget
+			}
+			tf.Until = holdUntil(tf.Held, l, tat, u, now)
+			out = append(out, tf)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, queueErr(err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Tenant < out[j].Tenant })
+	return out, nil
+}
+
+// claimRow is one row of a claim statement: a lease, a held tenant
+// (claim_flow.sql), or a word about the queue's limits.
+type claimRow struct {
+	kind   string // "lease", "held", "free" (no limits left), "limited" (claim.sql found limits)
+	lease  contract.Lease
+	reason *string
+	tat    *float64
+	lim    struct {
+		maxLeased, burst, weight *int
+		rate                     *float64
+		cost, tokens, windowMS   *int64
+	}
+	usage usageSlots
+}
+
+// scanFastClaim reads a row of claim.sql.
+func scanFastClaim(rows pgx.Rows) (claimRow, error) {
+	var r claimRow
+	var limited bool
+	var round, pos, sub *int64
+	l, err := scanLeaseAfter(rows, []any{&limited}, &round, &pos, &sub)
+	if err != nil {
+		return r, err
+	}
+	r.lease, r.kind = l, "lease"
+	if limited {
+		r.kind = "limited"
+	}
+	return r, nil
+}
+
+// scanFlowClaim reads a row of claim_flow.sql.
+func scanFlowClaim(rows pgx.Rows) (claimRow, error) {
+	var r claimRow
+	var round, pos, sub *int64
+	l, err := scanLeaseAfter(rows, []any{&r.kind}, &r.reason, &r.tat,
+		&r.lim.maxLeased, &r.lim.rate, &r.lim.burst, &r.lim.weight, &r.lim.cost, &r.lim.tokens, &r.lim.windowMS,
+		&r.usage.atMS, &r.usage.cost, &r.usage.tokens, &round, &pos, &sub)
+	r.lease = l
+	return r, err
+}
+
+// limits are the limits a held row carries.
+func (r claimRow) limits() contract.Limits {
+	v := func(p *int) int {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	v64 := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	lr := limitsRow{maxLeased: v(r.lim.maxLeased), burst: v(r.lim.burst), weight: v(r.lim.weight), cost: v64(r.lim.cost), tokens: v64(r.lim.tokens), windowMS: v64(r.lim.windowMS)}
+	if r.lim.rate != nil {
+		lr.rate = *r.lim.rate
+	}
+	return lr.limits()
+}
+
+// note records a held row in the report.
+func (r claimRow) note(rep *contract.ClaimReport, now time.Time) {
+	if rep == nil || r.reason == nil {
+		return
+	}
+	why := contract.HeldReason(*r.reason)
+	var tat float64
+	if r.tat != nil {
+		tat = *r.tat
+	}
+	rep.Note(why, holdUntil(why, r.limits(), tat, r.usage, now))
+}
+
+var errLimited = errors.New("pgstore: the queue has limits")
+
+// claimOnce runs one claim statement on e after prelude: claim.sql when
+// the queue had no limits at its last claim here, claim_flow.sql when it
+// had. It returns errLimited when claim.sql met limits (it claimed
+// nothing then), and remembers when claim_flow.sql found none left.
+func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.ClaimRequest, limited bool, prelude []stmt) ([]contract.Lease, error) {
+	now := q.clock.Now()
+	var leases []contract.Lease
+	if !limited {
+		metLimits := false
+		args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor)}
+		err := q.db.plannedRows(ctx, e, q.q.claim, q.q.claimSettings, args, func(rows pgx.Rows) error {
+			r, err := scanFastClaim(rows)
+			switch {
+			case err != nil:
+				return err
+			case r.kind == "limited":
+				metLimits = true
+			default:
+				leases = append(leases, r.lease)
+			}
+			return nil
+		}, prelude...)
+		if err == nil && metLimits {
+			q.limited.set(req.Queue, true)
+			return nil, errLimited
+		}
+		return leases, err
+	}
+	rep := contract.ClaimReportFrom(ctx)
+	var held []claimRow
+	free := false
+	args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor), contract.UnixMicros(now), now.UnixMilli(), rep != nil}
+	err := q.db.plannedRows(ctx, e, q.q.claimFlow, q.q.claimSettings, args, func(rows pgx.Rows) error {
+		r, err := scanFlowClaim(rows)
+		if err != nil {
+			return err
+		}
+		switch r.kind {
+		case "lease":
+			leases = append(leases, r.lease)
+		case "held":
+			held = append(held, r)
+		case "free":
+			free = true
+		}
+		return nil
+	}, prelude...)
+	if err != nil {
+		return nil, err
+	}
+	if free {
+		q.limited.set(req.Queue, false)
+	}
+	seen := make(map[string]bool, len(held))
+	for _, h := range held {
+		if !seen[h.lease.Item.Tenant] {
+			seen[h.lease.Item.Tenant] = true
+			h.note(rep, now)
+		}
+	}
+	return leases, nil
+}

@@ -1,0 +1,474 @@
+//go:build integration
+
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/pgstore/pgstoretest"
+	"github.com/adkit/adk/modules/policy"
+)
+
+func flowQueue(t *testing.T, d *testDB, clock contract.Clock) *pgstore.PostgresWorkQueue {
+	t.Helper()
+	q, err := pgstore.NewQueue(d.pool, clock, d.settings(pgstore.Settings{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func enqueueN(t *testing.T, q contract.WorkQueue, tenant string, n int) {
+	t.Helper()
+	items := make([]contract.Item, n)
+	for i := range items {
+		items[i] = contract.Item{Tenant: tenant, ID: fmt.Sprintf("%s-%04d", tenant, i)}
+	}
+	if err := q.Enqueue(ctxT(t, time.Minute), items...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Limits are rows of the schema: a queue opened afresh on the same tables
+// reads back what another set, and the zero Limits removes a row.
+func TestFlowLimitsPersist(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q := flowQueue(t, d, nil)
+	want := contract.Limits{MaxLeased: 3, Rate: 2.5, Burst: 4, Weight: 2, Budget: contract.Budget{CostMicros: 10, Tokens: 20, Window: time.Minute}}
+	def := contract.Limits{MaxLeased: 7}
+	if err := q.SetLimits(ctx, "", "acme", want); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetLimits(ctx, "", "", def); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetLimits(ctx, "", "gone", contract.Limits{Weight: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetLimits(ctx, "", "gone", contract.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	reopened := flowQueue(t, d, nil)
+	got, err := reopened.Limits(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Queue != contract.DefaultQueue || got.Default != def || len(got.Tenants) != 1 || got.Tenants["acme"] != want {
+		t.Fatalf("Limits after reopening = %+v, want default %+v and acme %+v", got, def, want)
+	}
+	if !reopened.Capabilities().Flow {
+		t.Error("Capabilities().Flow is false")
+	}
+}
+
+// Ten claimers against a tenant capped at 2 never hold three live leases:
+// a sampler counts the tenant's leased rows in the database throughout.
+func TestFlowCapUnderConcurrency(t *testing.T) {
+	d := newTestDB(t, withMaxConns(14))
+	ctx := ctxT(t, 2*time.Minute)
+	q := flowQueue(t, d, nil)
+	if err := q.SetLimits(ctx, "", "capped", contract.Limits{MaxLeased: 2}); err != nil {
+		t.Fatal(err)
+	}
+	enqueueN(t, q, "capped", 150)
+	enqueueN(t, q, "other", 150)
+	var stop atomic.Bool
+	var maxSeen atomic.Int64
+	var samples atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			var n int64
+			if err := d.pool.QueryRow(ctx, "SELECT count(*) FROM adk_work WHERE tenant = 'capped' AND state = 'leased'").Scan(&n); err != nil {
+				t.Error(err)
+				return
+			}
+			samples.Add(1)
+			if n > maxSeen.Load() {
+				maxSeen.Store(n)
+			}
+		}
+	})
+	var done atomic.Int64
+	var claimers sync.WaitGroup
+	for w := range 10 {
+		claimers.Go(func() {
+			for done.Load() < 300 {
+				ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: fmt.Sprint("w", w), LeaseFor: time.Minute, Max: 1 + w%3})
+				if errors.Is(err, contract.ErrEmpty) {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := q.Complete(ctx, ls...); err != nil {
+					t.Error(err)
+					return
+				}
+				done.Add(int64(len(ls)))
+			}
+		})
+	}
+	claimers.Wait()
+	stop.Store(true)
+	wg.Wait()
+	if got := maxSeen.Load(); got > 2 {
+		t.Fatalf("the capped tenant held %d live leases at once, cap 2", got)
+	}
+	if done.Load() != 300 {
+		t.Fatalf("completed %d of 300", done.Load())
+	}
+	t.Logf("%d samples, at most %d leases", samples.Load(), maxSeen.Load())
+}
+
+// A lease stops counting against the cap when it expires, before any
+// reap; the claim that meets the cap says so in its report.
+func TestFlowCapFreesAtExpiry(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q := flowQueue(t, d, clock)
+	if err := q.SetLimits(ctx, "", "", contract.Limits{MaxLeased: 1}); err != nil {
+		t.Fatal(err)
+	}
+	enqueueN(t, q, "acme", 3)
+	if _, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: 10 * time.Second, Max: 5}); err != nil {
+		t.Fatal(err)
+	}
+	rep := &contract.ClaimReport{}
+	if _, err := q.Claim(contract.WithClaimReport(ctx, rep), contract.ClaimRequest{LeaseFor: 10 * time.Second, Max: 5}); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("claim at the cap: %v, want ErrEmpty", err)
+	}
+	if rep.PassedOver != 1 || rep.Held[contract.HeldCap] != 1 || !rep.RetryAt.IsZero() {
+		t.Errorf("report at the cap = %+v", rep)
+	}
+	clock.Advance(11 * time.Second)
+	ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: 10 * time.Second, Max: 5})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim after the lease expired: %d leases, %v; want 1", len(ls), err)
+	}
+	st, err := q.FlowStatus(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 1 || st[0].Leased != 1 || st[0].Held != contract.HeldCap || st[0].Own {
+		t.Errorf("FlowStatus = %+v", st)
+	}
+}
+
+// A rate of 2 per second with a burst of 2 serves 2 at once, then one per
+// half second, and reports when the next token comes; the other tenant
+// fills the batch meanwhile.
+func TestFlowRate(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q := flowQueue(t, d, clock)
+	if err := q.SetLimits(ctx, "", "slow", contract.Limits{Rate: 2}); err != nil {
+		t.Fatal(err)
+	}
+	enqueueN(t, q, "slow", 100)
+	enqueueN(t, q, "fast", 100)
+	count := func(ls []contract.Lease) (n int) {
+		for _, l := range ls {
+			if l.Item.Tenant == "slow" {
+				n++
+			}
+		}
+		return n
+	}
+	rep := &contract.ClaimReport{}
+	ls, err := q.Claim(contract.WithClaimReport(ctx, rep), contract.ClaimRequest{LeaseFor: time.Hour, Max: 10})
+	if err != nil || len(ls) != 10 || count(ls) != 2 {
+		t.Fatalf("first claim: %d leases (%d slow), %v; want 10 with 2 slow", len(ls), count(ls), err)
+	}
+	if rep.Held[contract.HeldRate] != 1 || !rep.RetryAt.Equal(clock.Now().Add(500*time.Millisecond)) {
+		t.Errorf("report = %+v, want a rate hold until %v", rep, clock.Now().Add(500*time.Millisecond))
+	}
+	total := 2
+	for range 60 {
+		clock.Advance(500 * time.Millisecond)
+		ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Hour, Max: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += count(ls)
+	}
+	if total < 60 || total > 62 {
+		t.Errorf("served %d slow items over 30 s at 2/s, want 60..62", total)
+	}
+}
+
+// Weight 3 against weight 1, one item per claim and in batches: 3:1.
+func TestFlowWeight(t *testing.T) {
+	for _, batch := range []int{1, 7} {
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
+			d := newTestDB(t)
+			ctx := ctxT(t, time.Minute)
+			q := flowQueue(t, d, nil)
+			if err := q.SetLimits(ctx, "", "heavy", contract.Limits{Weight: 3}); err != nil {
+				t.Fatal(err)
+			}
+			enqueueN(t, q, "heavy", 400)
+			enqueueN(t, q, "light", 400)
+			served := map[string]int{}
+			for n := 0; n < 400; {
+				ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Hour, Max: min(batch, 400-n)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range ls {
+					served[l.Item.Tenant]++
+				}
+				n += len(ls)
+			}
+			if h := served["heavy"]; h < 297 || h > 303 {
+				t.Errorf("served %v, want 300:100 ± 3", served)
+			}
+		})
+	}
+}
+
+// A tenant over budget is parked until the window slides, while the other
+// drains; the report says until when.
+func TestFlowBudget(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q := flowQueue(t, d, clock)
+	b := contract.Budget{CostMicros: 100, Window: 10 * time.Second}
+	if err := q.SetLimits(ctx, "", "spender", contract.Limits{Budget: b}); err != nil {
+		t.Fatal(err)
+	}
+	enqueueN(t, q, "spender", 5)
+	enqueueN(t, q, "other", 5)
+	if err := q.Charge(ctx, "", "spender", contract.Usage{CostMicros: 100}); err != nil {
+		t.Fatal(err)
+	}
+	rep := &contract.ClaimReport{}
+	ls, err := q.Claim(contract.WithClaimReport(ctx, rep), contract.ClaimRequest{LeaseFor: time.Hour, Max: 10})
+	if err != nil || len(ls) != 5 {
+		t.Fatalf("claim over budget: %d leases, %v; want the other's 5", len(ls), err)
+	}
+	for _, l := range ls {
+		if l.Item.Tenant != "other" {
+			t.Fatalf("served %s over budget", l.Item.Tenant)
+		}
+	}
+	// Charged in slot s (1 s wide): it counts through slot s+10 and is out
+	// of the window from slot s+11.
+	wantUntil := clock.Now().Truncate(time.Second).Add(11 * time.Second)
+	if rep.Held[contract.HeldBudget] != 1 || !rep.RetryAt.Equal(wantUntil) {
+		t.Errorf("report = %+v, want a budget hold until %v", rep, wantUntil)
+	}
+	st, err := q.FlowStatus(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 2 || st[1].Tenant != "spender" || st[1].Held != contract.HeldBudget || st[1].BudgetUsed.CostMicros != 100 || !st[1].Until.Equal(wantUntil) {
+		t.Errorf("FlowStatus = %+v", st)
+	}
+	clock.Set(wantUntil.Add(-time.Millisecond))
+	if _, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Hour, Max: 10}); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("claim just before the release: %v, want ErrEmpty", err)
+	}
+	clock.Set(wantUntil)
+	if ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Hour, Max: 10}); err != nil || len(ls) != 5 {
+		t.Fatalf("claim after the release: %d leases, %v; want 5", len(ls), err)
+	}
+}
+
+// SetLimits wakes the queue's claimers, and so does the end of a lease of
+// a queue with a capped tenant.
+func TestFlowWakes(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q, err := pgstore.NewQueue(d.pool, nil, d.settings(pgstore.Settings{Listener: d.listener(t, pgstore.ListenerSettings{})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wake, stop := q.Subscribe("")
+	defer stop()
+	drain := func() {
+		for {
+			select {
+			case <-wake:
+			case <-time.After(200 * time.Millisecond):
+				return
+			}
+		}
+	}
+	waitWake := func(what string) {
+		t.Helper()
+		select {
+		case <-wake:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no wake after %s", what)
+		}
+	}
+	drain()
+	if err := q.SetLimits(ctx, "", "acme", contract.Limits{MaxLeased: 1}); err != nil {
+		t.Fatal(err)
+	}
+	waitWake("SetLimits")
+	enqueueN(t, q, "acme", 2)
+	ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 2})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim: %d leases, %v; want 1 (cap 1)", len(ls), err)
+	}
+	drain()
+	if err := q.Complete(ctx, ls...); err != nil {
+		t.Fatal(err)
+	}
+	waitWake("Complete of a capped tenant's lease")
+}
+
+// The cap is kept across claim statements chosen from a stale guess: a
+// queue that had no limits when this process last claimed it is claimed
+// with the limits another process set since.
+func TestFlowLimitsSetElsewhere(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q := flowQueue(t, d, nil)
+	other := flowQueue(t, d, nil)
+	enqueueN(t, q, "acme", 5)
+	ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 1})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim: %d, %v", len(ls), err)
+	}
+	if err := other.SetLimits(ctx, "", "acme", contract.Limits{MaxLeased: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err = q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 5})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("claim after another process capped the tenant at 2: %d leases, %v; want 1", len(ls), err)
+	}
+	if err := other.SetLimits(ctx, "", "acme", contract.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err = q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 5})
+	if err != nil || len(ls) != 3 {
+		t.Fatalf("claim after the cap was removed: %d leases, %v; want 3", len(ls), err)
+	}
+}
+
+// Verify meets a version 1 database and names the migration; a version 1
+// database with data, migrated, passes Verify, keeps its items, and runs
+// the queue suite.
+func TestSchemaMigrationFromV1(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	v1 := func(t *testing.T) *testDB {
+		s := pgstoretestBare(t)
+		if _, err := s.pool.Exec(ctx, pgstore.SchemaV1(pgstore.StateTables{})); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	d := v1(t)
+	err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{})
+	var se *contract.SchemaError
+	if !errors.As(err, &se) || se.Found != "1" || !strings.Contains(se.Fix, pgstore.MigrationFile) {
+		t.Fatalf("Verify on version 1 = %v, want a SchemaError naming %s", err, pgstore.MigrationFile)
+	}
+	// Data written by the version 1 release: a queued item, a leased one,
+	// a dead letter.
+	if _, err := d.pool.Exec(ctx, `
+		INSERT INTO adk_work (queue, tenant, id, state, due_at, enqueued_at) VALUES ('default', 'acme', 'q1', 'queued', now() - interval '1 minute', now());
+		INSERT INTO adk_work (queue, tenant, id, state, due_at, enqueued_at, worker, lease_expires_at, token) VALUES ('default', 'acme', 'l1', 'leased', now(), now(), 'w', now() + interval '1 hour', 1);
+		INSERT INTO adk_work (queue, tenant, id, state, due_at, enqueued_at, dead_at) VALUES ('default', 'acme', 'd1', 'dead', now(), now(), now());
+		INSERT INTO adk_queue_turns (queue, tenant) VALUES ('default', 'acme')`); err != nil {
+		t.Fatal(err)
+	}
+	m, err := pgstore.Migration(pgstore.StateTables{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.pool.Exec(ctx, m); err != nil {
+		t.Fatalf("migration: %v", err)
+	}
+	if err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{}); err != nil {
+		t.Fatalf("Verify after the migration: %v", err)
+	}
+	if _, err := d.pool.Exec(ctx, m); err == nil {
+		t.Error("the migration ran twice")
+	}
+	q := flowQueue(t, d, nil)
+	if err := q.SetLimits(ctx, "", "acme", contract.Limits{MaxLeased: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 5})
+	if err != nil || len(ls) != 1 || ls[0].Item.ID != "q1" {
+		t.Fatalf("claim after the migration: %v, %v; want q1 (the leased item counts against the cap)", ls, err)
+	}
+	// The migrated shape is the expected one: compare the catalogs.
+	fresh := newTestDB(t)
+	if got, want := catalog(t, d), catalog(t, fresh); got != want {
+		t.Errorf("migrated schema differs from ExpectedSchema:\nmigrated:\n%s\nexpected:\n%s", got, want)
+	}
+	t.Run("suite", func(t *testing.T) {
+		contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p contractPolicy) contract.WorkQueue {
+			d := v1(t)
+			m, _ := pgstore.Migration(pgstore.StateTables{}, 1)
+			if _, err := d.pool.Exec(context.Background(), m); err != nil {
+				t.Fatal(err)
+			}
+			q, err := pgstore.NewQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return q
+		})
+	})
+}
+
+// catalog describes the tables, columns, indexes and functions of d's
+// schema, for comparing two schemas.
+func catalog(t *testing.T, d *testDB) string {
+	t.Helper()
+	ctx := ctxT(t, time.Minute)
+	var out []string
+	for _, q := range []string{
+		`SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+		 FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY 1`,
+		`SELECT indexname || ' ' || regexp_replace(indexdef, ' ON [a-z0-9_]+\.', ' ON ') FROM pg_indexes WHERE schemaname = current_schema() ORDER BY 1`,
+		`SELECT p.proname || ' ' || pg_get_function_arguments(p.oid) || ' ' || p.provolatile::text FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace ORDER BY 1`,
+		`SELECT c.relname || ' ' || coalesce(array_to_string(c.reloptions, ','), '') FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' ORDER BY 1`,
+	} {
+		rows, err := d.pool.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+		rows.Close()
+	}
+	return strings.Join(out, "\n")
+}
+
+type contractPolicy = policy.Policy
+
+// pgstoretestBare is a test schema without pgstore's tables.
+func pgstoretestBare(t *testing.T) *testDB {
+	t.Helper()
+	dsn := pgstoretest.DSN(t)
+	s := pgstoretest.TestSchema(t, dsn, &pgstoretest.SchemaOptions{Bare: true})
+	return &testDB{dsn: dsn, schema: s.Name, pool: s.Pool(t, withMaxConns(8)), s: s}
+}

@@ -1,0 +1,286 @@
+-- Claim a batch on a queue that has limits (queries/claim.sql is the claim
+-- of a queue without any): $1 queue, $2 now, $3 max items, $4 worker,
+-- $5 lease expiry, $6 now in Unix microseconds, $7 now in Unix
+-- milliseconds, $8 whether to report the tenants held back.
+--
+-- The walk is claim.sql's (read its comments first): the rotation round
+-- by round, items locked where they are found FOR UPDATE SKIP LOCKED with
+-- every predicate stated on the locked relation. What differs is a tenant
+-- that has limits, its own row in {work}_limits or the queue's default
+-- ("gated" below). A tenant without any is walked as claim.sql walks it,
+-- for one more index probe (its limits).
+--
+-- A gated tenant's turn row is locked, FOR UPDATE SKIP LOCKED, when the
+-- tenant first comes up, and stays locked to commit, so two claims never
+-- serve one gated tenant at once: the second skips it, as it skips an
+-- item another claim holds. Under the lock the claim reads the row's rate
+-- bucket and weight credit (a locking read returns the row's latest
+-- version) and counts the tenant's live leases with {work}_live_leases, a
+-- VOLATILE function whose query takes a snapshot of its own, after the
+-- lock was granted: it sees every lease that an earlier holder of the lock
+-- committed (the README says why the cap holds). The function is called
+-- on the locked row's columns, so it cannot run before the lock.
+--
+-- From those the claim works out the tenant's room in items: its cap less
+-- its live leases, the tokens in its bucket, none when it is over budget.
+-- The first of them that leaves no room (cap, rate, budget, in that order)
+-- holds the tenant: it is passed over, none of its items is locked, its
+-- turn row is not changed, and the walk goes on with the others. Each
+-- chunk it is served is cut to the room left, so a claim that brings it
+-- to its cap or empties its bucket mid-batch stops serving it there.
+--
+-- Weight w: a gated tenant's chunk is the rest of its turn (w - credit in
+-- its first round, w in later ones, or the whole batch when it is the
+-- only tenant with work); it goes to the back of the rotation when its
+-- served items complete a turn, and otherwise keeps its place and the
+-- credit. For w = 1 that is claim.sql's behaviour.
+WITH RECURSIVE
+dflt AS MATERIALIZED (
+    SELECT max_leased, rate, burst, weight, budget_cost, budget_tokens, budget_window_ms
+    FROM {work}_limits WHERE queue = $1 AND tenant = ''
+),
+-- The rotation with each tenant's limits. It is read by pick and, for the
+-- report only, by held_first; what pick does not read is never computed.
+rotation AS (
+    SELECT t.tenant, t.turn_batch * 1024 + t.turn_pos AS pos, e.max_leased IS NOT NULL AS gated,
+           coalesce(e.max_leased, 0) AS max_leased, coalesce(e.rate, 0) AS rate,
+           CASE WHEN e.burst > 0 THEN e.burst ELSE greatest(1, ceil(coalesce(e.rate, 0)))::int END AS burst,
+           greatest(coalesce(e.weight, 0), 1) AS w,
+           coalesce(e.budget_cost, 0) AS budget_cost, coalesce(e.budget_tokens, 0) AS budget_tokens,
+           coalesce(e.budget_window_ms, 0) / 10 AS slot_ms
+    FROM {turns} t
+    LEFT JOIN LATERAL (
+        SELECT o.max_leased, o.rate, o.burst, o.weight, o.budget_cost, o.budget_tokens, o.budget_window_ms
+        FROM {work}_limits o WHERE o.queue = $1 AND o.tenant = t.tenant
+        UNION ALL
+        SELECT d.max_leased, d.rate, d.burst, d.weight, d.budget_cost, d.budget_tokens, d.budget_window_ms FROM dflt d
+        LIMIT 1
+    ) e ON true
+    WHERE t.queue = $1 AND t.wake_at <= $2
+    ORDER BY t.turn_batch, t.turn_pos, t.tenant
+),
+pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id, n, gated, w, credit0, tat0, rate, room0, cap_room) AS (
+    SELECT 1, f.pos, f.sub, f.sub = f.cnt,
+           CASE WHEN min(f.tenant) OVER () = max(f.tenant) OVER () THEN greatest($3 - count(*) OVER (), 1) ELSE 0 END,
+           f.tenant, f.id, f.due_at, f.seq, f.ctid, f.sub, f.gated, f.w, f.credit0, f.tat0, f.rate, f.room0, f.cap_room
+    FROM (
+        SELECT r.pos, r.tenant, r.gated, r.w, g.credit AS credit0, g.rate_tat AS tat0, r.rate, m.room0, m.cap_room,
+               w.id, w.due_at, w.seq, w.ctid, w.sub, w.cnt
+        FROM rotation r
+        LEFT JOIN LATERAL (
+            SELECT x.rate_tat, x.credit,
+                   CASE WHEN r.max_leased > 0 THEN {work}_live_leases($1, x.tenant, $2) ELSE 0 END AS live
+            FROM (
+                SELECT t.tenant, t.rate_tat, t.credit
+                FROM {turns} t
+                WHERE t.queue = $1 AND t.tenant = r.tenant AND r.gated
+                FOR UPDATE SKIP LOCKED
+            ) x
+        ) g ON true
+        LEFT JOIN LATERAL (
+            SELECT coalesce(sum(u.cost_micros), 0) AS cost, coalesce(sum(u.tokens), 0) AS tokens
+            FROM {work}_usage u
+            WHERE u.queue = $1 AND u.tenant = r.tenant AND r.slot_ms > 0 AND g.credit IS NOT NULL
+              AND u.at_ms >= $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms - 10 * r.slot_ms
+              AND u.at_ms <  $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms + r.slot_ms
+        ) b ON true
+        CROSS JOIN LATERAL (
+            SELECT c.cap_room, least(c.cap_room, c.rate_room) AS room0,
+                   CASE WHEN NOT r.gated THEN 1
+                        WHEN g.credit IS NULL THEN 0 -- another claim is serving it
+                        WHEN c.cap_room <= 0 OR c.rate_room <= 0 OR c.over THEN 0
+                        ELSE least(greatest(r.w - g.credit, 1), c.cap_room, c.rate_room)
+                   END AS chunk1
+            FROM (
+                SELECT CASE WHEN r.max_leased > 0 THEN r.max_leased - g.live ELSE $3 END AS cap_room,
+                       CASE WHEN r.rate > 0
+                            THEN greatest(floor(((r.burst - 1) * (1e6 / r.rate) + 1e-6 - (greatest(g.rate_tat, $6) - $6)) / (1e6 / r.rate)), -1)::int + 1
+                            ELSE $3 END AS rate_room,
+                       (r.budget_cost > 0 AND b.cost >= r.budget_cost) OR (r.budget_tokens > 0 AND b.tokens >= r.budget_tokens) AS over
+            ) c
+        ) m
+        CROSS JOIN LATERAL (
+            SELECT w.*, row_number() OVER (ORDER BY w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
+            FROM (
+                SELECT w.id, w.due_at, w.seq, w.ctid
+                FROM {work} w
+                WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'queued' AND w.due_at <= $2
+                ORDER BY w.due_at, w.seq
+                LIMIT m.chunk1
+                FOR UPDATE SKIP LOCKED
+            ) w
+        ) w
+        LIMIT $3
+    ) f
+    UNION ALL
+    SELECT p.round + 1, p.pos, c.sub, c.sub = c.cnt, p.k, p.tenant, c.id, c.due_at, c.seq, c.ctid, p.n + c.sub,
+           p.gated, p.w, p.credit0, p.tat0, p.rate, p.room0, p.cap_room
+    FROM pick p
+    CROSS JOIN LATERAL (
+        SELECT w.*, row_number() OVER (ORDER BY w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
+        FROM (
+            SELECT w.id, w.due_at, w.seq, w.ctid
+            FROM {work} w
+            WHERE w.queue = $1 AND w.tenant = p.tenant AND w.state = 'queued' AND w.due_at <= $2
+              AND (w.due_at, w.seq) > (p.due_at, p.seq)
+            ORDER BY w.due_at, w.seq
+            LIMIT CASE WHEN NOT p.gated THEN greatest(p.k, 1)
+                       ELSE greatest(0, least(CASE WHEN p.k > 0 THEN p.k ELSE p.w END, p.room0 - p.n))
+                  END
+            FOR UPDATE SKIP LOCKED
+        ) w
+    ) c
+    WHERE p.last
+),
+picked AS (
+    SELECT round, pos, sub, tenant, id, row_id, n, gated, w, credit0, tat0, rate, room0, cap_room FROM pick LIMIT $3
+),
+-- As in claim.sql: the rows are reached only through the TIDs their locks
+-- returned. ARRAY(...) reads the whole of picked before the first row is
+-- written, so every count above was taken before this claim leased
+-- anything.
+leased AS (
+    UPDATE {work} w
+    SET state = 'leased', worker = $4, lease_expires_at = $5, token = nextval('{work}_token_seq')
+    FROM picked p
+    WHERE w.ctid = ANY (ARRAY(SELECT row_id FROM picked)) AND w.ctid = p.row_id
+      AND w.tenant = p.tenant AND w.id = p.id
+    RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
+              p.round, p.pos, p.sub, p.gated, p.w, p.credit0, p.rate
+),
+ordered AS (
+    SELECT tenant, id, round, pos, gated, w, credit0, rate, row_number() OVER (ORDER BY round, pos, tenant, sub) AS ord
+    FROM leased
+),
+-- A served tenant goes to the back, in the order of its last turn in this
+-- batch, unless it is gated and its items this batch left it part way
+-- through a turn (then it keeps its place and the credit).
+served0 AS (
+    SELECT tenant, count(*) AS n, max(round) AS last_round, min(pos) AS first_pos,
+           array_agg(id ORDER BY ord) AS ids,
+           array_agg(ord ORDER BY ord) AS ords,
+           bool_or(gated) AS gated, max(w) AS w, max(credit0) AS credit0, max(rate) AS rate
+    FROM ordered
+    GROUP BY tenant
+),
+served AS (
+    SELECT s.*, row_number() OVER (PARTITION BY s.to_back ORDER BY s.last_round, s.first_pos, s.tenant) AS turn_pos
+    FROM (SELECT s.*, NOT s.gated OR (s.credit0 + s.n) % s.w = 0 AS to_back FROM served0 s) s
+),
+-- As in claim.sql, turn rows are locked in one order and one another
+-- claimer is bumping is skipped; a gated tenant's row is this claim's
+-- already, so it is never skipped.
+bump_lock AS (
+    SELECT t.tenant
+    FROM {turns} t
+    WHERE t.queue = $1 AND t.tenant IN (SELECT tenant FROM served)
+    ORDER BY t.tenant
+    FOR UPDATE SKIP LOCKED
+),
+batch AS MATERIALIZED (
+    SELECT nextval('{turns}_seq') AS n
+),
+bump AS (
+    UPDATE {turns} t
+    SET turn_batch = CASE WHEN s.to_back THEN b.n ELSE t.turn_batch END,
+        turn_pos   = CASE WHEN s.to_back THEN s.turn_pos ELSE t.turn_pos END,
+        served = t.served + s.n,
+        credit   = CASE WHEN s.gated THEN ((t.credit + s.n) % s.w)::int ELSE t.credit END,
+        rate_tat = CASE WHEN s.gated AND s.rate > 0 THEN greatest(t.rate_tat, $6) + s.n * (1e6 / s.rate) ELSE t.rate_tat END,
+        recent_ids     = (t.recent_ids || s.ids)[greatest(1, cardinality(t.recent_ids) + cardinality(s.ids) - 31):],
+        recent_keys    = (t.recent_keys || array(SELECT b.n * 1024 + o FROM unnest(s.ords) o))[greatest(1, cardinality(t.recent_keys) + cardinality(s.ids) - 31):],
+        recent_workers = (t.recent_workers || array_fill($4::text, ARRAY[cardinality(s.ids)]))[greatest(1, cardinality(t.recent_workers) + cardinality(s.ids) - 31):],
+        recent_at      = (t.recent_at || array_fill($2::timestamptz, ARRAY[cardinality(s.ids)]))[greatest(1, cardinality(t.recent_at) + cardinality(s.ids) - 31):]
+    FROM served s, bump_lock l, batch b
+    WHERE t.queue = $1 AND t.tenant = s.tenant AND l.tenant = s.tenant
+),
+-- The report ($8): the tenants the walk passed over because a limit held
+-- them, each once. The walk reached every tenant it would have served
+-- next: all of them when the batch did not fill, else those before the
+-- last item it took.
+fin AS (
+    SELECT count(*) AS n, max(round) AS round,
+           (SELECT p.pos FROM picked p WHERE p.round = 1 ORDER BY p.pos DESC, p.tenant DESC LIMIT 1) AS r1_pos,
+           (SELECT p.tenant FROM picked p WHERE p.round = 1 ORDER BY p.pos DESC, p.tenant DESC LIMIT 1) AS r1_tenant
+    FROM picked
+    HAVING $8
+),
+-- Held when they first came up: gated tenants of the rotation reached in
+-- round 1 that have no item in the batch, with their limits evaluated as
+-- the walk does (their turn rows are locked already, or locked now).
+held_first AS (
+    SELECT r.tenant, r.rate, r.burst, r.slot_ms, r.budget_cost, r.budget_tokens, g.rate_tat,
+           CASE WHEN r.max_leased > 0 AND r.max_leased - g.live <= 0 THEN 'cap'
+                WHEN r.rate > 0 AND g.rate_tat - $6 > (r.burst - 1) * (1e6 / r.rate) + 1e-6 THEN 'rate'
+                WHEN (r.budget_cost > 0 AND b.cost >= r.budget_cost) OR (r.budget_tokens > 0 AND b.tokens >= r.budget_tokens) THEN 'budget'
+           END AS reason
+    FROM fin, rotation r
+    CROSS JOIN LATERAL (
+        SELECT x.rate_tat,
+               CASE WHEN r.max_leased > 0 THEN {work}_live_leases($1, x.tenant, $2) ELSE 0 END AS live
+        FROM (
+            SELECT t.tenant, t.rate_tat
+            FROM {turns} t
+            WHERE t.queue = $1 AND t.tenant = r.tenant
+            FOR UPDATE SKIP LOCKED
+        ) x
+    ) g
+    LEFT JOIN LATERAL (
+        SELECT coalesce(sum(u.cost_micros), 0) AS cost, coalesce(sum(u.tokens), 0) AS tokens
+        FROM {work}_usage u
+        WHERE u.queue = $1 AND u.tenant = r.tenant AND r.slot_ms > 0
+          AND u.at_ms >= $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms - 10 * r.slot_ms
+          AND u.at_ms <  $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms + r.slot_ms
+    ) b ON true
+    WHERE r.gated
+      AND (fin.n < $3 OR fin.round > 1 OR (r.pos, r.tenant) < (fin.r1_pos, fin.r1_tenant))
+      AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.tenant = r.tenant)
+),
+-- Held later: gated tenants the batch brought to their cap or out of
+-- tokens, when the walk came round to them again.
+held_later AS (
+    SELECT p.tenant, CASE WHEN p.cap_room - p.n <= 0 THEN 'cap' ELSE 'rate' END AS reason,
+           greatest(p.tat0, $6) + p.n * (1e6 / nullif(p.rate, 0)) AS rate_tat
+    FROM fin, (
+        SELECT DISTINCT ON (tenant) * FROM picked ORDER BY tenant, n DESC
+    ) p
+    WHERE p.gated AND p.room0 - p.n <= 0
+      AND (fin.n < $3 OR fin.round > p.round + 1
+           OR (fin.round = p.round + 1 AND p.pos < (SELECT max(q.pos) FROM picked q WHERE q.round = fin.round)))
+),
+held AS (
+    SELECT h.tenant, h.reason, h.rate_tat,
+           e.max_leased, e.rate, e.burst, e.weight, e.budget_cost, e.budget_tokens, e.budget_window_ms,
+           array(SELECT u.at_ms FROM {work}_usage u WHERE u.queue = $1 AND u.tenant = h.tenant AND h.reason = 'budget' ORDER BY u.at_ms) AS at_ms,
+           array(SELECT u.cost_micros FROM {work}_usage u WHERE u.queue = $1 AND u.tenant = h.tenant AND h.reason = 'budget' ORDER BY u.at_ms) AS costs,
+           array(SELECT u.tokens FROM {work}_usage u WHERE u.queue = $1 AND u.tenant = h.tenant AND h.reason = 'budget' ORDER BY u.at_ms) AS tokens
+    FROM (
+        SELECT tenant, reason, rate_tat FROM held_first WHERE reason IS NOT NULL
+        UNION ALL
+        SELECT tenant, reason, rate_tat FROM held_later
+    ) h
+    CROSS JOIN LATERAL (
+        SELECT o.max_leased, o.rate, o.burst, o.weight, o.budget_cost, o.budget_tokens, o.budget_window_ms
+        FROM {work}_limits o WHERE o.queue = $1 AND o.tenant = h.tenant
+        UNION ALL
+        SELECT d.max_leased, d.rate, d.burst, d.weight, d.budget_cost, d.budget_tokens, d.budget_window_ms FROM dflt d
+        LIMIT 1
+    ) e
+)
+SELECT 'lease' AS kind, queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at,
+       dead_at, worker, lease_expires_at, token, NULL::text AS reason, NULL::float8 AS rate_tat,
+       NULL::integer AS max_leased, NULL::float8 AS rate, NULL::integer AS burst, NULL::integer AS weight,
+       NULL::bigint AS budget_cost, NULL::bigint AS budget_tokens, NULL::bigint AS budget_window_ms,
+       NULL::bigint[] AS at_ms, NULL::bigint[] AS costs, NULL::bigint[] AS tokens, round, pos, sub
+FROM leased
+UNION ALL
+SELECT 'held', $1, h.tenant, '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
+       h.reason, h.rate_tat, h.max_leased, h.rate, h.burst, h.weight, h.budget_cost, h.budget_tokens, h.budget_window_ms,
+       h.at_ms, h.costs, h.tokens, NULL, NULL, NULL
+FROM held h
+UNION ALL
+-- No limits left on the queue: the next claim may go back to claim.sql.
+SELECT 'free', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+WHERE NOT EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1)
+ORDER BY round, pos, tenant, sub
