@@ -55,6 +55,19 @@
 // enqueue, retry and requeue holds while it makes an item due and wakes
 // the tenant; the README says why neither side can miss the other.
 //
+// # Flow control
+//
+// [PostgresWorkQueue] is a [contract.FlowController]. Limits are rows of
+// the schema (version 2, [MigrationFile] brings a version 1 database
+// there), so they survive restarts and hold for every process on the
+// database. A queue without limits is claimed by the same statement as
+// before; a queue with limits by one that checks each tenant's cap, rate
+// and budget, and its weight, when the tenant comes up in the walk. A
+// tenant with limits is served by one claim at a time (its turn row is
+// locked, SKIP LOCKED) and its live leases are counted after the lock,
+// by a volatile function with a snapshot of its own, which is what keeps
+// the cap exact under READ COMMITTED; the README gives the argument.
+//
 // # Wake-ups
 //
 // Enqueue, Requeue and retries send pg_notify in the same statement, so a

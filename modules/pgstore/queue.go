@@ -22,7 +22,9 @@ import (
 // token, which comes from a sequence. It is safe for concurrent use.
 //
 // Its queue methods are the contract's front door ([contract.QueueFront]),
-// which checks every call before the queue's driver sees it.
+// which checks every call before the queue's driver sees it. It enforces
+// tenant limits in the claim ([contract.FlowController]): caps, rates,
+// weights and budgets, kept in the schema's limits and usage tables.
 type PostgresWorkQueue struct {
 	contract.QueueFront
 	d *workQueue
@@ -47,6 +49,7 @@ var (
 	_ contract.StatsSource = (*PostgresWorkQueue)(nil)
 
 	_ contract.CompleteClaimer = (*PostgresWorkQueue)(nil)
+	_ contract.FlowController  = (*PostgresWorkQueue)(nil)
 	_ contract.QueueDriver     = (*workQueue)(nil)
 )
 
@@ -585,7 +588,7 @@ func (q *workQueue) pruneTurns(ctx context.Context, queue string) error {
 		var n int
 		err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
 			var err error
-			n, err = q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.pruneCandidates, args: []any{queue, cutoff, reapChunk}},
+			n, err = q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.pruneCandidates, args: []any{queue, cutoff, reapChunk, contract.UnixMicros(q.clock.Now())}},
 				func(locked []string) stmt { return stmt{sql: q.q.pruneDelete, args: []any{queue, locked}} })
 			return err
 		})

@@ -18,7 +18,9 @@ const applyFix = "apply ExpectedSchema with your migration tool (adkctl schema a
 
 // Verify reads the database and refuses what this release cannot run on:
 // no adk_schema table or a version other than SchemaVersion
-// (*contract.SchemaError), one of the tables missing (*contract.SchemaError),
+// (*contract.SchemaError; for the previous version its fix names the
+// up-migration, [MigrationFile]), one of the tables or the live-lease
+// function missing (*contract.SchemaError),
 // or a statement_timeout of 0 (*contract.PreflightError: a statement that
 // can run forever holds a pooled connection until the process dies). It
 // only reads; it never creates or changes anything.

@@ -94,7 +94,9 @@ CREATE INDEX IF NOT EXISTS {work}_dead ON {work} (queue, seq) WHERE state = 'dea
 -- Tenant rotation: one row per tenant per queue, ordered by the turn last
 -- given (turn_batch, turn_pos). A claim serves tenants from the front and
 -- sends them to the back. Claims lock work items, not these rows; the bump
--- skips a row another claimer is bumping at that instant.
+-- skips a row another claimer is bumping at that instant. The exception
+-- is a tenant with flow-control limits: a claim locks its row (SKIP
+-- LOCKED) before serving it, so one claim at a time serves it.
 --
 -- wake_at parks a tenant that has nothing due: claims pass over its row
 -- until then, so a tenant whose items are all delayed (or that holds
