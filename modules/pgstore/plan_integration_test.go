@@ -277,6 +277,11 @@ func TestCachedCompletePlanSurvivesGrowth(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := conn.plan(t, "DELETE FROM")
+	// The DELETE itself; the wake after it counts a capped tenant's
+	// leases through adk_work_leased, as it should.
+	if i := strings.Index(plan, "CTE woke"); i >= 0 {
+		plan = plan[:i]
+	}
 	if strings.Contains(plan, "using adk_work_leased") || strings.Contains(plan, "Seq Scan on adk_work") || !strings.Contains(plan, "using adk_work_pkey") {
 		t.Errorf("the cached Complete plan does not reach each item by its key:\n%s", plan)
 	}

@@ -371,8 +371,8 @@ func TestVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = pgstore.Verify(ctx, d.pool, pgstore.StateTables{})
-	if !errors.As(err, &se) || se.Found != "99" || se.Want != "1" {
-		t.Fatalf("Verify on version 99: %v, want *SchemaError found 99 want 1", err)
+	if !errors.As(err, &se) || se.Found != "99" || se.Want != fmt.Sprint(pgstore.SchemaVersion) {
+		t.Fatalf("Verify on version 99: %v, want *SchemaError found 99 want %d", err, pgstore.SchemaVersion)
 	}
 	q := newQueue(t, d, pgstore.Settings{})
 	h, err := q.Health(ctx)

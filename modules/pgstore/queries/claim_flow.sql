@@ -39,8 +39,8 @@ dflt AS MATERIALIZED (
     SELECT max_leased, rate, burst, weight, budget_cost, budget_tokens, budget_window_ms
     FROM {work}_limits WHERE queue = $1 AND tenant = ''
 ),
--- The rotation with each tenant's limits. It is read by pick and, for the
--- report only, by held_first; what pick does not read is never computed.
+-- The rotation with each tenant's limits, read lazily by pick: a tenant
+-- the walk does not reach costs nothing.
 rotation AS (
     SELECT t.tenant, t.turn_batch * 1024 + t.turn_pos AS pos, e.max_leased IS NOT NULL AS gated,
            coalesce(e.max_leased, 0) AS max_leased, coalesce(e.rate, 0) AS rate,
@@ -205,16 +205,41 @@ fin AS (
     FROM picked
     HAVING $8
 ),
--- Held when they first came up: gated tenants of the rotation reached in
--- round 1 that have no item in the batch, with their limits evaluated as
--- the walk does (their turn rows are locked already, or locked now).
+-- Where round 1 stopped, as a place in the turns index: the walk reached
+-- the turn rows before it (all of them when round 1 was not cut short).
+reach AS (
+    SELECT CASE WHEN cut THEN r1_pos / 1024 ELSE 9223372036854775807 END AS turn_batch,
+           CASE WHEN cut THEN (r1_pos % 1024)::int ELSE 0 END AS turn_pos,
+           CASE WHEN cut THEN r1_tenant ELSE '' END AS tenant
+    FROM (SELECT fin.n >= $3 AND fin.round = 1 AS cut, fin.r1_pos, fin.r1_tenant FROM fin) f
+),
+-- Held when they first came up: gated tenants that round 1 reached and
+-- that have no item in the batch, with their limits evaluated as the walk
+-- does (their turn rows are this claim's already, or locked now). The
+-- turns index is read only up to where round 1 stopped.
 held_first AS (
-    SELECT r.tenant, r.rate, r.burst, r.slot_ms, r.budget_cost, r.budget_tokens, g.rate_tat,
+    SELECT r.tenant, g.rate_tat,
            CASE WHEN r.max_leased > 0 AND r.max_leased - g.live <= 0 THEN 'cap'
                 WHEN r.rate > 0 AND g.rate_tat - $6 > (r.burst - 1) * (1e6 / r.rate) + 1e-6 THEN 'rate'
                 WHEN (r.budget_cost > 0 AND b.cost >= r.budget_cost) OR (r.budget_tokens > 0 AND b.tokens >= r.budget_tokens) THEN 'budget'
            END AS reason
-    FROM fin, rotation r
+    FROM reach
+    CROSS JOIN LATERAL (
+        SELECT t.tenant, e.max_leased, coalesce(e.rate, 0) AS rate,
+               CASE WHEN e.burst > 0 THEN e.burst ELSE greatest(1, ceil(coalesce(e.rate, 0)))::int END AS burst,
+               e.budget_cost, e.budget_tokens, e.budget_window_ms / 10 AS slot_ms
+        FROM {turns} t
+        CROSS JOIN LATERAL (
+            SELECT o.max_leased, o.rate, o.burst, o.budget_cost, o.budget_tokens, o.budget_window_ms
+            FROM {work}_limits o WHERE o.queue = $1 AND o.tenant = t.tenant
+            UNION ALL
+            SELECT d.max_leased, d.rate, d.burst, d.budget_cost, d.budget_tokens, d.budget_window_ms FROM dflt d
+            LIMIT 1
+        ) e
+        WHERE t.queue = $1 AND t.wake_at <= $2
+          AND (t.turn_batch, t.turn_pos, t.tenant) < (reach.turn_batch, reach.turn_pos, reach.tenant)
+          AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.tenant = t.tenant)
+    ) r
     CROSS JOIN LATERAL (
         SELECT x.rate_tat,
                CASE WHEN r.max_leased > 0 THEN {work}_live_leases($1, x.tenant, $2) ELSE 0 END AS live
@@ -232,9 +257,6 @@ held_first AS (
           AND u.at_ms >= $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms - 10 * r.slot_ms
           AND u.at_ms <  $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms + r.slot_ms
     ) b ON true
-    WHERE r.gated
-      AND (fin.n < $3 OR fin.round > 1 OR (r.pos, r.tenant) < (fin.r1_pos, fin.r1_tenant))
-      AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.tenant = r.tenant)
 ),
 -- Held later: gated tenants the batch brought to their cap or out of
 -- tokens, when the walk came round to them again.

@@ -7,9 +7,10 @@
 -- The state is compared through coalesce (state is NOT NULL, so it means
 -- the same) so that the planner cannot prove the predicate of the
 -- adk_work_leased partial index and reach the rows through it: that
--- index holds only the queue, and a plan made on stale statistics that
--- uses it filters every leased row of the queue for each item (measured:
--- 700 ms for a batch of 600 with ~800 leased). The primary key is the
+-- index holds only the queue and tenant, and a plan made on stale
+-- statistics that uses it filters every leased row of the tenant for each
+-- item (measured, when it held only the queue: 700 ms for a batch of 600
+-- with ~800 leased). The primary key is the
 -- only index left, one descent per item.
 --
 -- $5 is the notification channel and $6 now: when a completed item's
