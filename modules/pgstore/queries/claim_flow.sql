@@ -169,13 +169,18 @@ served AS (
 ),
 -- As in claim.sql, turn rows are locked in one order and one another
 -- claimer is bumping is skipped; a gated tenant's row is this claim's
--- already, so it is never skipped.
+-- already, so it is never skipped. The rows are locked from the served
+-- tenants in name order, one probe of the primary key each (claim.sql's
+-- IN (...) is planned as a walk of the queue's whole rotation in key
+-- order: 3.4 ms of a 4.5 ms claim of 10 with 1,000 tenants).
 bump_lock AS (
-    SELECT t.tenant
-    FROM {turns} t
-    WHERE t.queue = $1 AND t.tenant IN (SELECT tenant FROM served)
-    ORDER BY t.tenant
-    FOR UPDATE SKIP LOCKED
+    SELECT l.tenant
+    FROM (SELECT tenant FROM served ORDER BY tenant) s
+    CROSS JOIN LATERAL (
+        SELECT t.tenant FROM {turns} t
+        WHERE t.queue = $1 AND t.tenant = s.tenant
+        FOR UPDATE SKIP LOCKED
+    ) l
 ),
 batch AS MATERIALIZED (
     SELECT nextval('{turns}_seq') AS n
