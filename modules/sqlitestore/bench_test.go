@@ -30,31 +30,46 @@ func BenchmarkClaim(b *testing.B) {
 		{1, "none"},
 		{1000, "none"},
 		{1000, "loose"},
+		{21, "none"},
+		{21, "cap"},
 	} {
 		b.Run(fmt.Sprintf("tenants=%d/limits=%s", c.tenants, c.limits), func(b *testing.B) {
-			benchClaim(b, c.tenants, c.limits == "loose")
+			benchClaim(b, c.tenants, c.limits)
 		})
 	}
 }
 
-func benchClaim(b *testing.B, tenants int, loose bool) {
+// benchClaim claims batches from tenants busy tenants. limits "loose"
+// gives each of them limits that never bind; "cap" caps the first at 2
+// leases and keeps its leases until after the next claim, so the cap
+// binds in every claim while the other tenants fill the batches (claims
+// of 10, as adkbench's limits-cap row makes them).
+func benchClaim(b *testing.B, tenants int, limits string) {
 	ctx := context.Background()
 	s := sqlitestore.Settings{Durability: sqlitestore.DurabilityNormal}
 	q, err := sqlitestore.NewQueue(newFile(b, s), nil, s)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if loose {
+	max := 100
+	if limits != "none" {
 		fl, ok := contract.AsFlowController(q)
 		if !ok {
 			b.Skip("this build of the queue has no flow control")
 		}
 		l := contract.Limits{MaxLeased: 10_000, Rate: contract.MaxRate, Burst: contract.MaxLimitLeased}
-		for i := range tenants {
+		n := tenants
+		if limits == "cap" {
+			l, n = contract.Limits{MaxLeased: 2}, 1
+		}
+		for i := range n {
 			if err := fl.SetLimits(ctx, "", fmt.Sprintf("t%04d", i), l); err != nil {
 				b.Fatal(err)
 			}
 		}
+	}
+	if tenants == 21 {
+		max = 10
 	}
 	const fill = 10_000
 	next := 0
@@ -68,7 +83,8 @@ func benchClaim(b *testing.B, tenants int, loose bool) {
 			b.Fatal(err)
 		}
 	}
-	req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 100}
+	req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: max}
+	var kept []contract.Lease // the capped tenant's, completed after the next claim
 	claimed := 0
 	var cpu time.Duration
 	b.ResetTimer()
@@ -85,7 +101,16 @@ func benchClaim(b *testing.B, tenants int, loose bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := q.Complete(ctx, ls...); err != nil {
+		done := append([]contract.Lease(nil), kept...)
+		kept = kept[:0]
+		for _, l := range ls {
+			if limits == "cap" && l.Item.Tenant == "t0000" {
+				kept = append(kept, l)
+			} else {
+				done = append(done, l)
+			}
+		}
+		if err := q.Complete(ctx, done...); err != nil {
 			b.Fatal(err)
 		}
 		cpu += cpuTime(b) - start

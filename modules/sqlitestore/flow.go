@@ -415,11 +415,12 @@ type flowClaim struct {
 
 	stamp, turn, token int64
 
-	def    contract.Limits
-	leased map[string]int // live leases by tenant, when a cap applies
-	out    []contract.Lease
-	held   []heldTenant
-	noted  map[string]bool
+	def     contract.Limits
+	budgets bool           // a budget applies to some tenant
+	leased  map[string]int // live leases by tenant, when a cap applies
+	out     []contract.Lease
+	held    []heldTenant
+	noted   map[string]bool
 }
 
 // flowHead is one row of the rotation as flow_heads.sql returns it.
@@ -434,12 +435,7 @@ type flowHead struct {
 }
 
 func (c *flowClaim) run(ctx context.Context) error {
-	name := c.req.Queue
-	var err error
-	if c.def, _, err = getLimits(ctx, c.e, name, ""); err != nil {
-		return err
-	}
-	if err := c.countLeases(ctx); err != nil {
+	if err := c.start(ctx); err != nil {
 		return err
 	}
 	cursor := int64(math.MinInt64)
@@ -464,13 +460,19 @@ func (c *flowClaim) run(ctx context.Context) error {
 	return nil
 }
 
-// countLeases counts each tenant's live leases when a cap applies to any
-// tenant of the queue.
-func (c *flowClaim) countLeases(ctx context.Context) error {
-	on, err := capped(ctx, c.e, c.req.Queue)
-	if err != nil || !on {
+// start reads the queue's default limits and, when a cap applies to any
+// of its tenants, counts each tenant's live leases.
+func (c *flowClaim) start(ctx context.Context) error {
+	var d nullLimits
+	var anyCap bool
+	if err := c.e.QueryRowContext(ctx, flowStartSQL, c.req.Queue).Scan(append(d.dest(), &anyCap, &c.budgets)...); err != nil {
 		return err
 	}
+	c.def = d.row().limits()
+	if !anyCap {
+		return nil
+	}
+	var err error
 	c.leased, err = liveLeases(ctx, c.e, c.req.Queue, c.at)
 	return err
 }
@@ -496,9 +498,17 @@ func liveLeases(ctx context.Context, e execer, queue string, at int64) (map[stri
 }
 
 func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, error) {
-	d := c.def.Budget
-	rows, err := c.e.QueryContext(ctx, flowHeadsSQL, c.req.Queue, c.at, after, n,
-		d.Window.Milliseconds(), d.CostMicros, d.Tokens, c.now.UnixMilli())
+	// Two more rows than the batch has room for: a tenant or two held
+	// back at the front then cost no second read.
+	n += 2
+	var rows *sql.Rows
+	var err error
+	if d := c.def.Budget; c.budgets {
+		rows, err = c.e.QueryContext(ctx, flowHeadsSQL, c.req.Queue, c.at, after, n,
+			d.Window.Milliseconds(), d.CostMicros, d.Tokens, c.now.UnixMilli())
+	} else {
+		rows, err = c.e.QueryContext(ctx, flowHeadsPlainSQL, c.req.Queue, c.at, after, n)
+	}
 	if err != nil {
 		return nil, err
 	}

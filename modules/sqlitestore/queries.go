@@ -39,6 +39,10 @@ var (
 	enqueueSQL string
 	//go:embed queries/flow_heads.sql
 	flowHeadsSQL string
+	//go:embed queries/flow_heads_plain.sql
+	flowHeadsPlainSQL string
+	//go:embed queries/flow_start.sql
+	flowStartSQL string
 	//go:embed queries/flow_tenants.sql
 	flowTenantsSQL string
 	//go:embed queries/health_counts.sql

@@ -1,0 +1,10 @@
+-- flow_heads.sql for a queue where no budget is set: the same columns,
+-- without summing any charges.
+SELECT t.tenant, t.stamp, t.credit, t.tat,
+       l.tenant IS NOT NULL, l.max_leased, l.rate, l.burst, l.weight,
+       l.budget_cost, l.budget_tokens, l.budget_window_ms,
+       0
+FROM adk_turns t
+LEFT JOIN adk_limits l ON l.queue = t.queue AND l.tenant = t.tenant
+WHERE t.queue = ?1 AND t.wake_at <= ?2 AND t.stamp > ?3
+ORDER BY t.stamp LIMIT ?4
