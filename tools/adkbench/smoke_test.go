@@ -90,7 +90,7 @@ var limitScenarios = []string{"limits", "limits-cap", "limits-scale"}
 
 // flowBackings are the backings TestSmokeLimits runs the flow-control
 // scenarios on.
-var flowBackings = []string{"memstore"}
+var flowBackings = []string{"memstore", "sqlite"}
 
 // TestSmokeLimits runs the flow-control scenarios with tiny counts: every
 // row handles all of its items exactly once, and the capped tenant never
@@ -99,7 +99,7 @@ func TestSmokeLimits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	args := []string{"-quick", "-json", "-timeout", "90s", "-concurrency", "10", "-backings", strings.Join(flowBackings, ","), "-scenarios", strings.Join(limitScenarios, ",")}
+	args := []string{"-quick", "-json", "-timeout", "90s", "-concurrency", "10", "-sqlite-dir", t.TempDir(), "-backings", strings.Join(flowBackings, ","), "-scenarios", strings.Join(limitScenarios, ",")}
 	if err := run(ctx, args, &out, io.Discard); err != nil {
 		t.Fatalf("run: %v", err)
 	}
