@@ -16,4 +16,6 @@ func SchemaV1(t StateTables) string {
 	t, _ = t.normalized()
 	return render(t, readSQL(schemaFS, "schema/001_schema.sql"))
 }
+
+// ClaimFlowSQL is the claim statement of a queue with limits, rendered for t.
 func ClaimFlowSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).claimFlow }

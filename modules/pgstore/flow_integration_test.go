@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/pgstore"
@@ -471,4 +473,60 @@ func pgstoretestBare(t *testing.T) *testDB {
 	dsn := pgstoretest.DSN(t)
 	s := pgstoretest.TestSchema(t, dsn, &pgstoretest.SchemaOptions{Bare: true})
 	return &testDB{dsn: dsn, schema: s.Name, pool: s.Pool(t, withMaxConns(8)), s: s}
+}
+
+// With 100,000 queued rows and limits on every tenant (a default cap, a
+// rate and a budget of some), the flow claim, under the settings of a
+// claim's transaction, reads every table through its indexes, report and
+// all: no sequential scan anywhere in the plan, and the items through
+// adk_work_ready.
+func TestFlowClaimPlanUsesIndex(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, 3*time.Minute)
+	if _, err := d.pool.Exec(ctx, `
+		INSERT INTO adk_work (queue, tenant, id, state, due_at, enqueued_at)
+		SELECT 'default', 'tenant-' || (g % 50), 'item-' || g, 'queued', now() - interval '1 hour', now()
+		FROM generate_series(1, 100000) g;
+		INSERT INTO adk_queue_turns (queue, tenant) SELECT DISTINCT 'default', 'tenant-' || (g % 50) FROM generate_series(1, 50) g;
+		INSERT INTO adk_work_limits (queue, tenant, max_leased) VALUES ('default', '', 1000);
+		INSERT INTO adk_work_limits (queue, tenant, rate, budget_cost, budget_window_ms)
+		SELECT 'default', 'tenant-' || g, 1000, 1000000, 60000 FROM generate_series(0, 9) g;
+		INSERT INTO adk_work_usage (queue, tenant, at_ms, cost_micros)
+		SELECT 'default', 'tenant-' || (g % 10), (extract(epoch from now()) * 1000)::bigint - g * 1000, 5 FROM generate_series(1, 200) g;
+		ANALYZE adk_work; ANALYZE adk_queue_turns; ANALYZE adk_work_limits; ANALYZE adk_work_usage`); err != nil {
+		t.Fatal(err)
+	}
+	sql := pgstore.ClaimFlowSQL(pgstore.StateTables{})
+	for _, max := range []int{1, 100, 1000} {
+		tx, err := d.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The settings of a claim's own transaction (claim.go).
+		if _, err := tx.Exec(ctx, "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true), set_config('jit', 'off', true)"); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+sql, "default", now, max, "w", now.Add(time.Minute), contract.UnixMicros(now), now.UnixMilli(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = tx.Rollback(ctx)
+		plan := strings.Join(lines, "\n")
+		for _, table := range []string{"adk_work", "adk_queue_turns", "adk_work_limits", "adk_work_usage"} {
+			if strings.Contains(plan, "Seq Scan on "+table+" ") {
+				t.Errorf("flow claim of %d plans a sequential scan of %s:\n%s", max, table, plan)
+			}
+		}
+		if !strings.Contains(plan, "Index Scan using adk_work_ready on adk_work") || strings.Contains(plan, "using adk_work_pkey") {
+			t.Errorf("flow claim of %d does not walk adk_work_ready:\n%s", max, plan)
+		}
+		if testing.Verbose() && max == 100 {
+			t.Logf("flow claim plan, batch of 100:\n%s", plan)
+		}
+	}
 }

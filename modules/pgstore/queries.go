@@ -30,6 +30,8 @@ var (
 	limitsSetSQL string
 	//go:embed queries/complete.sql
 	completeSQL string
+	//go:embed queries/complete_flow.sql
+	completeFlowSQL string
 	//go:embed queries/complete_settings.sql
 	completeSettingsSQL string
 	//go:embed queries/dead_count.sql
@@ -118,6 +120,7 @@ type queries struct {
 	limitsGet        string
 	limitsSet        string
 	complete         string
+	completeFlow     string
 	completeSettings string
 	deadCount        string
 	deadList         string
@@ -168,6 +171,7 @@ func loadQueries(t StateTables) queries {
 		limitsGet:        r(limitsGetSQL),
 		limitsSet:        r(limitsSetSQL),
 		complete:         r(completeSQL),
+		completeFlow:     r(completeFlowSQL),
 		completeSettings: r(completeSettingsSQL),
 		deadCount:        r(deadCountSQL),
 		deadList:         r(deadListSQL),

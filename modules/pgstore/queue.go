@@ -339,10 +339,24 @@ func newCompletion(leases []contract.Lease) *completion {
 // of a retried call starts from none.
 func (c *completion) stmt(q *workQueue) stmt {
 	clear(c.done)
-	return stmt{sql: q.q.complete, args: []any{c.queues, c.tenants, c.ids, c.tokens, q.channel, q.clock.Now()}, scan: func(rows pgx.Rows) error {
+	sql, args := q.q.complete, []any{c.queues, c.tenants, c.ids, c.tokens}
+	for _, name := range c.queues {
+		if q.limited.get(name) {
+			// A queue with limits: the statement also wakes claimers when
+			// a capped tenant's lease ends.
+			sql, args = q.q.completeFlow, append(args, q.channel, q.clock.Now())
+			break
+		}
+	}
+	return stmt{sql: sql, args: args, scan: func(rows pgx.Rows) error {
 		var k contract.ItemKey
-		var token, woke int64
-		err := rows.Scan(&k.Queue, &k.Tenant, &k.ID, &token, &woke)
+		var token int64
+		dest := []any{&k.Queue, &k.Tenant, &k.ID, &token}
+		if sql == q.q.completeFlow {
+			var woke int64
+			dest = append(dest, &woke)
+		}
+		err := rows.Scan(dest...)
 		if err == nil {
 			c.done[k] = token
 		}

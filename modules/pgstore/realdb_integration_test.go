@@ -547,7 +547,7 @@ func TestClaimPlanUsesIndex(t *testing.T) {
 	}
 	// And the statements that settle a batch.
 	for name, sql := range map[string]string{"complete": pgstore.CompleteSQL(pgstore.StateTables{})} {
-		rows, err := d.pool.Query(ctx, "EXPLAIN (COSTS OFF) "+sql, []string{"default"}, []string{"tenant-1"}, []string{"item-1"}, []int64{1}, "adk_work", time.Now())
+		rows, err := d.pool.Query(ctx, "EXPLAIN (COSTS OFF) "+sql, []string{"default"}, []string{"tenant-1"}, []string{"item-1"}, []int64{1})
 		if err != nil {
 			t.Fatal(err)
 		}

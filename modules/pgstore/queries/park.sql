@@ -5,7 +5,10 @@
 -- is seen here) or waits behind the lock and lowers wake_at itself. A
 -- tenant with an item due by now is left as it is.
 UPDATE {turns} t
-SET wake_at = n.wake_at
+SET wake_at = n.wake_at,
+    -- A tenant that holds no queued item has left the rotation for flow
+    -- control: when it comes back its weight's turn starts afresh.
+    credit = CASE WHEN n.wake_at = 'infinity' THEN 0 ELSE t.credit END
 FROM (
     SELECT l.tenant,
            coalesce((SELECT w.due_at FROM {work} w
