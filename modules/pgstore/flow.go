@@ -14,14 +14,6 @@ import (
 
 var _ contract.FlowController = (*workQueue)(nil)
 
-// Usage charged while a tenant has no budget is kept in slots of
-// unbudgetedSlot for unbudgetedKeep, so a budget set later counts what was
-// charged shortly before it.
-const (
-	unbudgetedSlot = time.Minute
-	unbudgetedKeep = 24 * time.Hour
-)
-
 // limitedQueues remembers which queues had limits at their last claim in
 // this process, so that a queue without any runs queries/claim.sql and
 // nothing more. A wrong guess costs one round trip: claim.sql claims
@@ -105,26 +97,31 @@ func (r limitsRow) limits() contract.Limits {
 		Budget: contract.Budget{CostMicros: r.cost, Tokens: r.tokens, Window: time.Duration(r.windowMS) * time.Millisecond}}
 }
 
-// Charge adds u to tenant's usage in the slot of now of its budget.
+// Charge adds u to tenant's usage in the slot of now of its budget; a
+// tenant without a budget keeps no usage, and a change of window starts
+// the count afresh.
 func (q *workQueue) Charge(ctx context.Context, queue, tenant string, u contract.Usage) error {
 	now := q.clock.Now()
-	args := []any{queue, tenant, u.CostMicros, u.Tokens, now.UnixMilli(), unbudgetedSlot.Milliseconds(), unbudgetedKeep.Milliseconds()}
+	args := []any{queue, tenant, u.CostMicros, u.Tokens, now.UnixMilli()}
 	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		_, err := e.Exec(ctx, q.q.charge, args...)
 		return err
 	}))
 }
 
-// usageSlots are a tenant's usage rows: parallel arrays, by slot start.
+// usageSlots are a tenant's usage rows: parallel arrays, by slot start,
+// with each row's slot width (nil: every row is of the budget's width).
 type usageSlots struct {
-	atMS, cost, tokens []int64
+	atMS, cost, tokens, slotMS []int64
 }
 
-// used sums the slots that count for b at the slot s: those that start in
-// [(s-10)×width, end).
+// used sums the slots of b's width that start in [from, end).
 func (u usageSlots) used(b contract.Budget, from, end int64) contract.Usage {
 	var sum contract.Usage
 	for i, at := range u.atMS {
+		if u.slotMS != nil && u.slotMS[i] != b.SlotMillis() {
+			continue
+		}
 		if at >= from && at < end {
 			sum.CostMicros += u.cost[i]
 			sum.Tokens += u.tokens[i]
@@ -193,7 +190,7 @@ func (q *workQueue) FlowStatus(ctx context.Context, queue string) ([]contract.Te
 				tat float64
 				u   usageSlots
 			)
-			if err := rows.Scan(&tf.Tenant, &tf.Leased, &tat, &u.atMS, &u.cost, &u.tokens); err != nil {
+			if err := rows.Scan(&tf.Tenant, &tf.Leased, &tat, &u.atMS, &u.cost, &u.tokens, &u.slotMS); err != nil {
 				return err
 			}
 			tf.Limits, tf.Own = ql.For(tf.Tenant)

@@ -491,8 +491,8 @@ func TestFlowClaimPlanUsesIndex(t *testing.T) {
 		INSERT INTO adk_work_limits (queue, tenant, max_leased) VALUES ('default', '', 1000);
 		INSERT INTO adk_work_limits (queue, tenant, rate, budget_cost, budget_window_ms)
 		SELECT 'default', 'tenant-' || g, 1000, 1000000, 60000 FROM generate_series(0, 9) g;
-		INSERT INTO adk_work_usage (queue, tenant, at_ms, cost_micros)
-		SELECT 'default', 'tenant-' || (g % 10), (extract(epoch from now()) * 1000)::bigint - g * 1000, 5 FROM generate_series(1, 200) g;
+		INSERT INTO adk_work_usage (queue, tenant, at_ms, slot_ms, cost_micros)
+		SELECT 'default', 'tenant-' || (g % 10), (extract(epoch from now()) * 1000)::bigint / 6000 * 6000 - g * 6000, 6000, 5 FROM generate_series(1, 200) g;
 		ANALYZE adk_work; ANALYZE adk_queue_turns; ANALYZE adk_work_limits; ANALYZE adk_work_usage`); err != nil {
 		t.Fatal(err)
 	}
@@ -528,5 +528,55 @@ func TestFlowClaimPlanUsesIndex(t *testing.T) {
 		if testing.Verbose() && max == 100 {
 			t.Logf("flow claim plan, batch of 100:\n%s", plan)
 		}
+	}
+}
+
+// Usage is kept under a budget only, and a change of window starts the
+// count afresh (as memstore keeps it).
+func TestFlowChargeKeptUnderBudget(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q := flowQueue(t, d, clock)
+	if err := q.Charge(ctx, "", "acme", contract.Usage{CostMicros: 50}); err != nil {
+		t.Fatal(err)
+	}
+	b := contract.Budget{CostMicros: 100, Window: time.Minute}
+	if err := q.SetLimits(ctx, "", "acme", contract.Limits{Budget: b}); err != nil {
+		t.Fatal(err)
+	}
+	used := func() contract.Usage {
+		t.Helper()
+		st, err := q.FlowStatus(ctx, "")
+		if err != nil || len(st) != 1 {
+			t.Fatalf("FlowStatus = %+v, %v", st, err)
+		}
+		return st[0].BudgetUsed
+	}
+	if u := used(); u != (contract.Usage{}) {
+		t.Fatalf("usage charged without a budget counts: %+v", u)
+	}
+	for range 3 {
+		if err := q.Charge(ctx, "", "acme", contract.Usage{CostMicros: 30, Tokens: 1}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(7 * time.Second)
+	}
+	if u := used(); u != (contract.Usage{CostMicros: 90, Tokens: 3}) {
+		t.Fatalf("usage = %+v, want 90 micros and 3 tokens", u)
+	}
+	b.Window = 2 * time.Minute
+	if err := q.SetLimits(ctx, "", "acme", contract.Limits{Budget: b}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Charge(ctx, "", "acme", contract.Usage{CostMicros: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if u := used(); u != (contract.Usage{CostMicros: 5}) {
+		t.Fatalf("usage after the window changed = %+v, want the new charge only", u)
+	}
+	var rows int
+	if err := d.pool.QueryRow(ctx, "SELECT count(*) FROM adk_work_usage").Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("%d usage rows (%v), want 1: the old window's were not deleted", rows, err)
 	}
 }

@@ -80,7 +80,7 @@ pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id, n, gated, w, cr
         LEFT JOIN LATERAL (
             SELECT coalesce(sum(u.cost_micros), 0) AS cost, coalesce(sum(u.tokens), 0) AS tokens
             FROM {work}_usage u
-            WHERE u.queue = $1 AND u.tenant = r.tenant AND r.slot_ms > 0 AND g.credit IS NOT NULL
+            WHERE u.queue = $1 AND u.tenant = r.tenant AND r.slot_ms > 0 AND u.slot_ms = r.slot_ms AND g.credit IS NOT NULL
               AND u.at_ms >= $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms - 10 * r.slot_ms
               AND u.at_ms <  $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms + r.slot_ms
         ) b ON true
@@ -258,7 +258,7 @@ held_first AS (
     LEFT JOIN LATERAL (
         SELECT coalesce(sum(u.cost_micros), 0) AS cost, coalesce(sum(u.tokens), 0) AS tokens
         FROM {work}_usage u
-        WHERE u.queue = $1 AND u.tenant = r.tenant AND r.slot_ms > 0
+        WHERE u.queue = $1 AND u.tenant = r.tenant AND r.slot_ms > 0 AND u.slot_ms = r.slot_ms
           AND u.at_ms >= $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms - 10 * r.slot_ms
           AND u.at_ms <  $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms + r.slot_ms
     ) b ON true
@@ -278,9 +278,9 @@ held_later AS (
 held AS (
     SELECT h.tenant, h.reason, h.rate_tat,
            e.max_leased, e.rate, e.burst, e.weight, e.budget_cost, e.budget_tokens, e.budget_window_ms,
-           array(SELECT u.at_ms FROM {work}_usage u WHERE u.queue = $1 AND u.tenant = h.tenant AND h.reason = 'budget' ORDER BY u.at_ms) AS at_ms,
-           array(SELECT u.cost_micros FROM {work}_usage u WHERE u.queue = $1 AND u.tenant = h.tenant AND h.reason = 'budget' ORDER BY u.at_ms) AS costs,
-           array(SELECT u.tokens FROM {work}_usage u WHERE u.queue = $1 AND u.tenant = h.tenant AND h.reason = 'budget' ORDER BY u.at_ms) AS tokens
+           array(SELECT u.at_ms FROM {work}_usage u WHERE u.queue = $1 AND u.tenant = h.tenant AND h.reason = 'budget' AND u.slot_ms = e.budget_window_ms / 10 ORDER BY u.at_ms) AS at_ms,
+           array(SELECT u.cost_micros FROM {work}_usage u WHERE u.queue = $1 AND u.tenant = h.tenant AND h.reason = 'budget' AND u.slot_ms = e.budget_window_ms / 10 ORDER BY u.at_ms) AS costs,
+           array(SELECT u.tokens FROM {work}_usage u WHERE u.queue = $1 AND u.tenant = h.tenant AND h.reason = 'budget' AND u.slot_ms = e.budget_window_ms / 10 ORDER BY u.at_ms) AS tokens
     FROM (
         SELECT tenant, reason, rate_tat FROM held_first WHERE reason IS NOT NULL
         UNION ALL

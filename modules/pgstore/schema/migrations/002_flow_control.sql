@@ -42,13 +42,17 @@ CREATE TABLE IF NOT EXISTS {work}_limits (
     budget_window_ms bigint           NOT NULL DEFAULT 0,
     PRIMARY KEY (queue, tenant)
 );
--- Usage charged to a tenant (Charge), summed per slot of its budget's
--- window: at_ms is the slot's start in Unix milliseconds. Rows older than
--- the window are deleted by later charges.
+-- Usage charged to a tenant (Charge) under its budget, summed per slot
+-- of the budget's window: at_ms is the slot's start in Unix milliseconds,
+-- slot_ms its width (a tenth of the window). Only rows of the current
+-- width count; a charge deletes the rows that have left the window and
+-- those of another width (the window changed: the count starts afresh).
+-- A tenant without a budget keeps no usage.
 CREATE TABLE IF NOT EXISTS {work}_usage (
     queue       text   NOT NULL,
     tenant      text   NOT NULL,
     at_ms       bigint NOT NULL,
+    slot_ms     bigint NOT NULL,
     cost_micros bigint NOT NULL DEFAULT 0,
     tokens      bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (queue, tenant, at_ms)
