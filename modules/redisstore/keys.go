@@ -61,6 +61,9 @@ func (k queueKeys) token() string            { return k.ns + "token" }
 var queueKeySuffixes = [...]string{
 	"ready", "rot", "wait", "turns", "turn", "seq", "items", "lease", "leases",
 	"dead", "tdead", "served", "tenants", "log", "claims", "claimlog",
+	// flow control (flow.go): the queue's flag, its limits, each tenant's
+	// flow state, and the live leases by tenant while the flag is on
+	"flow", "limits", "fstate", "tleases",
 }
 
 // nQueueKeys is how many keys a queue script declares: the queue's own,
@@ -77,13 +80,17 @@ func (k queueKeys) list(name string) []string {
 	return append(out, k.token(), k.queues())
 }
 
-// completeKeys returns the three keys the complete step of queue name
-// touches (its records, lease values and lease expiries), in the order
-// complete_lib.lua reads them.
+// completeKeys returns the keys the complete step of queue name touches
+// (its records, lease values and lease expiries, then its flow flag,
+// limits and live leases by tenant), in the order complete_lib.lua reads
+// them.
 func (k queueKeys) completeKeys(name string) []string {
 	p := k.queue(name)
-	return []string{p + "items", p + "lease", p + "leases"}
+	return []string{p + "items", p + "lease", p + "leases", p + "flow", p + "limits", p + "tleases"}
 }
+
+// nCompleteKeys is how many keys completeKeys returns.
+const nCompleteKeys = 6
 
 // hex16 is n as 16 lower-case hex digits: the fixed-width form in which
 // due times and sequence numbers sort as strings in the ready and dead

@@ -62,7 +62,9 @@ var (
 	_ contract.StatsSource = (*RedisWorkQueue)(nil)
 
 	_ contract.CompleteClaimer = (*RedisWorkQueue)(nil)
+	_ contract.FlowController  = (*RedisWorkQueue)(nil)
 	_ contract.QueueDriver     = (*workQueue)(nil)
+	_ contract.FlowController  = (*workQueue)(nil)
 )
 
 // NewQueue returns a work queue over client without running Preflight.
@@ -247,12 +249,14 @@ func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]con
 	name := req.Queue
 	now := q.clock.Now()
 	exp := now.Add(req.LeaseFor)
+	report := contract.ClaimReportFrom(ctx)
 	res, err := q.run(ctx, scriptClaim, q.queueKeys(name), nowMicros(now), nextMicrosHex(now), nanos(now),
-		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, nonce())
+		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, nonce(), reportArg(report))
 	if err != nil {
 		return nil, err
 	}
 	rows, _ := res.([]any)
+	rows = noteHeld(rows, report)
 	if len(rows) == 0 {
 		return nil, contract.ErrEmpty
 	}
@@ -281,8 +285,8 @@ func claimedLeases(rows []any, name, worker string, exp time.Time) ([]contract.L
 }
 
 // completeArgs appends leases to keys and args in the groups the
-// complete script reads (per queue its three keys; the count, then ref
-// and token per lease) and returns the position of each script
+// complete script reads (per queue its six keys; the count, the queue's
+// wake channel, then ref and token per lease) and returns the position of each script
 // argument's lease in leases: the script names lost leases by their
 // 1-based place in the groups.
 func (q *workQueue) completeArgs(keys []string, args []any, leases []contract.Lease) ([]string, []any, []int) {
@@ -299,7 +303,7 @@ func (q *workQueue) completeArgs(keys []string, args []any, leases []contract.Le
 	for _, name := range names {
 		idx := byQueue[name]
 		keys = append(keys, q.keys.completeKeys(name)...)
-		args = append(args, len(idx))
+		args = append(args, len(idx), wakeChannel(q.settings.Namespace, name))
 		for _, i := range idx {
 			l := leases[i]
 			args = append(args, itemRef(l.Item.Tenant, l.Item.ID), l.Token)
@@ -357,10 +361,11 @@ func (q *workQueue) completeAndClaim(ctx context.Context, done []contract.Lease,
 	name := req.Queue
 	now := q.clock.Now()
 	exp := now.Add(req.LeaseFor)
-	args := make([]any, 0, 11+2*len(done))
+	report := contract.ClaimReportFrom(ctx)
+	args := make([]any, 0, 12+2*len(done))
 	args = append(args, nowMicros(now), nextMicrosHex(now), nanos(now),
-		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, id)
-	keys := append(make([]string, 0, nQueueKeys+3), q.queueKeys(name)...)
+		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, id, reportArg(report))
+	keys := append(make([]string, 0, nQueueKeys+nCompleteKeys), q.queueKeys(name)...)
 	keys, args, order := q.completeArgs(keys, args, done)
 	res, err := q.run(ctx, scriptCompleteClaim, keys, args...)
 	if err != nil {
@@ -372,6 +377,7 @@ func (q *workQueue) completeAndClaim(ctx context.Context, done []contract.Lease,
 	}
 	lost = append(lost, lostLeases(parts[0], done, order)...)
 	rows, _ := parts[1].([]any)
+	rows = noteHeld(rows, report)
 	var out []contract.Lease
 	if len(rows) > 0 {
 		if out, err = claimedLeases(rows, name, req.Worker, exp); err != nil {
@@ -415,7 +421,9 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 	var lost []contract.ItemKey
 	for start := 0; start < len(leases); start += 1000 {
 		chunk := leases[start:min(start+1000, len(leases))]
-		keys, args, order := q.completeArgs(make([]string, 0, 3), make([]any, 0, 1+2*len(chunk)), chunk)
+		now := q.clock.Now()
+		keys, args, order := q.completeArgs(make([]string, 0, nCompleteKeys), append(make([]any, 0, 4+2*len(chunk)),
+			nowMicros(now), nextMicrosHex(now)), chunk)
 		res, err := q.run(ctx, scriptComplete, keys, args...)
 		if err != nil {
 			return err

@@ -54,15 +54,22 @@ var (
 	scriptStateDelete = loadWith("state_delete", "state_lib")
 )
 
+// flow_lib holds the flow-control encodings and checks (limits rows, rate
+// buckets, budget slots, the live-lease index) for every script that
+// reads or keeps them.
 var (
 	scriptEnqueue   = loadQueueScript("enqueue")
-	scriptClaim     = loadQueueScript("claim", "claim_lib")
-	scriptHeartbeat = loadQueueScript("heartbeat")
-	scriptSettle    = loadQueueScript("settle")
-	scriptReapScan  = loadQueueScript("reap_scan")
+	scriptClaim     = loadQueueScript("claim", "flow_lib", "claim_lib")
+	scriptHeartbeat = loadQueueScript("heartbeat", "flow_lib")
+	scriptSettle    = loadQueueScript("settle", "flow_lib")
+	scriptReapScan  = loadQueueScript("reap_scan", "flow_lib")
 	scriptDeadPage  = loadQueueScript("dead_page")
 	scriptDeadMove  = loadQueueScript("dead_move")
-	scriptComplete  = loadWith("complete", "complete_lib")
+	scriptComplete  = loadWith("complete", "flow_lib", "complete_lib")
 	// complete_claim runs the complete step, then the claim step.
-	scriptCompleteClaim = loadQueueScript("complete_claim", "complete_lib", "claim_lib")
+	scriptCompleteClaim = loadQueueScript("complete_claim", "flow_lib", "complete_lib", "claim_lib")
+
+	scriptSetLimits  = loadQueueScript("set_limits", "flow_lib")
+	scriptCharge     = loadQueueScript("charge", "flow_lib")
+	scriptFlowStatus = loadQueueScript("flow_status", "flow_lib")
 )

@@ -16,9 +16,12 @@
 -- ARGV[9] nonce of this call: the refs and token of the last 1024 claims
 -- are kept by nonce, so a retry of a claim whose reply was lost gets the
 -- same leases back (those still held) instead of leasing more.
+-- ARGV[10] '1' when the caller wants the claim's report of held tenants
 -- claim returns the token, then the records of the items it leased; the
--- caller fills in the leases. It reads its arguments from ARGV, so a
--- script that calls it keeps ARGV[1..9] as above.
+-- caller fills in the leases. When the queue has limits and the caller
+-- asked, the last element is a nested list: reason, until (us) per tenant
+-- the claim passed over. It reads its arguments from ARGV, so a script
+-- that calls it keeps ARGV[1..10] as above.
 --
 -- One claim issues one fencing token for its whole batch: a token is
 -- never issued twice for the same item, which is what fencing needs, and
@@ -29,9 +32,313 @@
 -- thousands), so each item costs the strings Redis hands the script (its
 -- ready member and record) and one cut for its ref; everything written
 -- per claim is built once.
+local function byStamp(a, b)
+  if a[2] ~= b[2] then
+    return a[2] < b[2]
+  end
+  return a[1] < b[1]
+end
+
+-- claimReadFlow is claimRead for a queue with limits (FLAG '1'). It walks
+-- the rotation as the rotation itself would move: the tenant at the head
+-- gives an item at a time, up to its weight in a row (its credit counts
+-- the items of its current turn), and then goes to the back with a new
+-- stamp; a tenant that runs out of due items leaves. Before each item the
+-- tenant's effective limits are checked, in order: cap (live leases),
+-- rate (a token in the bucket), budget (usage in the window). A tenant
+-- one of them holds is passed over for the rest of the claim and keeps
+-- its stamp and credit; the batch fills from the tenants behind it, so
+-- the walk reads the rotation a page at a time, as deep as it must. A
+-- tenant the claim does not reach is not read at all.
+local function claimReadFlow(freed)
+  local now = tonumber(ARGV[1])
+  local NX = ARGV[2]
+  local max = tonumber(ARGV[7])
+  local report = ARGV[10] == '1'
+  local nowMs = math.floor(now / 1000)
+
+  -- Tenants whose delayed items fell due rejoin at their stamp.
+  local woke = redis.call('ZRANGE', WAIT, '-inf', ARGV[1], 'BYSCORE')
+  local fromWait, wk = {}, {}
+  if #woke > 0 then
+    local stamps = redis.call('HMGET', TURNS, unpack(woke))
+    for j, t in ipairs(woke) do
+      fromWait[t] = stamps[j] or '0'
+      wk[j] = {t, tonumber(fromWait[t])}
+    end
+    table.sort(wk, byStamp)
+  end
+
+  -- E holds the tenants read so far, in rotation order (the rotation's
+  -- pages merged with the woken tenants by stamp), each with its limits
+  -- and flow state.
+  local E = {}
+  local page, pi, rotOff, rotDone, wi = {}, 1, 0, false, 1
+  local function exhausted()
+    return pi > #page and rotDone and wi > #wk
+  end
+  local function pull(n)
+    local got = {}
+    while #got < n do
+      if pi > #page and not rotDone then
+        local want = n - #got
+        local head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', rotOff, want, 'WITHSCORES')
+        page, pi = {}, 1
+        for j = 1, #head, 2 do
+          page[#page + 1] = {head[j], tonumber(head[j + 1])}
+        end
+        rotOff = rotOff + #page
+        rotDone = #page < want
+      end
+      local a, b = page[pi], wk[wi]
+      local pick
+      if a and (not b or byStamp(a, b)) then
+        pick, pi = a, pi + 1
+      elseif b then
+        pick, wi = b, wi + 1
+      else
+        break
+      end
+      got[#got + 1] = {t = pick[1], lt = lp(pick[1]), stamp = pick[2], credit = 0, tat = 0}
+    end
+    if #got == 0 then
+      return
+    end
+    local lts = {}
+    for i, e in ipairs(got) do
+      lts[i] = e.lt
+    end
+    local lims = limitsOf(LIMITS, lts)
+    local sf, sw = {}, {}
+    for i, e in ipairs(got) do
+      local L = lims[i]
+      e.L = L
+      if L then
+        if L.rate > 0 then
+          sf[#sf + 1], sw[#sw + 1] = 'r' .. e.lt, {e, 'r'}
+        end
+        if L.w > 1 then
+          sf[#sf + 1], sw[#sw + 1] = 'c' .. e.lt, {e, 'c'}
+        end
+        if L.width then
+          sf[#sf + 1], sw[#sw + 1] = 'b' .. e.lt, {e, 'b'}
+        end
+        if L.cap > 0 then
+          e.live = liveLeases(TLEASES, e.lt, NX) - (freed and freed[e.lt] or 0)
+        end
+      end
+    end
+    if #sf > 0 then
+      local v = redis.call('HMGET', FSTATE, unpack(sf))
+      for j, w in ipairs(sw) do
+        local e, f = w[1], w[2]
+        if f == 'r' then
+          e.tat = tonumber(v[j]) or 0
+        elseif f == 'c' then
+          e.credit = tonumber(v[j]) or 0
+          e.credit0 = e.credit
+        else
+          local L = e.L
+          local s = budgetSlot(L, nowMs)
+          local slots = budgetSlots(v[j], L.width)
+          local c, t = budgetUsed(slots, s)
+          if overBudget(L, c, t) then
+            e.bover = true
+            if report then
+              e.buntil = budgetRelease(L, slots, s) * 1000
+            end
+          end
+        end
+      end
+    end
+    for _, e in ipairs(got) do
+      E[#E + 1] = e
+    end
+  end
+
+  pull(max)
+  if #E == 0 then
+    return {reply = {}}
+  end
+  local chunk = math.ceil(max / #E) + 1 -- as claimRead: a round's share and a look beyond
+
+  local np = 0
+  local taken, refs, tl = {}, {}, {} -- READY members, refs and lp(tenant)s of the batch
+  local held = {}
+  local turn = tonumber(redis.call('GET', TURN) or '0')
+  local turn0 = turn
+
+  local function nextItem(e)
+    if not e.due then
+      local ms = redis.call('ZRANGE', READY, '[' .. e.lt, '(' .. e.lt .. NX, 'BYLEX', 'LIMIT', 0, chunk)
+      e.due, e.pos, e.fetched, e.more = ms, 1, #ms, #ms == chunk
+    elseif e.pos > #e.due and e.more then
+      local want = max - np
+      local ms = redis.call('ZRANGE', READY, '[' .. e.lt, '(' .. e.lt .. NX, 'BYLEX', 'LIMIT', e.fetched, want)
+      e.due, e.pos, e.fetched, e.more = ms, 1, e.fetched + #ms, #ms == want
+    end
+    local m = e.due[e.pos]
+    if m then
+      e.pos = e.pos + 1
+    end
+    return m
+  end
+
+  local function holdOf(e)
+    local L = e.L
+    if not L then
+      return nil
+    end
+    if L.cap > 0 and e.live >= L.cap then
+      return 'cap', 0
+    end
+    if L.rate > 0 and not rateAllows(L, e.tat, now) then
+      return 'rate', rateNext(L, e.tat)
+    end
+    if e.bover then
+      return 'budget', e.buntil or 0
+    end
+    return nil
+  end
+
+  -- serve gives tenant e its turn: items while it is not held, has due
+  -- ones and its credit is below its weight, and the batch has room.
+  local back = {}
+  local function serve(e)
+    local L = e.L
+    local w = L and L.w or 1
+    while np < max do
+      local why, untl = holdOf(e)
+      if why then
+        e.held = true
+        if report then
+          held[#held + 1] = why
+          held[#held + 1] = fnum(untl)
+        end
+        return
+      end
+      local m = nextItem(e)
+      e.touched = true
+      if not m then
+        e.empty = true
+        return
+      end
+      np = np + 1
+      taken[np] = m
+      refs[np] = string.sub(m, #e.lt + 33)
+      tl[np] = e.lt
+      e.served = (e.served or 0) + 1
+      if L then
+        if L.cap > 0 then
+          e.live = e.live + 1
+        end
+        if L.rate > 0 then
+          e.tat = rateTake(L, e.tat, now)
+          e.tatSet = true
+        end
+      end
+      e.credit = e.credit + 1
+      if e.credit >= w then
+        e.credit = 0
+        turn = turn + 1
+        e.stamp = turn
+        e.moved = true
+        back[#back + 1] = e
+        return
+      end
+    end
+  end
+
+  -- The walk: every tenant read in rotation order first (reading further
+  -- pages while the batch has room), then those sent to the back, in the
+  -- order they went.
+  local oi, bi = 1, 1
+  while np < max do
+    if oi > #E and not exhausted() then
+      pull(math.max(max - np, 32))
+    end
+    local e
+    if oi <= #E then
+      e, oi = E[oi], oi + 1
+    else
+      e = back[bi]
+      if not e then
+        break
+      end
+      bi = bi + 1
+    end
+    if not e.held and not e.empty then
+      serve(e)
+    end
+  end
+
+  -- Where each tenant goes, as in claimRead: a served tenant stays at its
+  -- stamp (the new one if its turn ended) while it has a due item left,
+  -- else waits for its first delayed item or leaves. A tenant that leaves
+  -- the rotation with nothing queued starts its next turn at credit 0.
+  local rotAdd, rotDel, waitAdd, turnsSet, fset, fdel = {}, {}, {}, {}, {}, {}
+  local names, served, inE = {}, {}, {}
+  for i, e in ipairs(E) do
+    local t, lt = e.t, e.lt
+    names[i], served[i], inE[t] = t, e.served, true
+    if e.touched then
+      local left = e.pos <= #e.due
+      if not left and e.more then
+        left = #redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. NX, 'BYLEX', 'LIMIT', e.fetched, 1) > 0
+      end
+      if left then
+        rotAdd[#rotAdd + 1] = e.stamp
+        rotAdd[#rotAdd + 1] = t
+      else
+        local f = redis.call('ZRANGE', READY, '[' .. lt .. NX, '(' .. lt .. 'g', 'BYLEX', 'LIMIT', 0, 1)[1]
+        if not fromWait[t] then
+          rotDel[#rotDel + 1] = t
+        end
+        if f then
+          waitAdd[#waitAdd + 1] = dueOf(lt, f)
+          waitAdd[#waitAdd + 1] = t
+        else
+          e.credit = 0
+        end
+      end
+      if e.moved then
+        turnsSet[#turnsSet + 1] = t
+        turnsSet[#turnsSet + 1] = e.stamp
+      end
+    elseif fromWait[t] then
+      rotAdd[#rotAdd + 1] = fromWait[t]
+      rotAdd[#rotAdd + 1] = t
+    end
+    if e.tatSet then
+      fset[#fset + 1] = 'r' .. lt
+      fset[#fset + 1] = fnum(e.tat)
+    end
+    if e.credit ~= (e.credit0 or 0) then
+      if e.credit == 0 then
+        fdel[#fdel + 1] = 'c' .. lt
+      else
+        fset[#fset + 1] = 'c' .. lt
+        fset[#fset + 1] = string.format('%d', e.credit)
+      end
+    end
+  end
+  for _, t in ipairs(woke) do
+    if not inE[t] then
+      rotAdd[#rotAdd + 1] = fromWait[t]
+      rotAdd[#rotAdd + 1] = t
+    end
+  end
+  local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
+  return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
+    refs = refs, recs = recs, turnsSet = turnsSet, L = names, served = served, turn = turn, turn0 = turn0,
+    tl = tl, fset = fset, fdel = fdel, held = held}
+end
+
 -- claimRead does every read and returns either the reply (a replay or
 -- an empty claim that changes nothing) or the plan claimWrite carries out.
-local function claimRead()
+-- freed (complete_claim) counts, by lp(tenant), the live leases of this
+-- queue the same call is completing.
+local function claimRead(freed)
   local now = tonumber(ARGV[1])
   local NX = ARGV[2]
   local max = tonumber(ARGV[7])
@@ -54,6 +361,14 @@ local function claimRead()
       return {reply = {}}
     end
     return {reply = out}
+  end
+
+  -- A queue with limits takes the flow path; one without runs as it
+  -- always has, writing the flow placeholders once if an earlier release
+  -- created it.
+  local flag = redis.call('GET', FLAG)
+  if flag == '1' then
+    return claimReadFlow(freed)
   end
 
   -- The rotation's head. Tenants whose delayed items fell due rejoin it
@@ -183,10 +498,11 @@ local function claimRead()
   end
   local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
-    refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0}
+    refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
+    mkflow = not flag}
 end
 
-local function claimWrite(c)
+local function claimLease(c)
   if c.reply then
     return c.reply
   end
@@ -202,11 +518,19 @@ local function claimWrite(c)
   if #c.rotDel > 0 then
     redis.call('ZREM', ROT, unpack(c.rotDel))
   end
+  if c.fset and #c.fset > 0 then
+    redis.call('HSET', FSTATE, unpack(c.fset))
+  end
+  if c.fdel and #c.fdel > 0 then
+    redis.call('HDEL', FSTATE, unpack(c.fdel))
+  end
   if c.np == 0 then
     return {}
   end
   redis.call('ZREM', READY, unpack(c.taken))
-  redis.call('HSET', TURNS, unpack(c.turnsSet))
+  if #c.turnsSet > 0 then -- a weighted tenant part-way through its turn keeps its stamp
+    redis.call('HSET', TURNS, unpack(c.turnsSet))
+  end
   for i = 1, #c.L do
     if c.served[i] then
       redis.call('HINCRBY', SERVED, c.L[i], c.served[i])
@@ -218,17 +542,31 @@ local function claimWrite(c)
 
   -- Lease the items: one HSET of the lease hash and one ZADD for the
   -- batch. A member whose record is gone (none should be) is dropped.
-  local out, got = {0}, {}
+  local out, got, tm = {0}, {}, {}
+  local tl, xh = c.tl, c.tl and string.format('%016x', tonumber(ARGV[4]))
   for k = 1, c.np do
     local rec = c.recs[k]
     if rec then
       local j = #got + 1
       got[j], out[j + 1] = c.refs[k], rec
+      if tl then
+        tm[2 * j - 1], tm[2 * j] = 0, tl[k] .. xh .. c.refs[k]
+      end
     end
   end
   local n = #got
   if n == 0 then
     return {}
+  end
+  if tl then
+    redis.call('ZADD', TLEASES, unpack(tm))
+  elseif c.mkflow then
+    -- The flow keys' placeholders (see the prelude), for a queue an
+    -- earlier release created.
+    redis.call('SET', FLAG, '0')
+    redis.call('HSET', LIMITS, '', '')
+    redis.call('HSET', FSTATE, '', '')
+    redis.call('ZADD', TLEASES, 0, '')
   end
   local tok, stok = nextToken()
   out[1] = tok
@@ -247,6 +585,15 @@ local function claimWrite(c)
   local keep = tonumber(ARGV[8])
   if redis.call('LPUSH', LOG, lp(ARGV[6]) .. lp(ARGV[3]) .. all) > keep + 64 then
     redis.call('LTRIM', LOG, 0, keep - 1)
+  end
+  return out
+end
+
+-- claimWrite carries out the plan and adds the report of held tenants.
+local function claimWrite(c)
+  local out = claimLease(c)
+  if c.held and #c.held > 0 then
+    out[#out + 1] = c.held
   end
   return out
 end

@@ -1,6 +1,6 @@
--- Completes the leases from ARGV[10] on (grouped by queue, with their keys
--- from KEYS[19] on, as complete reads them), then claims as claim does
--- with ARGV[1..9] and KEYS[1..18]; max 0 only completes. One call instead
+-- Completes the leases from ARGV[11] on (grouped by queue, with their keys
+-- from KEYS[23] on, as complete reads them), then claims as claim does
+-- with ARGV[1..10] and KEYS[1..22]; max 0 only completes. One call instead
 -- of two is the point: a worker loop spends most of its time in round
 -- trips.
 --
@@ -10,20 +10,27 @@
 -- it found lost are kept by nonce next to the claim memos (and leave with
 -- them, through the claim log) and a retry returns them instead.
 -- Returns {lost positions, {token, record, record, ...}}.
--- Both halves read before either writes.
+-- Both halves read before either writes; the claim counts the live leases
+-- of its own queue that the complete half ends as ended already.
 local key = 'done:' .. ARGV[9]
 local lost, drops = {}, nil
-if #ARGV > 9 then
+if #ARGV > 10 then
   local seen = recall(key)
   if seen then
     for p in string.gmatch(seen, '%d+') do
       lost[#lost + 1] = tonumber(p)
     end
   else
-    lost, drops = completeRead(10, 19)
+    lost, drops = completeRead(11, 23)
   end
 end
-local c = tonumber(ARGV[7]) ~= 0 and claimRead()
+local freed
+for _, d in ipairs(drops or {}) do
+  if KEYS[d[1]] == ITEMS then
+    freed = d.freed
+  end
+end
+local c = tonumber(ARGV[7]) ~= 0 and claimRead(freed)
 if drops then
   completeWrite(drops)
   remember(key, table.concat(lost, ','))

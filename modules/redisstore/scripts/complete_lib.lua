@@ -3,26 +3,35 @@
 -- read with one HMGET and dropped with one HDEL of the records, one of the
 -- leases and one ZREM.
 --
--- complete reads groups of one queue each: from KEYS[fk] on, three keys
--- per group (the queue's ITEMS, LEASE and LEASES), and from ARGV[fa] on,
--- how many leases the group has, then ref and token per lease. It returns
--- the 1-based positions (counted over all groups) of the leases that were
--- lost, ascending. Every group is read before the first is written:
--- completeRead reads and returns the positions lost and what to drop,
--- completeWrite drops it.
+-- complete reads groups of one queue each: from KEYS[fk] on, six keys per
+-- group (the queue's ITEMS, LEASE, LEASES, FLAG, LIMITS and TLEASES), and
+-- from ARGV[fa] on, how many leases the group has, the queue's wake
+-- channel, then ref and token per lease; ARGV[1] is now (us) and ARGV[2]
+-- now+1us as 16 hex digits. It returns the 1-based positions (counted
+-- over all groups) of the leases that were lost, ascending. Every group
+-- is read before the first is written: completeRead reads and returns the
+-- positions lost and what to drop, completeWrite drops it.
+--
+-- A queue without limits (FLAG not '1') costs one GET more than it did
+-- before flow control. One with limits also drops the leases from
+-- TLEASES, and wakes the queue's claimers when a tenant that was at its
+-- cap loses a live lease (a claim passed it over and may now serve it).
 local function completeRead(fa, fk)
+  local now, nx = tonumber(ARGV[1]), ARGV[2]
   local lost, k, i, key = {}, 0, fa, fk
   local drops = {}
   while i <= #ARGV do
     local n = tonumber(ARGV[i])
     local refs = {}
     for j = 1, n do
-      refs[j] = ARGV[i + 2 * j - 1]
+      refs[j] = ARGV[i + 2 * j]
     end
     local vals = redis.call('HMGET', KEYS[key + 1], unpack(refs))
+    local flow = redis.call('GET', KEYS[key + 3]) == '1'
     -- A claimed batch shares one lease value, so each distinct value is
     -- parsed once.
     local toks, ok, seen = {}, {}, {}
+    local tdel, live, lts = {}, {}, {}
     for j = 1, n do
       local v, ref = vals[j], refs[j]
       local tok = v and toks[v]
@@ -31,28 +40,58 @@ local function completeRead(fa, fk)
         toks[v] = tok
       end
       k = k + 1
-      if tok and tok == ARGV[i + 2 * j] and not seen[ref] then
+      if tok and tok == ARGV[i + 1 + 2 * j] and not seen[ref] then
         seen[ref] = true
         ok[#ok + 1] = ref
+        if flow then
+          local x = string.match(v, '^%d+|(%d+)|')
+          local lt = tenantOfRef(ref)
+          tdel[#tdel + 1] = leaseMember(lt, x, ref)
+          if tonumber(x) > now then
+            if not live[lt] then
+              lts[#lts + 1] = lt
+            end
+            live[lt] = (live[lt] or 0) + 1
+          end
+        end
       else
         lost[#lost + 1] = k
       end
     end
     if #ok > 0 then
-      drops[#drops + 1] = {key, ok}
+      local wake = false
+      if #lts > 0 then
+        local lims = limitsOf(KEYS[key + 4], lts)
+        for j, lt in ipairs(lts) do
+          local L = lims[j]
+          if L and L.cap > 0 and liveLeases(KEYS[key + 5], lt, nx) >= L.cap then
+            wake = true
+            break
+          end
+        end
+      end
+      drops[#drops + 1] = {key, ok, tdel = tdel, freed = live, wake = wake and ARGV[i + 1]}
     end
-    i = i + 1 + 2 * n
-    key = key + 3
+    i = i + 2 + 2 * n
+    key = key + 6
   end
   return lost, drops
 end
 
 local function completeWrite(drops)
+  local woken = {}
   for _, d in ipairs(drops) do
     local key, ok = d[1], d[2]
     redis.call('HDEL', KEYS[key], unpack(ok))
     redis.call('HDEL', KEYS[key + 1], unpack(ok))
     redis.call('ZREM', KEYS[key + 2], unpack(ok))
+    if #d.tdel > 0 then
+      redis.call('ZREM', KEYS[key + 5], unpack(d.tdel))
+    end
+    if d.wake and not woken[d.wake] then
+      woken[d.wake] = true
+      redis.call('PUBLISH', d.wake, '1')
+    end
   end
 end
 

@@ -70,6 +70,10 @@ if not seq0 then
   redis.call('ZADD', LEASES, '+inf', '')
   redis.call('ZADD', DEAD, -1, '')
   redis.call('ZADD', TDEAD, 0, '')
+  redis.call('SET', FLAG, '0', 'NX') -- SetLimits may have come first
+  redis.call('HSET', LIMITS, '', '')
+  redis.call('HSET', FSTATE, '', '')
+  redis.call('ZADD', TLEASES, 0, '')
 end
 redis.call('HSET', ITEMS, unpack(recs))
 redis.call('SET', SEQ, string.format('%d', seq))

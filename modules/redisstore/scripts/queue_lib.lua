@@ -1,6 +1,6 @@
 -- Shared prelude of the queue scripts (prepended to each when loaded).
 --
--- Every key a queue script touches is declared: KEYS[1..18] are the keys
+-- Every key a queue script touches is declared: KEYS[1..22] are the keys
 -- of one queue and its namespace, in the order below (keys.go builds the
 -- list). Redis Cluster then routes the script by all of them, and while
 -- the queue's slot is being migrated it refuses the call whole (ASK or
@@ -39,6 +39,15 @@
 --                  'done:'..nonce -> the lost positions of a
 --                  complete_claim call's complete half
 --   RECENT   list  the nonces in CLAIMS, newest first (1024 kept)
+--   FLAG     string  '1' while the queue has any limits row, else '0': the
+--                  claim takes the flow path only when it reads '1'
+--   LIMITS   hash  lp(tenant) -> its limits, '0:' (lp of '') -> the
+--                  queue's default (encoding in flow_lib.lua)
+--   FSTATE   hash  per tenant flow state: 'r'..lp(t) rate bucket TAT (us),
+--                  'c'..lp(t) weight credit, 'b'..lp(t) budget slots
+--   TLEASES  zset  while FLAG is '1': every lease, score 0, member lp(t),
+--                  the expiry (us) as 16 hex digits, then the ref, so a
+--                  tenant's live leases are one ZLEXCOUNT
 --   TOKEN    string  the last fencing token (namespace-wide; see nextToken)
 --   QUEUES   set   queue names
 --
@@ -51,8 +60,8 @@
 -- Each script reads everything it decides on before its first write: a
 -- Redis script does not roll back, so a script that stops half-way (an
 -- error, a refused key) must have written nothing.
-local READY, ROT, WAIT, TURNS, TURN, SEQ, ITEMS, LEASE, LEASES, DEAD, TDEAD, SERVED, TENANTS, LOG, CLAIMS, RECENT, TOKEN, QUEUES =
-  unpack(KEYS, 1, 18)
+local READY, ROT, WAIT, TURNS, TURN, SEQ, ITEMS, LEASE, LEASES, DEAD, TDEAD, SERVED, TENANTS, LOG, CLAIMS, RECENT,
+  FLAG, LIMITS, FSTATE, TLEASES, TOKEN, QUEUES = unpack(KEYS, 1, 22)
 local function lp(s) return #s .. ':' .. s end
 
 -- refsIn splits s from position pos into refs (each lp(tenant) lp(id),

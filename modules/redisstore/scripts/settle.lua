@@ -18,6 +18,10 @@ local wake = false
 local seq = tonumber(redis.call('GET', SEQ) or '0')
 local P = newPushes()
 local drops, recs, dead, tdead, seen = {}, {}, {}, {}, {}
+-- With limits on the queue, the settled leases leave TLEASES too, and a
+-- capped tenant's lease ending wakes the claimers.
+local flow = redis.call('GET', FLAG) == '1'
+local tdel, lts, ltSeen = {}, {}, {}
 for i = 4, #ARGV, 10 do
   local ref, tok, maxs = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local r = decode(redis.call('HGET', ITEMS, ref))
@@ -32,6 +36,14 @@ for i = 4, #ARGV, 10 do
   else
     seen[ref] = true
     drops[#drops + 1] = ref
+    if flow then
+      local lt = lp(r.t)
+      tdel[#tdel + 1] = leaseMember(lt, l.x, ref)
+      if not ltSeen[lt] then
+        ltSeen[lt] = true
+        lts[#lts + 1] = lt
+      end
+    end
     r.a = tostring(tonumber(r.a) + 1)
     r.e = ARGV[i + 8]
     r.fn = ARGV[i + 9]
@@ -54,11 +66,21 @@ for i = 4, #ARGV, 10 do
   end
 end
 plan(P)
+if #lts > 0 then
+  for _, L in pairs(limitsOf(LIMITS, lts)) do
+    if L and L.cap > 0 then
+      wake = true
+    end
+  end
+end
 
 -- Writes from here on.
 if #drops > 0 then
   redis.call('HDEL', LEASE, unpack(drops))
   redis.call('ZREM', LEASES, unpack(drops))
+  if #tdel > 0 then
+    redis.call('ZREM', TLEASES, unpack(tdel))
+  end
   for j = 2, #recs, 2 do
     recs[j] = encode(recs[j])
   end

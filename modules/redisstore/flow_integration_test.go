@@ -1,0 +1,349 @@
+//go:build integration
+
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/redisstore/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// flowQueue is a queue in a namespace of its own on the shared server,
+// with its client and clock, so a test can reopen the same namespace.
+type flowQueue struct {
+	*RedisWorkQueue
+	client *redis.Client
+	ns     string
+	clock  *contracttest.FakeClock
+}
+
+func newFlowQueue(t *testing.T) flowQueue {
+	t.Helper()
+	client := redistest.Client(t)
+	ns := redistest.Namespace(t, client)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q, err := NewQueue(client, clock, Settings{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return flowQueue{RedisWorkQueue: q, client: client, ns: ns, clock: clock}
+}
+
+func (f flowQueue) enqueue(t *testing.T, tenant string, n int) {
+	t.Helper()
+	items := make([]contract.Item, n)
+	for i := range items {
+		items[i] = contract.Item{Tenant: tenant, ID: fmt.Sprintf("%s-%03d", tenant, i)}
+	}
+	if err := f.Enqueue(context.Background(), items...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f flowQueue) setLimits(t *testing.T, tenant string, l contract.Limits) {
+	t.Helper()
+	if err := f.SetLimits(context.Background(), "", tenant, l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func byTenant(leases []contract.Lease) map[string]int {
+	out := map[string]int{}
+	for _, l := range leases {
+		out[l.Item.Tenant]++
+	}
+	return out
+}
+
+func claimReq(max int) contract.ClaimRequest {
+	return contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: max}
+}
+
+// TestFlowLimitsSurviveReopen: the limits rows are the server's, so a
+// store opened again on the same namespace reads them back and enforces
+// them, and the zero Limits remove a row for good.
+func TestFlowLimitsSurviveReopen(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	def := contract.Limits{MaxLeased: 3, Weight: 2}
+	own := contract.Limits{MaxLeased: 1, Rate: 2.5, Burst: 4, Budget: contract.Budget{CostMicros: 500, Tokens: 9, Window: 90 * time.Second}}
+	f.setLimits(t, "", def)
+	f.setLimits(t, "acme", own)
+	f.setLimits(t, "gone", contract.Limits{Weight: 5})
+	f.setLimits(t, "gone", contract.Limits{})
+	f.enqueue(t, "acme", 3)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := NewQueue(f.client, f.clock, Settings{Namespace: f.ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if !again.Capabilities().Flow {
+		t.Fatal("Capabilities().Flow is false")
+	}
+	got, err := again.Limits(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Queue != contract.DefaultQueue || got.Default != def || len(got.Tenants) != 1 || got.Tenants["acme"] != own {
+		t.Fatalf("after reopening: %+v; want default %+v and acme %+v only", got, def, own)
+	}
+	leases, err := again.Claim(ctx, claimReq(3))
+	if err != nil || len(leases) != 1 {
+		t.Fatalf("claim after reopening: %d leases, %v; acme's own cap of 1 should hold", len(leases), err)
+	}
+}
+
+// TestFlowCapReportAndWake: a capped tenant is passed over within the
+// claim (the batch fills from the other), the report says so, and a
+// complete that frees the cap wakes the claimers.
+func TestFlowCapReportAndWake(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	f.enqueue(t, "a", 5)
+	f.enqueue(t, "b", 5)
+	f.setLimits(t, "a", contract.Limits{MaxLeased: 2})
+	wake, stop := f.Subscribe("")
+	defer stop()
+	drain(wake)
+
+	var r contract.ClaimReport
+	leases, err := f.Claim(contract.WithClaimReport(ctx, &r), claimReq(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := byTenant(leases); n["a"] != 2 || n["b"] != 5 {
+		t.Fatalf("claimed %v; want a:2 b:5", n)
+	}
+	if r.PassedOver != 1 || r.Held[contract.HeldCap] != 1 || !r.RetryAt.IsZero() {
+		t.Fatalf("report %+v; want one tenant passed over for its cap", r)
+	}
+	st, err := f.FlowStatus(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 2 || st[0].Tenant != "a" || st[0].Leased != 2 || st[0].Held != contract.HeldCap || !st[0].Own || st[1].Held != contract.HeldNone {
+		t.Fatalf("flow status %+v", st)
+	}
+	var a contract.Lease
+	for _, l := range leases {
+		if l.Item.Tenant == "a" {
+			a = l
+		}
+	}
+	if err := f.Complete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake after a capped tenant's lease ended")
+	}
+	next, err := f.Claim(ctx, claimReq(10))
+	if err != nil || len(next) != 1 || next[0].Item.Tenant != "a" {
+		t.Fatalf("after the complete: %v, %v; want one item of a", next, err)
+	}
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+// TestFlowCapCountsLeasesFromBeforeLimits: limits set on a queue whose
+// leases were taken without any count them (the index is built then), a
+// heartbeat keeps counting its lease, and an expired lease stops counting
+// at its expiry, before any reap.
+func TestFlowCapCountsLeasesFromBeforeLimits(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	f.enqueue(t, "a", 4)
+	first, err := f.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: 10 * time.Second, Max: 2})
+	if err != nil || len(first) != 2 {
+		t.Fatalf("claim: %v, %v", first, err)
+	}
+	f.setLimits(t, "a", contract.Limits{MaxLeased: 2})
+	if _, err := f.Claim(ctx, claimReq(1)); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("at the cap: %v; want ErrEmpty", err)
+	}
+	f.clock.Advance(5 * time.Second)
+	if _, err := f.Heartbeat(ctx, first[0], time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(6 * time.Second) // first[1] expired, unreaped; first[0] lives on
+	got, err := f.Claim(ctx, claimReq(5))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("after one lease expired: %d, %v; want exactly one more", len(got), err)
+	}
+}
+
+// TestFlowCompleteAndClaimFreesTheCap: the claim half counts the leases
+// the complete half of the same call ends.
+func TestFlowCompleteAndClaimFreesTheCap(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	f.enqueue(t, "a", 6)
+	f.setLimits(t, "a", contract.Limits{MaxLeased: 2})
+	leases, err := f.Claim(ctx, claimReq(5))
+	if err != nil || len(leases) != 2 {
+		t.Fatalf("claim: %d, %v", len(leases), err)
+	}
+	next, err := f.CompleteAndClaim(ctx, leases, claimReq(5))
+	if err != nil || len(next) != 2 {
+		t.Fatalf("complete and claim: %d, %v; want 2", len(next), err)
+	}
+}
+
+// TestFlowWeightRateBudget: weights share the rotation 3:1, a rate hands
+// out its burst and then a token per interval, and a budget holds the
+// tenant until its window slides past the charge.
+func TestFlowWeightRateBudget(t *testing.T) {
+	ctx := context.Background()
+	t.Run("weight", func(t *testing.T) {
+		f := newFlowQueue(t)
+		f.enqueue(t, "heavy", 300)
+		f.enqueue(t, "light", 300)
+		f.setLimits(t, "heavy", contract.Limits{Weight: 3})
+		total := map[string]int{}
+		for range 40 {
+			leases, err := f.Claim(ctx, claimReq(7))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range byTenant(leases) {
+				total[k] += v
+			}
+			if err := f.Complete(ctx, leases...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if h, l := total["heavy"], total["light"]; h+l != 280 || h < 207 || h > 213 {
+			t.Fatalf("served %v; want 210:70", total)
+		}
+	})
+	t.Run("rate", func(t *testing.T) {
+		f := newFlowQueue(t)
+		f.enqueue(t, "a", 200)
+		f.enqueue(t, "b", 3)
+		f.setLimits(t, "a", contract.Limits{Rate: 2, Burst: 3})
+		var r contract.ClaimReport
+		leases, err := f.Claim(contract.WithClaimReport(ctx, &r), claimReq(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := byTenant(leases); n["a"] != 3 || n["b"] != 3 {
+			t.Fatalf("claimed %v; want the burst of 3 and b's 3", n)
+		}
+		want := f.clock.Now().Add(500 * time.Millisecond)
+		if r.Held[contract.HeldRate] != 1 || !r.RetryAt.Equal(want) {
+			t.Fatalf("report %+v; want a rate hold until %v", r, want)
+		}
+		served := 3
+		for range 120 { // a simulated minute in half seconds
+			f.clock.Advance(500 * time.Millisecond)
+			got, err := f.Claim(ctx, claimReq(10))
+			if err != nil && !errors.Is(err, contract.ErrEmpty) {
+				t.Fatal(err)
+			}
+			served += len(got)
+		}
+		if served != 3+120 {
+			t.Fatalf("served %d of a's items in a minute at 2/s", served)
+		}
+	})
+	t.Run("budget", func(t *testing.T) {
+		f := newFlowQueue(t)
+		f.enqueue(t, "a", 5)
+		f.enqueue(t, "b", 5)
+		f.setLimits(t, "", contract.Limits{Budget: contract.Budget{CostMicros: 100, Window: 10 * time.Second}})
+		if err := f.Charge(ctx, "", "a", contract.Usage{CostMicros: 100}); err != nil {
+			t.Fatal(err)
+		}
+		var r contract.ClaimReport
+		leases, err := f.Claim(contract.WithClaimReport(ctx, &r), claimReq(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := byTenant(leases); n["a"] != 0 || n["b"] != 5 {
+			t.Fatalf("claimed %v; want b's only", n)
+		}
+		if r.Held[contract.HeldBudget] != 1 || r.RetryAt.IsZero() || r.RetryAt.Sub(f.clock.Now()) > 11*time.Second {
+			t.Fatalf("report %+v", r)
+		}
+		st, err := f.FlowStatus(ctx, "")
+		if err != nil || st[0].Held != contract.HeldBudget || st[0].BudgetUsed.CostMicros != 100 || !st[0].Until.Equal(r.RetryAt) {
+			t.Fatalf("flow status %+v, %v; want a held by its budget until %v", st, err, r.RetryAt)
+		}
+		f.clock.Set(r.RetryAt)
+		got, err := f.Claim(ctx, claimReq(10))
+		if err != nil || byTenant(got)["a"] != 5 {
+			t.Fatalf("once the window slid: %v, %v", got, err)
+		}
+	})
+}
+
+// TestFlowCapUnderConcurrency: ten claimers against a tenant capped at
+// two never hold three live leases.
+func TestFlowCapUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	f.enqueue(t, "a", 60)
+	f.setLimits(t, "a", contract.Limits{MaxLeased: 2})
+	var mu sync.Mutex
+	held, most := 0, 0
+	var wg sync.WaitGroup
+	for w := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 30 {
+				leases, err := f.Claim(ctx, contract.ClaimRequest{Worker: fmt.Sprint("w", w), LeaseFor: time.Minute, Max: 3})
+				if errors.Is(err, contract.ErrEmpty) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// Counted after the claim and given back before the
+				// complete, so held is never above what the server holds.
+				mu.Lock()
+				held += len(leases)
+				most = max(most, held)
+				mu.Unlock()
+				mu.Lock()
+				held -= len(leases)
+				mu.Unlock()
+				if err := f.Complete(ctx, leases...); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if most > 2 {
+		t.Fatalf("a batch held %d leases of a tenant capped at 2", most)
+	}
+	st, err := f.FlowStatus(ctx, "")
+	if err != nil || (len(st) > 0 && st[0].Leased != 0) {
+		t.Fatalf("flow status after: %+v, %v", st, err)
+	}
+}

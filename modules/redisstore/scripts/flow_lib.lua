@@ -1,0 +1,171 @@
+-- Flow control helpers shared by the scripts that read or keep a queue's
+-- limits (flow.go writes the same encodings from Go). They only define
+-- locals and take the keys they read as arguments, so scripts without the
+-- queue prelude (complete) can use them too.
+--
+-- A limits row is 'maxLeased|rate|burst|weight|costMicros|tokens|windowMs'
+-- (rate in Go's shortest float form, the rest whole numbers). The rate
+-- bucket is a theoretical arrival time in unix microseconds, as
+-- contract.RateBucket keeps it. A budget field is the slot width (ms) it
+-- was kept in, then '|slot:cost:tokens' per slot that has charges; slot n
+-- covers [n*width, (n+1)*width) ms of unix time.
+--
+-- Lua numbers are doubles: usage sums and ceilings are exact up to 2^53.
+
+-- flowLimits decodes a limits row, nil for none. It adds the effective
+-- burst and the microseconds a token takes (T) when there is a rate, and
+-- the slot width when there is a budget.
+local function flowLimits(s)
+  if not s or s == '' then
+    return nil
+  end
+  local m, r, b, w, c, t, win = string.match(s, '^(%d+)|([^|]+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)$')
+  if not m then
+    return nil
+  end
+  local L = {cap = tonumber(m), rate = tonumber(r) or 0, w = tonumber(w), cost = tonumber(c), tok = tonumber(t)}
+  if L.w < 1 then
+    L.w = 1
+  end
+  if L.rate > 0 then
+    local burst = tonumber(b)
+    if burst <= 0 then
+      burst = math.max(1, math.ceil(L.rate))
+    end
+    L.burst = burst
+    L.T = 1e6 / L.rate
+  end
+  if L.cost > 0 or L.tok > 0 then
+    L.width = math.floor(tonumber(win) / 10)
+  end
+  return L
+end
+
+-- The rate bucket: same arithmetic as contract.RateBucket.
+local function rateAllows(L, tat, now)
+  return tat - now <= (L.burst - 1) * L.T + 1e-6
+end
+
+local function rateTake(L, tat, now)
+  return math.max(tat, now) + L.T
+end
+
+local function rateNext(L, tat)
+  return tat - (L.burst - 1) * L.T
+end
+
+local function fnum(x)
+  return string.format('%.17g', x)
+end
+
+-- budgetSlots decodes a budget field into slot -> {cost, tokens}, moving
+-- charges kept in slots of another width (the window changed) to the slot
+-- of width that holds their slot's start.
+local function budgetSlots(s, width)
+  local out = {}
+  if not s or s == '' then
+    return out
+  end
+  local w0 = tonumber(string.match(s, '^(%d+)')) or width
+  for sl, c, t in string.gmatch(s, '|(%-?%d+):(%d+):(%d+)') do
+    local k = tonumber(sl)
+    if w0 ~= width then
+      k = math.floor(k * w0 / width)
+    end
+    local e = out[k]
+    if not e then
+      e = {0, 0}
+      out[k] = e
+    end
+    e[1] = e[1] + tonumber(c)
+    e[2] = e[2] + tonumber(t)
+  end
+  return out
+end
+
+-- budgetUsed sums the slots s-10 .. s.
+local function budgetUsed(slots, s)
+  local c, t = 0, 0
+  for k = s - 10, s do
+    local e = slots[k]
+    if e then
+      c, t = c + e[1], t + e[2]
+    end
+  end
+  return c, t
+end
+
+local function overBudget(L, c, t)
+  return (L.cost > 0 and c >= L.cost) or (L.tok > 0 and t >= L.tok)
+end
+
+-- budgetRelease is when (unix ms) a budget hold in slot s ends if nothing
+-- more is charged: the start of the first later slot whose window no
+-- longer reaches a ceiling.
+local function budgetRelease(L, slots, s)
+  for k = s + 1, s + 11 do
+    local c, t = budgetUsed(slots, k)
+    if not overBudget(L, c, t) then
+      return k * L.width
+    end
+  end
+  return (s + 11) * L.width
+end
+
+local function budgetSlot(L, nowMs)
+  return math.floor(nowMs / L.width)
+end
+
+-- budgetEncode writes slots (of width) back, dropping those before s-10.
+local function budgetEncode(slots, width, s)
+  local ks = {}
+  for k in pairs(slots) do
+    if k >= s - 10 then
+      ks[#ks + 1] = k
+    end
+  end
+  table.sort(ks)
+  local parts = {string.format('%d', width)}
+  for _, k in ipairs(ks) do
+    local e = slots[k]
+    parts[#parts + 1] = string.format('|%d:%d:%d', k, e[1], e[2])
+  end
+  return table.concat(parts)
+end
+
+-- tenantOfRef is the lp(tenant) a ref starts with.
+local function tenantOfRef(ref)
+  local c = string.find(ref, ':', 1, true)
+  return string.sub(ref, 1, c + tonumber(string.sub(ref, 1, c - 1)))
+end
+
+-- leaseMember is the TLEASES member of ref (of tenant lt) expiring at x
+-- (us, decimal string or number).
+local function leaseMember(lt, x, ref)
+  return lt .. string.format('%016x', tonumber(x)) .. ref
+end
+
+-- liveLeases counts lt's leases in tleases expiring after now; nx is
+-- now+1us as 16 hex digits.
+local function liveLeases(tleases, lt, nx)
+  return redis.call('ZLEXCOUNT', tleases, '[' .. lt .. nx, '(' .. lt .. 'g')
+end
+
+-- limitsOf reads the effective limits of the tenants lts (lp form) from
+-- limits: each one's own row, else the default, else nil. own[i] says
+-- whether tenant i has a row of its own.
+local function limitsOf(limits, lts)
+  local f = {'0:'}
+  for i, lt in ipairs(lts) do
+    f[i + 1] = lt
+  end
+  local v = redis.call('HMGET', limits, unpack(f))
+  local dflt = flowLimits(v[1])
+  local out, own = {}, {}
+  for i = 1, #lts do
+    local L = flowLimits(v[i + 1])
+    own[i] = L ~= nil
+    out[i] = L or dflt
+  end
+  return out, own
+end
