@@ -87,7 +87,7 @@ func noteHeld(rows []any, r *contract.ClaimReport) []any {
 // scripts format it) as a time; zero or less is the zero time.
 func microsTime(us string) time.Time {
 	f, err := strconv.ParseFloat(us, 64)
-	if err != nil || f <= 0 {
+	if err != nil || !(f > 0) || math.IsInf(f, 0) {
 		return time.Time{}
 	}
 	return time.Unix(0, int64(math.Round(f*1000))).UTC()
