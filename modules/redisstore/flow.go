@@ -84,13 +84,16 @@ func noteHeld(rows []any, r *contract.ClaimReport) []any {
 }
 
 // microsTime is a decimal count of unix microseconds (a float, as the
-// scripts format it) as a time; zero or less is the zero time.
+// scripts format it) as a time, rounded up to the microsecond as memstore
+// does: a claim reads the clock in whole microseconds, rounded down, so a
+// claimer that sleeps until a rate hold's end must not wake a fraction of
+// a microsecond before it. Zero or less is the zero time.
 func microsTime(us string) time.Time {
 	f, err := strconv.ParseFloat(us, 64)
 	if err != nil || !(f > 0) || math.IsInf(f, 0) {
 		return time.Time{}
 	}
-	return time.Unix(0, int64(math.Round(f*1000))).UTC()
+	return time.UnixMicro(int64(math.Ceil(f))).UTC()
 }
 
 // SetLimits sets tenant's limits in queue name, or the queue's default
@@ -150,8 +153,8 @@ func (q *workQueue) Charge(ctx context.Context, name, tenant string, u contract.
 	return err
 }
 
-// FlowStatus reports every tenant of queue name with queued or leased
-// items or a limits row of its own, from one read-only script.
+// FlowStatus reports every tenant of queue name with queued, leased or
+// dead items or a limits row of its own, from one read-only script.
 func (q *workQueue) FlowStatus(ctx context.Context, name string) ([]contract.TenantFlow, error) {
 	now := q.clock.Now()
 	res, err := q.run(ctx, scriptFlowStatus, q.queueKeys(name), nowMicros(now))

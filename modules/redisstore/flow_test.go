@@ -85,8 +85,11 @@ func TestNoteHeld(t *testing.T) {
 	if rest := noteHeld([]any{int64(1), "rec"}, nil); len(rest) != 2 {
 		t.Fatalf("a reply without a report lost rows: %v", rest)
 	}
-	if got := microsTime("2.5"); got.UnixNano() != 2500 {
-		t.Fatalf("microsTime(2.5) = %d ns", got.UnixNano())
+	if got := microsTime("2.5"); got.UnixNano() != 3000 {
+		t.Fatalf("microsTime(2.5) = %d ns; want it rounded up to 3 us", got.UnixNano())
+	}
+	if got := microsTime("7"); got.UnixNano() != 7000 {
+		t.Fatalf("microsTime(7) = %d ns", got.UnixNano())
 	}
 	if !microsTime("0").IsZero() || !microsTime("NaN").IsZero() || !microsTime("+Inf").IsZero() {
 		t.Fatal("a zero until is not the zero time")

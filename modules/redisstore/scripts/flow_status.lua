@@ -1,10 +1,11 @@
 -- Reads what FlowStatus reports on, writing nothing: the limits rows, the
 -- flow state, the tenants with queued items (in the rotation or waiting)
--- and, per tenant with leases, how many are leased and how many are live.
+-- or dead letters and, per tenant with leases, how many are leased and
+-- how many are live.
 --
 -- ARGV[1] now (us)
 -- Returns {limits (field, value, ...), flow state (field, value, ...),
--- queued tenants, {lp(tenant), leases, live leases, ...}}.
+-- tenants with queued or dead items, {lp(tenant), leases, live leases, ...}}.
 local now = tonumber(ARGV[1])
 local queued = {}
 for _, key in ipairs({ROT, WAIT}) do
@@ -13,6 +14,20 @@ for _, key in ipairs({ROT, WAIT}) do
       queued[#queued + 1] = t
     end
   end
+end
+-- Tenants with dead letters: one lex step per tenant through TDEAD
+-- (after a tenant's members, which go on in hex digits, comes the next
+-- tenant's first).
+local from = '('
+while true do
+  local m = redis.call('ZRANGE', TDEAD, from, '+', 'BYLEX', 'LIMIT', 0, 1)[1]
+  if not m then
+    break
+  end
+  local lt = tenantOfRef(m)
+  local c = string.find(lt, ':', 1, true)
+  queued[#queued + 1] = string.sub(lt, c + 1)
+  from = '(' .. lt .. 'g'
 end
 local count, live, order = {}, {}, {}
 local lv = redis.call('HGETALL', LEASE)
