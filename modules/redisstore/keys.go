@@ -82,11 +82,11 @@ func (k queueKeys) list(name string) []string {
 
 // completeKeys returns the keys the complete step of queue name touches
 // (its records, lease values and lease expiries, then its flow flag,
-// limits and live leases by tenant), in the order complete_lib.lua reads
+// flow state and live leases by tenant), in the order complete_lib.lua reads
 // them.
 func (k queueKeys) completeKeys(name string) []string {
 	p := k.queue(name)
-	return []string{p + "items", p + "lease", p + "leases", p + "flow", p + "limits", p + "tleases"}
+	return []string{p + "items", p + "lease", p + "leases", p + "flow", p + "fstate", p + "tleases"}
 }
 
 // nCompleteKeys is how many keys completeKeys returns.

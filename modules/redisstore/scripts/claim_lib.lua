@@ -74,6 +74,10 @@ local function claimReadFlow(freed)
   -- and flow state.
   local E = {}
   local page, pi, rotOff, rotDone, wi = {}, 1, 0, false, 1
+  -- bound is how many live leases any tenant can reach in this claim at
+  -- most (every lease of the queue, and the whole batch): a cap above it
+  -- cannot bind, so its count is not read.
+  local bound
   local function exhausted()
     return pi > #page and rotDone and wi > #wk
   end
@@ -115,16 +119,25 @@ local function claimReadFlow(freed)
       e.L = L
       if L then
         if L.rate > 0 then
-          sf[#sf + 1], sw[#sw + 1] = 'r' .. e.lt, {e, 'r'}
+          e.rf = 'r' .. e.lt -- read now, written back below
+          sf[#sf + 1], sw[#sw + 1] = e.rf, {e, 'r'}
         end
         if L.w > 1 then
-          sf[#sf + 1], sw[#sw + 1] = 'c' .. e.lt, {e, 'c'}
+          e.cf = 'c' .. e.lt
+          sf[#sf + 1], sw[#sw + 1] = e.cf, {e, 'c'}
         end
         if L.width then
           sf[#sf + 1], sw[#sw + 1] = 'b' .. e.lt, {e, 'b'}
         end
         if L.cap > 0 then
-          e.live = liveLeases(TLEASES, e.lt, NX) - (freed and freed[e.lt] or 0)
+          bound = bound or redis.call('ZCARD', LEASES) + max
+          if bound <= L.cap then
+            e.live = 0
+            e.capfree = true
+          else
+            e.live = liveLeases(TLEASES, e.lt, NX) - (freed and freed[e.lt] or 0)
+            sf[#sf + 1], sw[#sw + 1] = 'h' .. e.lt, {e, 'h'}
+          end
         end
       end
     end
@@ -137,6 +150,8 @@ local function claimReadFlow(freed)
         elseif f == 'c' then
           e.credit = tonumber(v[j]) or 0
           e.credit0 = e.credit
+        elseif f == 'h' then
+          e.marked = v[j] ~= false
         else
           local L = e.L
           local s = budgetSlot(L, nowMs)
@@ -189,7 +204,7 @@ local function claimReadFlow(freed)
     if not L then
       return nil
     end
-    if L.cap > 0 and e.live >= L.cap then
+    if L.cap > 0 and not e.capfree and e.live >= L.cap then
       return 'cap', 0
     end
     if L.rate > 0 and not rateAllows(L, e.tat, now) then
@@ -203,7 +218,7 @@ local function claimReadFlow(freed)
 
   -- serve gives tenant e its turn: items while it is not held, has due
   -- ones and its credit is below its weight, and the batch has room.
-  local back = {}
+  local back, marks = {}, {}
   local function serve(e)
     local L = e.L
     local w = L and L.w or 1
@@ -211,6 +226,10 @@ local function claimReadFlow(freed)
       local why, untl = holdOf(e)
       if why then
         e.held = true
+        if why == 'cap' and not e.marked then
+          marks[#marks + 1] = 'h' .. e.lt -- a lease of it ending wakes the claimers
+          marks[#marks + 1] = '1'
+        end
         if report then
           held[#held + 1] = why
           held[#held + 1] = fnum(untl)
@@ -310,14 +329,14 @@ local function claimReadFlow(freed)
       rotAdd[#rotAdd + 1] = t
     end
     if e.tatSet then
-      fset[#fset + 1] = 'r' .. lt
+      fset[#fset + 1] = e.rf
       fset[#fset + 1] = fnum(e.tat)
     end
     if e.credit ~= (e.credit0 or 0) then
       if e.credit == 0 then
-        fdel[#fdel + 1] = 'c' .. lt
+        fdel[#fdel + 1] = e.cf or ('c' .. lt)
       else
-        fset[#fset + 1] = 'c' .. lt
+        fset[#fset + 1] = e.cf
         fset[#fset + 1] = string.format('%d', e.credit)
       end
     end
@@ -328,10 +347,14 @@ local function claimReadFlow(freed)
       rotAdd[#rotAdd + 1] = t
     end
   end
+  for _, m in ipairs(marks) do
+    fset[#fset + 1] = m
+  end
+  local nmarks = #marks / 2
   local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = names, served = served, turn = turn, turn0 = turn0,
-    tl = tl, fset = fset, fdel = fdel, held = held}
+    tl = tl, fset = fset, fdel = fdel, held = held, nmarks = nmarks}
 end
 
 -- claimRead does every read and returns either the reply (a replay or
@@ -523,6 +546,9 @@ local function claimLease(c)
   end
   if c.fdel and #c.fdel > 0 then
     redis.call('HDEL', FSTATE, unpack(c.fdel))
+  end
+  if c.nmarks and c.nmarks > 0 then
+    redis.call('HINCRBY', FSTATE, MARKS, c.nmarks)
   end
   if c.np == 0 then
     return {}

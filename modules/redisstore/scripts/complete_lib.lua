@@ -4,7 +4,7 @@
 -- leases and one ZREM.
 --
 -- complete reads groups of one queue each: from KEYS[fk] on, six keys per
--- group (the queue's ITEMS, LEASE, LEASES, FLAG, LIMITS and TLEASES), and
+-- group (the queue's ITEMS, LEASE, LEASES, FLAG, FSTATE and TLEASES), and
 -- from ARGV[fa] on, how many leases the group has, the queue's wake
 -- channel, then ref and token per lease; ARGV[1] is now (us) and ARGV[2]
 -- now+1us as 16 hex digits. It returns the 1-based positions (counted
@@ -14,10 +14,10 @@
 --
 -- A queue without limits (FLAG not '1') costs one GET more than it did
 -- before flow control. One with limits also drops the leases from
--- TLEASES, and wakes the queue's claimers when a tenant that was at its
--- cap loses a live lease (a claim passed it over and may now serve it).
+-- TLEASES, and wakes the queue's claimers when a lease of a tenant a
+-- claim passed over for its cap ends (see capMarked in flow_lib.lua).
 local function completeRead(fa, fk)
-  local now, nx = tonumber(ARGV[1]), ARGV[2]
+  local now = tonumber(ARGV[1])
   local lost, k, i, key = {}, 0, fa, fk
   local drops = {}
   while i <= #ARGV do
@@ -31,7 +31,7 @@ local function completeRead(fa, fk)
     -- A claimed batch shares one lease value, so each distinct value is
     -- parsed once.
     local toks, ok, seen = {}, {}, {}
-    local tdel, live, lts = {}, {}, {}
+    local tdel, live, lts, xhex = {}, {}, {}, {}
     for j = 1, n do
       local v, ref = vals[j], refs[j]
       local tok = v and toks[v]
@@ -44,14 +44,20 @@ local function completeRead(fa, fk)
         seen[ref] = true
         ok[#ok + 1] = ref
         if flow then
-          local x = string.match(v, '^%d+|(%d+)|')
+          local xh = xhex[v]
+          if not xh then
+            local x = tonumber(string.match(v, '^%d+|(%d+)|'))
+            xh = {string.format('%016x', x), x > now}
+            xhex[v] = xh
+          end
           local lt = tenantOfRef(ref)
-          tdel[#tdel + 1] = leaseMember(lt, x, ref)
-          if tonumber(x) > now then
-            if not live[lt] then
-              lts[#lts + 1] = lt
-            end
-            live[lt] = (live[lt] or 0) + 1
+          tdel[#tdel + 1] = lt .. xh[1] .. ref
+          if not live[lt] then
+            lts[#lts + 1] = lt
+            live[lt] = 0
+          end
+          if xh[2] then
+            live[lt] = live[lt] + 1
           end
         end
       else
@@ -59,18 +65,8 @@ local function completeRead(fa, fk)
       end
     end
     if #ok > 0 then
-      local wake = false
-      if #lts > 0 then
-        local lims = limitsOf(KEYS[key + 4], lts)
-        for j, lt in ipairs(lts) do
-          local L = lims[j]
-          if L and L.cap > 0 and liveLeases(KEYS[key + 5], lt, nx) >= L.cap then
-            wake = true
-            break
-          end
-        end
-      end
-      drops[#drops + 1] = {key, ok, tdel = tdel, freed = live, wake = wake and ARGV[i + 1]}
+      local marks = #lts > 0 and capMarked(KEYS[key + 4], lts) or {}
+      drops[#drops + 1] = {key, ok, tdel = tdel, freed = live, marks = marks, wake = #marks > 0 and ARGV[i + 1]}
     end
     i = i + 2 + 2 * n
     key = key + 6
@@ -88,6 +84,7 @@ local function completeWrite(drops)
     if #d.tdel > 0 then
       redis.call('ZREM', KEYS[key + 5], unpack(d.tdel))
     end
+    capUnmark(KEYS[key + 4], d.marks)
     if d.wake and not woken[d.wake] then
       woken[d.wake] = true
       redis.call('PUBLISH', d.wake, '1')

@@ -152,8 +152,8 @@ local function liveLeases(tleases, lt, nx)
 end
 
 -- limitsOf reads the effective limits of the tenants lts (lp form) from
--- limits: each one's own row, else the default, else nil. own[i] says
--- whether tenant i has a row of its own.
+-- limits: each one's own row, else the default, else nil. Rows are
+-- decoded once per distinct value (tenants often share theirs).
 local function limitsOf(limits, lts)
   local f = {'0:'}
   for i, lt in ipairs(lts) do
@@ -161,11 +161,53 @@ local function limitsOf(limits, lts)
   end
   local v = redis.call('HMGET', limits, unpack(f))
   local dflt = flowLimits(v[1])
-  local out, own = {}, {}
+  local out, memo = {}, {}
   for i = 1, #lts do
-    local L = flowLimits(v[i + 1])
-    own[i] = L ~= nil
-    out[i] = L or dflt
+    local raw = v[i + 1]
+    local L = dflt
+    if raw then
+      L = memo[raw]
+      if L == nil then
+        L = flowLimits(raw) or dflt
+        memo[raw] = L
+      end
+    end
+    out[i] = L
   end
-  return out, own
+  return out
+end
+
+-- The cap wake marks: FSTATE's field 'h'..lp(t) is set when a claim
+-- passes tenant t over for its cap, and the field MARKS counts the marks
+-- set. A complete, fail or reap that ends a lease of a marked tenant
+-- wakes the queue's claimers and drops the mark, so ending leases costs
+-- one HGET of MARKS while no cap holds anybody back.
+local MARKS = '!h'
+
+-- capMarked returns the fields of the marked tenants among lts.
+local function capMarked(fstate, lts)
+  local n = tonumber(redis.call('HGET', fstate, MARKS) or '0')
+  if n <= 0 then
+    return {}
+  end
+  local f = {}
+  for i, lt in ipairs(lts) do
+    f[i] = 'h' .. lt
+  end
+  local v = redis.call('HMGET', fstate, unpack(f))
+  local out = {}
+  for i = 1, #f do
+    if v[i] then
+      out[#out + 1] = f[i]
+    end
+  end
+  return out
+end
+
+-- capUnmark drops the marks capMarked found.
+local function capUnmark(fstate, marks)
+  if #marks > 0 then
+    redis.call('HDEL', fstate, unpack(marks))
+    redis.call('HINCRBY', fstate, MARKS, -#marks)
+  end
 end

@@ -25,7 +25,8 @@ if on and flag ~= '1' then
 elseif not on and flag == '1' then
   credits = {}
   for _, f in ipairs(redis.call('HKEYS', FSTATE)) do
-    if string.sub(f, 1, 1) == 'c' then
+    local k = string.sub(f, 1, 1)
+    if k == 'c' or k == 'h' or k == '!' then
       credits[#credits + 1] = f
     end
   end

@@ -19,7 +19,8 @@ local seq = tonumber(redis.call('GET', SEQ) or '0')
 local P = newPushes()
 local drops, recs, dead, tdead, seen = {}, {}, {}, {}, {}
 -- With limits on the queue, the settled leases leave TLEASES too, and a
--- capped tenant's lease ending wakes the claimers.
+-- lease ending of a tenant a claim passed over for its cap wakes the
+-- claimers (capMarked in flow_lib.lua).
 local flow = redis.call('GET', FLAG) == '1'
 local tdel, lts, ltSeen = {}, {}, {}
 for i = 4, #ARGV, 10 do
@@ -66,12 +67,9 @@ for i = 4, #ARGV, 10 do
   end
 end
 plan(P)
-if #lts > 0 then
-  for _, L in pairs(limitsOf(LIMITS, lts)) do
-    if L and L.cap > 0 then
-      wake = true
-    end
-  end
+local marks = #lts > 0 and capMarked(FSTATE, lts) or {}
+if #marks > 0 then
+  wake = true
 end
 
 -- Writes from here on.
@@ -81,6 +79,7 @@ if #drops > 0 then
   if #tdel > 0 then
     redis.call('ZREM', TLEASES, unpack(tdel))
   end
+  capUnmark(FSTATE, marks)
   for j = 2, #recs, 2 do
     recs[j] = encode(recs[j])
   end
