@@ -44,7 +44,8 @@
 --   LIMITS   hash  lp(tenant) -> its limits, '0:' (lp of '') -> the
 --                  queue's default (encoding in flow_lib.lua)
 --   FSTATE   hash  per tenant flow state: 'r'..lp(t) rate bucket TAT (us),
---                  'c'..lp(t) weight credit, 'b'..lp(t) budget slots
+--                  'c'..lp(t) weight credit, 'b'..lp(t) budget slots,
+--                  'h'..lp(t) cap wake mark; '!h' how many marks
 --   TLEASES  zset  while FLAG is '1': every lease, score 0, member lp(t),
 --                  the expiry (us) as 16 hex digits, then the ref, so a
 --                  tenant's live leases are one ZLEXCOUNT
