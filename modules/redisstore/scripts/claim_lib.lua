@@ -78,6 +78,10 @@ local function claimReadFlow(freed)
   -- most (every lease of the queue, and the whole batch): a cap above it
   -- cannot bind, so its count is not read.
   local bound
+  -- For counting live leases: the leases the complete half of the same
+  -- call ends (by ref, and how many per tenant), and the expired ones not
+  -- yet reaped, by tenant; read once, when a cap first needs them.
+  local gone, goneBy, expired
   local function exhausted()
     return pi > #page and rotDone and wi > #wk
   end
@@ -135,7 +139,15 @@ local function claimReadFlow(freed)
             e.live = 0
             e.capfree = true
           else
-            e.live = liveLeases(TLEASES, e.lt, NX) - (freed and freed[e.lt] or 0)
+            if not expired then
+              gone, goneBy = {}, {}
+              for _, ref in ipairs(freed or {}) do
+                local lt = tenantOfRef(ref)
+                gone[ref], goneBy[lt] = true, (goneBy[lt] or 0) + 1
+              end
+              expired = expiredBy(LEASES, ARGV[1], gone)
+            end
+            e.live = tenantLeases(TLEASES, e.lt) - (goneBy[e.lt] or 0) - (expired[e.lt] or 0)
             sf[#sf + 1], sw[#sw + 1] = 'h' .. e.lt, {e, 'h'}
           end
         end
@@ -178,7 +190,7 @@ local function claimReadFlow(freed)
   local chunk = math.ceil(max / #E) + 1 -- as claimRead: a round's share and a look beyond
 
   local np = 0
-  local taken, refs, tl = {}, {}, {} -- READY members, refs and lp(tenant)s of the batch
+  local taken, refs = {}, {} -- READY members and refs of the batch
   local held = {}
   local turn = tonumber(redis.call('GET', TURN) or '0')
   local turn0 = turn
@@ -245,7 +257,6 @@ local function claimReadFlow(freed)
       np = np + 1
       taken[np] = m
       refs[np] = string.sub(m, #e.lt + 33)
-      tl[np] = e.lt
       e.served = (e.served or 0) + 1
       if L then
         if L.cap > 0 then
@@ -354,7 +365,7 @@ local function claimReadFlow(freed)
   local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = names, served = served, turn = turn, turn0 = turn0,
-    tl = tl, fset = fset, fdel = fdel, held = held, nmarks = nmarks}
+    flow = true, fset = fset, fdel = fdel, held = held, nmarks = nmarks}
 end
 
 -- claimRead does every read and returns either the reply (a replay or
@@ -568,23 +579,23 @@ local function claimLease(c)
 
   -- Lease the items: one HSET of the lease hash and one ZADD for the
   -- batch. A member whose record is gone (none should be) is dropped.
-  local out, got, tm = {0}, {}, {}
-  local tl, xh = c.tl, c.tl and string.format('%016x', tonumber(ARGV[4]))
+  local out, got = {0}, {}
   for k = 1, c.np do
     local rec = c.recs[k]
     if rec then
       local j = #got + 1
       got[j], out[j + 1] = c.refs[k], rec
-      if tl then
-        tm[2 * j - 1], tm[2 * j] = 0, tl[k] .. xh .. c.refs[k]
-      end
     end
   end
   local n = #got
   if n == 0 then
     return {}
   end
-  if tl then
+  if c.flow then
+    local tm = {}
+    for j = 1, n do
+      tm[2 * j - 1], tm[2 * j] = 0, got[j]
+    end
     redis.call('ZADD', TLEASES, unpack(tm))
   elseif c.mkflow then
     -- The flow keys' placeholders (see the prelude), for a queue an

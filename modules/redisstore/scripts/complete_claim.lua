@@ -24,10 +24,10 @@ if #ARGV > 10 then
     lost, drops = completeRead(11, 23)
   end
 end
-local freed
+local freed -- the refs of this queue the complete half ends
 for _, d in ipairs(drops or {}) do
   if KEYS[d[1]] == ITEMS then
-    freed = d.freed
+    freed = d[2]
   end
 end
 local c = tonumber(ARGV[7]) ~= 0 and claimRead(freed)

@@ -6,8 +6,8 @@
 -- complete reads groups of one queue each: from KEYS[fk] on, six keys per
 -- group (the queue's ITEMS, LEASE, LEASES, FLAG, FSTATE and TLEASES), and
 -- from ARGV[fa] on, how many leases the group has, the queue's wake
--- channel, then ref and token per lease; ARGV[1] is now (us) and ARGV[2]
--- now+1us as 16 hex digits. It returns the 1-based positions (counted
+-- channel, then ref and token per lease (ARGV[1] and ARGV[2] are the
+-- caller's: now). It returns the 1-based positions (counted
 -- over all groups) of the leases that were lost, ascending. Every group
 -- is read before the first is written: completeRead reads and returns the
 -- positions lost and what to drop, completeWrite drops it.
@@ -17,7 +17,6 @@
 -- TLEASES, and wakes the queue's claimers when a lease of a tenant a
 -- claim passed over for its cap ends (see capMarked in flow_lib.lua).
 local function completeRead(fa, fk)
-  local now = tonumber(ARGV[1])
   local lost, k, i, key = {}, 0, fa, fk
   local drops = {}
   while i <= #ARGV do
@@ -31,7 +30,6 @@ local function completeRead(fa, fk)
     -- A claimed batch shares one lease value, so each distinct value is
     -- parsed once.
     local toks, ok, seen = {}, {}, {}
-    local tdel, live, lts, xhex = {}, {}, {}, {}
     for j = 1, n do
       local v, ref = vals[j], refs[j]
       local tok = v and toks[v]
@@ -43,30 +41,13 @@ local function completeRead(fa, fk)
       if tok and tok == ARGV[i + 1 + 2 * j] and not seen[ref] then
         seen[ref] = true
         ok[#ok + 1] = ref
-        if flow then
-          local xh = xhex[v]
-          if not xh then
-            local x = tonumber(string.match(v, '^%d+|(%d+)|'))
-            xh = {string.format('%016x', x), x > now}
-            xhex[v] = xh
-          end
-          local lt = tenantOfRef(ref)
-          tdel[#tdel + 1] = lt .. xh[1] .. ref
-          if not live[lt] then
-            lts[#lts + 1] = lt
-            live[lt] = 0
-          end
-          if xh[2] then
-            live[lt] = live[lt] + 1
-          end
-        end
       else
         lost[#lost + 1] = k
       end
     end
     if #ok > 0 then
-      local marks = #lts > 0 and capMarked(KEYS[key + 4], lts) or {}
-      drops[#drops + 1] = {key, ok, tdel = tdel, freed = live, marks = marks, wake = #marks > 0 and ARGV[i + 1]}
+      local marks = flow and capMarked(KEYS[key + 4], ok) or {}
+      drops[#drops + 1] = {key, ok, flow = flow, marks = marks, wake = #marks > 0 and ARGV[i + 1]}
     end
     i = i + 2 + 2 * n
     key = key + 6
@@ -81,8 +62,8 @@ local function completeWrite(drops)
     redis.call('HDEL', KEYS[key], unpack(ok))
     redis.call('HDEL', KEYS[key + 1], unpack(ok))
     redis.call('ZREM', KEYS[key + 2], unpack(ok))
-    if #d.tdel > 0 then
-      redis.call('ZREM', KEYS[key + 5], unpack(d.tdel))
+    if d.flow then
+      redis.call('ZREM', KEYS[key + 5], unpack(ok))
     end
     capUnmark(KEYS[key + 4], d.marks)
     if d.wake and not woken[d.wake] then

@@ -139,16 +139,26 @@ local function tenantOfRef(ref)
   return string.sub(ref, 1, c + tonumber(string.sub(ref, 1, c - 1)))
 end
 
--- leaseMember is the TLEASES member of ref (of tenant lt) expiring at x
--- (us, decimal string or number).
-local function leaseMember(lt, x, ref)
-  return lt .. string.format('%016x', tonumber(x)) .. ref
+-- tenantLeases counts lt's leases in tleases: every lease of the tenant,
+-- expired or not (a ref is lt then lp(id), which begins with a digit, so
+-- the tenant's refs end before lt..';').
+local function tenantLeases(tleases, lt)
+  return redis.call('ZLEXCOUNT', tleases, '[' .. lt, '(' .. lt .. ';')
 end
 
--- liveLeases counts lt's leases in tleases expiring after now; nx is
--- now+1us as 16 hex digits.
-local function liveLeases(tleases, lt, nx)
-  return redis.call('ZLEXCOUNT', tleases, '[' .. lt .. nx, '(' .. lt .. 'g')
+-- expiredBy counts, by lp(tenant), the leases in leases that expired by
+-- now (us, decimal string) and are not yet reaped, leaving out the refs
+-- in skip (a set, or nil). Usually there are none, and then this is one
+-- empty ZRANGE.
+local function expiredBy(leases, now, skip)
+  local out = {}
+  for _, ref in ipairs(redis.call('ZRANGE', leases, '-inf', now, 'BYSCORE')) do
+    if not (skip and skip[ref]) then
+      local lt = tenantOfRef(ref)
+      out[lt] = (out[lt] or 0) + 1
+    end
+  end
+  return out
 end
 
 -- limitsOf reads the effective limits of the tenants lts (lp form) from
@@ -184,15 +194,20 @@ end
 -- one HGET of MARKS while no cap holds anybody back.
 local MARKS = '!h'
 
--- capMarked returns the fields of the marked tenants among lts.
-local function capMarked(fstate, lts)
+-- capMarked returns the fields of the marked tenants among those of the
+-- ended leases refs.
+local function capMarked(fstate, refs)
   local n = tonumber(redis.call('HGET', fstate, MARKS) or '0')
   if n <= 0 then
     return {}
   end
-  local f = {}
-  for i, lt in ipairs(lts) do
-    f[i] = 'h' .. lt
+  local f, seen = {}, {}
+  for _, ref in ipairs(refs) do
+    local lt = tenantOfRef(ref)
+    if not seen[lt] then
+      seen[lt] = true
+      f[#f + 1] = 'h' .. lt
+    end
   end
   local v = redis.call('HMGET', fstate, unpack(f))
   local out = {}

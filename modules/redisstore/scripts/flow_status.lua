@@ -30,19 +30,25 @@ while true do
   from = '(' .. lt .. 'g'
 end
 local count, live, order = {}, {}, {}
+-- Only the expiry of each lease value is read: a batch shares one value.
 local lv = redis.call('HGETALL', LEASE)
+local alive = {}
 for j = 1, #lv, 2 do
-  local ref, l = lv[j], lease(lv[j + 1])
-  if ref ~= '' and l then
+  local ref, v = lv[j], lv[j + 1]
+  local a = alive[v]
+  if a == nil then
+    local x = tonumber(string.match(v, '^%d+|(%d+)|') or '')
+    a = x and (x > now and 1 or 0) or false
+    alive[v] = a
+  end
+  if ref ~= '' and a then
     local lt = tenantOfRef(ref)
     if not count[lt] then
       count[lt], live[lt] = 0, 0
       order[#order + 1] = lt
     end
     count[lt] = count[lt] + 1
-    if tonumber(l.x) > now then
-      live[lt] = live[lt] + 1
-    end
+    live[lt] = live[lt] + a
   end
 end
 local leased = {}

@@ -16,14 +16,7 @@ end
 if l.tok ~= ARGV[2] or tonumber(l.x) <= tonumber(ARGV[3]) then
   return -1
 end
-local flow = redis.call('GET', FLAG) == '1'
 local tok, stok = nextToken()
 redis.call('HSET', LEASE, ref, stok .. '|' .. ARGV[4] .. '|' .. ARGV[5] .. '|' .. ARGV[2] .. '|' .. ARGV[6] .. '|' .. l.w)
 redis.call('ZADD', LEASES, ARGV[4], ref)
-if flow then
-  -- The live-lease index is by expiry: move the lease to its new one.
-  local lt = tenantOfRef(ref)
-  redis.call('ZREM', TLEASES, leaseMember(lt, l.x, ref))
-  redis.call('ZADD', TLEASES, 0, leaseMember(lt, ARGV[4], ref))
-end
 return tok

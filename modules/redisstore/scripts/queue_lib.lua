@@ -46,9 +46,9 @@
 --   FSTATE   hash  per tenant flow state: 'r'..lp(t) rate bucket TAT (us),
 --                  'c'..lp(t) weight credit, 'b'..lp(t) budget slots,
 --                  'h'..lp(t) cap wake mark; '!h' how many marks
---   TLEASES  zset  while FLAG is '1': every lease, score 0, member lp(t),
---                  the expiry (us) as 16 hex digits, then the ref, so a
---                  tenant's live leases are one ZLEXCOUNT
+--   TLEASES  zset  while FLAG is '1': the ref of every lease, score 0, so
+--                  a tenant's leases are one ZLEXCOUNT (less its expired
+--                  ones, which LEASES gives by score)
 --   TOKEN    string  the last fencing token (namespace-wide; see nextToken)
 --   QUEUES   set   queue names
 --

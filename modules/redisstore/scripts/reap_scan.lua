@@ -13,16 +13,13 @@ for j = 1, #refs, 2 do
   names[#names + 1] = refs[j]
 end
 local vals = redis.call('HMGET', LEASE, unpack(names))
-local out, orphans, tdel = {}, {}, {}
+local out, orphans = {}, {}
 for j, ref in ipairs(names) do
   local l = lease(vals[j])
   local r = l and decode(redis.call('HGET', ITEMS, ref))
   local a = r and r.a
   if not a then
     orphans[#orphans + 1] = ref
-    if l then
-      tdel[#tdel + 1] = leaseMember(tenantOfRef(ref), l.x, ref)
-    end
   else
     out[#out + 1] = ref
     out[#out + 1] = l.tok
@@ -31,11 +28,11 @@ for j, ref in ipairs(names) do
   end
 end
 if #orphans > 0 then
-  local flow = #tdel > 0 and redis.call('GET', FLAG) == '1'
+  local flow = redis.call('GET', FLAG) == '1'
   redis.call('ZREM', LEASES, unpack(orphans))
   redis.call('HDEL', LEASE, unpack(orphans))
   if flow then
-    redis.call('ZREM', TLEASES, unpack(tdel))
+    redis.call('ZREM', TLEASES, unpack(orphans))
   end
 end
 return out

@@ -21,7 +21,7 @@ end
 local on = rows > 0
 local leases, credits
 if on and flag ~= '1' then
-  leases = redis.call('HGETALL', LEASE)
+  leases = redis.call('HKEYS', LEASE)
 elseif not on and flag == '1' then
   credits = {}
   for _, f in ipairs(redis.call('HKEYS', FSTATE)) do
@@ -48,11 +48,10 @@ end
 redis.call('SET', FLAG, on and '1' or '0')
 if leases then
   local batch = {}
-  for j = 1, #leases, 2 do
-    local ref, l = leases[j], lease(leases[j + 1])
-    if ref ~= '' and l then
+  for _, ref in ipairs(leases) do
+    if ref ~= '' then
       batch[#batch + 1] = 0
-      batch[#batch + 1] = leaseMember(tenantOfRef(ref), l.x, ref)
+      batch[#batch + 1] = ref
       if #batch >= 2000 then
         redis.call('ZADD', TLEASES, unpack(batch))
         batch = {}

@@ -22,7 +22,6 @@ local drops, recs, dead, tdead, seen = {}, {}, {}, {}, {}
 -- lease ending of a tenant a claim passed over for its cap wakes the
 -- claimers (capMarked in flow_lib.lua).
 local flow = redis.call('GET', FLAG) == '1'
-local tdel, lts, ltSeen = {}, {}, {}
 for i = 4, #ARGV, 10 do
   local ref, tok, maxs = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local r = decode(redis.call('HGET', ITEMS, ref))
@@ -37,14 +36,6 @@ for i = 4, #ARGV, 10 do
   else
     seen[ref] = true
     drops[#drops + 1] = ref
-    if flow then
-      local lt = lp(r.t)
-      tdel[#tdel + 1] = leaseMember(lt, l.x, ref)
-      if not ltSeen[lt] then
-        ltSeen[lt] = true
-        lts[#lts + 1] = lt
-      end
-    end
     r.a = tostring(tonumber(r.a) + 1)
     r.e = ARGV[i + 8]
     r.fn = ARGV[i + 9]
@@ -67,7 +58,7 @@ for i = 4, #ARGV, 10 do
   end
 end
 plan(P)
-local marks = #lts > 0 and capMarked(FSTATE, lts) or {}
+local marks = flow and #drops > 0 and capMarked(FSTATE, drops) or {}
 if #marks > 0 then
   wake = true
 end
@@ -76,8 +67,8 @@ end
 if #drops > 0 then
   redis.call('HDEL', LEASE, unpack(drops))
   redis.call('ZREM', LEASES, unpack(drops))
-  if #tdel > 0 then
-    redis.call('ZREM', TLEASES, unpack(tdel))
+  if flow then
+    redis.call('ZREM', TLEASES, unpack(drops))
   end
   capUnmark(FSTATE, marks)
   for j = 2, #recs, 2 do
