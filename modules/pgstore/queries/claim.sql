@@ -116,13 +116,19 @@ served AS (
 ),
 -- Turn rows are locked in one order and a row another claimer is bumping
 -- is skipped (its bump sends the tenant to the back anyway): a claim never
--- waits for a turn row.
+-- waits for a turn row. They are locked from the served tenants in name
+-- order, one probe of the primary key each: written as
+-- "WHERE tenant IN (SELECT tenant FROM served) ORDER BY tenant", the lock
+-- was planned as a walk of the queue's whole rotation in key order (with
+-- enable_sort off), 3.4 ms of a 4.5 ms claim of 10 with 1,000 tenants.
 bump_lock AS (
-    SELECT t.tenant
-    FROM {turns} t
-    WHERE t.queue = $1 AND t.tenant IN (SELECT tenant FROM served)
-    ORDER BY t.tenant
-    FOR UPDATE SKIP LOCKED
+    SELECT l.tenant
+    FROM (SELECT tenant FROM served ORDER BY tenant) s
+    CROSS JOIN LATERAL (
+        SELECT t.tenant FROM {turns} t
+        WHERE t.queue = $1 AND t.tenant = s.tenant
+        FOR UPDATE SKIP LOCKED
+    ) l
 ),
 batch AS MATERIALIZED (
     SELECT nextval('{turns}_seq') AS n

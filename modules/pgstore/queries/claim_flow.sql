@@ -169,10 +169,7 @@ served AS (
 ),
 -- As in claim.sql, turn rows are locked in one order and one another
 -- claimer is bumping is skipped; a gated tenant's row is this claim's
--- already, so it is never skipped. The rows are locked from the served
--- tenants in name order, one probe of the primary key each (claim.sql's
--- IN (...) is planned as a walk of the queue's whole rotation in key
--- order: 3.4 ms of a 4.5 ms claim of 10 with 1,000 tenants).
+-- already, so it is never skipped.
 bump_lock AS (
     SELECT l.tenant
     FROM (SELECT tenant FROM served ORDER BY tenant) s
