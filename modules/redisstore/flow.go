@@ -228,13 +228,14 @@ func tenantFlow(ql contract.QueueLimits, t string, live int, state map[string]st
 	return tf
 }
 
-// budgetSlots decodes a budget field (flow_lib.lua's budgetSlots, the same
-// moves between widths) into usage by slot of width ms.
+// budgetSlots decodes a budget field (as flow_lib.lua's budgetSlots does)
+// into usage by slot of width ms; slots kept in another width count for
+// nothing.
 func budgetSlots(s string, width int64) map[int64]contract.Usage {
 	out := map[int64]contract.Usage{}
 	head, rest, _ := strings.Cut(s, "|")
 	w0, err := strconv.ParseInt(head, 10, 64)
-	if err != nil || width <= 0 {
+	if err != nil || width <= 0 || w0 != width {
 		return out
 	}
 	for _, e := range strings.Split(rest, "|") {
@@ -248,23 +249,12 @@ func budgetSlots(s string, width int64) map[int64]contract.Usage {
 		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		if w0 != width {
-			k = floorDiv(k*w0, width)
-		}
 		u := out[k]
 		u.CostMicros += c
 		u.Tokens += n
 		out[k] = u
 	}
 	return out
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
 }
 
 // budgetUsed sums the slots s-10 .. s.

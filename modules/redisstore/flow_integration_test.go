@@ -296,6 +296,14 @@ func TestFlowWeightRateBudget(t *testing.T) {
 		if err != nil || byTenant(got)["a"] != 5 {
 			t.Fatalf("once the window slid: %v, %v", got, err)
 		}
+		// A new window starts the count afresh.
+		if err := f.Charge(ctx, "", "a", contract.Usage{CostMicros: 100}); err != nil {
+			t.Fatal(err)
+		}
+		f.setLimits(t, "", contract.Limits{Budget: contract.Budget{CostMicros: 100, Window: 20 * time.Second}})
+		if st, err := f.FlowStatus(ctx, ""); err != nil || st[0].BudgetUsed.CostMicros != 0 || st[0].Held != contract.HeldNone {
+			t.Fatalf("after the window changed: %+v, %v; want nothing counted", st, err)
+		}
 	})
 }
 

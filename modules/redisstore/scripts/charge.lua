@@ -1,9 +1,8 @@
 -- Adds usage to one tenant's budget slots, in the slot of now of the
 -- tenant's effective budget (its own limits, else the queue's default).
 -- Usage charged while no budget applies to the tenant is not kept: there
--- is no window to count it in. Slots that left the window are dropped;
--- slots kept in another width (the window changed since) are moved to the
--- slot of the new width that holds their start.
+-- is no window to count it in. Slots that left the window are dropped,
+-- and so are slots kept in another width (a new window starts afresh).
 --
 -- ARGV[1] lp(tenant)   ARGV[2] cost micros   ARGV[3] tokens   ARGV[4] now (unix ms)
 -- Returns 1 when the usage was kept, 0 when no budget applies.

@@ -58,20 +58,19 @@ local function fnum(x)
   return string.format('%.17g', x)
 end
 
--- budgetSlots decodes a budget field into slot -> {cost, tokens}, moving
--- charges kept in slots of another width (the window changed) to the slot
--- of width that holds their slot's start.
+-- budgetSlots decodes a budget field into slot -> {cost, tokens}. Slots
+-- kept in another width (the window changed since) are not counted: a
+-- new window starts the count afresh, as on every backing.
 local function budgetSlots(s, width)
   local out = {}
   if not s or s == '' then
     return out
   end
-  local w0 = tonumber(string.match(s, '^(%d+)')) or width
+  if tonumber(string.match(s, '^(%d+)')) ~= width then
+    return out
+  end
   for sl, c, t in string.gmatch(s, '|(%-?%d+):(%d+):(%d+)') do
     local k = tonumber(sl)
-    if w0 ~= width then
-      k = math.floor(k * w0 / width)
-    end
     local e = out[k]
     if not e then
       e = {0, 0}
