@@ -34,14 +34,6 @@ func report(ctx context.Context, held []heldTenant) {
 	}
 }
 
-// defaultUsageSlotMillis is the slot width a charge is filed under when
-// no budget applies to its tenant.
-const defaultUsageSlotMillis = 1000
-
-// usageKeepMillis is how long a charge filed without a budget is kept:
-// the longest window any budget can count it in.
-var usageKeepMillis = (contract.MaxBudgetWindow + contract.MaxBudgetWindow/contract.BudgetSlots).Milliseconds()
-
 // limitsRow is the columns of an adk_limits row, in the order of the
 // queries that read one.
 type limitsRow struct {
@@ -152,12 +144,27 @@ func (h *capHolds) ended(q *workQueue, keys []tenantKey) {
 // claimers.
 func (q *workQueue) SetLimits(ctx context.Context, queue, tenant string, l contract.Limits) error {
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
-		if l.IsZero() {
-			_, err := e.ExecContext(ctx, limitsDeleteSQL, queue, tenant)
+		before, _, err := effectiveLimits(ctx, e, queue, tenant)
+		if err != nil {
 			return err
 		}
-		_, err := e.ExecContext(ctx, limitsPutSQL, queue, tenant, l.MaxLeased, l.Rate, l.Burst, l.Weight,
-			l.Budget.CostMicros, l.Budget.Tokens, l.Budget.Window.Milliseconds())
+		if l.IsZero() {
+			_, err = e.ExecContext(ctx, limitsDeleteSQL, queue, tenant)
+		} else {
+			_, err = e.ExecContext(ctx, limitsPutSQL, queue, tenant, l.MaxLeased, l.Rate, l.Burst, l.Weight,
+				l.Budget.CostMicros, l.Budget.Tokens, l.Budget.Window.Milliseconds())
+		}
+		if err != nil {
+			return err
+		}
+		after, _, err := effectiveLimits(ctx, e, queue, tenant)
+		if err != nil {
+			return err
+		}
+		if !before.Budget.IsZero() && !after.Budget.IsZero() && before.Budget.Window != after.Budget.Window {
+			// A new window starts the count afresh, as on every backing.
+			_, err = e.ExecContext(ctx, usageResetSQL, queue, tenant)
+		}
 		return err
 	})
 	if err != nil {
@@ -205,12 +212,9 @@ func listLimits(ctx context.Context, e execer, queue string) (contract.Limits, m
 }
 
 // usageSlot returns the width (ms) and first millisecond of the slot a
-// charge at nowMillis is filed under with budget b.
+// charge at nowMillis is filed under with budget b (which is not zero).
 func usageSlot(b contract.Budget, nowMillis int64) (width, start int64) {
-	width = b.SlotMillis()
-	if width <= 0 {
-		width = defaultUsageSlotMillis
-	}
+	width = max(b.SlotMillis(), 1)
 	s := nowMillis / width
 	if nowMillis < 0 && nowMillis%width != 0 {
 		s--
@@ -220,23 +224,19 @@ func usageSlot(b contract.Budget, nowMillis int64) (width, start int64) {
 
 // Charge adds u to the tenant's slot of now, filed by the slot width of
 // the budget that applies to it, and forgets the tenant's charges no
-// window can count any more.
+// window can count any more. A tenant without a budget keeps no usage.
 func (q *workQueue) Charge(ctx context.Context, queue, tenant string, u contract.Usage) error {
 	ms := q.clock.Now().UnixMilli()
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		l, _, err := effectiveLimits(ctx, e, queue, tenant)
-		if err != nil {
-			return err
+		if err != nil || l.Budget.IsZero() {
+			return err // usage is kept under a budget only
 		}
 		width, start := usageSlot(l.Budget, ms)
 		if _, err := e.ExecContext(ctx, usageAddSQL, queue, tenant, start, u.CostMicros, u.Tokens); err != nil {
 			return err
 		}
-		forget := ms - usageKeepMillis
-		if !l.Budget.IsZero() {
-			forget = start - contract.BudgetSlots*width
-		}
-		_, err = e.ExecContext(ctx, usagePruneSQL, queue, tenant, forget)
+		_, err = e.ExecContext(ctx, usagePruneSQL, queue, tenant, start-contract.BudgetSlots*width)
 		return err
 	})
 	return queueErr(ctx, err)

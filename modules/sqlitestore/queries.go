@@ -117,6 +117,8 @@ var (
 	usageAddSQL string
 	//go:embed queries/usage_prune.sql
 	usagePruneSQL string
+	//go:embed queries/usage_reset.sql
+	usageResetSQL string
 	//go:embed queries/usage_window.sql
 	usageWindowSQL string
 )
