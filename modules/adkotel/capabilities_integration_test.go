@@ -52,7 +52,7 @@ func checkForwarding(t *testing.T, q, w contract.WorkQueue, system string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	want := contract.CapabilitiesOf(q)
-	if want != (contract.Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Backing: system}) {
+	if want != (contract.Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: true, Backing: system}) {
 		t.Fatalf("the backing reports %+v; want every capability and Backing %q", want, system)
 	}
 	if got := contract.CapabilitiesOf(w); got != want {
@@ -62,8 +62,18 @@ func checkForwarding(t *testing.T, q, w contract.WorkQueue, system string) {
 	wk, okW := contract.AsWaker(w)
 	st, okS := contract.AsStatsSource(w)
 	cc, okC := contract.AsCompleteClaimer(w)
-	if !okI || !okW || !okS || !okC {
-		t.Fatalf("As*: inspector %v waker %v stats %v complete-claimer %v; want all", okI, okW, okS, okC)
+	fc, okF := contract.AsFlowController(w)
+	if !okI || !okW || !okS || !okC || !okF {
+		t.Fatalf("As*: inspector %v waker %v stats %v complete-claimer %v flow %v; want all", okI, okW, okS, okC, okF)
+	}
+
+	// FlowController: limits set through the wrapper are the backing's.
+	if err := fc.SetLimits(ctx, "", "acme", contract.Limits{MaxLeased: 5}); err != nil {
+		t.Fatalf("SetLimits through the wrapper: %v", err)
+	}
+	inner, _ := contract.AsFlowController(q)
+	if ql, err := inner.Limits(ctx, ""); err != nil || ql.Tenants["acme"].MaxLeased != 5 {
+		t.Errorf("the backing's limits after a SetLimits through the wrapper: %+v, %v", ql, err)
 	}
 
 	// Waker: an enqueue through the wrapper wakes a subscriber of it.
@@ -111,8 +121,8 @@ func checkForwarding(t *testing.T, q, w contract.WorkQueue, system string) {
 	// StatsSource: the wrapper reads the backing's counters, which the
 	// calls above moved.
 	before := st.Stats()
-	inner, _ := contract.AsStatsSource(q)
-	after := inner.Stats()
+	innerStats, _ := contract.AsStatsSource(q)
+	after := innerStats.Stats()
 	if before == (contract.Stats{}) {
 		t.Errorf("Stats through the wrapper are all zero")
 	}

@@ -30,6 +30,7 @@ func queueFlowCases() []subtest[QueueFactory] {
 		{"Rate", testFlowRate},
 		{"Weights", testFlowWeights},
 		{"Budget", testFlowBudget},
+		{"BudgetCountsItsOwnWindow", testFlowBudgetOwnWindow},
 		{"HeldKeepsPlace", testFlowKeepsPlace},
 	}
 }
@@ -39,7 +40,7 @@ func flowOf(t *testing.T, q contract.WorkQueue) contract.FlowController {
 	t.Helper()
 	fc, ok := contract.AsFlowController(q)
 	if !ok {
-		t.Skipf("%T does not enforce limits yet (contract.FlowController, Capabilities().Flow)", q)
+		t.Fatalf("%T does not enforce limits (contract.FlowController, Capabilities().Flow): every backing must", q)
 	}
 	return fc
 }
@@ -445,6 +446,31 @@ func testFlowBudget(t *testing.T, f QueueFactory) {
 			t.Fatalf("%v was held back and came back with %d attempts, want 0", l.Key(), l.Item.Attempts)
 		}
 	}
+}
+
+// testFlowBudgetOwnWindow: usage is kept under a budget only, and a new
+// window starts the count afresh.
+func testFlowBudgetOwnWindow(t *testing.T, f QueueFactory) {
+	q, clock := newQueue(t, f, testPolicy())
+	fc := flowOf(t, q)
+	enqueue(t, q, items("acme", "a", 2)...)
+	mustNoErr(t, fc.Charge(t.Context(), contract.DefaultQueue, "acme", contract.Usage{CostMicros: 5000}), "Charge without a budget")
+	budget := contract.Limits{Budget: contract.Budget{CostMicros: 1000, Window: time.Minute}}
+	setLimits(t, fc, "acme", budget)
+	if tf := flowOfTenant(t, fc, "acme"); tf.Held != contract.HeldNone || tf.BudgetUsed.CostMicros != 0 {
+		t.Fatalf("a charge made without a budget counted under the one set later: %+v", tf)
+	}
+	clock.Advance(time.Second)
+	mustNoErr(t, fc.Charge(t.Context(), contract.DefaultQueue, "acme", contract.Usage{CostMicros: 1000}), "Charge to the ceiling")
+	if tf := flowOfTenant(t, fc, "acme"); tf.Held != contract.HeldBudget {
+		t.Fatalf("at the ceiling: %+v, want held by its budget", tf)
+	}
+	budget.Budget.Window = 2 * time.Minute
+	setLimits(t, fc, "acme", budget)
+	if tf := flowOfTenant(t, fc, "acme"); tf.Held != contract.HeldNone || tf.BudgetUsed.CostMicros != 0 {
+		t.Fatalf("after the window changed: %+v, want the count started afresh", tf)
+	}
+	claimOne(t, q, "w")
 }
 
 // testFlowKeepsPlace: a tenant held back keeps its place in the rotation,
