@@ -133,7 +133,9 @@ func (b *ourBacking) sample(ctx context.Context) {
 	name := b.w.sampled
 	go func() {
 		defer close(done)
-		t := time.NewTicker(2 * time.Millisecond)
+		// Often enough to catch a cap overrun that lasts a claim's
+		// round trips, seldom enough not to load the backing measured.
+		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		for {
 			if st, err := fc.FlowStatus(ctx, benchQueue); err == nil {

@@ -90,7 +90,7 @@ var limitScenarios = []string{"limits", "limits-cap", "limits-scale"}
 
 // flowBackings are the backings TestSmokeLimits runs the flow-control
 // scenarios on.
-var flowBackings = []string{"memstore", "sqlite"}
+var flowBackings = []string{"memstore", "redis", "pg-listen", "sqlite"}
 
 // TestSmokeLimits runs the flow-control scenarios with tiny counts: every
 // row handles all of its items exactly once, and the capped tenant never
