@@ -256,4 +256,31 @@ func exercise(t *testing.T, name string, env map[string]string, flags []string, 
 	if code, _, errOut := runArgs(t, env, cmd("item", "--tenant", "globex", "--id", "dead-g")...); code != exitNotFound || !strings.Contains(errOut, "no item") {
 		t.Errorf("%s: a purged item: exit %d %q", name, code, errOut)
 	}
+
+	// Limits, set by adkctl and enforced by the backing: globex holds one
+	// live lease, so a cap of 1 holds it back.
+	v = decode(exitOK, cmd("limits", "set", "--tenant", "globex", "--max-leased", "1", "--weight", "2")...)
+	if l := v["limits"].(map[string]any); l["max_leased"] != 1.0 || l["weight"] != 2.0 {
+		t.Errorf("%s: limits set: %v", name, v)
+	}
+	fc, ok := contract.AsFlowController(q)
+	if !ok {
+		t.Fatalf("%s does not enforce limits", name)
+	}
+	if ql, err := fc.Limits(ctx, queue); err != nil || ql.Tenants["globex"] != (contract.Limits{MaxLeased: 1, Weight: 2}) {
+		t.Errorf("%s: the backing's limits after adkctl set them: %+v, %v", name, ql, err)
+	}
+	held := ""
+	for _, r := range decode(exitOK, cmd("limits", "show")...)["tenants"].([]any) {
+		if m := r.(map[string]any); m["tenant"] == "globex" {
+			held, _ = m["held"].(string)
+		}
+	}
+	if held != "cap" {
+		t.Errorf("%s: limits show says globex is held by %q, want cap", name, held)
+	}
+	decode(exitOK, cmd("limits", "clear", "--tenant", "globex")...)
+	if ql, err := fc.Limits(ctx, queue); err != nil || len(ql.Tenants) != 0 {
+		t.Errorf("%s: limits after clear: %+v, %v", name, ql, err)
+	}
 }
