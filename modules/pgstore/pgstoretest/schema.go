@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/pgstore"
 )
 
@@ -24,10 +24,7 @@ const EnvDSN = "ADK_TEST_POSTGRES_DSN"
 // test, with the fix, when the variable is not set or pgx cannot parse it.
 func DSN(t testing.TB) string {
 	t.Helper()
-	dsn := os.Getenv(EnvDSN)
-	if dsn == "" {
-		t.Fatal("set " + EnvDSN + " (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL integration tests")
-	}
+	dsn := contracttest.Env(t, EnvDSN, "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "the PostgreSQL integration tests")
 	if _, err := pgx.ParseConfig(dsn); err != nil {
 		t.Fatalf("%s is not a connection string pgx reads: %v", EnvDSN, err)
 	}

@@ -5,12 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/adkit/adk/modules/contract/contracttest"
 )
 
 // EnvURL names the variable holding the shared test server's URL, e.g.
@@ -21,11 +22,7 @@ const EnvURL = "ADK_TEST_REDIS_URL"
 // fix, when the variable is not set.
 func URL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv(EnvURL)
-	if u == "" {
-		t.Fatal("set " + EnvURL + " (e.g. redis://127.0.0.1:6379/0) to run the Redis integration tests")
-	}
-	return u
+	return contracttest.Env(t, EnvURL, "redis://127.0.0.1:6379/0", "the Redis integration tests")
 }
 
 // Client returns a client of the shared test server, closed when the
