@@ -194,6 +194,49 @@ func TestFlowCapCountsLeasesFromBeforeLimits(t *testing.T) {
 	}
 }
 
+// TestFlowCapCountsLeasesTakenUncapped: while the queue has limits, only
+// capped tenants' leases are indexed, so a cap that comes later (on the
+// tenant's own row or the default) must still count the leases its
+// tenant took while it had none.
+func TestFlowCapCountsLeasesTakenUncapped(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	f.enqueue(t, "a", 4)
+	f.enqueue(t, "b", 4)
+	f.setLimits(t, "z", contract.Limits{Weight: 2}) // limits on, a and b uncapped
+	first, err := f.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 4})
+	if err != nil || len(first) != 4 {
+		t.Fatalf("claim: %v, %v", first, err)
+	}
+	f.setLimits(t, "a", contract.Limits{MaxLeased: 2})
+	f.setLimits(t, "", contract.Limits{MaxLeased: 3})
+	got, err := f.Claim(ctx, claimReq(5))
+	if err != nil || len(got) != 1 || got[0].Item.Tenant != "b" {
+		t.Fatalf("a at its cap, b one below the default's: %v, %v; want one of b", got, err)
+	}
+	f.setLimits(t, "", contract.Limits{})
+	got, err = f.Claim(ctx, claimReq(5))
+	if err != nil || len(got) != 1 || got[0].Item.Tenant != "b" {
+		t.Fatalf("after the default went: %v, %v; want b's last item", got, err)
+	}
+	for _, l := range first {
+		if l.Item.Tenant == "a" {
+			if err := f.Complete(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if err := f.Enqueue(ctx, contract.Item{Tenant: "b", ID: "b-late"}); err != nil {
+		t.Fatal(err)
+	}
+	f.setLimits(t, "b", contract.Limits{MaxLeased: 4})
+	got, err = f.Claim(ctx, claimReq(5))
+	if n := byTenant(got); err != nil || n["a"] != 1 || n["b"] != 0 {
+		t.Fatalf("a one below its cap, b at its own: %v, %v; want one of a", n, err)
+	}
+}
+
 // TestFlowCompleteAndClaimFreesTheCap: the claim half counts the leases
 // the complete half of the same call ends.
 func TestFlowCompleteAndClaimFreesTheCap(t *testing.T) {

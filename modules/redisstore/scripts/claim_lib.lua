@@ -230,7 +230,7 @@ local function claimReadFlow(freed)
 
   -- serve gives tenant e its turn: items while it is not held, has due
   -- ones and its credit is below its weight, and the batch has room.
-  local back, marks = {}, {}
+  local back, marks, capped = {}, {}, {}
   local function serve(e)
     local L = e.L
     local w = L and L.w or 1
@@ -261,6 +261,7 @@ local function claimReadFlow(freed)
       if L then
         if L.cap > 0 then
           e.live = e.live + 1
+          capped[np] = true -- its lease goes into TLEASES
         end
         if L.rate > 0 then
           e.tat = rateTake(L, e.tat, now)
@@ -282,10 +283,13 @@ local function claimReadFlow(freed)
   -- The walk: every tenant read in rotation order first (reading further
   -- pages while the batch has room), then those sent to the back, in the
   -- order they went.
-  local oi, bi = 1, 1
+  -- Further pages are as long as the batch's room, doubling each time
+  -- (held tenants ahead can make a walk long, but it takes a few reads).
+  local oi, bi, grow = 1, 1, 1
   while np < max do
     if oi > #E and not exhausted() then
-      pull(math.max(max - np, 32))
+      pull(math.min(math.max(max - np, grow), 1024))
+      grow = grow * 2
     end
     local e
     if oi <= #E then
@@ -365,7 +369,7 @@ local function claimReadFlow(freed)
   local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = names, served = served, turn = turn, turn0 = turn0,
-    flow = true, fset = fset, fdel = fdel, held = held, nmarks = nmarks}
+    flow = true, capped = capped, fset = fset, fdel = fdel, held = held, nmarks = nmarks}
 end
 
 -- claimRead does every read and returns either the reply (a replay or
@@ -579,23 +583,24 @@ local function claimLease(c)
 
   -- Lease the items: one HSET of the lease hash and one ZADD for the
   -- batch. A member whose record is gone (none should be) is dropped.
-  local out, got = {0}, {}
+  -- With limits, the leases of tenants under a cap go into TLEASES.
+  local out, got, tm = {0}, {}, {}
   for k = 1, c.np do
     local rec = c.recs[k]
     if rec then
       local j = #got + 1
       got[j], out[j + 1] = c.refs[k], rec
+      if c.flow and c.capped[k] then
+        tm[#tm + 1] = 0
+        tm[#tm + 1] = c.refs[k]
+      end
     end
   end
   local n = #got
   if n == 0 then
     return {}
   end
-  if c.flow then
-    local tm = {}
-    for j = 1, n do
-      tm[2 * j - 1], tm[2 * j] = 0, got[j]
-    end
+  if #tm > 0 then
     redis.call('ZADD', TLEASES, unpack(tm))
   elseif c.mkflow then
     -- The flow keys' placeholders (see the prelude), for a queue an

@@ -46,8 +46,9 @@
 --   FSTATE   hash  per tenant flow state: 'r'..lp(t) rate bucket TAT (us),
 --                  'c'..lp(t) weight credit, 'b'..lp(t) budget slots,
 --                  'h'..lp(t) cap wake mark; '!h' how many marks
---   TLEASES  zset  while FLAG is '1': the ref of every lease, score 0, so
---                  a tenant's leases are one ZLEXCOUNT (less its expired
+--   TLEASES  zset  while FLAG is '1': the ref of every lease of a tenant
+--                  whose effective limits have a cap, score 0, so such a
+--                  tenant's leases are one ZLEXCOUNT (less its expired
 --                  ones, which LEASES gives by score)
 --   TOKEN    string  the last fencing token (namespace-wide; see nextToken)
 --   QUEUES   set   queue names

@@ -1,7 +1,7 @@
 -- Sets or removes one limits row of a queue and keeps the queue's flag:
--- '1' while any row exists. Turning the flag on builds TLEASES from the
--- leases held now (it is kept only while the flag is on); turning it off
--- empties TLEASES and drops the weight credits. Rate buckets and budget
+-- '1' while any row exists. While it is on, each change rebuilds TLEASES
+-- from the leases held now (the leases of the tenants a cap applies to);
+-- turning it off empties TLEASES and drops the weight credits. Rate buckets and budget
 -- usage stay. The claimers are woken: the change may free a held tenant.
 --
 -- ARGV[1] the row's field: lp(tenant), or '0:' for the queue's default
@@ -19,10 +19,53 @@ elseif val == '' and had then
   rows = rows - 1
 end
 local on = rows > 0
+-- While the flag is on, TLEASES holds the leases of the tenants whose
+-- effective limits have a cap (the only ones a claim counts), so every
+-- change of a row rebuilds it from the leases held now: one pass over
+-- them, and one HMGET of their tenants' rows.
 local leases, credits
-if on and flag ~= '1' then
-  leases = redis.call('HKEYS', LEASE)
-elseif not on and flag == '1' then
+if on then
+  leases = {}
+  local refs = redis.call('HKEYS', LEASE)
+  local lts, by = {}, {}
+  for _, ref in ipairs(refs) do
+    if ref ~= '' then
+      local lt = tenantOfRef(ref)
+      if not by[lt] then
+        by[lt] = {}
+        lts[#lts + 1] = lt
+      end
+      local rs = by[lt]
+      rs[#rs + 1] = ref
+    end
+  end
+  if #lts > 0 then
+    local f = {'0:'}
+    for i, lt in ipairs(lts) do
+      f[i + 1] = lt
+    end
+    local v = redis.call('HMGET', LIMITS, unpack(f))
+    local function row(i)
+      if f[i] == field then
+        return val ~= '' and val or false
+      end
+      return v[i]
+    end
+    local dflt = flowLimits(row(1) or nil)
+    for i, lt in ipairs(lts) do
+      local raw = row(i + 1)
+      local L = dflt
+      if raw then
+        L = flowLimits(raw) or dflt
+      end
+      if L and L.cap > 0 then
+        for _, ref in ipairs(by[lt]) do
+          leases[#leases + 1] = ref
+        end
+      end
+    end
+  end
+elseif flag == '1' then
   credits = {}
   for _, f in ipairs(redis.call('HKEYS', FSTATE)) do
     local k = string.sub(f, 1, 1)
@@ -47,6 +90,9 @@ else
 end
 redis.call('SET', FLAG, on and '1' or '0')
 if leases then
+  if flag == '1' then
+    redis.call('ZREMRANGEBYLEX', TLEASES, '(', '+')
+  end
   local batch = {}
   for _, ref in ipairs(leases) do
     if ref ~= '' then
