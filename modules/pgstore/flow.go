@@ -328,7 +328,7 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 	var held []claimRow
 	free := false
 	args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor), contract.UnixMicros(now), now.UnixMilli(), rep != nil}
-	err := q.db.plannedRows(ctx, e, q.q.claimFlow, q.q.claimSettings, args, func(rows pgx.Rows) error {
+	err := q.db.plannedRows(ctx, e, q.q.claimFlow, q.q.claimFlowSettings, args, func(rows pgx.Rows) error {
 		r, err := scanFlowClaim(rows)
 		if err != nil {
 			return err
