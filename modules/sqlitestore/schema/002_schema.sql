@@ -137,6 +137,11 @@ CREATE TABLE adk_limits (
     budget_window_ms INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (queue, tenant)
 ) WITHOUT ROWID;
+-- The rows that set a cap, and those that set a budget: a claim asks
+-- whether any applies in its queue with one probe of these, however many
+-- tenants have limits.
+CREATE INDEX adk_limits_capped ON adk_limits (queue) WHERE max_leased > 0;
+CREATE INDEX adk_limits_budgeted ON adk_limits (queue) WHERE budget_window_ms > 0;
 
 -- Usage charged to a tenant (version 2), summed per slot of its budget's
 -- window: start_ms is the first millisecond of the slot the charge fell

@@ -31,6 +31,11 @@ CREATE TABLE adk_limits (
     budget_window_ms INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (queue, tenant)
 ) WITHOUT ROWID;
+-- The rows that set a cap, and those that set a budget: a claim asks
+-- whether any applies in its queue with one probe of these, however many
+-- tenants have limits.
+CREATE INDEX adk_limits_capped ON adk_limits (queue) WHERE max_leased > 0;
+CREATE INDEX adk_limits_budgeted ON adk_limits (queue) WHERE budget_window_ms > 0;
 
 CREATE TABLE adk_usage (
     queue       TEXT    NOT NULL,
