@@ -23,30 +23,42 @@ type execer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// preparer is an execer that can prepare: *sql.Conn and *sql.Tx.
-type preparer interface {
-	execer
-	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-}
-
 // stmtCache runs a write transaction's statements, each prepared once
 // however often the transaction runs it: a claim of a batch runs the same
 // four statements for every item, an enqueue two for every item, and
-// SQLite spends more compiling a statement than running it.
+// SQLite spends more compiling a statement than running it. The
+// statements of queries/ are not even compiled once per transaction: they
+// come from the backing's statements prepared on the pool (poolStmts),
+// which database/sql keeps prepared on each connection that has run them,
+// so a connection compiles each of them once in its life.
 type stmtCache struct {
-	e     preparer
-	stmts map[string]*sql.Stmt
+	tx     *sql.Tx
+	pool   *poolStmts
+	stmts  map[string]*sql.Stmt
+	missed []string // statements of queries/ the pool lacked
 }
 
-func newStmtCache(e preparer) *stmtCache { return &stmtCache{e: e, stmts: map[string]*sql.Stmt{}} }
+func newStmtCache(tx *sql.Tx, pool *poolStmts) *stmtCache {
+	return &stmtCache{tx: tx, pool: pool, stmts: map[string]*sql.Stmt{}}
+}
 
 func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st := c.stmts[query]; st != nil {
 		return st, nil
 	}
-	st, err := c.e.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
+	var st *sql.Stmt
+	if ps := c.pool.lookup(query); ps != nil {
+		// Prepared on this transaction's connection already unless the
+		// connection is new; then it is prepared here, once.
+		st = c.tx.StmtContext(ctx, ps)
+	} else {
+		var err error
+		if st, err = c.tx.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		if queryFile[query] {
+			c.missed = append(c.missed, query)
+		}
 	}
 	c.stmts[query] = st
 	return st, nil
@@ -73,11 +85,13 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	st, err := c.stmt(ctx, query)
 	if err != nil {
-		return c.e.QueryRowContext(ctx, query, args...)
+		return c.tx.QueryRowContext(ctx, query, args...)
 	}
 	return st.QueryRowContext(ctx, args...)
 }
 
+// close closes the transaction's statements; those of the pool stay
+// prepared on the connection.
 func (c *stmtCache) close() {
 	for _, st := range c.stmts {
 		_ = st.Close()
@@ -109,15 +123,15 @@ type db struct {
 	tx    *sql.Tx
 	gate  chan struct{} // one writer of this backing at a time
 	stats *counters
-	reads *readCache
+	pool  *poolStmts
 }
 
 func newDB(d *sql.DB) *db {
-	return &db{sql: d, gate: make(chan struct{}, 1), stats: &counters{}, reads: &readCache{db: d, stmts: map[string]*sql.Stmt{}}}
+	return &db{sql: d, gate: make(chan struct{}, 1), stats: &counters{}, pool: &poolStmts{db: d, stmts: map[string]*sql.Stmt{}}}
 }
 
 func (d *db) boundTo(tx *sql.Tx) *db {
-	return &db{sql: d.sql, tx: tx, gate: d.gate, stats: d.stats, reads: d.reads}
+	return &db{sql: d.sql, tx: tx, gate: d.gate, stats: d.stats, pool: d.pool}
 }
 
 // cachedReads returns e, the execer read gave, running its statements
@@ -129,19 +143,38 @@ func (d *db) cachedReads(e execer) execer {
 	if e != execer(d.sql) {
 		return e
 	}
-	return d.reads
+	return d.pool
 }
 
-// readCache is an execer over statements prepared once on the pool; a
+// poolStmts is an execer over statements prepared once on the pool; a
 // *sql.Stmt of a *sql.DB is safe for concurrent use and prepares itself
-// again on each connection that runs it.
-type readCache struct {
+// again on each connection that runs it, once. Write transactions take
+// theirs from it too (lookup, add).
+type poolStmts struct {
 	db    *sql.DB
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
 }
 
-func (c *readCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+// lookup returns the statement of query if it is prepared, else nil.
+func (c *poolStmts) lookup(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stmts[query]
+}
+
+// add prepares the queries on the pool, for the write transactions that
+// follow. It runs after a write, never inside one: preparing takes a
+// connection of the pool, which a pool of one holds for the write. A
+// query that does not prepare is left out (its transaction prepares it
+// again and sees the error).
+func (c *poolStmts) add(ctx context.Context, queries []string) {
+	for _, q := range queries {
+		_, _ = c.stmt(ctx, q)
+	}
+}
+
+func (c *poolStmts) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st := c.stmts[query]; st != nil {
@@ -155,7 +188,7 @@ func (c *readCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-func (c *readCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (c *poolStmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	st, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -163,7 +196,7 @@ func (c *readCache) ExecContext(ctx context.Context, query string, args ...any) 
 	return st.ExecContext(ctx, args...)
 }
 
-func (c *readCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (c *poolStmts) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	st, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -171,7 +204,7 @@ func (c *readCache) QueryContext(ctx context.Context, query string, args ...any)
 	return st.QueryContext(ctx, args...)
 }
 
-func (c *readCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (c *poolStmts) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	st, err := c.stmt(ctx, query)
 	if err != nil {
 		return c.db.QueryRowContext(ctx, query, args...)
@@ -203,10 +236,24 @@ func (d *db) write(ctx context.Context, fn func(ctx context.Context, e execer) e
 		return err
 	}
 	if d.tx != nil {
-		c := newStmtCache(d.tx)
+		// The caller's transaction holds its connection: statements the
+		// pool lacks are prepared in it and not added (that would take
+		// a second connection while the caller holds the first).
+		c := newStmtCache(d.tx, d.pool)
 		defer c.close()
 		return fn(ctx, c)
 	}
+	missed, err := d.writeTx(ctx, fn)
+	if len(missed) > 0 {
+		d.pool.add(context.WithoutCancel(ctx), missed)
+	}
+	return err
+}
+
+// writeTx is write on a connection of the pool, in turn with the
+// backing's other writers. It returns the statements of queries/ that fn
+// ran and the pool had not prepared yet.
+func (d *db) writeTx(ctx context.Context, fn func(ctx context.Context, e execer) error) ([]string, error) {
 	select {
 	case d.gate <- struct{}{}:
 	default:
@@ -214,44 +261,67 @@ func (d *db) write(ctx context.Context, fn func(ctx context.Context, e execer) e
 		select {
 		case d.gate <- struct{}{}:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	defer func() { <-d.gate }()
 	c, err := d.sql.Conn(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.Close()
 	d.stats.writes.Add(1)
 	start := time.Now()
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	tx, end, err := beginImmediate(ctx, c)
+	if err != nil {
 		if isBusy(err) {
 			d.stats.busyFailed.Add(1)
 		}
-		return err
+		return nil, err
 	}
 	if waited := time.Since(start); waited >= busyWaitFloor {
 		d.stats.busyWaits.Add(1)
 		d.stats.busyNanos.Add(int64(waited))
 	}
-	cache := newStmtCache(c)
+	defer end()
+	cache := newStmtCache(tx, d.pool)
 	err = fn(ctx, cache)
 	cache.close()
 	if err == nil {
-		// The commit runs whatever the caller's context says now: the
-		// transaction is whole, and half a commit is not a thing.
-		if _, err = c.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err == nil {
-			return nil
+		if err = tx.Commit(); err == nil {
+			return cache.missed, nil
 		}
 	}
-	if _, rerr := c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+	if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
 		// An interrupted statement may have rolled the transaction back
 		// already; either way this connection's state is unknown, so it
 		// leaves the pool.
 		_ = c.Raw(func(any) error { return driver.ErrBadConn })
 	}
-	return err
+	return cache.missed, err
+}
+
+// beginImmediate begins a transaction on c; the DSN's _txlock makes it a
+// BEGIN IMMEDIATE, which takes the write lock. The caller's context can
+// end the wait for the lock, but not the transaction once it has begun:
+// its statements still see ctx, and the commit runs whatever ctx says by
+// then, since the transaction is whole and half a commit is not a thing.
+// (Cancelled in the instant BEGIN returns, the transaction is rolled back
+// and beginImmediate fails with ctx's error.) Call end once the
+// transaction is over.
+func beginImmediate(ctx context.Context, c *sql.Conn) (tx *sql.Tx, end context.CancelFunc, err error) {
+	txCtx, end := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, end)
+	tx, err = c.BeginTx(txCtx, nil)
+	if !stop() && err == nil {
+		_ = tx.Rollback()
+		err = ctx.Err()
+	}
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
+	return tx, end, nil
 }
 
 // sqliteCode returns the primary result code of a SQLite error, 0 for

@@ -1,6 +1,9 @@
 package sqlitestore
 
-import _ "embed"
+import (
+	"embed"
+	"io/fs"
+)
 
 // Each statement is embedded into a variable of its own, so a query file
 // that is missing or misnamed fails the build instead of a claim.
@@ -122,3 +125,24 @@ var (
 	//go:embed queries/usage_window.sql
 	usageWindowSQL string
 )
+
+//go:embed queries/*.sql
+var queryFiles embed.FS
+
+// queryFile holds the text of every statement of queries/: a write
+// transaction takes these from the statements prepared on the pool.
+var queryFile = func() map[string]bool {
+	out := map[string]bool{}
+	names, err := fs.Glob(queryFiles, "queries/*.sql")
+	if err != nil {
+		panic("sqlitestore: " + err.Error())
+	}
+	for _, n := range names {
+		b, err := queryFiles.ReadFile(n)
+		if err != nil {
+			panic("sqlitestore: " + err.Error())
+		}
+		out[string(b)] = true
+	}
+	return out
+}()
