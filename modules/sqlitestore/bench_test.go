@@ -26,15 +26,20 @@ func BenchmarkClaim(b *testing.B) {
 	for _, c := range []struct {
 		tenants int
 		limits  string
+		max     int
 	}{
-		{1, "none"},
-		{1000, "none"},
-		{1000, "loose"},
-		{21, "none"},
-		{21, "cap"},
+		{1, "none", 100},
+		{1000, "none", 100},
+		{1000, "loose", 100},
+		{1000, "none", 10},
+		{1000, "loose", 10},
+		{100, "loose", 10},
+		{10_000, "loose", 10},
+		{21, "none", 10},
+		{21, "cap", 10},
 	} {
-		b.Run(fmt.Sprintf("tenants=%d/limits=%s", c.tenants, c.limits), func(b *testing.B) {
-			benchClaim(b, c.tenants, c.limits)
+		b.Run(fmt.Sprintf("tenants=%d/limits=%s/max=%d", c.tenants, c.limits, c.max), func(b *testing.B) {
+			benchClaim(b, c.tenants, c.limits, c.max)
 		})
 	}
 }
@@ -44,14 +49,13 @@ func BenchmarkClaim(b *testing.B) {
 // leases and keeps its leases until after the next claim, so the cap
 // binds in every claim while the other tenants fill the batches (claims
 // of 10, as adkbench's limits-cap row makes them).
-func benchClaim(b *testing.B, tenants int, limits string) {
+func benchClaim(b *testing.B, tenants int, limits string, max int) {
 	ctx := context.Background()
 	s := sqlitestore.Settings{Durability: sqlitestore.DurabilityNormal}
 	q, err := sqlitestore.NewQueue(newFile(b, s), nil, s)
 	if err != nil {
 		b.Fatal(err)
 	}
-	max := 100
 	if limits != "none" {
 		fl, ok := contract.AsFlowController(q)
 		if !ok {
@@ -67,9 +71,6 @@ func benchClaim(b *testing.B, tenants int, limits string) {
 				b.Fatal(err)
 			}
 		}
-	}
-	if tenants == 21 {
-		max = 10
 	}
 	const fill = 10_000
 	next := 0
