@@ -50,7 +50,7 @@ end
 -- its stamp and credit; the batch fills from the tenants behind it, so
 -- the walk reads the rotation a page at a time, as deep as it must. A
 -- tenant the claim does not reach is not read at all.
-local function claimReadFlow(freed)
+local function claimReadFlow(freed, head0, woke0, stamps0)
   local now = tonumber(ARGV[1])
   local NX = ARGV[2]
   local max = tonumber(ARGV[7])
@@ -58,10 +58,10 @@ local function claimReadFlow(freed)
   local nowMs = math.floor(now / 1000)
 
   -- Tenants whose delayed items fell due rejoin at their stamp.
-  local woke = redis.call('ZRANGE', WAIT, '-inf', ARGV[1], 'BYSCORE')
+  local woke = woke0 or redis.call('ZRANGE', WAIT, '-inf', ARGV[1], 'BYSCORE')
   local fromWait, wk = {}, {}
   if #woke > 0 then
-    local stamps = redis.call('HMGET', TURNS, unpack(woke))
+    local stamps = stamps0 or redis.call('HMGET', TURNS, unpack(woke))
     for j, t in ipairs(woke) do
       fromWait[t] = stamps[j] or '0'
       wk[j] = {t, tonumber(fromWait[t])}
@@ -73,7 +73,7 @@ local function claimReadFlow(freed)
   -- pages merged with the woken tenants by stamp), each with its limits
   -- and flow state.
   local E = {}
-  local page, pi, rotOff, rotDone, wi = {}, 1, 0, false, 1
+  local pageT, pageS, pi, rotOff, rotDone, wi = {}, {}, 1, 0, false, 1
   -- bound is how many live leases any tenant can reach in this claim at
   -- most (every lease of the queue, and the whole batch): a cap above it
   -- cannot bind, so its count is not read.
@@ -83,31 +83,39 @@ local function claimReadFlow(freed)
   -- yet reaped, by tenant; read once, when a cap first needs them.
   local gone, goneBy, expired
   local function exhausted()
-    return pi > #page and rotDone and wi > #wk
+    return pi > #pageT and rotDone and wi > #wk
   end
   local function pull(n)
     local got = {}
     while #got < n do
-      if pi > #page and not rotDone then
+      if pi > #pageT and not rotDone then
         local want = n - #got
-        local head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', rotOff, want, 'WITHSCORES')
-        page, pi = {}, 1
-        for j = 1, #head, 2 do
-          page[#page + 1] = {head[j], tonumber(head[j + 1])}
+        local head = head0
+        if not (head and rotOff == 0 and want == max) then
+          head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', rotOff, want, 'WITHSCORES')
         end
-        rotOff = rotOff + #page
-        rotDone = #page < want
+        pageT, pageS, pi = {}, {}, 1
+        for j = 1, #head, 2 do
+          local k = #pageT + 1
+          pageT[k], pageS[k] = head[j], tonumber(head[j + 1])
+        end
+        rotOff = rotOff + #pageT
+        rotDone = #pageT < want
       end
-      local a, b = page[pi], wk[wi]
-      local pick
-      if a and (not b or byStamp(a, b)) then
-        pick, pi = a, pi + 1
+      local a, b = pageT[pi], wk[wi]
+      local t, stamp
+      if a and (not b or pageS[pi] < b[2] or (pageS[pi] == b[2] and a < b[1])) then
+        t, stamp, pi = a, pageS[pi], pi + 1
       elseif b then
-        pick, wi = b, wi + 1
+        t, stamp, wi = b[1], b[2], wi + 1
       else
         break
       end
-      got[#got + 1] = {t = pick[1], lt = lp(pick[1]), stamp = pick[2], credit = 0, tat = 0}
+      -- The walk's fields are named here (false for none yet), so each
+      -- table is made at its size once; live is added only for a cap it
+      -- counts, cf and the budget's fields only when they apply.
+      got[#got + 1] = {t = t, lt = lp(t), stamp = stamp, credit = 0, tat = 0, L = false, rf = false,
+        due = false, pos = 0, fetched = 0, more = false, touched = false, served = false, moved = false}
     end
     if #got == 0 then
       return
@@ -117,28 +125,28 @@ local function claimReadFlow(freed)
       lts[i] = e.lt
     end
     local lims = limitsOf(LIMITS, lts)
-    local sf, sw = {}, {}
+    local sf, swE, swK = {}, {}, {}
     for i, e in ipairs(got) do
       local L = lims[i]
       e.L = L
       if L then
         if L.rate > 0 then
           e.rf = 'r' .. e.lt -- read now, written back below
-          sf[#sf + 1], sw[#sw + 1] = e.rf, {e, 'r'}
+          local k = #sf + 1
+          sf[k], swE[k], swK[k] = e.rf, e, 'r'
         end
         if L.w > 1 then
           e.cf = 'c' .. e.lt
-          sf[#sf + 1], sw[#sw + 1] = e.cf, {e, 'c'}
+          local k = #sf + 1
+          sf[k], swE[k], swK[k] = e.cf, e, 'c'
         end
         if L.width then
-          sf[#sf + 1], sw[#sw + 1] = 'b' .. e.lt, {e, 'b'}
+          local k = #sf + 1
+          sf[k], swE[k], swK[k] = 'b' .. e.lt, e, 'b'
         end
         if L.cap > 0 then
           bound = bound or redis.call('ZCARD', LEASES) + max
-          if bound <= L.cap then
-            e.live = 0
-            e.capfree = true
-          else
+          if bound > L.cap then -- else the cap cannot bind: live stays nil
             if not expired then
               gone, goneBy = {}, {}
               for _, ref in ipairs(freed or {}) do
@@ -148,15 +156,16 @@ local function claimReadFlow(freed)
               expired = expiredBy(LEASES, ARGV[1], gone)
             end
             e.live = tenantLeases(TLEASES, e.lt) - (goneBy[e.lt] or 0) - (expired[e.lt] or 0)
-            sf[#sf + 1], sw[#sw + 1] = 'h' .. e.lt, {e, 'h'}
+            local k = #sf + 1
+            sf[k], swE[k], swK[k] = 'h' .. e.lt, e, 'h'
           end
         end
       end
     end
     if #sf > 0 then
       local v = redis.call('HMGET', FSTATE, unpack(sf))
-      for j, w in ipairs(sw) do
-        local e, f = w[1], w[2]
+      for j = 1, #sf do
+        local e, f = swE[j], swK[j]
         if f == 'r' then
           e.tat = tonumber(v[j]) or 0
         elseif f == 'c' then
@@ -216,7 +225,7 @@ local function claimReadFlow(freed)
     if not L then
       return nil
     end
-    if L.cap > 0 and not e.capfree and e.live >= L.cap then
+    if e.live and e.live >= L.cap then
       return 'cap', 0
     end
     if L.rate > 0 and not rateAllows(L, e.tat, now) then
@@ -260,12 +269,13 @@ local function claimReadFlow(freed)
       e.served = (e.served or 0) + 1
       if L then
         if L.cap > 0 then
-          e.live = e.live + 1
+          if e.live then
+            e.live = e.live + 1
+          end
           capped[np] = true -- its lease goes into TLEASES
         end
         if L.rate > 0 then
           e.tat = rateTake(L, e.tat, now)
-          e.tatSet = true
         end
       end
       e.credit = e.credit + 1
@@ -343,7 +353,7 @@ local function claimReadFlow(freed)
       rotAdd[#rotAdd + 1] = fromWait[t]
       rotAdd[#rotAdd + 1] = t
     end
-    if e.tatSet then
+    if e.rf and e.served then -- a token taken
       fset[#fset + 1] = e.rf
       fset[#fset + 1] = fnum(e.tat)
     end
@@ -370,6 +380,61 @@ local function claimReadFlow(freed)
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = names, served = served, turn = turn, turn0 = turn0,
     flow = true, capped = capped, fset = fset, fdel = fdel, held = held, nmarks = nmarks}
+end
+
+-- flowRounds reads the limits of the head tenants L (at most max) of a
+-- queue with limits, and returns them (and their rate buckets) when the
+-- plain rounds give exactly what the walk would: no tenant has a weight
+-- above 1, a budget, or a cap that can bind in this claim, and each rate
+-- has tokens for as many items as the claim could give its tenant.
+-- Otherwise nil, and the walk decides.
+local function flowRounds(L, max)
+  local now = tonumber(ARGV[1])
+  local lts = {}
+  for i, t in ipairs(L) do
+    lts[i] = lp(t)
+  end
+  local lims = limitsOf(LIMITS, lts)
+  local rf, ri = {}, {}
+  local bound
+  local most = max - #L + 1 -- the most items a round-robin claim gives one tenant
+  local cap = {}
+  for i = 1, #L do
+    local Lx = lims[i]
+    if Lx then
+      if Lx.w > 1 or Lx.width then
+        return nil
+      end
+      if Lx.cap > 0 then
+        bound = bound or redis.call('ZCARD', LEASES) + max
+        if bound > Lx.cap then
+          return nil -- the cap may bind: the walk counts the leases
+        end
+        cap[i] = true
+      end
+      if Lx.rate > 0 then
+        local k = #rf + 1
+        rf[k], ri[k] = 'r' .. lts[i], i
+      end
+    end
+  end
+  local tat = {}
+  if #rf > 0 then
+    local v = redis.call('HMGET', FSTATE, unpack(rf))
+    for j = 1, #rf do
+      local i = ri[j]
+      local Lx = lims[i]
+      local t0 = tonumber(v[j]) or 0
+      tat[i] = t0
+      for _ = 1, most do -- the walk's checks, item by item
+        if not rateAllows(Lx, t0, now) then
+          return nil
+        end
+        t0 = rateTake(Lx, t0, now)
+      end
+    end
+  end
+  return {L = lims, cap = cap, tat = tat, of = {}}
 end
 
 -- claimRead does every read and returns either the reply (a replay or
@@ -401,13 +466,10 @@ local function claimRead(freed)
     return {reply = out}
   end
 
-  -- A queue with limits takes the flow path; one without runs as it
-  -- always has, writing the flow placeholders once if an earlier release
-  -- created it.
+  -- A queue without limits runs as it always has, writing the flow
+  -- placeholders once if an earlier release created it; one with limits
+  -- (FLAG '1') is decided below, once the head is read.
   local flag = redis.call('GET', FLAG)
-  if flag == '1' then
-    return claimReadFlow(freed)
-  end
 
   -- The rotation's head. Tenants whose delayed items fell due rejoin it
   -- at their stamp.
@@ -417,9 +479,9 @@ local function claimRead(freed)
     L[#L + 1], S[#S + 1] = head[j], tonumber(head[j + 1])
   end
   local woke = redis.call('ZRANGE', WAIT, '-inf', ARGV[1], 'BYSCORE')
-  local fromWait = {}
+  local fromWait, stamps = {}, nil
   if #woke > 0 then
-    local stamps = redis.call('HMGET', TURNS, unpack(woke))
+    stamps = redis.call('HMGET', TURNS, unpack(woke))
     local all = {}
     for j = 1, #L do
       all[j] = {L[j], S[j]}
@@ -441,6 +503,17 @@ local function claimRead(freed)
   end
   if #L == 0 then
     return {reply = {}}
+  end
+
+  -- A queue with limits takes the walk (claimReadFlow) unless no limit
+  -- of the tenants at the head can make it differ from the plain rounds
+  -- below: then the rounds run and take their rate tokens.
+  local F
+  if flag == '1' then
+    F = flowRounds(L, max)
+    if not F then
+      return claimReadFlow(freed, head, woke, stamps)
+    end
   end
 
   -- Plan the rounds.
@@ -476,6 +549,9 @@ local function claimRead(freed)
         np = np + 1
         taken[np] = m
         refs[np] = string.sub(m, #lts[i] + 33)
+        if F then
+          F.of[np] = i
+        end
         turn = turn + 1
         stamp[i] = turn
         served[i] = (served[i] or 0) + 1
@@ -483,6 +559,39 @@ local function claimRead(freed)
         active = active + 1
       elseif fetched[i] == 0 then
         touched[i] = true -- in the rotation without a due item (the clock went back)
+      end
+    end
+  end
+
+  if F then
+    -- A head tenant without a due item would have let the walk read past
+    -- the head; the walk decides that claim.
+    if #L == max then
+      for i = 1, #L do
+        if fetched[i] == 0 then
+          return claimReadFlow(freed, head, woke, stamps)
+        end
+      end
+    end
+    F.capped, F.fset = {}, {}
+    for k = 1, np do
+      -- refs[k] is of tenant F.of[k]
+      if F.cap[F.of[k]] then
+        F.capped[k] = true
+      end
+    end
+    for i = 1, #L do
+      local Lx = F.L[i]
+      if Lx and Lx.rate > 0 and served[i] then
+        local tat = F.tat[i]
+        for _ = 1, served[i] do
+          if not rateAllows(Lx, tat, now) then
+            return claimReadFlow(freed, head, woke, stamps)
+          end
+          tat = rateTake(Lx, tat, now)
+        end
+        F.fset[#F.fset + 1] = 'r' .. lts[i]
+        F.fset[#F.fset + 1] = fnum(tat)
       end
     end
   end
@@ -535,6 +644,11 @@ local function claimRead(freed)
     end
   end
   local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
+  if F then
+    return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
+      refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
+      flow = true, capped = F.capped, fset = F.fset}
+  end
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
     mkflow = not flag}
