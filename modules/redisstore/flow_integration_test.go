@@ -237,6 +237,57 @@ func TestFlowCapCountsLeasesTakenUncapped(t *testing.T) {
 	}
 }
 
+// TestFlowHeldAtTheHead: a tenant held at the head of the rotation keeps
+// its place, and the tenant after the head serves in its stead, whether
+// the claim runs the plain rounds (the others have no limits) or the walk
+// (the one after the head has limits of its own).
+func TestFlowHeldAtTheHead(t *testing.T) {
+	for _, limitedNext := range []bool{false, true} {
+		ctx := context.Background()
+		f := newFlowQueue(t)
+		for _, tn := range []string{"a", "b", "c", "d"} {
+			f.enqueue(t, tn, 3)
+		}
+		f.setLimits(t, "a", contract.Limits{MaxLeased: 1})
+		if limitedNext {
+			f.setLimits(t, "d", contract.Limits{Weight: 1, MaxLeased: 5})
+		}
+		// Two claims of one leave the rotation c, d, a, b, with a at its cap.
+		var held contract.Lease
+		for _, want := range []string{"a", "b"} {
+			got, err := f.Claim(ctx, claimReq(1))
+			if err != nil || len(got) != 1 || got[0].Item.Tenant != want {
+				t.Fatalf("claim: %v, %v; want one of %s", got, err, want)
+			}
+			if want == "a" {
+				held = got[0]
+			}
+		}
+		got, err := f.Claim(ctx, claimReq(2))
+		if err != nil || len(got) != 2 || got[0].Item.Tenant != "c" || got[1].Item.Tenant != "d" {
+			t.Fatalf("claim of 2: %v, %v; want c then d", got, err)
+		}
+		// The rotation is a, b, c, d with a at its cap: a claim of 2 gives b
+		// and c, and says a was passed over.
+		var r contract.ClaimReport
+		got, err = f.Claim(contract.WithClaimReport(ctx, &r), claimReq(2))
+		if n := byTenant(got); err != nil || n["b"] != 1 || n["c"] != 1 {
+			t.Fatalf("limitedNext=%v: %v, %v; want one of b and one of c", limitedNext, n, err)
+		}
+		if r.PassedOver != 1 || r.Held[contract.HeldCap] != 1 {
+			t.Fatalf("limitedNext=%v: report %+v; want a passed over for its cap", limitedNext, r)
+		}
+		// a kept its place: a lease of it ending lets the next claim serve it first.
+		if err := f.Complete(ctx, held); err != nil {
+			t.Fatal(err)
+		}
+		got, err = f.Claim(ctx, claimReq(1))
+		if err != nil || len(got) != 1 || got[0].Item.Tenant != "a" {
+			t.Fatalf("limitedNext=%v: after a's lease ended: %v, %v; want a", limitedNext, got, err)
+		}
+	}
+}
+
 // TestFlowCompleteAndClaimFreesTheCap: the claim half counts the leases
 // the complete half of the same call ends.
 func TestFlowCompleteAndClaimFreesTheCap(t *testing.T) {

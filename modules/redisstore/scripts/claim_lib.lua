@@ -382,23 +382,35 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
     flow = true, capped = capped, fset = fset, fdel = fdel, held = held, nmarks = nmarks}
 end
 
--- flowRounds reads the limits of the head tenants L (at most max) of a
--- queue with limits, and returns them (and their rate buckets) when the
--- plain rounds give exactly what the walk would: no tenant has a weight
--- above 1, a budget, or a cap that can bind in this claim, and each rate
--- has tokens for as many items as the claim could give its tenant.
--- Otherwise nil, and the walk decides.
-local function flowRounds(L, max)
+-- flowRounds reads the limits of the head tenants L (at most max, with
+-- stamps S; woken says whether any came from the waiting set) of a queue
+-- with limits, and returns the tenants the plain rounds are to serve when
+-- those rounds give exactly what the walk would: no tenant has a weight
+-- above 1 or a budget, each rate has tokens for as many items as the
+-- claim could give its tenant, and a tenant held now (at its cap, or out
+-- of tokens) is passed over, the rounds serving the next tenant of the
+-- rotation in its place (one without limits; else the walk decides).
+-- Caps and rates are checked again against what the rounds serve. nil
+-- when the walk must decide.
+local function concatInto(a, b)
+  for _, x in ipairs(b) do
+    a[#a + 1] = x
+  end
+  return a
+end
+
+local function flowRounds(L, S, max, freed, woken)
   local now = tonumber(ARGV[1])
+  local report = ARGV[10] == '1'
   local lts = {}
   for i, t in ipairs(L) do
     lts[i] = lp(t)
   end
   local lims = limitsOf(LIMITS, lts)
-  local rf, ri = {}, {}
-  local bound
+  local sf, si = {}, {}
+  local bound, expired, goneBy
   local most = max - #L + 1 -- the most items a round-robin claim gives one tenant
-  local cap = {}
+  local cap, live = {}, {}
   for i = 1, #L do
     local Lx = lims[i]
     if Lx then
@@ -407,34 +419,101 @@ local function flowRounds(L, max)
       end
       if Lx.cap > 0 then
         bound = bound or redis.call('ZCARD', LEASES) + max
-        if bound > Lx.cap then
-          return nil -- the cap may bind: the walk counts the leases
-        end
         cap[i] = true
+        if bound > Lx.cap then -- the cap can bind: count the live leases
+          if not expired then
+            local gone = {}
+            goneBy = {}
+            for _, ref in ipairs(freed or {}) do
+              local lt = tenantOfRef(ref)
+              gone[ref], goneBy[lt] = true, (goneBy[lt] or 0) + 1
+            end
+            expired = expiredBy(LEASES, ARGV[1], gone)
+          end
+          local lt = lts[i]
+          live[i] = tenantLeases(TLEASES, lt) - (goneBy[lt] or 0) - (expired[lt] or 0)
+          local k = #sf + 1
+          sf[k], si[k] = 'h' .. lt, -i
+        end
       end
       if Lx.rate > 0 then
-        local k = #rf + 1
-        rf[k], ri[k] = 'r' .. lts[i], i
+        local k = #sf + 1
+        sf[k], si[k] = 'r' .. lts[i], i
       end
     end
   end
-  local tat = {}
-  if #rf > 0 then
-    local v = redis.call('HMGET', FSTATE, unpack(rf))
-    for j = 1, #rf do
-      local i = ri[j]
-      local Lx = lims[i]
-      local t0 = tonumber(v[j]) or 0
-      tat[i] = t0
-      for _ = 1, most do -- the walk's checks, item by item
-        if not rateAllows(Lx, t0, now) then
-          return nil
+  local tat, marked = {}, {}
+  if #sf > 0 then
+    local v = redis.call('HMGET', FSTATE, unpack(sf))
+    for j = 1, #sf do
+      if si[j] < 0 then
+        marked[-si[j]] = v[j] ~= false
+      else
+        tat[si[j]] = tonumber(v[j]) or 0
+      end
+    end
+  end
+  local keep, held, marks = {}, {}, {}
+  for i = 1, #L do
+    local Lx = lims[i]
+    local why, untl
+    if live[i] and live[i] >= Lx.cap then
+      why, untl = 'cap', 0
+      if not marked[i] then
+        marks[#marks + 1] = 'h' .. lts[i]
+        marks[#marks + 1] = '1'
+      end
+    elseif Lx and Lx.rate > 0 then
+      local t0 = tat[i]
+      if not rateAllows(Lx, t0, now) then
+        why, untl = 'rate', rateNext(Lx, t0)
+      else
+        for _ = 2, most do -- the walk's checks, item by item
+          t0 = rateTake(Lx, t0, now)
+          if not rateAllows(Lx, t0, now) then
+            return nil
+          end
         end
-        t0 = rateTake(Lx, t0, now)
       end
     end
+    if why then
+      if report then
+        held[#held + 1] = why
+        held[#held + 1] = fnum(untl)
+      end
+    else
+      keep[#keep + 1] = i
+    end
   end
-  return {L = lims, cap = cap, tat = tat, of = {}}
+  local F = {names = L, stamps = S, L = lims, cap = cap, live = live, tat = tat, of = {}, held = held, marks = marks}
+  if #keep == #L then
+    return F
+  end
+  -- Some are held: the tenants after the head take their places.
+  if woken or #keep == 0 then
+    return nil
+  end
+  local names, stamps, nl, nc, nlive, ntat = {}, {}, {}, {}, {}, {}
+  for j, i in ipairs(keep) do
+    names[j], stamps[j], nl[j], nc[j], nlive[j], ntat[j] = L[i], S[i], lims[i], cap[i], live[i], tat[i]
+  end
+  local more = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', #L, #L - #keep, 'WITHSCORES')
+  if #more > 0 then
+    local mlts = {}
+    for j = 1, #more, 2 do
+      mlts[#mlts + 1] = lp(more[j])
+    end
+    local ml = limitsOf(LIMITS, mlts)
+    for j = 1, #mlts do
+      if ml[j] then
+        return nil
+      end
+      local k = #names + 1
+      names[k], stamps[k] = more[2 * j - 1], tonumber(more[2 * j])
+    end
+  end
+  F.names, F.stamps, F.L, F.cap, F.live, F.tat = names, stamps, nl, nc, nlive, ntat
+  return F
 end
 
 -- claimRead does every read and returns either the reply (a replay or
@@ -510,10 +589,11 @@ local function claimRead(freed)
   -- below: then the rounds run and take their rate tokens.
   local F
   if flag == '1' then
-    F = flowRounds(L, max)
+    F = flowRounds(L, S, max, freed, #woke > 0)
     if not F then
       return claimReadFlow(freed, head, woke, stamps)
     end
+    L, S = F.names, F.stamps
   end
 
   -- Plan the rounds.
@@ -578,6 +658,12 @@ local function claimRead(freed)
       -- refs[k] is of tenant F.of[k]
       if F.cap[F.of[k]] then
         F.capped[k] = true
+      end
+    end
+    for i = 1, #L do
+      local Lx = F.L[i]
+      if F.live[i] and served[i] and F.live[i] + served[i] > Lx.cap then
+        return claimReadFlow(freed, head, woke, stamps) -- the walk stops it at its cap
       end
     end
     for i = 1, #L do
@@ -647,7 +733,8 @@ local function claimRead(freed)
   if F then
     return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
       refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
-      flow = true, capped = F.capped, fset = F.fset}
+      flow = true, capped = F.capped, fset = F.marks and #F.marks > 0 and concatInto(F.fset, F.marks) or F.fset,
+      held = F.held, nmarks = #F.marks / 2}
   end
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
