@@ -56,7 +56,7 @@ func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 		if st, err = c.tx.PrepareContext(ctx, query); err != nil {
 			return nil, err
 		}
-		if queryFile[query] {
+		if c.pool != nil && queryFile[query] {
 			c.missed = append(c.missed, query)
 		}
 	}
@@ -156,8 +156,12 @@ type poolStmts struct {
 	stmts map[string]*sql.Stmt
 }
 
-// lookup returns the statement of query if it is prepared, else nil.
+// lookup returns the statement of query if it is prepared, else nil (and
+// always nil on a nil pool).
 func (c *poolStmts) lookup(query string) *sql.Stmt {
+	if c == nil {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stmts[query]
@@ -236,16 +240,17 @@ func (d *db) write(ctx context.Context, fn func(ctx context.Context, e execer) e
 		return err
 	}
 	if d.tx != nil {
-		// The caller's transaction holds its connection: statements the
-		// pool lacks are prepared in it and not added (that would take
-		// a second connection while the caller holds the first).
-		c := newStmtCache(d.tx, d.pool)
+		// The caller's transaction prepares its own statements: it may
+		// come from another *sql.DB on the file, whose transactions
+		// cannot run this pool's statements, and adding to the pool would
+		// take a second connection while the caller holds the first.
+		c := newStmtCache(d.tx, nil)
 		defer c.close()
 		return fn(ctx, c)
 	}
 	missed, err := d.writeTx(ctx, fn)
 	if len(missed) > 0 {
-		d.pool.add(context.WithoutCancel(ctx), missed)
+		d.pool.add(ctx, missed)
 	}
 	return err
 }
