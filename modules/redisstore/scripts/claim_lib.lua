@@ -82,6 +82,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
   -- call ends (by ref, and how many per tenant), and the expired ones not
   -- yet reaped, by tenant; read once, when a cap first needs them.
   local gone, goneBy, expired
+  local marked -- the cap marks (markSet), read when a cap is first counted
   local function exhausted()
     return pi > #pageT and rotDone and wi > #wk
   end
@@ -156,8 +157,8 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
               expired = expiredBy(LEASES, ARGV[1], gone)
             end
             e.live = tenantLeases(TLEASES, e.lt) - (goneBy[e.lt] or 0) - (expired[e.lt] or 0)
-            local k = #sf + 1
-            sf[k], swE[k], swK[k] = 'h' .. e.lt, e, 'h'
+            marked = marked or markSet(redis.call('HGET', FSTATE, MARKS))
+            e.marked = marked[e.lt]
           end
         end
       end
@@ -171,8 +172,6 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
         elseif f == 'c' then
           e.credit = tonumber(v[j]) or 0
           e.credit0 = e.credit
-        elseif f == 'h' then
-          e.marked = v[j] ~= false
         else
           local L = e.L
           local s = budgetSlot(L, nowMs)
@@ -248,8 +247,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       if why then
         e.held = true
         if why == 'cap' and not e.marked then
-          marks[#marks + 1] = 'h' .. e.lt -- a lease of it ending wakes the claimers
-          marks[#marks + 1] = '1'
+          marks[#marks + 1] = e.lt -- a lease of it ending wakes the claimers
         end
         if report then
           held[#held + 1] = why
@@ -372,14 +370,14 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       rotAdd[#rotAdd + 1] = t
     end
   end
-  for _, m in ipairs(marks) do
-    fset[#fset + 1] = m
+  if #marks > 0 then
+    fset[#fset + 1] = MARKS
+    fset[#fset + 1] = marked.v .. table.concat(marks)
   end
-  local nmarks = #marks / 2
   local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = names, served = served, turn = turn, turn0 = turn0,
-    flow = true, capped = capped, fset = fset, fdel = fdel, held = held, nmarks = nmarks}
+    flow = true, capped = capped, fset = fset, fdel = fdel, held = held}
 end
 
 -- flowRounds reads the limits of the head tenants L (at most max, with
@@ -408,7 +406,7 @@ local function flowRounds(L, S, max, freed, woken)
   end
   local lims = limitsOf(LIMITS, lts)
   local sf, si = {}, {}
-  local bound, expired, goneBy
+  local bound, expired, goneBy, marked
   local most = max - #L + 1 -- the most items a round-robin claim gives one tenant
   local cap, live = {}, {}
   for i = 1, #L do
@@ -432,8 +430,7 @@ local function flowRounds(L, S, max, freed, woken)
           end
           local lt = lts[i]
           live[i] = tenantLeases(TLEASES, lt) - (goneBy[lt] or 0) - (expired[lt] or 0)
-          local k = #sf + 1
-          sf[k], si[k] = 'h' .. lt, -i
+          marked = marked or markSet(redis.call('HGET', FSTATE, MARKS))
         end
       end
       if Lx.rate > 0 then
@@ -442,15 +439,11 @@ local function flowRounds(L, S, max, freed, woken)
       end
     end
   end
-  local tat, marked = {}, {}
+  local tat = {}
   if #sf > 0 then
     local v = redis.call('HMGET', FSTATE, unpack(sf))
     for j = 1, #sf do
-      if si[j] < 0 then
-        marked[-si[j]] = v[j] ~= false
-      else
-        tat[si[j]] = tonumber(v[j]) or 0
-      end
+      tat[si[j]] = tonumber(v[j]) or 0
     end
   end
   local keep, held, marks = {}, {}, {}
@@ -459,9 +452,8 @@ local function flowRounds(L, S, max, freed, woken)
     local why, untl
     if live[i] and live[i] >= Lx.cap then
       why, untl = 'cap', 0
-      if not marked[i] then
-        marks[#marks + 1] = 'h' .. lts[i]
-        marks[#marks + 1] = '1'
+      if not marked[lts[i]] then
+        marks[#marks + 1] = lts[i]
       end
     elseif Lx and Lx.rate > 0 then
       local t0 = tat[i]
@@ -485,7 +477,10 @@ local function flowRounds(L, S, max, freed, woken)
       keep[#keep + 1] = i
     end
   end
-  local F = {names = L, stamps = S, L = lims, cap = cap, live = live, tat = tat, of = {}, held = held, marks = marks}
+  local F = {names = L, stamps = S, L = lims, cap = cap, live = live, tat = tat, of = {}, held = held, marks = {}}
+  if #marks > 0 then
+    F.marks = {MARKS, marked.v .. table.concat(marks)}
+  end
   if #keep == #L then
     return F
   end
@@ -734,7 +729,7 @@ local function claimRead(freed)
     return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
       refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
       flow = true, capped = F.capped, fset = F.marks and #F.marks > 0 and concatInto(F.fset, F.marks) or F.fset,
-      held = F.held, nmarks = #F.marks / 2}
+      held = F.held}
   end
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
@@ -762,9 +757,6 @@ local function claimLease(c)
   end
   if c.fdel and #c.fdel > 0 then
     redis.call('HDEL', FSTATE, unpack(c.fdel))
-  end
-  if c.nmarks and c.nmarks > 0 then
-    redis.call('HINCRBY', FSTATE, MARKS, c.nmarks)
   end
   if c.np == 0 then
     return {}

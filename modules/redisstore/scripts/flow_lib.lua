@@ -186,42 +186,76 @@ local function limitsOf(limits, lts)
   return out
 end
 
--- The cap wake marks: FSTATE's field 'h'..lp(t) is set when a claim
--- passes tenant t over for its cap, and the field MARKS counts the marks
--- set. A complete, fail or reap that ends a lease of a marked tenant
--- wakes the queue's claimers and drops the mark, so ending leases costs
--- one HGET of MARKS while no cap holds anybody back.
+-- The cap wake marks: FSTATE's field MARKS holds, one after another, the
+-- lp names of the tenants a claim passed over for their cap since a lease
+-- of theirs last ended. A complete, fail or reap that ends a lease of a
+-- marked tenant wakes the queue's claimers and drops the mark, so ending
+-- leases costs one HGET of MARKS (and, while a tenant is marked, a prefix
+-- test of each ended ref against each mark).
 local MARKS = '!h'
 
--- capMarked returns the fields of the marked tenants among those of the
--- ended leases refs.
-local function capMarked(fstate, refs)
-  local n = tonumber(redis.call('HGET', fstate, MARKS) or '0')
-  if n <= 0 then
-    return {}
-  end
-  local f, seen = {}, {}
-  for _, ref in ipairs(refs) do
-    local lt = tenantOfRef(ref)
-    if not seen[lt] then
-      seen[lt] = true
-      f[#f + 1] = 'h' .. lt
+-- markList splits a MARKS value into its lp names (none for a value this
+-- encoding did not write).
+local function markList(v)
+  local out, pos = {}, 1
+  while v and pos <= #v do
+    local c = string.find(v, ':', pos, true)
+    local n = c and tonumber(string.sub(v, pos, c - 1))
+    if not n then
+      break
     end
-  end
-  local v = redis.call('HMGET', fstate, unpack(f))
-  local out = {}
-  for i = 1, #f do
-    if v[i] then
-      out[#out + 1] = f[i]
-    end
+    out[#out + 1] = string.sub(v, pos, c + n)
+    pos = c + n + 1
   end
   return out
+end
+
+-- capMarked returns {} when no lease in refs is of a marked tenant, else
+-- {the MARKS value without those tenants}.
+local function capMarked(fstate, refs)
+  local v = redis.call('HGET', fstate, MARKS)
+  if not v or v == '' then
+    return {}
+  end
+  local keep, hit = {}, false
+  for _, lt in ipairs(markList(v)) do
+    local ended = false
+    for _, ref in ipairs(refs) do
+      if string.find(ref, lt, 1, true) == 1 then -- ref is lp(tenant)..lp(id)
+        ended = true
+        break
+      end
+    end
+    if ended then
+      hit = true
+    else
+      keep[#keep + 1] = lt
+    end
+  end
+  if not hit then
+    return {}
+  end
+  return {table.concat(keep)}
 end
 
 -- capUnmark drops the marks capMarked found.
 local function capUnmark(fstate, marks)
   if #marks > 0 then
-    redis.call('HDEL', fstate, unpack(marks))
-    redis.call('HINCRBY', fstate, MARKS, -#marks)
+    if marks[1] == '' then
+      redis.call('HDEL', fstate, MARKS)
+    else
+      redis.call('HSET', fstate, MARKS, marks[1])
+    end
   end
+end
+
+-- markSet is the set of lp names in a MARKS value, keeping the value as v
+-- ('' for none).
+local function markSet(v)
+  local out = {v = ''}
+  for _, lt in ipairs(markList(v or '')) do
+    out[lt] = true
+    out.v = out.v .. lt
+  end
+  return out
 end

@@ -45,7 +45,7 @@
 --                  queue's default (encoding in flow_lib.lua)
 --   FSTATE   hash  per tenant flow state: 'r'..lp(t) rate bucket TAT (us),
 --                  'c'..lp(t) weight credit, 'b'..lp(t) budget slots,
---                  'h'..lp(t) cap wake mark; '!h' how many marks
+--                  '!h' the cap wake marks (lp(t) of each marked tenant)
 --   TLEASES  zset  while FLAG is '1': the ref of every lease of a tenant
 --                  whose effective limits have a cap, score 0, so such a
 --                  tenant's leases are one ZLEXCOUNT (less its expired
