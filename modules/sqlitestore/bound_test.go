@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -113,5 +114,43 @@ func TestTokensIncreaseAcrossReopen(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
+	}
+}
+
+// A bound queue runs in a transaction of another *sql.DB on the same
+// file, after its own writes have prepared their statements on its pool.
+func TestBoundToAnotherPoolsTransaction(t *testing.T) {
+	ctx := t.Context()
+	s := sqlitestore.Settings{}
+	path := filepath.Join(t.TempDir(), "adk.db")
+	mine, err := sqlitestore.OpenDB(path, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mine.Close() })
+	work, err := sqlitestore.OpenQueue(ctx, mine, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := work.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sqlitestore.OpenDB(path, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	tx, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := work.Bound(tx).Enqueue(ctx, contract.Item{Tenant: "acme", ID: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.Item(ctx, contract.ItemKey{Tenant: "acme", ID: "second"}); err != nil {
+		t.Fatalf("the bound enqueue did not land: %v", err)
 	}
 }
