@@ -75,13 +75,6 @@ func effectiveLimits(ctx context.Context, e execer, queue, tenant string) (contr
 	return l, false, err
 }
 
-// capped reports whether a cap applies to any tenant of queue.
-func capped(ctx context.Context, e execer, queue string) (bool, error) {
-	var c bool
-	err := e.QueryRowContext(ctx, capsExistSQL, queue).Scan(&c)
-	return c, err
-}
-
 // tenantKey names a tenant of a queue.
 type tenantKey struct{ queue, tenant string }
 

@@ -16,8 +16,6 @@ var (
 	blobPutSQL string
 	//go:embed queries/bury.sql
 	burySQL string
-	//go:embed queries/caps_exist.sql
-	capsExistSQL string
 	//go:embed queries/claim_heads.sql
 	claimHeadsSQL string
 	//go:embed queries/claim_lease.sql
