@@ -265,26 +265,19 @@ func (s *store) FlowStatus(ctx context.Context, name string) ([]contract.TenantF
 		expired[e.item.Tenant]++
 		return true
 	})
+	// SetLimits gives every tenant with limits of its own an entry, so
+	// the tenants' entries are all there is to list.
 	names := make([]string, 0, len(q.tenants))
 	for n, tq := range q.tenants {
-		_, own := q.limits[n]
-		if own || tq.ready.Len() > 0 || tq.leased > 0 || tq.dead > 0 {
-			names = append(names, n)
-		}
-	}
-	for n := range q.limits {
-		if q.tenants[n] == nil {
+		if tq.flow.own != nil || tq.ready.Len() > 0 || tq.leased > 0 || tq.dead > 0 {
 			names = append(names, n)
 		}
 	}
 	slices.Sort(names)
 	for _, n := range names {
 		tq := q.tenants[n]
-		if tq == nil {
-			tq = &tenantQueue{name: n, ready: newTree[readyKey, *entry](cmpReady)}
-		}
 		l := q.limitsFor(tq)
-		_, own := q.limits[n]
+		own := tq.flow.own != nil
 		live := tq.leased - expired[n]
 		why, until := q.heldWith(tq, l, now, live)
 		out = append(out, contract.TenantFlow{
