@@ -83,7 +83,7 @@ func TestFaultWorkerKilled(t *testing.T) {
 			out := runLoad(t, load{target: target, direct: target, workers: workers,
 				inject: func(t *testing.T, ctx context.Context, e *env) []string {
 					f := e.fleet
-					if !waitProgress(ctx, f, K/3) {
+					if !waitProgress(ctx, f, K/3) || !waitHolding(ctx, f, "w0", 15*time.Millisecond) {
 						return nil
 					}
 					f.Kill(e.procs[0])

@@ -215,6 +215,30 @@ func waitProgress(ctx context.Context, f *oracle.Fleet, n int) bool {
 	return true
 }
 
+// waitHolding blocks until worker has just acknowledged an effect it has
+// not completed yet: its last ack is younger than within, which is less
+// than the handler's delay after the effect. A kill at that moment lands
+// while the victim holds at least one item whose effect is in the store,
+// however the claims of the fleet happen to interleave.
+func waitHolding(ctx context.Context, f *oracle.Fleet, worker string, within time.Duration) bool {
+	for {
+		acks := f.Acks()
+		for i := len(acks) - 1; i >= 0; i-- {
+			if acks[i].Worker == worker {
+				if time.Since(time.Unix(0, acks[i].At)) < within {
+					return true
+				}
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
 // figures collects each fault test's verdict for the summary printed at
 // the end of the run (and pasted into docs/reliability.md).
 var (
