@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/adkit/adk/modules/policy"
 )
 
 // Capabilities says which optional interfaces a queue can serve and which
@@ -17,6 +20,7 @@ type Capabilities struct {
 	Stats            bool // Stats reports the backing's counters
 	CompleteAndClaim bool // CompleteAndClaim saves a round trip
 	Flow             bool // limits are enforced in the claim (FlowController)
+	Lifecycle        bool // pause, cancel, snooze and signals (LifecycleController)
 	// Backing names the backing as its Health does ("memory", "redis",
 	// "postgresql"), "" when not known without asking.
 	Backing string
@@ -41,7 +45,8 @@ func CapabilitiesOf(q WorkQueue) Capabilities {
 	_, st := q.(StatsSource)
 	_, cc := q.(CompleteClaimer)
 	_, fl := q.(FlowController)
-	caps := Capabilities{Inspector: ins, Waker: wk, Stats: st, CompleteAndClaim: cc, Flow: fl}
+	_, lc := q.(LifecycleController)
+	caps := Capabilities{Inspector: ins, Waker: wk, Stats: st, CompleteAndClaim: cc, Flow: fl, Lifecycle: lc}
 	if u, ok := q.(interface{ Unwrap() WorkQueue }); ok && u.Unwrap() != nil {
 		caps.Backing = CapabilitiesOf(u.Unwrap()).Backing
 	}
@@ -74,7 +79,8 @@ func AsCompleteClaimer(q WorkQueue) (CompleteClaimer, bool) {
 
 // Passthrough forwards every optional capability of a wrapped queue: a
 // wrapper embeds one beside its own WorkQueue methods and so has the
-// Inspector, Waker, StatsSource, CompleteClaimer and FlowController methods and the
+// Inspector, Waker, StatsSource, CompleteClaimer, FlowController and
+// LifecycleController methods and the
 // Capabilities of what it wraps, overriding the methods it changes. A
 // method whose capability the wrapped queue lacks answers
 // errors.ErrUnsupported (Subscribe: a channel that never fires; Stats:
@@ -86,6 +92,7 @@ type Passthrough struct {
 	st   StatsSource
 	cc   CompleteClaimer
 	fl   FlowController
+	lc   LifecycleController
 }
 
 // NewPassthrough returns the capabilities of q, ready to forward.
@@ -96,6 +103,7 @@ func NewPassthrough(q WorkQueue) Passthrough {
 	p.st, _ = AsStatsSource(q)
 	p.cc, _ = AsCompleteClaimer(q)
 	p.fl, _ = AsFlowController(q)
+	p.lc, _ = AsLifecycleController(q)
 	return p
 }
 
@@ -219,4 +227,110 @@ func (p Passthrough) FlowStatus(ctx context.Context, queue string) ([]TenantFlow
 		return nil, unsupported("FlowController")
 	}
 	return p.fl.FlowStatus(ctx, queue)
+}
+
+func (p Passthrough) lifecycle() (LifecycleController, error) {
+	if p.lc == nil {
+		return nil, unsupported("LifecycleController")
+	}
+	return p.lc, nil
+}
+
+// Pause forwards [LifecycleController.Pause].
+func (p Passthrough) Pause(ctx context.Context, queue, tenant string) error {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return err
+	}
+	return lc.Pause(ctx, queue, tenant)
+}
+
+// Resume forwards [LifecycleController.Resume].
+func (p Passthrough) Resume(ctx context.Context, queue, tenant string) error {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return err
+	}
+	return lc.Resume(ctx, queue, tenant)
+}
+
+// Paused forwards [LifecycleController.Paused].
+func (p Passthrough) Paused(ctx context.Context, queue string) (PauseState, error) {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return PauseState{}, err
+	}
+	return lc.Paused(ctx, queue)
+}
+
+// Cancel forwards [LifecycleController.Cancel].
+func (p Passthrough) Cancel(ctx context.Context, key ItemKey, reason string) (ItemState, error) {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return "", err
+	}
+	return lc.Cancel(ctx, key, reason)
+}
+
+// CancelMatching forwards [LifecycleController.CancelMatching].
+func (p Passthrough) CancelMatching(ctx context.Context, f CancelFilter, reason string) (int, error) {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return 0, err
+	}
+	return lc.CancelMatching(ctx, f, reason)
+}
+
+// CountMatching forwards [LifecycleController.CountMatching].
+func (p Passthrough) CountMatching(ctx context.Context, f CancelFilter) (int, error) {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return 0, err
+	}
+	return lc.CountMatching(ctx, f)
+}
+
+// PurgeCancelled forwards [LifecycleController.PurgeCancelled].
+func (p Passthrough) PurgeCancelled(ctx context.Context, queue string, before time.Time) (int, error) {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return 0, err
+	}
+	return lc.PurgeCancelled(ctx, queue, before)
+}
+
+// Snooze forwards [LifecycleController.Snooze].
+func (p Passthrough) Snooze(ctx context.Context, lease Lease, d time.Duration) (policy.Decision, error) {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	return lc.Snooze(ctx, lease, d)
+}
+
+// Wait forwards [LifecycleController.Wait].
+func (p Passthrough) Wait(ctx context.Context, lease Lease, w WaitRequest) error {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return err
+	}
+	return lc.Wait(ctx, lease, w)
+}
+
+// Signal forwards [LifecycleController.Signal].
+func (p Passthrough) Signal(ctx context.Context, key ItemKey, signal string, payload []byte) error {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return err
+	}
+	return lc.Signal(ctx, key, signal, payload)
+}
+
+// Waiting forwards [LifecycleController.Waiting].
+func (p Passthrough) Waiting(ctx context.Context, queue string, page PageRequest) (ItemPage, error) {
+	lc, err := p.lifecycle()
+	if err != nil {
+		return ItemPage{}, err
+	}
+	return lc.Waiting(ctx, queue, page)
 }

@@ -92,7 +92,7 @@ type StatePersistenceError struct {
 func (e *StatePersistenceError) Error() string {
 	if e.Reason == ReasonTooLarge {
 		hint := "keep large state out of the run blob"
-		if e.What == "item payload" {
+		if strings.HasSuffix(e.What, "payload") {
 			hint = "put the payload behind a claim check (claimcheck.Wrap)"
 		}
 		return fmt.Sprintf("adk: %s is %d bytes, over the %d-byte limit (too_large): %s", e.What, e.Size, e.Limit, hint)

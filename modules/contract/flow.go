@@ -117,6 +117,7 @@ const (
 	HeldCap    HeldReason = "cap"    // MaxLeased live leases
 	HeldRate   HeldReason = "rate"   // no token in the bucket
 	HeldBudget HeldReason = "budget" // a ceiling reached in the window
+	HeldPaused HeldReason = "paused" // the tenant is paused (LifecycleController.Pause)
 )
 
 // QueueLimits are every limit set on one queue: the default and each
@@ -315,6 +316,8 @@ type ClaimReport struct {
 	// ends (zero when it met none): a claimer that found nothing may sleep
 	// until then instead of its whole poll interval.
 	RetryAt time.Time
+	// QueuePaused: the whole queue is paused, so the claim served nothing.
+	QueuePaused bool
 }
 
 // Note records that the claim passed over a tenant held for why, until

@@ -53,7 +53,8 @@ const MaxRecentTurns = 1000
 // says which a wrapper may use.
 type QueueFront struct {
 	d        QueueDriver
-	fl       FlowController // d's, when it enforces limits
+	fl       FlowController      // d's, when it enforces limits
+	lc       LifecycleController // d's, when it has lifecycle controls
 	maxBytes int
 	backing  string
 }
@@ -66,29 +67,38 @@ func NewQueueFront(d QueueDriver, maxValueBytes int, backing string) QueueFront 
 		maxValueBytes = DefaultMaxValueBytes
 	}
 	fl, _ := d.(FlowController)
-	return QueueFront{d: d, fl: fl, maxBytes: maxValueBytes, backing: backing}
+	lc, _ := d.(LifecycleController)
+	return QueueFront{d: d, fl: fl, lc: lc, maxBytes: maxValueBytes, backing: backing}
 }
 
 // Capabilities reports that a backing's queue has every optional
 // capability, and names the backing.
 func (f QueueFront) Capabilities() Capabilities {
-	return Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: f.fl != nil, Backing: f.backing}
+	return Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: f.fl != nil, Lifecycle: f.lc != nil, Backing: f.backing}
 }
 
-// normalizedItems returns items with every Queue filled in, copying the
-// slice only when one is empty.
+// normalizedItems returns items with every Queue filled in and the
+// fields only the queue sets (snoozes, waits, cancels) cleared, copying
+// the slice only when one needs it.
 func normalizedItems(items []Item) []Item {
 	for i := range items {
-		if items[i].Queue == "" {
+		if needsNormalizing(items[i]) {
 			out := make([]Item, len(items))
 			copy(out, items)
 			for j := i; j < len(out); j++ {
 				out[j].Queue = QueueName(out[j].Queue)
+				out[j].Snoozes, out[j].Waiting, out[j].Resumed = 0, nil, nil
+				out[j].CancelledAt, out[j].CancelReason = time.Time{}, ""
 			}
 			return out
 		}
 	}
 	return items
+}
+
+func needsNormalizing(it Item) bool {
+	return it.Queue == "" || it.Snoozes != 0 || it.Waiting != nil || it.Resumed != nil ||
+		!it.CancelledAt.IsZero() || it.CancelReason != ""
 }
 
 // normalizedLeases is normalizedItems for the items of leases.
@@ -345,6 +355,195 @@ func (f QueueFront) FlowStatus(ctx context.Context, queue string) ([]TenantFlow,
 		return nil, err
 	}
 	return fl.FlowStatus(ctx, name)
+}
+
+func (f QueueFront) lifecycle() (LifecycleController, error) {
+	if f.lc == nil {
+		return nil, unsupported("LifecycleController")
+	}
+	return f.lc, nil
+}
+
+// queueTenant checks a queue name (filling in the default) and a tenant
+// that may be "".
+func queueTenant(queue, tenant string) (string, error) {
+	name := QueueName(queue)
+	if err := ValidateName("queue", name); err != nil {
+		return "", err
+	}
+	if tenant != "" {
+		if err := ValidateName("tenant", tenant); err != nil {
+			return "", err
+		}
+	}
+	return name, nil
+}
+
+// Pause implements [LifecycleController].
+func (f QueueFront) Pause(ctx context.Context, queue, tenant string) error {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return err
+	}
+	name, err := queueTenant(queue, tenant)
+	if err != nil {
+		return err
+	}
+	return lc.Pause(ctx, name, tenant)
+}
+
+// Resume implements [LifecycleController].
+func (f QueueFront) Resume(ctx context.Context, queue, tenant string) error {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return err
+	}
+	name, err := queueTenant(queue, tenant)
+	if err != nil {
+		return err
+	}
+	return lc.Resume(ctx, name, tenant)
+}
+
+// Paused implements [LifecycleController].
+func (f QueueFront) Paused(ctx context.Context, queue string) (PauseState, error) {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return PauseState{}, err
+	}
+	name, err := queueTenant(queue, "")
+	if err != nil {
+		return PauseState{}, err
+	}
+	return lc.Paused(ctx, name)
+}
+
+// Cancel implements [LifecycleController].
+func (f QueueFront) Cancel(ctx context.Context, key ItemKey, reason string) (ItemState, error) {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return "", err
+	}
+	key.Queue = QueueName(key.Queue)
+	if err := ValidateItemKey(key); err != nil {
+		return "", err
+	}
+	if err := ValidateReason(reason); err != nil {
+		return "", err
+	}
+	return lc.Cancel(ctx, key, reason)
+}
+
+func cancelFilter(filter CancelFilter) (CancelFilter, error) {
+	filter.Queue = QueueName(filter.Queue)
+	return filter, ValidateCancelFilter(filter)
+}
+
+// CancelMatching implements [LifecycleController].
+func (f QueueFront) CancelMatching(ctx context.Context, filter CancelFilter, reason string) (int, error) {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return 0, err
+	}
+	if filter, err = cancelFilter(filter); err != nil {
+		return 0, err
+	}
+	if err := ValidateReason(reason); err != nil {
+		return 0, err
+	}
+	return lc.CancelMatching(ctx, filter, reason)
+}
+
+// CountMatching implements [LifecycleController].
+func (f QueueFront) CountMatching(ctx context.Context, filter CancelFilter) (int, error) {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return 0, err
+	}
+	if filter, err = cancelFilter(filter); err != nil {
+		return 0, err
+	}
+	return lc.CountMatching(ctx, filter)
+}
+
+// PurgeCancelled implements [LifecycleController].
+func (f QueueFront) PurgeCancelled(ctx context.Context, queue string, before time.Time) (int, error) {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return 0, err
+	}
+	name, err := queueTenant(queue, "")
+	if err != nil {
+		return 0, err
+	}
+	return lc.PurgeCancelled(ctx, name, before)
+}
+
+// Snooze implements [LifecycleController].
+func (f QueueFront) Snooze(ctx context.Context, lease Lease, d time.Duration) (policy.Decision, error) {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	if err := ValidateLease(lease); err != nil {
+		return policy.Decision{}, err
+	}
+	if err := ValidateSnooze(d); err != nil {
+		return policy.Decision{}, err
+	}
+	return lc.Snooze(ctx, normalizedLease(lease), d)
+}
+
+// Wait implements [LifecycleController].
+func (f QueueFront) Wait(ctx context.Context, lease Lease, w WaitRequest) error {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return err
+	}
+	if err := ValidateLease(lease); err != nil {
+		return err
+	}
+	if err := ValidateWait(w); err != nil {
+		return err
+	}
+	return lc.Wait(ctx, normalizedLease(lease), w)
+}
+
+// Signal implements [LifecycleController].
+func (f QueueFront) Signal(ctx context.Context, key ItemKey, signal string, payload []byte) error {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return err
+	}
+	key.Queue = QueueName(key.Queue)
+	if err := ValidateItemKey(key); err != nil {
+		return err
+	}
+	if err := ValidateName("signal", signal); err != nil {
+		return err
+	}
+	if len(payload) > f.maxBytes {
+		return TooLarge("signal payload", len(payload), f.maxBytes)
+	}
+	return lc.Signal(ctx, key, signal, payload)
+}
+
+// Waiting implements [LifecycleController].
+func (f QueueFront) Waiting(ctx context.Context, queue string, page PageRequest) (ItemPage, error) {
+	lc, err := f.lifecycle()
+	if err != nil {
+		return ItemPage{}, err
+	}
+	name, err := queueTenant(queue, "")
+	if err != nil {
+		return ItemPage{}, err
+	}
+	limit, err := ValidatePage(page)
+	if err != nil {
+		return ItemPage{}, err
+	}
+	page.Limit = limit
+	return lc.Waiting(ctx, name, page)
 }
 
 // StateFront is the front door of a backing's state store: it checks every

@@ -16,7 +16,14 @@ type TenantStats struct {
 	Later  int64  `json:"later"`  // queued with NotBefore in the future
 	Leased int64  `json:"leased"` // held by workers
 	Dead   int64  `json:"dead"`
-	Served int64  `json:"served"` // turns given to the tenant by claims, since the queue began (or since the backing started counting)
+	// Waiting counts items waiting for a signal, Cancelled the cancelled
+	// items kept for the record.
+	Waiting   int64 `json:"waiting"`
+	Cancelled int64 `json:"cancelled"`
+	// Paused: claims pass the tenant over (its own pause; a paused queue
+	// is reported by LifecycleController.Paused).
+	Paused bool  `json:"paused,omitempty"`
+	Served int64 `json:"served"` // turns given to the tenant by claims, since the queue began (or since the backing started counting)
 	// OldestReady is the EnqueuedAt of the oldest due item; zero if none.
 	// Its age is the tenant's queue latency.
 	OldestReady time.Time `json:"oldest_ready,omitzero"`

@@ -27,8 +27,9 @@ const (
 type Item struct {
 	Tenant string `json:"tenant"`
 	// ID is unique per tenant and queue. Enqueueing an ID that is queued,
-	// leased or dead is a no-op (use Requeue to revive a dead one); after
-	// Complete the ID may be used again.
+	// leased, waiting, dead or cancelled is a no-op (use Requeue to revive
+	// a dead one); after Complete (or PurgeCancelled) the ID may be used
+	// again.
 	ID    string `json:"id"`
 	Queue string `json:"queue"` // "" means DefaultQueue
 	// Payload is opaque to the queue, at most the backing's MaxValueBytes
@@ -46,6 +47,24 @@ type Item struct {
 	EnqueuedAt time.Time `json:"enqueued_at"`
 	// DeadAt is when the item went to the dead letter; zero otherwise.
 	DeadAt time.Time `json:"dead_at,omitzero"`
+	// Priority orders a tenant's due items: higher first, then by due
+	// time, then in enqueue order. It never changes the turns across
+	// tenants. MinPriority to MaxPriority; 0 by default.
+	Priority int `json:"priority,omitempty"`
+	// Snoozes counts the times the item was snoozed (see
+	// LifecycleController.Snooze); the policy's MaxSnoozes caps it.
+	Snoozes int `json:"snoozes,omitempty"`
+	// Waiting says what the item waits for while its State is
+	// StateWaiting; nil otherwise.
+	Waiting *WaitInfo `json:"waiting,omitempty"`
+	// Resumed says how the item's last wait ended: set on the claims that
+	// follow a wait, nil before any.
+	Resumed *Resume `json:"resumed,omitempty"`
+	// CancelledAt is when the item was cancelled (State StateCancelled),
+	// or, while it is still leased, when the cancel was asked for; zero
+	// otherwise. CancelReason is the reason given.
+	CancelledAt  time.Time `json:"cancelled_at,omitzero"`
+	CancelReason string    `json:"cancel_reason,omitempty"`
 }
 
 // Key returns the item's identity.

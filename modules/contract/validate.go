@@ -86,6 +86,11 @@ func ValidateItem(it Item, maxBytes int) error {
 	if len(it.Payload) > maxBytes {
 		return TooLarge("item payload", len(it.Payload), maxBytes)
 	}
+	if it.Priority != 0 {
+		if err := ValidatePriority(it.Priority); err != nil {
+			return err
+		}
+	}
 	for k, v := range it.Metadata {
 		if err := ValidateName("Item.Metadata key", k); err != nil {
 			return err

@@ -11,6 +11,7 @@ const (
 	DefaultMaxAttempts = 10
 	DefaultBaseDelay   = time.Second
 	DefaultMaxDelay    = 10 * time.Minute
+	DefaultMaxSnoozes  = 100
 )
 
 // Reasons reported in [Decision.Reason].
@@ -18,6 +19,8 @@ const (
 	ReasonRetry       = "retry"        // the item goes back to the queue at Decision.At
 	ReasonMaxAttempts = "max_attempts" // the attempt budget is spent
 	ReasonPermanent   = "permanent"    // the cause was marked with Permanent
+	ReasonSnooze      = "snooze"       // a snoozed item goes back to the queue at Decision.At
+	ReasonMaxSnoozes  = "max_snoozes"  // the snooze budget is spent
 )
 
 // Source yields numbers in [0, 1). *math/rand/v2.Rand satisfies it; so does
@@ -48,11 +51,16 @@ type Policy struct {
 	// Jitter draws the fraction of the backoff actually waited. Nil means
 	// the process-wide generator of math/rand/v2, safe for concurrent use.
 	Jitter Source
+	// MaxSnoozes caps how often one item may be snoozed (a handler's "run
+	// me again later", which charges no attempt): the snooze after the
+	// MaxSnoozes-th dead-letters the item instead. Zero means
+	// DefaultMaxSnoozes.
+	MaxSnoozes int
 }
 
 // Default returns the policy with every field at its default.
 func Default() Policy {
-	return Policy{MaxAttempts: DefaultMaxAttempts, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay}
+	return Policy{MaxAttempts: DefaultMaxAttempts, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, MaxSnoozes: DefaultMaxSnoozes}
 }
 
 // normalized returns p with its zero or negative fields replaced by defaults.
@@ -66,6 +74,9 @@ func (p Policy) normalized() Policy {
 	if p.MaxDelay <= 0 {
 		p.MaxDelay = DefaultMaxDelay
 	}
+	if p.MaxSnoozes <= 0 {
+		p.MaxSnoozes = DefaultMaxSnoozes
+	}
 	if p.BaseDelay > p.MaxDelay {
 		p.BaseDelay = p.MaxDelay
 	}
@@ -75,6 +86,20 @@ func (p Policy) normalized() Policy {
 // Attempts returns the effective MaxAttempts (the default when unset).
 func (p Policy) Attempts() int { return p.normalized().MaxAttempts }
 
+// Snoozes returns the effective MaxSnoozes (the default when unset).
+func (p Policy) Snoozes() int { return p.normalized().MaxSnoozes }
+
+// DecideSnooze says what to do with an item snoozed for d at now that has
+// been snoozed snoozes times before: back to the queue at now+d (no
+// jitter: the handler asked for that moment), or, once the snoozes
+// reach MaxSnoozes, to the dead letter with ReasonMaxSnoozes.
+func (p Policy) DecideSnooze(snoozes int, d time.Duration, now time.Time) Decision {
+	if snoozes >= p.Snoozes() {
+		return Decision{Reason: ReasonMaxSnoozes}
+	}
+	return Decision{Retry: true, At: now.Add(d), Reason: ReasonSnooze}
+}
+
 // Decision is what [Policy.Decide] concluded about a failed attempt.
 type Decision struct {
 	// Retry is true when the item goes back to the queue; false means the
@@ -82,7 +107,8 @@ type Decision struct {
 	Retry bool
 	// At is when the item becomes due again; zero when Retry is false.
 	At time.Time
-	// Reason is one of ReasonRetry, ReasonMaxAttempts, ReasonPermanent.
+	// Reason is one of ReasonRetry, ReasonMaxAttempts, ReasonPermanent
+	// (Decide), ReasonSnooze, ReasonMaxSnoozes (DecideSnooze).
 	Reason string
 }
 

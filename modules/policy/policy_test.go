@@ -15,10 +15,10 @@ func TestNormalizedDefaults(t *testing.T) {
 		in   Policy
 		want Policy
 	}{
-		{"zero", Policy{}, Policy{MaxAttempts: 10, BaseDelay: time.Second, MaxDelay: 10 * time.Minute}},
+		{"zero", Policy{}, Policy{MaxAttempts: 10, BaseDelay: time.Second, MaxDelay: 10 * time.Minute, MaxSnoozes: 100}},
 		{"negative", Policy{MaxAttempts: -1, BaseDelay: -time.Second, MaxDelay: -1}, Default()},
-		{"base above max", Policy{MaxAttempts: 3, BaseDelay: time.Hour, MaxDelay: time.Minute}, Policy{MaxAttempts: 3, BaseDelay: time.Minute, MaxDelay: time.Minute}},
-		{"kept", Policy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Second}, Policy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Second}},
+		{"base above max", Policy{MaxAttempts: 3, BaseDelay: time.Hour, MaxDelay: time.Minute}, Policy{MaxAttempts: 3, BaseDelay: time.Minute, MaxDelay: time.Minute, MaxSnoozes: 100}},
+		{"kept", Policy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Second, MaxSnoozes: 3}, Policy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Second, MaxSnoozes: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,4 +145,21 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("backoff not monotone/bounded: %v then %v (max %v)", b, next, n.MaxDelay)
 		}
 	})
+}
+
+func TestDecideSnooze(t *testing.T) {
+	now := time.Unix(1_000, 0)
+	p := Policy{MaxSnoozes: 2}
+	for snoozes, want := range []Decision{
+		{Retry: true, At: now.Add(time.Minute), Reason: ReasonSnooze},
+		{Retry: true, At: now.Add(time.Minute), Reason: ReasonSnooze},
+		{Reason: ReasonMaxSnoozes},
+	} {
+		if got := p.DecideSnooze(snoozes, time.Minute, now); got != want {
+			t.Errorf("DecideSnooze(%d) = %+v, want %+v", snoozes, got, want)
+		}
+	}
+	if got := (Policy{}).Snoozes(); got != DefaultMaxSnoozes {
+		t.Errorf("zero policy Snoozes() = %d, want %d", got, DefaultMaxSnoozes)
+	}
 }

@@ -162,6 +162,9 @@ func (q *queue) liveLeases(tq *tenantQueue, now time.Time) int {
 // held says whether the limits l hold tq back at now, and until when
 // (zero for a cap, which ends with a lease).
 func (q *queue) held(tq *tenantQueue, l contract.Limits, now time.Time) (contract.HeldReason, time.Time) {
+	if tq.paused {
+		return contract.HeldPaused, time.Time{}
+	}
 	if l.MaxLeased > 0 && tq.leased >= l.MaxLeased && q.liveLeases(tq, now) >= l.MaxLeased {
 		return contract.HeldCap, time.Time{}
 	}
@@ -202,9 +205,6 @@ func (q *queue) nextAllowed(now time.Time, r *contract.ClaimReport, seen map[*te
 	}
 	var found *tenantQueue
 	q.due.Ascend(nil, func(_ int64, tq *tenantQueue) bool {
-		if k, _, _ := tq.ready.Min(); k.due.After(now) {
-			return true // the clock went back; not due after all
-		}
 		why, until := q.held(tq, q.limitsFor(tq), now)
 		if why == contract.HeldNone {
 			found = tq
@@ -240,7 +240,7 @@ func (q *queue) served(tq *tenantQueue, now time.Time) bool {
 // capped reports whether the tenant of a lease that just ended has due work
 // that a cap may have held back, so claimers should be woken.
 func (q *queue) capped(tq *tenantQueue) bool {
-	return q.limited && tq != nil && tq.ready.Len() > 0 && q.limitsFor(tq).MaxLeased > 0
+	return q.limited && tq != nil && tq.queued() > 0 && q.limitsFor(tq).MaxLeased > 0
 }
 
 // FlowStatus reports the standing of every tenant of the queue that has
@@ -269,7 +269,7 @@ func (s *store) FlowStatus(ctx context.Context, name string) ([]contract.TenantF
 	// the tenants' entries are all there is to list.
 	names := make([]string, 0, len(q.tenants))
 	for n, tq := range q.tenants {
-		if tq.flow.own != nil || tq.ready.Len() > 0 || tq.leased > 0 || tq.dead > 0 {
+		if tq.flow.own != nil || tq.queued() > 0 || tq.leased > 0 || tq.dead > 0 {
 			names = append(names, n)
 		}
 	}

@@ -42,22 +42,25 @@ func (s *store) Tenants(ctx context.Context, name string) ([]contract.TenantStat
 	now := s.clock.Now()
 	dueBound := readyKey{due: now, seq: math.MaxInt64}
 	for _, tq := range q.tenants {
-		queued := tq.ready.Len()
-		if queued == 0 && tq.leased == 0 && tq.dead == 0 && tq.served == 0 {
+		queued := tq.queued()
+		if queued == 0 && tq.leased == 0 && tq.dead == 0 && tq.served == 0 && tq.waiting == 0 && tq.cancelled == 0 && !tq.paused {
 			continue
 		}
-		ready := tq.ready.CountBelow(dueBound)
+		ready := tq.ready.Len() + tq.later.CountBelow(dueBound)
 		st := contract.TenantStats{
-			Tenant: tq.name,
-			Ready:  int64(ready),
-			Later:  int64(queued - ready),
-			Leased: int64(tq.leased),
-			Dead:   int64(tq.dead),
-			Served: tq.served,
+			Tenant:    tq.name,
+			Ready:     int64(ready),
+			Later:     int64(queued - ready),
+			Leased:    int64(tq.leased),
+			Dead:      int64(tq.dead),
+			Waiting:   int64(tq.waiting),
+			Cancelled: int64(tq.cancelled),
+			Paused:    tq.paused,
+			Served:    tq.served,
 		}
-		// Due items are ordered by due time, not by enqueue time, so the
-		// oldest needs a look at each of them.
-		tq.ready.Ascend(nil, func(k readyKey, e *entry) bool {
+		// Due items are ordered by priority and due time, not by enqueue
+		// time, so the oldest needs a look at each of them.
+		oldest := func(k readyKey, e *entry) bool {
 			if k.due.After(now) {
 				return false
 			}
@@ -65,7 +68,9 @@ func (s *store) Tenants(ctx context.Context, name string) ([]contract.TenantStat
 				st.OldestReady = e.item.EnqueuedAt
 			}
 			return true
-		})
+		}
+		tq.ready.Ascend(nil, func(k readyKey, e *entry) bool { oldest(k, e); return true })
+		tq.later.Ascend(nil, oldest)
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b contract.TenantStats) int { return strings.Compare(a.Tenant, b.Tenant) })
@@ -182,7 +187,7 @@ func (s *store) Health(ctx context.Context) (contract.Health, error) {
 	var queued, leased, dead int
 	for _, q := range s.queues {
 		for _, tq := range q.tenants {
-			queued += tq.ready.Len()
+			queued += tq.queued()
 			leased += tq.leased
 			dead += tq.dead
 		}

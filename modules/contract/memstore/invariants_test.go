@@ -32,8 +32,23 @@ func checkInvariants(t *testing.T, st *Store) {
 		perQueue[k.Queue]++
 		switch e.item.State {
 		case contract.StateQueued:
-			if got, ok := tq.ready.Get(e.ready); !ok || got != e {
-				t.Fatalf("queued item %v missing from its ready index", k)
+			idx := tq.ready
+			if e.isLater {
+				idx = tq.later
+			}
+			if got, ok := idx.Get(e.ready); !ok || got != e {
+				t.Fatalf("queued item %v missing from its ready index (later: %v)", k, e.isLater)
+			}
+		case contract.StateWaiting:
+			if got, ok := q.parked.Get(e.waitSeq); !ok || got != e || e.item.Waiting == nil {
+				t.Fatalf("waiting item %v missing from the parked index", k)
+			}
+			if got, ok := q.timeouts.Get(e.ready); !ok || got != e {
+				t.Fatalf("waiting item %v missing from the timeouts", k)
+			}
+		case contract.StateCancelled:
+			if got, ok := q.cancelled.Get(e.ready); !ok || got != e {
+				t.Fatalf("cancelled item %v missing from the cancelled index", k)
 			}
 		case contract.StateLeased:
 			if got, ok := q.leases.Get(e.leaseKey()); !ok || got != e {
@@ -51,21 +66,28 @@ func checkInvariants(t *testing.T, st *Store) {
 		if q.items != perQueue[name] {
 			t.Fatalf("queue %s counts %d items, holds %d", name, q.items, perQueue[name])
 		}
-		leased, dead, placed := 0, 0, 0
+		leased, dead, placed, waiting, cancelled := 0, 0, 0, 0, 0
 		for _, tq := range q.tenants {
 			leased += tq.leased
 			dead += tq.dead
-			tq.ready.Ascend(nil, func(_ readyKey, e *entry) bool {
-				if e.item.State != contract.StateQueued || e.item.Tenant != tq.name {
-					t.Fatalf("ready index of %s holds %v in state %s", tq.name, e.item.Key(), e.item.State)
-				}
-				return true
-			})
-			k, _, ok := tq.ready.Min()
+			waiting += tq.waiting
+			cancelled += tq.cancelled
+			for _, idx := range []*tree[readyKey, *entry]{tq.ready, tq.later} {
+				idx.Ascend(nil, func(_ readyKey, e *entry) bool {
+					if e.item.State != contract.StateQueued || e.item.Tenant != tq.name || e.isLater != (idx == tq.later) {
+						t.Fatalf("ready index of %s holds %v in state %s", tq.name, e.item.Key(), e.item.State)
+					}
+					return true
+				})
+			}
+			k, _, _ := tq.later.Min()
+			if tq.ready.Len() > 0 && tq.place != inDue {
+				t.Fatalf("tenant %s has ready items but is not in due (%d)", tq.name, tq.place)
+			}
 			switch {
-			case !ok && tq.place != unplaced:
+			case tq.queued() == 0 && tq.place != unplaced:
 				t.Fatalf("tenant %s has no queued item but is placed (%d)", tq.name, tq.place)
-			case ok && tq.place == unplaced:
+			case tq.queued() > 0 && tq.place == unplaced:
 				t.Fatalf("tenant %s has queued items but is not in the rotation", tq.name)
 			case tq.place == inDue:
 				placed++
@@ -81,6 +103,9 @@ func checkInvariants(t *testing.T, st *Store) {
 					t.Fatalf("tenant %s not in waiting under its key", tq.name)
 				}
 			}
+		}
+		if waiting != q.parked.Len() || waiting != q.timeouts.Len() || cancelled != q.cancelled.Len() {
+			t.Fatalf("queue %s: waiting %d/%d/%d, cancelled %d/%d", name, waiting, q.parked.Len(), q.timeouts.Len(), cancelled, q.cancelled.Len())
 		}
 		if leased != q.leases.Len() || dead != q.dead.Len() || placed != q.due.Len()+q.waiting.Len() {
 			t.Fatalf("queue %s: leased %d/%d, dead %d/%d, placed %d/%d", name, leased, q.leases.Len(), dead, q.dead.Len(), placed, q.due.Len()+q.waiting.Len())
@@ -99,9 +124,43 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 	queues := []string{"", "q2"}
 	for step := range 2500 {
 		qn := queues[r.IntN(2)]
-		switch op := r.IntN(10); op {
+		switch op := r.IntN(16); op {
+		case 10:
+			tenant := ""
+			if r.IntN(2) == 0 {
+				tenant = fmt.Sprintf("t%d", r.IntN(6))
+			}
+			if r.IntN(2) == 0 {
+				_ = s.Pause(ctx, qn, tenant)
+			} else {
+				_ = s.Resume(ctx, qn, tenant)
+			}
+		case 11:
+			k := contract.ItemKey{Tenant: fmt.Sprintf("t%d", r.IntN(6)), Queue: contract.QueueName(qn), ID: fmt.Sprint(r.IntN(40))}
+			_, _ = s.Cancel(ctx, k, "random")
+		case 12:
+			if len(held) > 0 {
+				i := r.IntN(len(held))
+				_, _ = s.Snooze(ctx, held[i], time.Duration(r.IntN(3000))*time.Millisecond)
+				held = append(held[:i], held[i+1:]...)
+			}
+		case 13:
+			if len(held) > 0 {
+				i := r.IntN(len(held))
+				_ = s.Wait(ctx, held[i], contract.WaitRequest{Signal: "go", Timeout: time.Duration(1+r.IntN(4000)) * time.Millisecond})
+				held = append(held[:i], held[i+1:]...)
+			}
+		case 14:
+			k := contract.ItemKey{Tenant: fmt.Sprintf("t%d", r.IntN(6)), Queue: contract.QueueName(qn), ID: fmt.Sprint(r.IntN(40))}
+			_ = s.Signal(ctx, k, "go", []byte("p"))
+		case 15:
+			if r.IntN(4) == 0 {
+				_, _ = s.PurgeCancelled(ctx, qn, clock.Now())
+			} else {
+				_, _ = s.CancelMatching(ctx, contract.CancelFilter{Queue: qn, Tenant: fmt.Sprintf("t%d", r.IntN(6)), IDPrefix: fmt.Sprint(r.IntN(4))}, "bulk")
+			}
 		case 0, 1:
-			it := contract.Item{Tenant: fmt.Sprintf("t%d", r.IntN(6)), ID: fmt.Sprint(r.IntN(40)), Queue: qn}
+			it := contract.Item{Tenant: fmt.Sprintf("t%d", r.IntN(6)), ID: fmt.Sprint(r.IntN(40)), Queue: qn, Priority: r.IntN(5) - 2}
 			if r.IntN(3) == 0 {
 				it.NotBefore = clock.Now().Add(time.Duration(r.IntN(5000)) * time.Millisecond)
 			}

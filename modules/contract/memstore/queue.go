@@ -61,16 +61,24 @@ func (s *store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 		return nil, contract.ErrEmpty
 	}
 	now := s.clock.Now()
+	if q.paused {
+		if r := contract.ClaimReportFrom(ctx); r != nil {
+			r.QueuePaused = true
+		}
+		return nil, contract.ErrEmpty
+	}
+	s.endWaits(q, now)
 	var out []contract.Lease
 	var report *contract.ClaimReport
 	var seen map[*tenantQueue]bool
-	if q.limited {
+	gated := q.limited || q.pausedTenants > 0
+	if gated {
 		report = contract.ClaimReportFrom(ctx)
 		seen = make(map[*tenantQueue]bool)
 	}
 	for len(out) < req.Max {
 		var tq *tenantQueue
-		if q.limited {
+		if gated {
 			tq = q.nextAllowed(now, report, seen)
 		} else {
 			tq = q.next(now)
@@ -78,6 +86,7 @@ func (s *store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 		if tq == nil {
 			break
 		}
+		tq.promote(now)
 		k, e, _ := tq.ready.Min()
 		tq.ready.Delete(k)
 		q.unplace(tq)
@@ -133,9 +142,12 @@ func (s *store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Dur
 	}
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	e := s.leased(l)
-	if e == nil || !e.expires.After(now) {
+	if e := s.leased(l); e == nil || !e.expires.After(now) {
 		return contract.Lease{}, &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
+	}
+	e, err := s.held(l, now)
+	if err != nil {
+		return contract.Lease{}, err
 	}
 	q := s.queues[e.item.Queue]
 	q.leases.Delete(e.leaseKey())
@@ -158,7 +170,7 @@ func (s *store) CompleteAndClaim(ctx context.Context, done []contract.Lease, req
 	if len(done) > 0 {
 		err := s.Complete(ctx, done...)
 		var lle *contract.LeaseLostError
-		if err != nil && !errors.As(err, &lle) {
+		if err != nil && !errors.As(err, &lle) && !errors.Is(err, contract.ErrCancelled) {
 			return nil, err
 		}
 		lost = err
@@ -180,7 +192,8 @@ func (s *store) Complete(ctx context.Context, leases ...contract.Lease) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	var lost []contract.ItemKey
+	var lost, cancelled []contract.ItemKey
+	now := s.clock.Now()
 	for _, l := range leases {
 		e := s.leased(l)
 		if e == nil {
@@ -189,15 +202,17 @@ func (s *store) Complete(ctx context.Context, leases ...contract.Lease) error {
 		}
 		q := s.queues[e.item.Queue]
 		tq := q.tenants[e.item.Tenant]
+		if !e.item.CancelledAt.IsZero() {
+			s.settleCancelled(q, e, now)
+			cancelled = append(cancelled, l.Key())
+			continue
+		}
 		s.drop(q, tq, e)
 		if q.capped(tq) {
-			s.wake(q.name, s.clock.Now())
+			s.wake(q.name, now)
 		}
 	}
-	if lost != nil {
-		return &contract.LeaseLostError{Items: lost}
-	}
-	return nil
+	return contract.SettleError(lost, cancelled)
 }
 
 // drop forgets an item in whatever state it is.
@@ -205,8 +220,15 @@ func (s *store) drop(q *queue, tq *tenantQueue, e *entry) {
 	switch e.item.State {
 	case contract.StateQueued:
 		q.unplace(tq)
-		tq.ready.Delete(e.ready)
+		tq.unqueue(e)
 		q.place(tq, s.clock.Now())
+	case contract.StateWaiting:
+		q.parked.Delete(e.waitSeq)
+		q.timeouts.Delete(e.ready)
+		tq.waiting--
+	case contract.StateCancelled:
+		q.cancelled.Delete(e.ready)
+		tq.cancelled--
 	case contract.StateLeased:
 		q.leases.Delete(e.leaseKey())
 		tq.leased--
@@ -225,11 +247,11 @@ func (s *store) Fail(ctx context.Context, l contract.Lease, cause error) (policy
 		return policy.Decision{}, err
 	}
 	defer s.mu.Unlock()
-	e := s.leased(l)
-	if e == nil {
-		return policy.Decision{}, &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
-	}
 	now := s.clock.Now()
+	e, err := s.held(l, now)
+	if err != nil {
+		return policy.Decision{}, err
+	}
 	q := s.queues[e.item.Queue]
 	d := s.settleFailed(q, e, cause, now)
 	if d.Retry || q.capped(q.tenants[e.item.Tenant]) {
@@ -254,12 +276,7 @@ func (s *store) settleFailed(q *queue, e *entry, cause error, now time.Time) pol
 		s.push(q, tq, e, s.dueAt(d.At, now), now)
 		return d
 	}
-	s.seq++
-	e.deadSeq = s.seq
-	e.item.State = contract.StateDead
-	e.item.DeadAt = now
-	q.dead.Put(e.deadSeq, e)
-	tq.dead++
+	s.bury(q, tq, e, now)
 	return d
 }
 
@@ -285,6 +302,10 @@ func (s *store) Reap(ctx context.Context, name string) (int, error) {
 	})
 	retried := false
 	for _, e := range expired {
+		if !e.item.CancelledAt.IsZero() {
+			s.settleCancelled(q, e, now)
+			continue
+		}
 		if s.settleFailed(q, e, contract.ErrLeaseExpired, now).Retry || q.capped(q.tenants[e.item.Tenant]) {
 			retried = true
 		}

@@ -35,14 +35,29 @@ type queue struct {
 	limits    map[string]contract.Limits
 	defLimits contract.Limits
 	limited   bool
+
+	// Lifecycle (see lifecycle.go).
+	paused        bool
+	pausedTenants int                           // how many tenants are paused
+	parked        *tree[int64, *entry]          // waiting items, by the seq of their wait (oldest first)
+	timeouts      *tree[readyKey, *entry]       // waiting items, by when their wait times out
+	cancelled     *tree[readyKey, *entry]       // cancelled items, by when they were cancelled
 }
 
 // tenantQueue is one tenant's part of a queue.
 type tenantQueue struct {
-	name   string
-	ready  *tree[readyKey, *entry] // queued items, due first, then in enqueue order
-	leased int
-	dead   int
+	name string
+	// ready holds the queued items that are due, highest priority first,
+	// then by due time, then in enqueue order; later holds those not yet
+	// due, by due time. promote moves items from later to ready as they
+	// fall due.
+	ready     *tree[readyKey, *entry]
+	later     *tree[readyKey, *entry]
+	leased    int
+	dead      int
+	waiting   int
+	cancelled int
+	paused    bool
 	served int64
 	stamp  int64
 	place  place
@@ -60,8 +75,10 @@ const (
 
 // entry is an item as the store holds it.
 type entry struct {
-	item  contract.Item
-	ready readyKey // while queued
+	item    contract.Item
+	ready   readyKey // while queued
+	isLater bool     // while queued: in the tenant's later tree, not ready
+	waitSeq int64    // while waiting: the key in parked
 
 	// While leased.
 	token   int64
@@ -72,11 +89,21 @@ type entry struct {
 }
 
 type readyKey struct {
-	due time.Time
-	seq int64
+	rank int // -Priority, so that higher priorities sort first
+	due  time.Time
+	seq  int64
 }
 
+// cmpReady orders due items: priority, then due time, then seq.
 func cmpReady(a, b readyKey) int {
+	if c := cmp.Compare(a.rank, b.rank); c != 0 {
+		return c
+	}
+	return cmpDue(a, b)
+}
+
+// cmpDue orders items by due time, then seq.
+func cmpDue(a, b readyKey) int {
 	if c := a.due.Compare(b.due); c != 0 {
 		return c
 	}
@@ -117,6 +144,10 @@ func newQueue(name string) *queue {
 		waiting: newTree[waitKey, *tenantQueue](cmpWait),
 		leases:  newTree[leaseKey, *entry](cmpLease),
 		dead:    newTree[int64, *entry](cmpInt64),
+
+		parked:    newTree[int64, *entry](cmpInt64),
+		timeouts:  newTree[readyKey, *entry](cmpDue),
+		cancelled: newTree[readyKey, *entry](cmpDue),
 	}
 }
 
@@ -132,7 +163,7 @@ func (s *store) queue(name string) *queue {
 func (q *queue) tenant(name string) *tenantQueue {
 	tq := q.tenants[name]
 	if tq == nil {
-		tq = &tenantQueue{name: name, ready: newTree[readyKey, *entry](cmpReady)}
+		tq = &tenantQueue{name: name, ready: newTree[readyKey, *entry](cmpReady), later: newTree[readyKey, *entry](cmpDue)}
 		q.tenants[name] = tq
 	}
 	return tq
@@ -142,7 +173,7 @@ func (q *queue) tenant(name string) *tenantQueue {
 // work joins the rotation at the back; one already in it keeps its place.
 func (s *store) push(q *queue, tq *tenantQueue, e *entry, due time.Time, now time.Time) {
 	s.seq++
-	e.ready = readyKey{due: due, seq: s.seq}
+	e.ready = readyKey{rank: -e.item.Priority, due: due, seq: s.seq}
 	e.item.State = contract.StateQueued
 	if tq.place == unplaced {
 		q.turn++
@@ -151,8 +182,39 @@ func (s *store) push(q *queue, tq *tenantQueue, e *entry, due time.Time, now tim
 	} else {
 		q.unplace(tq)
 	}
-	tq.ready.Put(e.ready, e)
+	if due.After(now) {
+		e.isLater = true
+		tq.later.Put(e.ready, e)
+	} else {
+		e.isLater = false
+		tq.ready.Put(e.ready, e)
+	}
 	q.place(tq, now)
+}
+
+// queued counts the tenant's queued items, due or not.
+func (tq *tenantQueue) queued() int { return tq.ready.Len() + tq.later.Len() }
+
+// promote moves the tenant's items that are due by now into ready.
+func (tq *tenantQueue) promote(now time.Time) {
+	for {
+		k, e, ok := tq.later.Min()
+		if !ok || k.due.After(now) {
+			return
+		}
+		tq.later.Delete(k)
+		e.isLater = false
+		tq.ready.Put(k, e)
+	}
+}
+
+// unqueue takes a queued item out of its tenant's trees.
+func (tq *tenantQueue) unqueue(e *entry) {
+	if e.isLater {
+		tq.later.Delete(e.ready)
+	} else {
+		tq.ready.Delete(e.ready)
+	}
 }
 
 func (q *queue) unplace(tq *tenantQueue) {
@@ -167,18 +229,20 @@ func (q *queue) unplace(tq *tenantQueue) {
 
 // place puts an unplaced tenant where its earliest item says.
 func (q *queue) place(tq *tenantQueue, now time.Time) {
-	k, _, ok := tq.ready.Min()
-	switch {
-	case !ok:
-		tq.place = unplaced
-	case !k.due.After(now):
+	tq.promote(now)
+	if tq.ready.Len() > 0 {
 		tq.place = inDue
 		q.due.Put(tq.stamp, tq)
-	default:
-		tq.place = inWaiting
-		tq.waitAt = k.due
-		q.waiting.Put(waitKey{tq.waitAt, tq.stamp}, tq)
+		return
 	}
+	k, _, ok := tq.later.Min()
+	if !ok {
+		tq.place = unplaced
+		return
+	}
+	tq.place = inWaiting
+	tq.waitAt = k.due
+	q.waiting.Put(waitKey{tq.waitAt, tq.stamp}, tq)
 }
 
 // next returns the tenant whose turn it is among those with a due item.
@@ -191,18 +255,11 @@ func (q *queue) next(now time.Time) *tenantQueue {
 		q.unplace(tq)
 		q.place(tq, now)
 	}
-	for {
-		_, tq, ok := q.due.Min()
-		if !ok {
-			return nil
-		}
-		if k, _, _ := tq.ready.Min(); !k.due.After(now) {
-			return tq
-		}
-		// The clock went back: the item is not due after all.
-		q.unplace(tq)
-		q.place(tq, now)
+	_, tq, ok := q.due.Min()
+	if !ok {
+		return nil
 	}
+	return tq
 }
 
 func (q *queue) remember(t contract.Turn, keep int) {

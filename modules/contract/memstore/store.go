@@ -63,6 +63,9 @@ var (
 	_ contract.FlowController  = (*Store)(nil)
 	_ contract.FlowController  = (*store)(nil)
 
+	_ contract.LifecycleController = (*Store)(nil)
+	_ contract.LifecycleController = (*store)(nil)
+
 	_ contract.QueueDriver = (*store)(nil)
 	_ contract.StateDriver = (*store)(nil)
 )
@@ -144,6 +147,15 @@ func copyRun(r *contract.Run) *contract.Run {
 func copyItem(it contract.Item) contract.Item {
 	it.Payload = bytes.Clone(it.Payload)
 	it.Metadata = maps.Clone(it.Metadata)
+	if it.Waiting != nil {
+		w := *it.Waiting
+		it.Waiting = &w
+	}
+	if it.Resumed != nil {
+		r := *it.Resumed
+		r.Payload = bytes.Clone(r.Payload)
+		it.Resumed = &r
+	}
 	return it
 }
 
