@@ -38,10 +38,10 @@ type queue struct {
 
 	// Lifecycle (see lifecycle.go).
 	paused        bool
-	pausedTenants int                           // how many tenants are paused
-	parked        *tree[int64, *entry]          // waiting items, by the seq of their wait (oldest first)
-	timeouts      *tree[readyKey, *entry]       // waiting items, by when their wait times out
-	cancelled     *tree[readyKey, *entry]       // cancelled items, by when they were cancelled
+	pausedTenants int                     // how many tenants are paused
+	parked        *tree[int64, *entry]    // waiting items, by the seq of their wait (oldest first)
+	timeouts      *tree[readyKey, *entry] // waiting items, by when their wait times out
+	cancelled     *tree[readyKey, *entry] // cancelled items, by when they were cancelled
 }
 
 // tenantQueue is one tenant's part of a queue.
@@ -58,11 +58,11 @@ type tenantQueue struct {
 	waiting   int
 	cancelled int
 	paused    bool
-	served int64
-	stamp  int64
-	place  place
-	waitAt time.Time // the key under which it sits in waiting
-	flow   flowState
+	served    int64
+	stamp     int64
+	place     place
+	waitAt    time.Time // the key under which it sits in waiting
+	flow      flowState
 }
 
 type place uint8
