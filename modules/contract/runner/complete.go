@@ -153,6 +153,23 @@ var completeRetry = backoff.Budget{
 	Attempts: 5,
 }
 
+// notCompleted handles the answer of a batch Complete that names leases
+// it did not complete and reports whether err is one: lost leases are
+// reported (unless again says they were expected), cancelled items are
+// counted in the log (they were cancelled while their handlers ran, and
+// stay so), neither is retried.
+func (c *completer) notCompleted(err error, items int, again bool) bool {
+	lost, isLost := errors.AsType[*contract.LeaseLostError](err)
+	cancelled, isCancelled := errors.AsType[*contract.CancelledError](err)
+	if isCancelled {
+		c.rn.log.Info("complete: items cancelled while their handlers ran stay cancelled", "items", items, "cancelled", len(cancelled.Items))
+	}
+	if isLost && !again {
+		c.rn.report(lost, "complete: some leases were lost before their items completed; those items will run again", "items", items)
+	}
+	return isLost || isCancelled
+}
+
 // settle completes batch, retrying what may be retried. again says the
 // leases may have been completed already (a combined call whose outcome
 // is unknown): then lost ones are expected and not reported.
@@ -166,13 +183,10 @@ func (c *completer) settle(batch []contract.Lease, again bool) {
 		if err == nil {
 			return
 		}
-		// With a lost lease in the answer the others did complete (the
-		// contract settles each lease on its own): never retry that.
-		if _, lost := errors.AsType[*contract.LeaseLostError](err); lost {
-			if again {
-				return
-			}
-			rn.report(err, "complete: some leases were lost before their items completed; those items will run again", "items", len(batch))
+		// With a lost or cancelled lease in the answer the others did
+		// complete (the contract settles each lease on its own): never
+		// retry that.
+		if c.notCompleted(err, len(batch), again) {
 			return
 		}
 		wait, ok := retry.Next()

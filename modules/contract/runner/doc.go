@@ -49,6 +49,58 @@
 //   - Reaps the queue's expired leases every ReapInterval, so the items of
 //     crashed workers come back.
 //
+// # Snooze, wait for a signal, cancel
+//
+// Over a queue with lifecycle controls (a [contract.LifecycleController]:
+// every backing in the kit) a handler can answer with more than done or
+// failed, by returning one of two errors the runner finds with errors.As,
+// wrapped or not:
+//
+//   - [Snooze](d): run the item again in d. The lease ends, no attempt is
+//     charged and Item.Snoozes goes up by one; past the policy's
+//     MaxSnoozes the item goes to the dead letter.
+//   - [WaitForSignal](signal, timeout): park the item until someone calls
+//     the queue's Signal with its key and that signal (an approval, a
+//     tool's result from outside), or until timeout passes. A waiting
+//     item holds no lease, no worker and no attempt. It is then due at
+//     once, and the handler that runs it finds how the wait ended in
+//     lease.Item.Resumed: the signal's Payload, or TimedOut. [Resumed]
+//     reads it for one signal.
+//
+// A step that asks a person first:
+//
+//	func approve(ctx context.Context, l contract.Lease) error {
+//		res, ok := runner.Resumed(l, "approval")
+//		if !ok {
+//			notifyReviewer(l.Item)
+//			return runner.WaitForSignal("approval", 24*time.Hour)
+//		}
+//		if res.TimedOut {
+//			return policy.Permanent(errors.New("nobody approved it in a day"))
+//		}
+//		return deploy(ctx, l.Item.Payload, res.Payload)
+//	}
+//
+// Both check their arguments where they are called: a delay or a timeout
+// out of range, or an empty signal, gives the [*contract.ValidationError]
+// instead, which fails the item like any handler error. Over a queue
+// without lifecycle controls the item is failed (the policy may retry
+// it) with an error saying the queue has none.
+//
+// When an operator cancels an item while its handler runs, the queue
+// marks the lease, and the next heartbeat (at most HeartbeatEvery later)
+// gets a [*contract.CancelledError]: the runner cancels the handler's
+// context with it as the cause (errors.Is(context.Cause(ctx),
+// contract.ErrCancelled)), stops heartbeating it, and writes nothing more
+// for it, whatever the handler returns; the item stays cancelled. A
+// cancel that lands after the last heartbeat meets the settle instead
+// (Complete, Fail, Snooze or Wait get the CancelledError and write
+// nothing): the runner logs it and moves on, as it does for the cancelled
+// items a batched Complete names; none of these is reported to OnError.
+//
+// A paused queue claims nothing: the runner sees an empty claim and goes
+// on polling and waiting for wakes; resuming the queue wakes it.
+//
 // # Several queues
 //
 // One runner can serve several queues, each with its own slots, batch

@@ -12,14 +12,21 @@ import (
 // item; returning an error fails it, and the queue's policy decides
 // whether it is retried or dead-lettered (wrap the error with
 // policy.Permanent to dead-letter it at once). A panic counts as an error.
+// Two errors are answers rather than failures: Snooze(d) puts the item
+// back for d without charging an attempt, and WaitForSignal(s, t) parks
+// it until signal s or t passes; the handler that runs it next reads
+// lease.Item.Resumed (or [Resumed]) for the signal's payload.
 //
 // The runner owns the lease: it heartbeats it while the handler runs and
 // settles it afterwards, so a handler never calls Complete, Fail or
 // Heartbeat itself. The lease's Token is the one the claim issued; the
 // runner settles with the latest one. ctx is cancelled when the lease is
-// lost (the cause is the *contract.LeaseLostError) or when a shutdown's
-// grace period runs out (the cause is ErrGraceExpired); a handler should
-// return promptly then.
+// lost (the cause is the *contract.LeaseLostError), when the item is
+// cancelled (the cause is the *contract.CancelledError, which
+// errors.Is(cause, contract.ErrCancelled) matches; the runner then writes
+// nothing more for the item, whatever the handler returns) or when a
+// shutdown's grace period runs out (the cause is ErrGraceExpired); a
+// handler should return promptly then.
 type Handler func(ctx context.Context, lease contract.Lease) error
 
 // Middleware wraps a handler, for example in a tracing span or with a

@@ -15,7 +15,10 @@ import (
 // queue, extending each every HeartbeatEvery until its handler returns.
 // They go on after a handler's context is cancelled: a handler that is
 // slow to return still holds its item, and letting the lease lapse would
-// hand the item to another worker while this one runs.
+// hand the item to another worker while this one runs. They stop when a
+// beat finds the lease lost or the item cancelled (then the next beat
+// after a cancel is what cancels the handler's context, within one
+// HeartbeatEvery).
 //
 // One timer serves them all, set for the earliest beat due; a slot
 // records its item in its own beatSlot, so an item whose handler returns
@@ -44,10 +47,13 @@ type heartbeats struct {
 // beatSlot is one slot goroutine's running item, as the heartbeats see
 // it.
 type beatSlot struct {
-	mu      sync.Mutex
-	active  bool // a handler is running on lease
-	lease   contract.Lease
-	lost    bool
+	mu     sync.Mutex
+	active bool // a handler is running on lease
+	lease  contract.Lease
+	// gone is why the lease is no longer this worker's, nil while it
+	// holds it: the *contract.LeaseLostError or *contract.CancelledError
+	// a heartbeat got.
+	gone    error
 	cancel  context.CancelCauseFunc
 	due     time.Duration // the next beat, from heartbeats.base
 	beating bool
@@ -77,7 +83,7 @@ func (h *heartbeats) newSlot() *beatSlot {
 func (h *heartbeats) watch(s *beatSlot, lease contract.Lease, cancel context.CancelCauseFunc) {
 	due := h.now() + h.every
 	s.mu.Lock()
-	s.active, s.lease, s.lost, s.cancel, s.due = true, lease, false, cancel, due
+	s.active, s.lease, s.gone, s.cancel, s.due = true, lease, nil, cancel, due
 	s.mu.Unlock()
 	// A scan clears isArmed before it reads the slots: either it sees
 	// this item, or this load sees the cleared flag and arms the timer.
@@ -87,9 +93,9 @@ func (h *heartbeats) watch(s *beatSlot, lease contract.Lease, cancel context.Can
 }
 
 // unwatch stops heartbeating the slot's item, waits for a beat in
-// progress and returns the last lease the beats obtained and whether it
-// was lost.
-func (h *heartbeats) unwatch(s *beatSlot) (contract.Lease, bool) {
+// progress and returns the last lease the beats obtained and, when a beat
+// found it lost or cancelled, the error that said so.
+func (h *heartbeats) unwatch(s *beatSlot) (contract.Lease, error) {
 	s.mu.Lock()
 	s.active = false
 	s.mu.Unlock()
@@ -97,7 +103,7 @@ func (h *heartbeats) unwatch(s *beatSlot) (contract.Lease, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancel = nil
-	return s.lease, s.lost
+	return s.lease, s.gone
 }
 
 // arm sets the timer for a scan at due unless one is pending already (a
@@ -127,7 +133,7 @@ func (h *heartbeats) scan() {
 	for _, s := range h.slots {
 		s.mu.Lock()
 		switch {
-		case !s.active || s.lost || s.beating:
+		case !s.active || s.gone != nil || s.beating:
 			// Nothing to do; a beat in progress arms the timer for its
 			// item's next beat when it is done.
 		case s.due <= now+h.slack:
@@ -156,22 +162,24 @@ func (h *heartbeats) extend(s *beatSlot) {
 	ctx, c := context.WithTimeout(rn.detached, rn.cfg.SettleTimeout)
 	next, err := rn.r.q.Heartbeat(ctx, cur, rn.cfg.LeaseFor)
 	c()
-	lost, isLost := errors.AsType[*contract.LeaseLostError](err)
+	gone := leaseGone(err)
 	s.mu.Lock()
 	s.beating = false
 	switch {
 	case err == nil:
 		s.lease = next
-	case isLost:
-		s.lost = true
+	case gone != nil:
+		s.gone = gone
 	}
 	s.due = h.now() + h.every
-	goOn := s.active && !s.lost
+	goOn := s.active && s.gone == nil
 	due := s.due
 	s.mu.Unlock()
 	switch {
-	case isLost:
-		cancel(lost)
+	case gone != nil:
+		// A cancelled item is the queue's to close: the handler stops,
+		// and nothing more is written for its lease.
+		cancel(gone)
 	case err != nil:
 		rn.report(err, "heartbeat failed", "queue", cur.Item.Queue, "tenant", cur.Item.Tenant, "id", cur.Item.ID)
 		// Past its expiry the lease may be reaped and given to another
@@ -183,6 +191,22 @@ func (h *heartbeats) extend(s *beatSlot) {
 	if goOn {
 		h.arm(due)
 	}
+}
+
+// leaseGone returns the error in err that says the lease is no longer
+// the worker's, a *contract.CancelledError (the item was cancelled) ahead
+// of a *contract.LeaseLostError, or nil when err says neither.
+func leaseGone(err error) error {
+	if err == nil {
+		return nil
+	}
+	if c, ok := errors.AsType[*contract.CancelledError](err); ok {
+		return c
+	}
+	if l, ok := errors.AsType[*contract.LeaseLostError](err); ok {
+		return l
+	}
+	return nil
 }
 
 // close stops the timer; every slot has unwatched its item by then, so no

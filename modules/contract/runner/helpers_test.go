@@ -104,6 +104,7 @@ type counting struct {
 
 	mu          sync.Mutex
 	heartbeatFn func(context.Context, contract.Lease, time.Duration) (contract.Lease, error)
+	completeFn  func(context.Context, ...contract.Lease) error
 }
 
 type countingWaker struct{ *counting }
@@ -141,6 +142,12 @@ func (c *counting) Claim(ctx context.Context, req contract.ClaimRequest) ([]cont
 
 func (c *counting) Complete(ctx context.Context, leases ...contract.Lease) error {
 	c.completes.Add(1)
+	c.mu.Lock()
+	fn := c.completeFn
+	c.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, leases...)
+	}
 	err := c.WorkQueue.Complete(ctx, leases...)
 	if err == nil {
 		c.completed.Add(int64(len(leases)))
@@ -193,3 +200,63 @@ func queueEmpty(t *testing.T, s *memstore.Store) bool {
 }
 
 func newClock() *contracttest.FakeClock { return contracttest.NewFakeClock(time.Time{}) }
+
+// countingLC is counting with every capability of the wrapped queue
+// forwarded (its lifecycle controls among them), counting the snoozes
+// and waits the runner asks for.
+type countingLC struct {
+	*counting
+	contract.Passthrough
+	snoozes atomic.Int64
+	waits   atomic.Int64
+	// ccCancelled counts the CompleteAndClaim calls that named a
+	// cancelled item.
+	ccCancelled atomic.Int64
+}
+
+// wrapCountingLC returns the counter and the queue to give the runner.
+func wrapCountingLC(q contract.WorkQueue) (*countingLC, contract.WorkQueue) {
+	c := &countingLC{counting: &counting{WorkQueue: q}, Passthrough: contract.NewPassthrough(q)}
+	return c, c
+}
+
+func (c *countingLC) Snooze(ctx context.Context, l contract.Lease, d time.Duration) (policy.Decision, error) {
+	c.snoozes.Add(1)
+	return c.Passthrough.Snooze(ctx, l, d)
+}
+
+func (c *countingLC) Wait(ctx context.Context, l contract.Lease, w contract.WaitRequest) error {
+	c.waits.Add(1)
+	return c.Passthrough.Wait(ctx, l, w)
+}
+
+// errorLog collects what the runner reports to Config.OnError.
+type errorLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (e *errorLog) add(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.errs = append(e.errs, err)
+}
+
+func (e *errorLog) all() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]error(nil), e.errs...)
+}
+
+func key(tenant, id string) contract.ItemKey {
+	return contract.ItemKey{Tenant: tenant, Queue: contract.DefaultQueue, ID: id}
+}
+
+func (c *countingLC) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	c.ccCalls.Add(1)
+	ls, err := c.Passthrough.CompleteAndClaim(ctx, done, req)
+	if errors.Is(err, contract.ErrCancelled) {
+		c.ccCancelled.Add(1)
+	}
+	return ls, err
+}

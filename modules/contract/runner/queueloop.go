@@ -98,10 +98,9 @@ func (l *queueLoop) claim(ctx context.Context, n int) ([]contract.Lease, error) 
 		return rn.r.q.Claim(ctx, req)
 	}
 	leases, err := rn.cc.CompleteAndClaim(ctx, done, req)
-	if lost, ok := errors.AsType[*contract.LeaseLostError](err); ok {
+	if rn.done.notCompleted(err, len(done), false) {
 		// The other completes landed and the claim went ahead; only the
-		// lost items will run again.
-		rn.report(lost, "complete: some leases were lost before their items completed; those items will run again", "items", len(done))
+		// lost items will run again (the cancelled stay cancelled).
 		return leases, nil
 	}
 	if err != nil && !errors.Is(err, contract.ErrEmpty) {
@@ -283,24 +282,53 @@ func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
 
 	// Stop heartbeating before reading the lease, so the settle presents
 	// the last token a heartbeat obtained.
-	current, lost := l.rn.beats.unwatch(s)
-	if err == nil && !lost {
+	current, gone := l.rn.beats.unwatch(s)
+	if err == nil && gone == nil {
 		l.rn.done.add(current)
 		return
 	}
-	l.unsuccessful(ctx, lease, current, lost, err)
+	l.unsuccessful(ctx, cancel, lease, current, gone, err)
 }
 
-// unsuccessful settles an item whose handler failed or whose lease was
-// lost; the log fields are built here, off the path of items that
-// succeed.
-func (l *queueLoop) unsuccessful(ctx context.Context, lease, current contract.Lease, lost bool, err error) {
+// unsuccessful settles an item whose handler failed, snoozed or waits,
+// or whose lease was lost or cancelled; the log fields are built here,
+// off the path of items that succeed.
+func (l *queueLoop) unsuccessful(ctx context.Context, cancel context.CancelCauseFunc, lease, current contract.Lease, gone, err error) {
 	rn := l.rn
 	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
-	if lost {
+	if _, ok := gone.(*contract.CancelledError); ok {
+		log.Info("item cancelled while the handler ran; nothing more is written for it", "handler_err", err)
+		return
+	}
+	if gone != nil {
 		log.Warn("lease lost while the handler ran; the item is someone else's now", "handler_err", err)
 		return
 	}
+	sctx, scancel := context.WithTimeout(rn.detached, rn.cfg.SettleTimeout)
+	defer scancel()
+	// A snooze or a wait says what to do with the item, whatever else
+	// happened meanwhile (a shutdown's grace running out included).
+	what, serr := "fail", error(nil)
+	if sn, ok := errors.AsType[*SnoozeError](err); ok {
+		what, serr = "snooze", l.snooze(sctx, ctx, log, current, sn)
+	} else if w, ok := errors.AsType[*WaitError](err); ok {
+		what, serr = "wait", l.wait(sctx, ctx, log, current, w)
+	} else {
+		serr = l.fail(sctx, ctx, log, current, err)
+	}
+	switch c, ok := errors.AsType[*contract.CancelledError](serr); {
+	case ok:
+		// Cancelled since the last heartbeat: the queue wrote nothing
+		// the settle asked for, and the item is cancelled now.
+		cancel(c)
+		log.Info("item cancelled while the handler ran; nothing more is written for it", "handler_err", err)
+	case serr != nil:
+		rn.report(serr, what+" failed; the lease will expire and be reaped", "queue", l.name, "tenant", lease.Item.Tenant, "id", lease.Item.ID)
+	}
+}
+
+// fail fails the item with the handler's error.
+func (l *queueLoop) fail(sctx, ctx context.Context, log *slog.Logger, current contract.Lease, err error) error {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
 		err = fmt.Errorf("%w: %w", cause, err)
 	}
@@ -308,14 +336,12 @@ func (l *queueLoop) unsuccessful(ctx context.Context, lease, current contract.Le
 	if errors.As(err, &pe) {
 		log.Error("handler panicked", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 	}
-	sctx, scancel := context.WithTimeout(rn.detached, rn.cfg.SettleTimeout)
-	defer scancel()
-	dec, ferr := rn.r.q.Fail(sctx, current, err)
+	dec, ferr := l.rn.r.q.Fail(sctx, current, err)
 	if ferr != nil {
-		rn.report(ferr, "fail failed; the lease will expire and be reaped", "queue", l.name, "tenant", lease.Item.Tenant, "id", lease.Item.ID)
-		return
+		return ferr
 	}
 	log.Info("handler failed", "handler_err", err, "retry", dec.Retry, "at", dec.At, "reason", dec.Reason)
+	return nil
 }
 
 // call runs the handler, turning a panic into a *PanicError.

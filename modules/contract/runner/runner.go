@@ -101,7 +101,11 @@ func (r *Runner) Config() Config {
 // that failed with a retryable error, again within milliseconds (backing
 // off, at most PollInterval). Each running item's lease is heartbeated
 // every HeartbeatEvery. Handlers that return nil are completed in
-// batches; handlers that return an error or panic are failed with it.
+// batches; handlers that return an error or panic are failed with it,
+// those that return Snooze or WaitForSignal snoozed or parked. A
+// heartbeat that finds the item cancelled cancels its handler's context
+// with the *contract.CancelledError as the cause, and nothing more is
+// written for that lease.
 //
 // When ctx is cancelled Run stops claiming and gives running handlers
 // Grace to finish; then it cancels their contexts and waits for them to
@@ -123,6 +127,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if cc, ok := contract.AsCompleteClaimer(r.q); ok && cfg.CarryCompletes {
 		rn.cc = cc
 	}
+	rn.lc, _ = contract.AsLifecycleController(r.q)
 	rn.beats = newHeartbeats(rn)
 	rn.done = newCompleter(rn)
 	loops := make([]*queueLoop, len(r.queues))
@@ -175,6 +180,9 @@ type run struct {
 	// CarryCompletes is on: the claim loops then take the pending
 	// completes along with their claims.
 	cc contract.CompleteClaimer
+	// lc is the queue's lifecycle controls, nil when it has none: what a
+	// handler's Snooze and WaitForSignal are settled with.
+	lc contract.LifecycleController
 }
 
 func (rn *run) report(err error, msg string, args ...any) {
