@@ -58,7 +58,10 @@ func sqliteTarget(t *testing.T) oracle.Target {
 
 // A worker process SIGKILLed while it holds leases: its items stay leased
 // until the lease expires, a surviving worker's reaper returns them to the
-// queue, and they are done again, once, by a survivor.
+// queue, and they are done again, once, by a survivor. Waits and cancels
+// are mixed into the load: a wait the victim returned is resumed once by
+// the parent's signals, and an item cancelled while the victim held it is
+// cancelled by the reaper, not run again.
 func TestFaultWorkerKilled(t *testing.T) {
 	for _, b := range append(slices.Clone(backings), oracle.SQLite) {
 		t.Run(b, func(t *testing.T) {
@@ -80,7 +83,7 @@ func TestFaultWorkerKilled(t *testing.T) {
 				}
 				workers = append(workers, w)
 			}
-			out := runLoad(t, load{target: target, direct: target, workers: workers,
+			out := runLoad(t, load{target: target, direct: target, workers: workers, lifecycle: true,
 				inject: func(t *testing.T, ctx context.Context, e *env) []string {
 					f := e.fleet
 					if !waitProgress(ctx, f, K/3) || !waitHolding(ctx, f, "w0", 15*time.Millisecond) {
@@ -481,6 +484,9 @@ func TestFaultListenerTerminated(t *testing.T) {
 // most of a 250 ms window (a loaded machine), cuts that came on the clock
 // alone could sever every attempt before it finishes, and the test would
 // measure the machine instead of what the cuts break.
+//
+// Waits and cancels are mixed into the load, so signals and cancels cross
+// the cuts too: a resume is never delivered twice, a cancel never lost.
 func TestFaultNetworkCuts(t *testing.T) {
 	cases := []struct {
 		name, backing string
@@ -525,7 +531,7 @@ func TestFaultNetworkCuts(t *testing.T) {
 				w.StateLoad = true
 				workers = append(workers, w)
 			}
-			out := runLoad(t, load{target: via, direct: direct, workers: workers,
+			out := runLoad(t, load{target: via, direct: direct, workers: workers, lifecycle: true,
 				inject: func(t *testing.T, ctx context.Context, e *env) []string {
 					f := e.fleet
 					slots := 0

@@ -84,6 +84,10 @@ type load struct {
 	// acknowledged writes the fault may lose.
 	allowance func() *oracle.Allowance
 	drain     time.Duration
+	// lifecycle mixes waits and cancels into the load: the parent signals
+	// every wait (twice at once) and cancels the planned items once a
+	// quarter of the load is done.
+	lifecycle bool
 }
 
 // env is what a fault injection can reach.
@@ -118,6 +122,11 @@ func runLoad(t *testing.T, l load) outcome {
 	}
 	defer parent.Close()
 	specs := oracle.Plan(l.k)
+	var lc *oracle.Lifecycle
+	if l.lifecycle {
+		specs = oracle.PlanLifecycle(l.k)
+		lc = oracle.NewLifecycle()
+	}
 	first := specs
 	if l.firstWave > 0 {
 		first = specs[:l.firstWave]
@@ -142,6 +151,19 @@ func runLoad(t *testing.T, l load) outcome {
 		}
 		procs = append(procs, p)
 	}
+	var lifeWG sync.WaitGroup
+	sigCtx, stopSignals := context.WithCancel(ctx)
+	defer stopSignals()
+	if lc != nil {
+		lifeWG.Go(func() { lc.Signal(sigCtx, parent, specs) })
+		lifeWG.Go(func() {
+			if waitProgress(sigCtx, fleet, l.k/4) {
+				if err := lc.Cancel(sigCtx, parent, specs); err != nil && sigCtx.Err() == nil {
+					t.Errorf("cancelling the planned items: %v", err)
+				}
+			}
+		})
+	}
 	var faults []string
 	injected := make(chan struct{})
 	go func() {
@@ -154,6 +176,8 @@ func runLoad(t *testing.T, l load) outcome {
 	// loses writes can bring finished items back.
 	<-injected
 	drainErr := oracle.WaitDrained(ctx, parent.Inspector, l.drain)
+	stopSignals()
+	lifeWG.Wait()
 	if problems := fleet.Stop(15 * time.Second); len(problems) > 0 {
 		t.Errorf("workers: %s", strings.Join(problems, "; "))
 	}
@@ -164,9 +188,22 @@ func runLoad(t *testing.T, l load) outcome {
 	if l.allowance != nil {
 		allow = l.allowance()
 	}
-	rep, err := oracle.Judge(ctx, parent, specs, fleet.Acks(), allow)
+	rep, err := oracle.Judge(ctx, parent, specs, fleet.Acks(), allow, lc)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if lc != nil {
+		waits := 0
+		for _, sp := range specs {
+			if sp.Waits {
+				waits++
+			}
+		}
+		t.Logf("lifecycle load: %d of %d waits resumed by one signal (%d twin signals refused, %d failed calls), %d items cancelled as planned",
+			rep.Resumed, waits, lc.Refused, lc.Failed, rep.Cancelled)
+		if rep.Cancelled == 0 {
+			t.Errorf("the lifecycle load cancelled nothing: the cancels came too late to test anything")
+		}
 	}
 	if slices.ContainsFunc(l.workers, func(w oracle.WorkerConfig) bool { return w.StateLoad }) {
 		st, err := oracle.JudgeState(ctx, parent, specs, fleet.Acks(), fleet.StateEvents())

@@ -27,6 +27,10 @@ type Spec struct {
 	ID     string
 	N      int  // its index: the deltas derive from it
 	Poison bool // its handler fails permanently: it must end dead
+	// Waits: its handler first waits for WaitSignal (lifecycle load).
+	Waits bool
+	// Cancel: the parent cancels it while the load runs (lifecycle load).
+	Cancel bool
 }
 
 // Key is the item's identity in the default queue.
@@ -38,6 +42,7 @@ func (s Spec) Key() contract.ItemKey {
 type Payload struct {
 	N      int  `json:"n"`
 	Poison bool `json:"poison,omitempty"`
+	Wait   bool `json:"wait,omitempty"`
 }
 
 // Delta is what one execution of item n adds to the counters of its run
@@ -103,7 +108,7 @@ func Enqueue(ctx context.Context, s *Stores, specs []Spec) error {
 	for i := 0; i < len(specs); i += batch {
 		var items []contract.Item
 		for _, sp := range specs[i:min(i+batch, len(specs))] {
-			p, _ := json.Marshal(Payload{N: sp.N, Poison: sp.Poison})
+			p, _ := json.Marshal(Payload{N: sp.N, Poison: sp.Poison, Wait: sp.Waits})
 			items = append(items, contract.Item{Tenant: sp.Tenant, ID: sp.ID, Payload: p, Metadata: map[string]string{"oracle": "1"}})
 		}
 		if err := s.Queue.Enqueue(ctx, items...); err != nil {

@@ -94,6 +94,10 @@ type Report struct {
 	// LostEnqueues counts the acknowledged enqueues the allowance forgave
 	// (items the server lost before they ran).
 	LostEnqueues int
+	// Cancelled counts the items cancelled as planned; Resumed the waits
+	// resumed by exactly one signal (lifecycle load).
+	Cancelled int
+	Resumed   int
 }
 
 // OK reports whether nothing was lost, done twice or double-counted.
@@ -105,12 +109,12 @@ func (r Report) Summary() string {
 	if !r.OK() {
 		v = fmt.Sprintf("FAIL (%d violations)", len(r.Violations))
 	}
-	return fmt.Sprintf("items=%d completed=%d dead(poison)=%d dead(other)=%d executions=%d reexecuted=%d ambiguous=%d forgiven=%d tally_exact=%v lost=%d verdict=%s",
-		r.Items, r.Completed, r.Dead, r.DeadOther, r.Executions, r.Reexecuted, r.Ambiguous, len(r.Forgiven), r.TallyExact, len(r.Violations), v)
+	return fmt.Sprintf("items=%d completed=%d dead(poison)=%d dead(other)=%d cancelled=%d resumed=%d executions=%d reexecuted=%d ambiguous=%d forgiven=%d tally_exact=%v lost=%d verdict=%s",
+		r.Items, r.Completed, r.Dead, r.DeadOther, r.Cancelled, r.Resumed, r.Executions, r.Reexecuted, r.Ambiguous, len(r.Forgiven), r.TallyExact, len(r.Violations), v)
 }
 
-// WaitDrained polls the queue until no item is queued or leased (only dead
-// letters remain), or the deadline passes. Errors while the server is away
+// WaitDrained polls the queue until no item is queued, leased or waiting
+// (only dead letters and cancelled items remain), or the deadline passes. Errors while the server is away
 // are waited out.
 func WaitDrained(ctx context.Context, in contract.Inspector, deadline time.Duration) error {
 	end := time.Now().Add(deadline)
@@ -121,7 +125,7 @@ func WaitDrained(ctx context.Context, in contract.Inspector, deadline time.Durat
 			var open int64
 			var parts []string
 			for _, s := range ts {
-				if n := s.Ready + s.Later + s.Leased; n > 0 {
+				if n := s.Ready + s.Later + s.Leased + s.Waiting; n > 0 {
 					open += n
 					parts = append(parts, fmt.Sprintf("%s:%d/%d/%d", s.Tenant, s.Ready, s.Later, s.Leased))
 				}
@@ -146,7 +150,13 @@ func WaitDrained(ctx context.Context, in contract.Inspector, deadline time.Durat
 
 // Judge reads the store and checks the load against what the workers
 // acknowledged.
-func Judge(ctx context.Context, s *Stores, specs []Spec, acks []Event, allow *Allowance) (Report, error) {
+//
+// lc, when the load mixed in waits and cancels, says what the parent did:
+// an item whose cancel found it live must end cancelled (having run
+// never, or once per claim generation, like any item), a cancelled item
+// is neither lost nor completed, and every wait must have been resumed by
+// exactly one signal.
+func Judge(ctx context.Context, s *Stores, specs []Spec, acks []Event, allow *Allowance, lc *Lifecycle) (Report, error) {
 	r := Report{Items: len(specs), TallyExact: true}
 	type key struct{ tenant, id string }
 	ackTimes := map[key][]int64{}
@@ -197,7 +207,28 @@ func Judge(ctx context.Context, s *Stores, specs []Spec, acks []Event, allow *Al
 		r.Executions += x
 		acked := int64(len(ackTimes[k]))
 		d := Delta(sp.N)
+		cancelledWhile, wasCancelled := lc.cancelled(sp)
+		if sp.Waits {
+			switch n := lc.resumed(sp); {
+			case n == 1:
+				r.Resumed++
+			case n > 1 && inWindow(k):
+				forgive("%q/%q: %d signals resumed its wait, after the server lost the first resume", sp.Tenant, sp.ID, n)
+			case n > 1:
+				violate("%q/%q: %d signals resumed one wait (a signal is delivered once)", sp.Tenant, sp.ID, n)
+			case state == "completed" || state == string(contract.StateDead):
+				violate("%q/%q: ended %s without a signal resuming its wait", sp.Tenant, sp.ID, state)
+			}
+		}
 		switch {
+		case wasCancelled:
+			if state == string(contract.StateCancelled) {
+				r.Cancelled++
+			} else {
+				violate("%q/%q: cancelled while %s, but ended %s", sp.Tenant, sp.ID, cancelledWhile, state)
+			}
+		case state == string(contract.StateCancelled):
+			violate("%q/%q: ended cancelled, but nobody cancelled it", sp.Tenant, sp.ID)
 		case sp.Poison:
 			if state != string(contract.StateDead) {
 				violate("%q/%q: poison item ended %s, want dead", sp.Tenant, sp.ID, state)

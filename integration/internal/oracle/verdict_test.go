@@ -95,7 +95,7 @@ func (sc *scene) work(hook func(l contract.Lease) bool) {
 
 func (sc *scene) judge(allow *Allowance) Report {
 	sc.t.Helper()
-	r, err := Judge(sc.ctx, sc.s, sc.specs, sc.acks, allow)
+	r, err := Judge(sc.ctx, sc.s, sc.specs, sc.acks, allow, nil)
 	if err != nil {
 		sc.t.Fatal(err)
 	}

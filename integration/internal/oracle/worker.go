@@ -271,6 +271,15 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 	if p.Poison {
 		return policy.Permanent(errors.New("poison item"))
 	}
+	if p.Wait {
+		if l.Item.Resumed == nil {
+			w.count("waits", 1)
+			return runner.WaitForSignal(WaitSignal, WaitTimeout)
+		}
+		if err := checkResume(l, p.N); err != nil {
+			return policy.Permanent(err)
+		}
+	}
 	delay := w.cfg.HandlerDelay
 	if w.cfg.SlowEvery > 0 && p.N%w.cfg.SlowEvery == 0 {
 		delay = w.cfg.SlowDelay
