@@ -19,8 +19,8 @@ import (
 // Exit codes. Scripts can rely on them; the README lists them.
 const (
 	exitOK       = 0 // done; for health: no check failed
-	exitFailed   = 1 // a failure or a refusal: unreachable server, health red, a bulk action without --yes
-	exitUsage    = 2 // the command line is wrong: unknown verb or flag, bad value, no backing named
+	exitFailed   = 1 // a failure or a refusal: unreachable server, health red, a bulk action without --yes, a signal for an item not waiting for it, a backing without the feature
+	exitUsage    = 2 // the command line is wrong: unknown verb or flag, bad value (a contract validation error), no backing named
 	exitNotFound = 3 // the item or dead letter asked for does not exist
 )
 
@@ -171,6 +171,8 @@ func (c *command) report(err error) int {
 		nf  *notFoundError
 		ref *refusal
 		ve  *contract.ValidationError
+		spe *contract.StatePersistenceError
+		nw  *contract.NotWaitingError
 	)
 	code := exitFailed
 	switch {
@@ -179,10 +181,16 @@ func (c *command) report(err error) int {
 			fmt.Fprintf(c.stderr, "adkctl %s: %s\n", c.name, c.redact(ref.msg))
 		}
 		return exitFailed
-	case errors.As(err, &ue), errors.As(err, &ve), errors.Is(err, errNoServer):
+	case errors.As(err, &ue), errors.As(err, &ve), errors.Is(err, errNoServer),
+		errors.As(err, &spe) && spe.Reason == contract.ReasonTooLarge:
 		code = exitUsage
 	case errors.As(err, &nf):
 		code = exitNotFound
+	case errors.Is(err, contract.ErrNotFound):
+		code = exitNotFound
+	case errors.As(err, &nw):
+		// A refusal: the item is not waiting for that signal; nothing changed.
+		code = exitFailed
 	case errors.Is(err, context.DeadlineExceeded):
 		err = fmt.Errorf("%w: no answer within --timeout %v; check the server, or raise --timeout", err, c.timeout)
 	}

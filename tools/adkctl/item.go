@@ -14,10 +14,12 @@ import (
 
 const itemHelp = `usage: adkctl item --tenant NAME --id ID [--queue NAME] [flags]
 
-One item: its state (queued, leased or dead), attempts, last error, times,
-payload and metadata, its lease when leased, and the run of the same tenant
-and id when the state store has one. Exit 3 when there is no such item
-(a completed item is gone).
+One item: its state (queued, leased, waiting, dead or cancelled), priority,
+attempts, snoozes, last error, times, payload and metadata, its lease when
+leased ("cancel pending" when it was cancelled while leased), what it waits
+for when waiting, how its last wait ended, when and why it was cancelled,
+and the run of the same tenant and id when the state store has one. Exit 3
+when there is no such item (a completed item is gone).
 
 example:
   adkctl item --tenant acme --id run-42 --json
@@ -26,21 +28,32 @@ example:
 // itemOut is `adkctl item --json`. The names are the dashboard's
 // /api/item ones, plus the payload itself (base64) and the run.
 type itemOut struct {
-	Tenant       string            `json:"tenant"`
-	Queue        string            `json:"queue"`
-	ID           string            `json:"id"`
-	State        string            `json:"state"`
-	Attempts     int               `json:"attempts"`
-	LastError    string            `json:"last_error,omitempty"`
-	EnqueuedAt   time.Time         `json:"enqueued_at"`
-	NotBefore    time.Time         `json:"not_before,omitzero"`
-	DeadAt       time.Time         `json:"dead_at,omitzero"`
-	PayloadBytes int               `json:"payload_bytes"`
-	Preview      string            `json:"payload_preview,omitempty"`
-	Payload      []byte            `json:"payload,omitempty"`
-	Metadata     map[string]string `json:"metadata,omitempty"`
-	Lease        *leaseRow         `json:"lease,omitempty"`
-	Run          *contract.Run     `json:"run,omitempty"`
+	Tenant     string    `json:"tenant"`
+	Queue      string    `json:"queue"`
+	ID         string    `json:"id"`
+	State      string    `json:"state"`
+	Priority   int       `json:"priority"`
+	Attempts   int       `json:"attempts"`
+	Snoozes    int       `json:"snoozes"`
+	LastError  string    `json:"last_error,omitempty"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	NotBefore  time.Time `json:"not_before,omitzero"`
+	DeadAt     time.Time `json:"dead_at,omitzero"`
+	// Waiting is what the item waits for (state waiting); Resumed how its
+	// last wait ended (the payload in base64).
+	Waiting *contract.WaitInfo `json:"waiting,omitempty"`
+	Resumed *contract.Resume   `json:"resumed,omitempty"`
+	// CancelledAt and CancelReason: when and why it was cancelled. On a
+	// leased item they mean the cancel is pending (CancelPending).
+	CancelledAt   time.Time         `json:"cancelled_at,omitzero"`
+	CancelReason  string            `json:"cancel_reason,omitempty"`
+	CancelPending bool              `json:"cancel_pending,omitempty"`
+	PayloadBytes  int               `json:"payload_bytes"`
+	Preview       string            `json:"payload_preview,omitempty"`
+	Payload       []byte            `json:"payload,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	Lease         *leaseRow         `json:"lease,omitempty"`
+	Run           *contract.Run     `json:"run,omitempty"`
 }
 
 func (a *app) item(ctx context.Context, args []string) int {
@@ -70,9 +83,12 @@ func (a *app) item(ctx context.Context, args []string) int {
 		}
 		it := info.Item
 		now := c.clock.Now()
-		out := itemOut{Tenant: it.Tenant, Queue: contract.QueueName(it.Queue), ID: it.ID, State: string(it.State), Attempts: it.Attempts,
+		out := itemOut{Tenant: it.Tenant, Queue: contract.QueueName(it.Queue), ID: it.ID, State: string(it.State),
+			Priority: it.Priority, Attempts: it.Attempts, Snoozes: it.Snoozes,
 			LastError: c.redact(it.LastError), EnqueuedAt: it.EnqueuedAt, NotBefore: it.NotBefore, DeadAt: it.DeadAt,
-			PayloadBytes: len(it.Payload), Preview: preview(it.Payload), Payload: it.Payload, Metadata: it.Metadata}
+			Waiting: it.Waiting, Resumed: it.Resumed, CancelledAt: it.CancelledAt, CancelReason: it.CancelReason,
+			CancelPending: it.State == contract.StateLeased && !it.CancelledAt.IsZero(),
+			PayloadBytes:  len(it.Payload), Preview: preview(it.Payload), Payload: it.Payload, Metadata: it.Metadata}
 		if info.Lease != nil {
 			l := newLeaseRow(*info.Lease, now)
 			out.Lease = &l
@@ -90,8 +106,18 @@ func (a *app) item(ctx context.Context, args []string) int {
 			return c.emit(out)
 		}
 		tw := c.table("item", quoteIfNeeded(clean(out.Tenant))+" / "+quoteIfNeeded(clean(out.ID))+" in queue "+quoteIfNeeded(clean(out.Queue)))
-		row(tw, "state", out.State)
+		state := out.State
+		if out.CancelPending {
+			state += ", CANCEL PENDING until the holder's next call"
+		}
+		row(tw, "state", state)
+		if out.Priority != 0 {
+			row(tw, "priority", strconv.Itoa(out.Priority))
+		}
 		row(tw, "attempts", strconv.Itoa(out.Attempts))
+		if out.Snoozes > 0 {
+			row(tw, "snoozes", strconv.Itoa(out.Snoozes))
+		}
 		row(tw, "enqueued", ago(now, out.EnqueuedAt))
 		if !out.NotBefore.IsZero() {
 			row(tw, "due", ago(now, out.NotBefore))
@@ -101,6 +127,34 @@ func (a *app) item(ctx context.Context, args []string) int {
 		}
 		if out.LastError != "" {
 			row(tw, "last error", clean(out.LastError))
+		}
+		if w := out.Waiting; w != nil {
+			until := "times out in " + age(w.Until.Sub(now))
+			if !w.Until.After(now) {
+				until = "TIMED OUT " + age(now.Sub(w.Until)) + " ago"
+			}
+			row(tw, "waiting", fmt.Sprintf("for signal %s since %s, %s", quoteIfNeeded(clean(w.Signal)), ago(now, w.Since), until))
+		}
+		if r := out.Resumed; r != nil {
+			how := fmt.Sprintf("by signal %s %s, payload %s", quoteIfNeeded(clean(r.Signal)), ago(now, r.At), plural(len(r.Payload), "byte", "bytes"))
+			if p := preview(r.Payload); p != "" {
+				how += ": " + clean(p)
+			}
+			if r.TimedOut {
+				how = fmt.Sprintf("timed out waiting for signal %s, %s", quoteIfNeeded(clean(r.Signal)), ago(now, r.At))
+			}
+			row(tw, "resumed", how)
+		}
+		if !out.CancelledAt.IsZero() {
+			what := "cancelled"
+			if out.CancelPending {
+				what = "cancel asked"
+			}
+			reason := ""
+			if out.CancelReason != "" {
+				reason = ": " + clean(out.CancelReason)
+			}
+			row(tw, what, ago(now, out.CancelledAt)+reason)
 		}
 		if l := out.Lease; l != nil {
 			left := "expires in " + age(time.Duration(l.TimeLeftSeconds*float64(time.Second)))

@@ -1,9 +1,12 @@
 // Command adkctl is the operator's terminal tool for the adk kit: it shows
-// and acts on a Redis or PostgreSQL backing as the dashboard does — queues,
-// tenants and their rotation, leases, dead letters (list, count, requeue,
-// purge), tenant limits (show, set, clear), one item, health — prints, applies and verifies the PostgreSQL
-// schema, and moves Redis queues an earlier release wrote into the current
-// key layout:
+// and acts on a Redis, PostgreSQL or SQLite backing as the dashboard does —
+// queues, tenants and their rotation, leases, dead letters (list, count,
+// requeue, purge), tenant limits (show, set, clear), lifecycle controls
+// (pause and resume a queue or a tenant, cancel one item or a filtered
+// bulk, signal a waiting item, list what waits, purge cancelled items),
+// one item, health — prints, applies and verifies the PostgreSQL schema,
+// and moves Redis queues an earlier release wrote into the current key
+// layout:
 //
 //	adkctl queues
 //	adkctl tenants --queue agent
@@ -11,6 +14,10 @@
 //	adkctl dead purge --error "invalid payload" --yes
 //	adkctl item --tenant acme --id run-42 --json
 //	adkctl limits set --queue agent --tenant acme --max-leased 2 --rate 5
+//	adkctl pause --queue agent --tenant acme
+//	adkctl cancel --match --tenant acme --dry-run
+//	adkctl signal --tenant acme --id run-42 --signal approval --payload '{"ok":true}'
+//	adkctl waiting --queue agent
 //	adkctl health
 //	adkctl schema apply --dsn URL
 //	adkctl redis migrate-layout --yes
@@ -18,7 +25,9 @@
 // The backing comes from ADK_REDIS_DSN or ADK_POSTGRES_DSN, as for make
 // demo, or from --redis / --postgres; DSNs are never printed. Every verb
 // takes --json. Exit codes: 0 done, 1 failure or refusal (health red, a bulk
-// action without --yes), 2 usage error, 3 not found. See tools/README.md.
+// action without --yes, a signal the item does not wait for, a backing
+// without lifecycle controls), 2 usage error (a bad value, named with its
+// fix), 3 not found. See tools/README.md.
 package main
 
 import (
@@ -68,6 +77,18 @@ verbs (adkctl <verb> --help for the flags and more examples):
                                adkctl dead requeue --error "rate limited" --yes
   limits show|set|clear      tenant flow control: caps, rates, weights, budgets, and who is held back
                                adkctl limits set --queue agent --tenant acme --max-leased 2
+  pause|resume               stop or restart claims of a queue, or of one tenant in it
+                               adkctl pause --queue agent --tenant acme
+  paused                     what of a queue is paused
+                               adkctl paused --queue agent
+  cancel                     one item (--tenant and --id), or every match with --match and --yes
+                               adkctl cancel --match --tenant acme --dry-run
+  signal                     resume an item that waits for a signal, with a payload
+                               adkctl signal --tenant acme --id run-42 --signal approval --payload '{"ok":true}'
+  waiting                    items waiting for a signal: which, since when, until when
+                               adkctl waiting --queue agent
+  purge-cancelled            delete cancelled items older than a duration
+                               adkctl purge-cancelled --queue agent --older-than 168h
   item                       one item by tenant and id, with its lease and its run
                                adkctl item --tenant acme --id run-42
   health                     the backing's checks and its preflight/verify verdict
@@ -79,8 +100,9 @@ verbs (adkctl <verb> --help for the flags and more examples):
 
 exit codes:
   0  done (health: no check failed)
-  1  a failure or refusal: server unreachable or unfit, health red, bulk action or migration without --yes
-  2  usage error: unknown verb or flag, bad value, no backing named
+  1  a failure or refusal: server unreachable or unfit, health red, bulk action or migration without --yes,
+     a signal for an item that does not wait for it, a backing without the verb's controls
+  2  usage error: unknown verb or flag, bad value (the field and the fix are named), no backing named
   3  not found: no such item or dead letter
 `
 
@@ -106,6 +128,18 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.dead(ctx, args[1:])
 	case "limits":
 		return a.limits(ctx, args[1:])
+	case "pause", "resume":
+		return a.pause(ctx, args[0], args[1:])
+	case "paused":
+		return a.paused(ctx, args[1:])
+	case "cancel":
+		return a.cancel(ctx, args[1:])
+	case "signal":
+		return a.signal(ctx, args[1:])
+	case "waiting":
+		return a.waiting(ctx, args[1:])
+	case "purge-cancelled":
+		return a.purgeCancelled(ctx, args[1:])
 	case "item":
 		return a.item(ctx, args[1:])
 	case "health":
@@ -118,6 +152,6 @@ func (a *app) run(ctx context.Context, args []string) int {
 		fmt.Fprint(a.stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, limits, item, health, schema, redis (adkctl --help)\n", args[0])
+	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, limits, pause, resume, paused, cancel, signal, waiting, purge-cancelled, item, health, schema, redis (adkctl --help)\n", args[0])
 	return exitUsage
 }

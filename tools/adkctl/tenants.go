@@ -14,12 +14,13 @@ import (
 const tenantsHelp = `usage: adkctl tenants [--queue NAME] [--turns N] [flags]
 
 The queue's tenants in rotation order (the tenant served next first), each
-with its ready, delayed, leased and dead counts, the turns it was served and
-its queue latency (the age of its oldest ready item) and its share of the
-last N turns the claims gave out, then those turns, most recent last. A
-tenant whose ready work is older than all N turns and got none of them is
-marked WAITING: it is being starved. Tenants with nothing queued are not in
-the rotation and come last.
+with its ready, delayed, leased, waiting (for a signal), dead and cancelled
+counts, the turns it was served and its queue latency (the age of its
+oldest ready item) and its share of the last N turns the claims gave out,
+then those turns, most recent last. A paused tenant is marked PAUSED (a
+paused queue is said above the table). A tenant whose ready work is older
+than all N turns and got none of them, though not paused, is marked
+STARVED. Tenants with nothing queued are not in the rotation and come last.
 
 example:
   adkctl tenants --queue agent --turns 50
@@ -31,13 +32,21 @@ type tenantRow struct {
 	// next; 0 when it has nothing queued (only leased or dead items).
 	Position int `json:"position"`
 	contract.TenantStats
+	// WaitingItems counts the items waiting for a signal
+	// (TenantStats.Waiting: "waiting" is the starved flag below, as on
+	// the dashboard).
+	WaitingItems int64 `json:"waiting_items"`
+	// Paused: the tenant's own pause (always present, unlike
+	// TenantStats'); a paused queue is tenantsOut.Paused.
+	Paused bool `json:"paused"`
 	// LatencySeconds is the age of OldestReady: how long the tenant's
 	// oldest due item has waited. 0 when nothing is due.
 	LatencySeconds float64 `json:"latency_seconds"`
 	// TurnsInWindow counts the tenant's turns among the recent turns.
 	TurnsInWindow int `json:"turns_in_window"`
 	// Waiting means starved, as the dashboard says it: ready work older
-	// than the whole window of recent turns, and none of those turns.
+	// than the whole window of recent turns, none of those turns, and no
+	// pause to explain it.
 	Waiting bool `json:"waiting"`
 }
 
@@ -50,6 +59,9 @@ type turnRow struct {
 
 type tenantsOut struct {
 	Queue string `json:"queue"`
+	// Paused: the whole queue is paused (false on a backing without
+	// lifecycle controls).
+	Paused bool `json:"paused"`
 	// Order is the rotation: the tenants with queued work, next to be
 	// served first.
 	Order   []string    `json:"order"`
@@ -76,12 +88,18 @@ func (a *app) tenants(ctx context.Context, args []string) int {
 		if err != nil {
 			return err
 		}
+		var pause contract.PauseState
+		if lc, ok := contract.AsLifecycleController(c.b.Queue); ok {
+			if pause, err = lc.Paused(ctx, c.queue); err != nil {
+				return err
+			}
+		}
 		recent := rot.Recent
 		if *turns == 0 {
 			recent = nil
 		}
 		now := c.clock.Now()
-		out := tenantsOut{Queue: c.queue, Order: append([]string{}, rot.Order...), Tenants: []tenantRow{}, RecentTurns: []turnRow{}}
+		out := tenantsOut{Queue: c.queue, Paused: pause.Paused, Order: append([]string{}, rot.Order...), Tenants: []tenantRow{}, RecentTurns: []turnRow{}}
 		pos := make(map[string]int, len(rot.Order))
 		for i, t := range rot.Order {
 			pos[t] = i + 1
@@ -91,13 +109,15 @@ func (a *app) tenants(ctx context.Context, args []string) int {
 			turnsOf[t.Tenant]++
 		}
 		for _, s := range stats {
-			r := tenantRow{Position: pos[s.Tenant], TenantStats: s, TurnsInWindow: turnsOf[s.Tenant]}
+			r := tenantRow{Position: pos[s.Tenant], TenantStats: s, WaitingItems: s.Waiting, Paused: s.Paused, TurnsInWindow: turnsOf[s.Tenant]}
 			if !s.OldestReady.IsZero() {
 				r.LatencySeconds = max(now.Sub(s.OldestReady).Seconds(), 0)
 			}
-			// Work that arrived during the window has simply not come up yet.
+			// Work that arrived during the window has simply not come up
+			// yet, and a paused tenant is held back, not starved.
 			r.Waiting = s.Ready > 0 && r.TurnsInWindow == 0 && len(recent) > 0 &&
-				!s.OldestReady.IsZero() && s.OldestReady.Before(recent[0].At)
+				!s.OldestReady.IsZero() && s.OldestReady.Before(recent[0].At) &&
+				!s.Paused && !pause.Paused
 			out.Tenants = append(out.Tenants, r)
 		}
 		slices.SortStableFunc(out.Tenants, func(x, y tenantRow) int {
@@ -123,12 +143,15 @@ func (a *app) tenants(ctx context.Context, args []string) int {
 			return nil
 		}
 		fmt.Fprintf(c.stdout, "queue %s: %s, %d in the rotation\n", quoteIfNeeded(clean(c.queue)), plural(len(out.Tenants), "tenant", "tenants"), len(out.Order))
-		header := []string{"NEXT", "TENANT", "READY", "LATER", "LEASED", "DEAD", "SERVED", "LATENCY"}
-		if *turns > 0 {
-			header = append(header, "TURNS", "")
+		if out.Paused {
+			fmt.Fprintf(c.stdout, "the queue is PAUSED: claims hand out nothing (adkctl resume --queue %s)\n", quoteIfNeeded(clean(c.queue)))
 		}
-		tw := c.table(header...)
-		waiting := 0
+		header := []string{"NEXT", "TENANT", "READY", "LATER", "LEASED", "WAITING", "DEAD", "CANCELLED", "SERVED", "LATENCY"}
+		if *turns > 0 {
+			header = append(header, "TURNS")
+		}
+		tw := c.table(append(header, "")...)
+		starved := 0
 		for _, r := range out.Tenants {
 			p, latency := "-", "-"
 			if r.Position > 0 {
@@ -137,15 +160,18 @@ func (a *app) tenants(ctx context.Context, args []string) int {
 			if !r.OldestReady.IsZero() {
 				latency = age(now.Sub(r.OldestReady))
 			}
-			cells := []string{p, clean(r.Tenant), num(r.Ready), num(r.Later), num(r.Leased), num(r.Dead), num(r.Served), latency}
+			cells := []string{p, clean(r.Tenant), num(r.Ready), num(r.Later), num(r.Leased), num(r.WaitingItems), num(r.Dead), num(r.Cancelled), num(r.Served), latency}
 			if *turns > 0 {
-				mark := ""
-				if r.Waiting {
-					mark, waiting = "WAITING", waiting+1
-				}
-				cells = append(cells, strconv.Itoa(r.TurnsInWindow), mark)
+				cells = append(cells, strconv.Itoa(r.TurnsInWindow))
 			}
-			row(tw, cells...)
+			var marks []string
+			if r.Paused {
+				marks = append(marks, "PAUSED")
+			}
+			if r.Waiting {
+				marks, starved = append(marks, "STARVED"), starved+1
+			}
+			row(tw, append(cells, strings.Join(marks, " "))...)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -153,9 +179,9 @@ func (a *app) tenants(ctx context.Context, args []string) int {
 		if *turns == 0 {
 			return nil
 		}
-		if waiting > 0 {
-			fmt.Fprintf(c.stdout, "%s WAITING: ready work older than the last %s and not one of them (starved)\n",
-				plural(waiting, "tenant", "tenants"), plural(len(out.RecentTurns), "turn", "turns"))
+		if starved > 0 {
+			fmt.Fprintf(c.stdout, "%s STARVED: ready work older than the last %s and not one of them\n",
+				plural(starved, "tenant", "tenants"), plural(len(out.RecentTurns), "turn", "turns"))
 		}
 		if len(out.RecentTurns) == 0 {
 			fmt.Fprintln(c.stdout, "\nno turns given yet")

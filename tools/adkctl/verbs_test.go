@@ -27,8 +27,10 @@ type fixture struct {
 	store *memstore.Store
 	// inspector and verdict replace the store's for health tests.
 	inspector contract.Inspector
-	verdict   error
-	name      string
+	// queue replaces the store's WorkQueue (a backing without a feature).
+	queue   contract.WorkQueue
+	verdict error
+	name    string
 	// opened is the config the last command opened its backing with.
 	opened backing.Config
 }
@@ -106,7 +108,11 @@ func (f *fixture) run(args ...string) (code int, stdout, stderr string) {
 			if in == nil {
 				in = f.store
 			}
-			return &backing.Backing{Name: f.name, DSN: c.RedisDSN, Queue: f.store, Inspector: in, State: f.store, Verdict: f.verdict}, nil
+			var q contract.WorkQueue = f.store
+			if f.queue != nil {
+				q = f.queue
+			}
+			return &backing.Backing{Name: f.name, DSN: c.RedisDSN, Queue: q, Inspector: in, State: f.store, Verdict: f.verdict}, nil
 		},
 	}
 	code = a.run(f.t.Context(), args)
@@ -224,12 +230,12 @@ func TestTenants(t *testing.T) {
 	}
 
 	v := f.json(exitOK, "tenants", "--turns", "3")
-	keysOf(t, "tenants output", v, "queue", "order", "tenants", "recent_turns")
 	if rot := list(t, v, "order"); len(rot) != 2 || rot[0] != "acme" || rot[1] != "globex" {
 		t.Errorf("rotation %v", rot)
 	}
 	ts := list(t, v, "tenants")
-	keysOf(t, "a tenant", ts[0], "position", "tenant", "ready", "later", "leased", "dead", "served", "oldest_ready", "latency_seconds", "turns_in_window", "waiting")
+	keysOf(t, "tenants output", v, "queue", "paused", "order", "tenants", "recent_turns")
+	keysOf(t, "a tenant", ts[0], "position", "tenant", "ready", "later", "leased", "waiting_items", "dead", "cancelled", "paused", "served", "oldest_ready", "latency_seconds", "turns_in_window", "waiting")
 	if a := ts[0].(map[string]any); a["tenant"] != "acme" || a["position"] != 1.0 || a["latency_seconds"] != 10.0 {
 		t.Errorf("acme: %v", a)
 	}
@@ -494,7 +500,7 @@ func TestItem(t *testing.T) {
 		}
 	}
 	v := f.json(exitOK, "item", "--tenant", "acme", "--id", "a1")
-	keysOf(t, "item output", v, "tenant", "queue", "id", "state", "attempts", "enqueued_at", "payload_bytes", "metadata", "run")
+	keysOf(t, "item output", v, "tenant", "queue", "id", "state", "priority", "attempts", "snoozes", "enqueued_at", "payload_bytes", "metadata", "run")
 	keysOf(t, "the run", v["run"], "tenant", "id", "status", "data", "version", "counters", "seq", "created_at", "updated_at")
 
 	out = f.ok("item", "--tenant", "globex", "--id", "g1")
@@ -672,7 +678,7 @@ func TestNoServer(t *testing.T) {
 func TestHelpShowsAnExamplePerVerb(t *testing.T) {
 	f := newFixture(t)
 	out := f.ok("--help")
-	for _, ex := range []string{"adkctl queues", "adkctl tenants --", "adkctl leases --", "adkctl dead list --", "adkctl dead requeue --", "adkctl limits set --", "adkctl item --", "adkctl health", "adkctl schema apply"} {
+	for _, ex := range []string{"adkctl queues", "adkctl tenants --", "adkctl leases --", "adkctl dead list --", "adkctl dead requeue --", "adkctl limits set --", "adkctl pause --", "adkctl paused --", "adkctl cancel --", "adkctl signal --", "adkctl waiting --", "adkctl purge-cancelled --", "adkctl item --", "adkctl health", "adkctl schema apply"} {
 		if !strings.Contains(out, "\n                               "+ex) {
 			t.Errorf("adkctl --help has no example %q", ex)
 		}
@@ -693,6 +699,13 @@ func TestHelpShowsAnExamplePerVerb(t *testing.T) {
 		{[]string{"limits", "show"}, "adkctl limits show --queue"},
 		{[]string{"limits", "set"}, "adkctl limits set --queue"},
 		{[]string{"item"}, "adkctl item --tenant"},
+		{[]string{"pause"}, "adkctl pause --queue agent --tenant"},
+		{[]string{"resume"}, "adkctl resume --queue"},
+		{[]string{"paused"}, "adkctl paused --queue"},
+		{[]string{"cancel"}, "adkctl cancel --match --tenant acme --dry-run"},
+		{[]string{"signal"}, "adkctl signal --tenant"},
+		{[]string{"waiting"}, "adkctl waiting --queue"},
+		{[]string{"purge-cancelled"}, "adkctl purge-cancelled --queue"},
 		{[]string{"health"}, "adkctl health"},
 		{[]string{"schema"}, "adkctl schema apply"},
 	} {
@@ -758,10 +771,21 @@ func TestTenantsWaiting(t *testing.T) {
 		t.Errorf("waiting: %v, want late only", got)
 	}
 	out := f.ok("tenants", "--queue", "w")
-	if !strings.Contains(out, "WAITING\n") || !strings.Contains(out, "1 tenant WAITING: ready work older than the last 3 turns") {
+	if !strings.Contains(out, "STARVED\n") || !strings.Contains(out, "1 tenant STARVED: ready work older than the last 3 turns") {
 		t.Errorf("the starved tenant is not marked:\n%s", out)
 	}
-	if out := f.ok("tenants"); strings.Contains(out, "WAITING") {
-		t.Errorf("a tenant marked waiting on the fixture's queue:\n%s", out)
+	if out := f.ok("tenants"); strings.Contains(out, "STARVED") {
+		t.Errorf("a tenant marked starved on the fixture's queue:\n%s", out)
+	}
+	// A paused tenant is held back, not starved.
+	f.must(f.store.Pause(ctx, "w", "late"))
+	ts = list(t, f.json(exitOK, "tenants", "--queue", "w"), "tenants")
+	for _, r := range ts {
+		if m := r.(map[string]any); m["tenant"] == "late" && (m["waiting"] != false || m["paused"] != true) {
+			t.Errorf("a paused tenant: %v", m)
+		}
+	}
+	if out := f.ok("tenants", "--queue", "w"); strings.Contains(out, "STARVED") || !strings.Contains(out, "PAUSED\n") {
+		t.Errorf("a paused tenant is marked starved, or not paused:\n%s", out)
 	}
 }
