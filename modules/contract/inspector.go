@@ -17,8 +17,9 @@ type TenantStats struct {
 	Leased int64  `json:"leased"` // held by workers
 	Dead   int64  `json:"dead"`
 	// Waiting counts items waiting for a signal, Cancelled the cancelled
-	// items kept for the record.
-	Waiting   int64 `json:"waiting"`
+	// items kept for the record. (The JSON name leaves "waiting" to the
+	// faces that already use it for a starved tenant.)
+	Waiting   int64 `json:"waiting_items"`
 	Cancelled int64 `json:"cancelled"`
 	// Paused: claims pass the tenant over (its own pause; a paused queue
 	// is reported by LifecycleController.Paused).
