@@ -449,3 +449,92 @@ func TestFlowCapUnderConcurrency(t *testing.T) {
 		t.Fatalf("flow status after: %+v, %v", st, err)
 	}
 }
+
+// TestFlowCapIndexedOnceItCanBind: a claim puts a capped tenant's leases
+// into the index only once its cap can bind (the queue's leases and the
+// batch reach past it); from then on the cap counts every lease the
+// tenant took before, on the plain rounds and on the walk, less those
+// expired and those the same call completes.
+func TestFlowCapIndexedOnceItCanBind(t *testing.T) {
+	for name, l := range map[string]contract.Limits{
+		"rounds": {MaxLeased: 4},
+		"walk":   {MaxLeased: 4, Weight: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFlowQueue(t)
+			f.enqueue(t, "a", 10)
+			f.setLimits(t, "a", l)
+			index := f.d.keys.queue("default") + "tleases"
+			indexed := func() int64 {
+				t.Helper()
+				n, err := f.client.ZLexCount(ctx, index, "[1:a", "(1:a;").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			var held []contract.Lease
+			for i := range 4 {
+				got, err := f.Claim(ctx, claimReq(1))
+				if err != nil || len(got) != 1 {
+					t.Fatalf("claim %d under the cap: %v, %v", i, got, err)
+				}
+				held = append(held, got...)
+				if i == 1 {
+					// Two leases and a batch of one cannot pass the cap of 4.
+					if n := indexed(); n != 0 {
+						t.Fatalf("index before the cap could bind: %d; want 0", n)
+					}
+				}
+			}
+			if got, err := f.Claim(ctx, claimReq(1)); !errors.Is(err, contract.ErrEmpty) {
+				t.Fatalf("at the cap: %v, %v; want ErrEmpty", got, err)
+			}
+			if n := indexed(); n != 4 {
+				t.Fatalf("index once the cap could bind: %d; want 4", n)
+			}
+			next, err := f.CompleteAndClaim(ctx, held[:1], claimReq(5))
+			if err != nil || len(next) != 1 {
+				t.Fatalf("complete one and claim: %d, %v; want 1", len(next), err)
+			}
+			if got, err := f.Claim(ctx, claimReq(5)); !errors.Is(err, contract.ErrEmpty) {
+				t.Fatalf("at the cap again: %v, %v; want ErrEmpty", got, err)
+			}
+			f.clock.Advance(2 * time.Minute) // every lease expired, none reaped
+			got, err := f.Claim(ctx, claimReq(5))
+			if err != nil || len(got) != 4 {
+				t.Fatalf("after the leases expired: %d, %v; want 4", len(got), err)
+			}
+		})
+	}
+}
+
+// TestFlowCapIndexedOnceItCanBindAfterComplete: the first claim that can
+// reach a tenant's cap is the claim half of CompleteAndClaim, and the
+// leases its complete half ends are not counted nor indexed.
+func TestFlowCapIndexedOnceItCanBindAfterComplete(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	f.enqueue(t, "a", 10)
+	f.setLimits(t, "a", contract.Limits{MaxLeased: 4})
+	var held []contract.Lease
+	for range 2 {
+		got, err := f.Claim(ctx, claimReq(1))
+		if err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v, %v", got, err)
+		}
+		held = append(held, got...)
+	}
+	next, err := f.CompleteAndClaim(ctx, held[:1], claimReq(10))
+	if err != nil || len(next) != 3 {
+		t.Fatalf("complete one of 2 and claim: %d, %v; want 3 (cap 4)", len(next), err)
+	}
+	index := f.d.keys.queue("default") + "tleases"
+	if n, err := f.client.ZLexCount(ctx, index, "[1:a", "(1:a;").Result(); err != nil || n != 4 {
+		t.Fatalf("index: %d, %v; want the 4 live leases", n, err)
+	}
+	if got, err := f.Claim(ctx, claimReq(10)); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("at the cap: %v, %v; want ErrEmpty", got, err)
+	}
+}
