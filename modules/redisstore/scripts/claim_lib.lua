@@ -154,9 +154,11 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
           local k = #sf + 1
           sf[k], swE[k], swK[k] = 'b' .. e.lt, e, 'b'
         end
-        if L.cap > 0 then
+        if L.cap >= LAZYCAP then
           local k = #sf + 1
           sf[k], swE[k], swK[k] = TRACK .. e.lt, e, 'k'
+        elseif L.cap > 0 then
+          e.idx = true -- always indexed
         end
       end
     end
@@ -439,9 +441,11 @@ local function flowRounds(L, S, max, freed, woken)
         rf[i] = 'r' .. lts[i] -- read now, written back by claimRead
         sf[k], si[k], sk[k] = rf[i], i, 'r'
       end
-      if Lx.cap > 0 then
+      if Lx.cap >= LAZYCAP then
         local k = #sf + 1
         sf[k], si[k], sk[k] = TRACK .. lts[i], i, 'k'
+      elseif Lx.cap > 0 then
+        cap[i] = true -- always indexed
       end
     end
   end

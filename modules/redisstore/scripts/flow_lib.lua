@@ -147,12 +147,15 @@ end
 
 -- TRACK starts a tenant's index mark in FSTATE: 'k'..lp(t) is set once
 -- every lease of t is in TLEASES, and from then on each claim puts t's
--- new leases there. An unmarked tenant's leases go into TLEASES only once
--- its cap can bind in a claim (capLive): until then no claim counts them,
--- so the claims of a tenant whose cap is far above the queue's leases
--- write nothing to the index. set_limits rebuilds TLEASES with every
--- capped tenant's leases, which keeps the marks true.
+-- new leases there. A tenant whose cap is LAZYCAP or more goes unmarked
+-- until its cap can bind in a claim (capLive): until then no claim counts
+-- its leases or writes them to the index, so a cap far above the queue's
+-- leases costs nothing per claim. A smaller cap binds soon and cheaply
+-- enough to list, so its tenant's leases are always indexed, without a
+-- mark. set_limits rebuilds TLEASES with every capped tenant's leases,
+-- which keeps the marks true.
 local TRACK = 'k'
+local LAZYCAP = 1000
 
 -- capLive counts lt's live leases for a cap that can bind in this claim,
 -- leaving out the refs in gone (goneBy counts them by tenant) and the
