@@ -449,3 +449,110 @@ func TestFlowCapUnderConcurrency(t *testing.T) {
 		t.Fatalf("flow status after: %+v, %v", st, err)
 	}
 }
+
+// TestFlowCapIndexedOnceItCanBind: a claim puts the leases of a tenant
+// with a large cap (1,000 or more) into the index only once its cap can
+// bind (the queue's leases and the batch reach past it); from then on
+// the cap counts every lease the tenant took before, on the plain rounds
+// and on the walk, less those expired and those the same call completes.
+// A small cap's leases are indexed from the first claim.
+func TestFlowCapIndexedOnceItCanBind(t *testing.T) {
+	for name, l := range map[string]contract.Limits{
+		"rounds": {MaxLeased: 1000},
+		"walk":   {MaxLeased: 1000, Weight: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFlowQueue(t)
+			f.enqueue(t, "a", 1500)
+			f.setLimits(t, "a", l)
+			var held []contract.Lease
+			for i := range 2 {
+				got, err := f.Claim(ctx, claimReq(400))
+				if err != nil || len(got) != 400 {
+					t.Fatalf("claim %d under the cap: %d, %v", i, len(got), err)
+				}
+				held = append(held, got...)
+			}
+			// 800 leases and a batch of 400 can pass the cap of 1000 only now.
+			if n := f.indexed(t, "a"); n != 0 {
+				t.Fatalf("index before the cap could bind: %d; want 0", n)
+			}
+			got, err := f.Claim(ctx, claimReq(400))
+			if err != nil || len(got) != 200 {
+				t.Fatalf("claim up to the cap: %d, %v; want 200", len(got), err)
+			}
+			if n := f.indexed(t, "a"); n != 1000 {
+				t.Fatalf("index once the cap could bind: %d; want 1000", n)
+			}
+			if got, err := f.Claim(ctx, claimReq(1)); !errors.Is(err, contract.ErrEmpty) {
+				t.Fatalf("at the cap: %d, %v; want ErrEmpty", len(got), err)
+			}
+			next, err := f.CompleteAndClaim(ctx, held[:1], claimReq(5))
+			if err != nil || len(next) != 1 {
+				t.Fatalf("complete one and claim: %d, %v; want 1", len(next), err)
+			}
+			if got, err := f.Claim(ctx, claimReq(5)); !errors.Is(err, contract.ErrEmpty) {
+				t.Fatalf("at the cap again: %d, %v; want ErrEmpty", len(got), err)
+			}
+			f.clock.Advance(2 * time.Minute) // every lease expired, none reaped
+			got, err = f.Claim(ctx, claimReq(400))
+			if err != nil || len(got) != 400 {
+				t.Fatalf("after the leases expired: %d, %v; want a full batch", len(got), err)
+			}
+		})
+	}
+}
+
+// indexed is how many of tenant's leases the live-lease index holds.
+func (f flowQueue) indexed(t *testing.T, tenant string) int64 {
+	t.Helper()
+	lt := lp(tenant)
+	n, err := f.client.ZLexCount(context.Background(), f.d.keys.queue("default")+"tleases", "["+lt, "("+lt+";").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestFlowCapIndexedOnceItCanBindAfterComplete: the first claim that can
+// reach a large cap is the claim half of CompleteAndClaim, and the leases
+// its complete half ends are neither counted nor indexed; a small cap's
+// leases are indexed as they are taken.
+func TestFlowCapIndexedOnceItCanBindAfterComplete(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	f.enqueue(t, "a", 1200)
+	f.enqueue(t, "b", 3)
+	f.setLimits(t, "a", contract.Limits{MaxLeased: 1000})
+	f.setLimits(t, "b", contract.Limits{MaxLeased: 2})
+	var held []contract.Lease
+	for range 2 {
+		got, err := f.Claim(ctx, claimReq(300))
+		if err != nil || len(got) != 300 {
+			t.Fatalf("claim: %d, %v", len(got), err)
+		}
+		held = append(held, got...)
+	}
+	if n := f.indexed(t, "b"); n != 2 {
+		t.Fatalf("b's leases indexed: %d; want 2", n)
+	}
+	var doneA []contract.Lease
+	for _, l := range held {
+		if l.Item.Tenant == "a" && len(doneA) < 100 {
+			doneA = append(doneA, l)
+		}
+	}
+	// a took 598 leases; 498 live on after the complete, so its cap of
+	// 1000 leaves room for 502, and b is at its cap.
+	next, err := f.CompleteAndClaim(ctx, doneA, claimReq(600))
+	if n := byTenant(next); err != nil || n["a"] != 502 || n["b"] != 0 {
+		t.Fatalf("complete 100 of a's and claim: %v, %v; want 502 of a", n, err)
+	}
+	if n := f.indexed(t, "a"); n != 1000 {
+		t.Fatalf("a's leases indexed: %d; want its 1000 live ones", n)
+	}
+	if got, err := f.Claim(ctx, claimReq(10)); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("both at their caps: %v, %v; want ErrEmpty", byTenant(got), err)
+	}
+}

@@ -32,6 +32,14 @@
 -- thousands), so each item costs the strings Redis hands the script (its
 -- ready member and record) and one cut for its ref; everything written
 -- per claim is built once.
+-- concatInto appends b's elements to a and returns a.
+local function concatInto(a, b)
+  for _, x in ipairs(b) do
+    a[#a + 1] = x
+  end
+  return a
+end
+
 local function byStamp(a, b)
   if a[2] ~= b[2] then
     return a[2] < b[2]
@@ -116,7 +124,8 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       -- table is made at its size once; live is added only for a cap it
       -- counts, cf and the budget's fields only when they apply.
       got[#got + 1] = {t = t, lt = lp(t), stamp = stamp, credit = 0, tat = 0, L = false, rf = false,
-        due = false, pos = 0, fetched = 0, more = false, touched = false, served = false, moved = false}
+        due = false, pos = 0, fetched = 0, more = false, touched = false, served = false, moved = false,
+        idx = false, track = false}
     end
     if #got == 0 then
       return
@@ -145,21 +154,11 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
           local k = #sf + 1
           sf[k], swE[k], swK[k] = 'b' .. e.lt, e, 'b'
         end
-        if L.cap > 0 then
-          bound = bound or redis.call('ZCARD', LEASES) + max
-          if bound > L.cap then -- else the cap cannot bind: live stays nil
-            if not expired then
-              gone, goneBy = {}, {}
-              for _, ref in ipairs(freed or {}) do
-                local lt = tenantOfRef(ref)
-                gone[ref], goneBy[lt] = true, (goneBy[lt] or 0) + 1
-              end
-              expired = expiredBy(LEASES, ARGV[1], gone)
-            end
-            e.live = tenantLeases(TLEASES, e.lt) - (goneBy[e.lt] or 0) - (expired[e.lt] or 0)
-            marked = marked or markSet(redis.call('HGET', FSTATE, MARKS))
-            e.marked = marked[e.lt]
-          end
+        if L.cap >= LAZYCAP then
+          local k = #sf + 1
+          sf[k], swE[k], swK[k] = TRACK .. e.lt, e, 'k'
+        elseif L.cap > 0 then
+          e.idx = true -- always indexed
         end
       end
     end
@@ -169,6 +168,8 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
         local e, f = swE[j], swK[j]
         if f == 'r' then
           e.tat = tonumber(v[j]) or 0
+        elseif f == 'k' then
+          e.idx = v[j] and true or false
         elseif f == 'c' then
           e.credit = tonumber(v[j]) or 0
           e.credit0 = e.credit
@@ -183,6 +184,28 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
               e.buntil = budgetRelease(L, slots, s) * 1000
             end
           end
+        end
+      end
+    end
+    -- The caps: counted only where they can bind. idx says the tenant's
+    -- new leases go into TLEASES (it is marked, or is listed now).
+    for _, e in ipairs(got) do
+      local L = e.L
+      if L and L.cap > 0 then
+        bound = bound or redis.call('ZCARD', LEASES) + max
+        if bound > L.cap then -- else the cap cannot bind: live stays nil
+          if not expired then
+            gone, goneBy = {}, {}
+            for _, ref in ipairs(freed or {}) do
+              local lt = tenantOfRef(ref)
+              gone[ref], goneBy[lt] = true, (goneBy[lt] or 0) + 1
+            end
+            expired = expiredBy(LEASES, ARGV[1], gone)
+          end
+          local live, refs = capLive(TLEASES, LEASES, e.lt, e.idx, gone, goneBy, expired)
+          e.live, e.track, e.idx = live, refs, true
+          marked = marked or markSet(redis.call('HGET', FSTATE, MARKS))
+          e.marked = marked[e.lt]
         end
       end
     end
@@ -266,7 +289,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       refs[np] = string.sub(m, #e.lt + 33)
       e.served = (e.served or 0) + 1
       if L then
-        if L.cap > 0 then
+        if e.idx then
           if e.live then
             e.live = e.live + 1
           end
@@ -318,7 +341,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
   -- stamp (the new one if its turn ended) while it has a due item left,
   -- else waits for its first delayed item or leaves. A tenant that leaves
   -- the rotation with nothing queued starts its next turn at credit 0.
-  local rotAdd, rotDel, waitAdd, turnsSet, fset, fdel = {}, {}, {}, {}, {}, {}
+  local rotAdd, rotDel, waitAdd, turnsSet, fset, fdel, track = {}, {}, {}, {}, {}, {}, {}
   local names, served, inE = {}, {}, {}
   for i, e in ipairs(E) do
     local t, lt = e.t, e.lt
@@ -351,6 +374,11 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       rotAdd[#rotAdd + 1] = fromWait[t]
       rotAdd[#rotAdd + 1] = t
     end
+    if e.track then -- listed for its cap: indexed and marked
+      concatInto(track, e.track)
+      fset[#fset + 1] = TRACK .. lt
+      fset[#fset + 1] = '1'
+    end
     if e.rf and e.served then -- a token taken
       fset[#fset + 1] = e.rf
       fset[#fset + 1] = fnum(e.tat)
@@ -377,7 +405,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
   local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = names, served = served, turn = turn, turn0 = turn0,
-    flow = true, capped = capped, fset = fset, fdel = fdel, held = held}
+    flow = true, capped = capped, fset = fset, fdel = fdel, held = held, track = track}
 end
 
 -- flowRounds reads the limits of the head tenants L (at most max, with
@@ -390,13 +418,6 @@ end
 -- rotation in its place (one without limits; else the walk decides).
 -- Caps and rates are checked again against what the rounds serve. nil
 -- when the walk must decide.
-local function concatInto(a, b)
-  for _, x in ipairs(b) do
-    a[#a + 1] = x
-  end
-  return a
-end
-
 local function flowRounds(L, S, max, freed, woken)
   local now = tonumber(ARGV[1])
   local report = ARGV[10] == '1'
@@ -405,37 +426,26 @@ local function flowRounds(L, S, max, freed, woken)
     lts[i] = lp(t)
   end
   local lims = limitsOf(LIMITS, lts)
-  local sf, si = {}, {}
-  local bound, expired, goneBy, marked
+  local sf, si, sk = {}, {}, {}
+  local bound, expired, gone, goneBy, marked
   local most = max - #L + 1 -- the most items a round-robin claim gives one tenant
-  local cap, live = {}, {}
+  local cap, live, track, rf = {}, {}, {}, {}
   for i = 1, #L do
     local Lx = lims[i]
     if Lx then
       if Lx.w > 1 or Lx.width then
         return nil
       end
-      if Lx.cap > 0 then
-        bound = bound or redis.call('ZCARD', LEASES) + max
-        cap[i] = true
-        if bound > Lx.cap then -- the cap can bind: count the live leases
-          if not expired then
-            local gone = {}
-            goneBy = {}
-            for _, ref in ipairs(freed or {}) do
-              local lt = tenantOfRef(ref)
-              gone[ref], goneBy[lt] = true, (goneBy[lt] or 0) + 1
-            end
-            expired = expiredBy(LEASES, ARGV[1], gone)
-          end
-          local lt = lts[i]
-          live[i] = tenantLeases(TLEASES, lt) - (goneBy[lt] or 0) - (expired[lt] or 0)
-          marked = marked or markSet(redis.call('HGET', FSTATE, MARKS))
-        end
-      end
       if Lx.rate > 0 then
         local k = #sf + 1
-        sf[k], si[k] = 'r' .. lts[i], i
+        rf[i] = 'r' .. lts[i] -- read now, written back by claimRead
+        sf[k], si[k], sk[k] = rf[i], i, 'r'
+      end
+      if Lx.cap >= LAZYCAP then
+        local k = #sf + 1
+        sf[k], si[k], sk[k] = TRACK .. lts[i], i, 'k'
+      elseif Lx.cap > 0 then
+        cap[i] = true -- always indexed
       end
     end
   end
@@ -443,7 +453,32 @@ local function flowRounds(L, S, max, freed, woken)
   if #sf > 0 then
     local v = redis.call('HMGET', FSTATE, unpack(sf))
     for j = 1, #sf do
-      tat[si[j]] = tonumber(v[j]) or 0
+      if sk[j] == 'r' then
+        tat[si[j]] = tonumber(v[j]) or 0
+      elseif v[j] then
+        cap[si[j]] = true -- marked: its new leases go into TLEASES
+      end
+    end
+  end
+  -- The caps, counted only where they can bind (cap[i]: tenant i's new
+  -- leases go into TLEASES; track[i]: its leases listed now, to index).
+  for i = 1, #L do
+    local Lx = lims[i]
+    if Lx and Lx.cap > 0 then
+      bound = bound or redis.call('ZCARD', LEASES) + max
+      if bound > Lx.cap then
+        if not expired then
+          gone, goneBy = {}, {}
+          for _, ref in ipairs(freed or {}) do
+            local lt = tenantOfRef(ref)
+            gone[ref], goneBy[lt] = true, (goneBy[lt] or 0) + 1
+          end
+          expired = expiredBy(LEASES, ARGV[1], gone)
+        end
+        live[i], track[i] = capLive(TLEASES, LEASES, lts[i], cap[i], gone, goneBy, expired)
+        cap[i] = true
+        marked = marked or markSet(redis.call('HGET', FSTATE, MARKS))
+      end
     end
   end
   local keep, held, marks = {}, {}, {}
@@ -477,7 +512,15 @@ local function flowRounds(L, S, max, freed, woken)
       keep[#keep + 1] = i
     end
   end
-  local F = {names = L, stamps = S, L = lims, cap = cap, live = live, tat = tat, of = {}, held = held, marks = {}}
+  local F = {names = L, stamps = S, L = lims, cap = cap, live = live, tat = tat, of = {}, held = held, marks = {},
+    track = {}, tmarks = {}, lts = lts, rf = rf}
+  for i = 1, #L do
+    if track[i] then -- listed for its cap: indexed and marked, held or not
+      concatInto(F.track, track[i])
+      F.tmarks[#F.tmarks + 1] = TRACK .. lts[i]
+      F.tmarks[#F.tmarks + 1] = '1'
+    end
+  end
   if #marks > 0 then
     F.marks = {MARKS, marked.v .. table.concat(marks)}
   end
@@ -488,9 +531,10 @@ local function flowRounds(L, S, max, freed, woken)
   if woken or #keep == 0 then
     return nil
   end
-  local names, stamps, nl, nc, nlive, ntat = {}, {}, {}, {}, {}, {}
+  local names, stamps, nl, nc, nlive, ntat, nlts, nrf = {}, {}, {}, {}, {}, {}, {}, {}
   for j, i in ipairs(keep) do
     names[j], stamps[j], nl[j], nc[j], nlive[j], ntat[j] = L[i], S[i], lims[i], cap[i], live[i], tat[i]
+    nlts[j], nrf[j] = lts[i], rf[i]
   end
   local more = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', #L, #L - #keep, 'WITHSCORES')
   if #more > 0 then
@@ -504,10 +548,10 @@ local function flowRounds(L, S, max, freed, woken)
         return nil
       end
       local k = #names + 1
-      names[k], stamps[k] = more[2 * j - 1], tonumber(more[2 * j])
+      names[k], stamps[k], nlts[k] = more[2 * j - 1], tonumber(more[2 * j]), mlts[j]
     end
   end
-  F.names, F.stamps, F.L, F.cap, F.live, F.tat = names, stamps, nl, nc, nlive, ntat
+  F.names, F.stamps, F.L, F.cap, F.live, F.tat, F.lts, F.rf = names, stamps, nl, nc, nlive, ntat, nlts, nrf
   return F
 end
 
@@ -594,8 +638,9 @@ local function claimRead(freed)
   -- Plan the rounds.
   local due, pos, fetched, more, lts = {}, {}, {}, {}, {}
   local chunk = math.ceil(max / #L) + 1 -- one more than a round needs: a look at what stays due
+  local flts = F and F.lts
   for i, t in ipairs(L) do
-    local lt = lp(t)
+    local lt = flts and flts[i] or lp(t)
     local ms = redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. NX, 'BYLEX', 'LIMIT', 0, chunk)
     lts[i], due[i], pos[i], fetched[i], more[i] = lt, ms, 1, #ms, #ms == chunk
   end
@@ -648,7 +693,7 @@ local function claimRead(freed)
         end
       end
     end
-    F.capped, F.fset = {}, {}
+    F.capped, F.fset = {}, F.tmarks
     for k = 1, np do
       -- refs[k] is of tenant F.of[k]
       if F.cap[F.of[k]] then
@@ -671,7 +716,7 @@ local function claimRead(freed)
           end
           tat = rateTake(Lx, tat, now)
         end
-        F.fset[#F.fset + 1] = 'r' .. lts[i]
+        F.fset[#F.fset + 1] = F.rf[i]
         F.fset[#F.fset + 1] = fnum(tat)
       end
     end
@@ -729,7 +774,7 @@ local function claimRead(freed)
     return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
       refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
       flow = true, capped = F.capped, fset = F.marks and #F.marks > 0 and concatInto(F.fset, F.marks) or F.fset,
-      held = F.held}
+      held = F.held, track = F.track}
   end
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
@@ -754,6 +799,9 @@ local function claimLease(c)
   end
   if c.fset and #c.fset > 0 then
     redis.call('HSET', FSTATE, unpack(c.fset))
+  end
+  if c.track and #c.track > 0 then
+    zaddRefs(TLEASES, c.track)
   end
   if c.fdel and #c.fdel > 0 then
     redis.call('HDEL', FSTATE, unpack(c.fdel))

@@ -145,6 +145,53 @@ local function tenantLeases(tleases, lt)
   return redis.call('ZLEXCOUNT', tleases, '[' .. lt, '(' .. lt .. ';')
 end
 
+-- TRACK starts a tenant's index mark in FSTATE: 'k'..lp(t) is set once
+-- every lease of t is in TLEASES, and from then on each claim puts t's
+-- new leases there. A tenant whose cap is LAZYCAP or more goes unmarked
+-- until its cap can bind in a claim (capLive): until then no claim counts
+-- its leases or writes them to the index, so a cap far above the queue's
+-- leases costs nothing per claim. A smaller cap binds soon and cheaply
+-- enough to list, so its tenant's leases are always indexed, without a
+-- mark. set_limits rebuilds TLEASES with every capped tenant's leases,
+-- which keeps the marks true.
+local TRACK = 'k'
+local LAZYCAP = 1000
+
+-- capLive counts lt's live leases for a cap that can bind in this claim,
+-- leaving out the refs in gone (goneBy counts them by tenant) and the
+-- expired ones (expired, by tenant). A marked tenant's leases are all in
+-- tleases: one ZLEXCOUNT. An unmarked one's are listed from leases (every
+-- lease of the queue), and returned too, for the claim to add them to
+-- tleases and mark the tenant: a tenant is listed once.
+local function capLive(tleases, leases, lt, tracked, gone, goneBy, expired)
+  if tracked then
+    return tenantLeases(tleases, lt) - (goneBy[lt] or 0) - (expired[lt] or 0), nil
+  end
+  local refs = {}
+  for _, ref in ipairs(redis.call('ZRANGE', leases, 0, -1)) do
+    if not gone[ref] and string.find(ref, lt, 1, true) == 1 then -- ref is lp(tenant)..lp(id)
+      refs[#refs + 1] = ref
+    end
+  end
+  return #refs - (expired[lt] or 0), refs
+end
+
+-- zaddRefs adds refs to the zset key at score 0, 1,000 at a time.
+local function zaddRefs(key, refs)
+  local batch = {}
+  for _, ref in ipairs(refs) do
+    batch[#batch + 1] = 0
+    batch[#batch + 1] = ref
+    if #batch >= 2000 then
+      redis.call('ZADD', key, unpack(batch))
+      batch = {}
+    end
+  end
+  if #batch > 0 then
+    redis.call('ZADD', key, unpack(batch))
+  end
+end
+
 -- expiredBy counts, by lp(tenant), the leases in leases that expired by
 -- now (us, decimal string) and are not yet reaped, leaving out the refs
 -- in skip (a set, or nil). Usually there are none, and then this is one

@@ -45,11 +45,15 @@
 --                  queue's default (encoding in flow_lib.lua)
 --   FSTATE   hash  per tenant flow state: 'r'..lp(t) rate bucket TAT (us),
 --                  'c'..lp(t) weight credit, 'b'..lp(t) budget slots,
+--                  'k'..lp(t) '1' once all of t's leases are in TLEASES,
 --                  '!h' the cap wake marks (lp(t) of each marked tenant)
---   TLEASES  zset  while FLAG is '1': the ref of every lease of a tenant
---                  whose effective limits have a cap, score 0, so such a
---                  tenant's leases are one ZLEXCOUNT (less its expired
---                  ones, which LEASES gives by score)
+--   TLEASES  zset  while FLAG is '1': refs of leases of tenants whose
+--                  effective limits have a cap, score 0: every lease of
+--                  a tenant marked in FSTATE, so its leases are one
+--                  ZLEXCOUNT (less its expired ones, which LEASES gives
+--                  by score). A tenant's leases are indexed, and it is
+--                  marked, the first time a claim finds its cap can bind
+--                  (see capLive in flow_lib.lua).
 --   TOKEN    string  the last fencing token (namespace-wide; see nextToken)
 --   QUEUES   set   queue names
 --

@@ -1,8 +1,9 @@
 -- Sets or removes one limits row of a queue and keeps the queue's flag:
 -- '1' while any row exists. While it is on, each change rebuilds TLEASES
 -- from the leases held now (the leases of the tenants a cap applies to);
--- turning it off empties TLEASES and drops the weight credits. Rate buckets and budget
--- usage stay. The claimers are woken: the change may free a held tenant.
+-- turning it off empties TLEASES and drops the weight credits and the
+-- index marks (see TRACK in flow_lib.lua). Rate buckets and budget usage
+-- stay. The claimers are woken: the change may free a held tenant.
 --
 -- ARGV[1] the row's field: lp(tenant), or '0:' for the queue's default
 -- ARGV[2] the encoded limits (see flow_lib.lua), '' to remove the row
@@ -69,7 +70,7 @@ elseif flag == '1' then
   credits = {}
   for _, f in ipairs(redis.call('HKEYS', FSTATE)) do
     local k = string.sub(f, 1, 1)
-    if k == 'c' or k == 'h' or k == '!' then
+    if k == 'c' or k == 'h' or k == '!' or k == TRACK then
       credits[#credits + 1] = f
     end
   end
