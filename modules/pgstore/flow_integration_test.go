@@ -136,6 +136,86 @@ func TestFlowCapUnderConcurrency(t *testing.T) {
 	t.Logf("%d samples, at most %d leases", samples.Load(), maxSeen.Load())
 }
 
+// A cap several batches wide holds too, when claims serve the tenant
+// several items at a time and it still has room after each: every
+// claimer keeps its last batch until its next claim returns, so the
+// leases of 10 claimers pile up against the cap of 8 (a bound on the
+// count that left out the leases committed after the claim's snapshot
+// let it reach 10).
+func TestFlowWideCapUnderConcurrency(t *testing.T) {
+	const limit = 8
+	d := newTestDB(t, withMaxConns(14))
+	ctx := ctxT(t, 2*time.Minute)
+	q := flowQueue(t, d, nil)
+	if err := q.SetLimits(ctx, "", "capped", contract.Limits{MaxLeased: limit}); err != nil {
+		t.Fatal(err)
+	}
+	enqueueN(t, q, "capped", 300)
+	var stop atomic.Bool
+	var maxSeen, samples atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			var n int64
+			if err := d.pool.QueryRow(ctx, "SELECT count(*) FROM adk_work WHERE tenant = 'capped' AND state = 'leased'").Scan(&n); err != nil {
+				t.Error(err)
+				return
+			}
+			samples.Add(1)
+			if n > maxSeen.Load() {
+				maxSeen.Store(n)
+			}
+		}
+	})
+	var done atomic.Int64
+	var claimers sync.WaitGroup
+	for w := range 10 {
+		claimers.Go(func() {
+			var held []contract.Lease
+			settle := func() bool {
+				if err := q.Complete(ctx, held...); err != nil {
+					t.Error(err)
+					return false
+				}
+				done.Add(int64(len(held)))
+				held = nil
+				return true
+			}
+			for done.Load() < 300 {
+				ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: fmt.Sprint("w", w), LeaseFor: time.Minute, Max: 1 + w%3})
+				switch {
+				case errors.Is(err, contract.ErrEmpty):
+					if len(held) > 0 && !settle() {
+						return
+					}
+					time.Sleep(time.Millisecond)
+					continue
+				case err != nil:
+					t.Error(err)
+					return
+				}
+				if len(held) > 0 && !settle() {
+					return
+				}
+				held = ls
+			}
+			if len(held) > 0 {
+				settle()
+			}
+		})
+	}
+	claimers.Wait()
+	stop.Store(true)
+	wg.Wait()
+	if got := maxSeen.Load(); got > limit {
+		t.Fatalf("the capped tenant held %d live leases at once, cap %d", got, limit)
+	}
+	if done.Load() != 300 {
+		t.Fatalf("completed %d of 300", done.Load())
+	}
+	t.Logf("%d samples, at most %d leases", samples.Load(), maxSeen.Load())
+}
+
 // A lease stops counting against the cap when it expires, before any
 // reap; the claim that meets the cap says so in its report.
 func TestFlowCapFreesAtExpiry(t *testing.T) {

@@ -170,18 +170,7 @@ served AS (
 -- As in claim.sql, turn rows are locked in one order and one another
 -- claimer is bumping is skipped; a gated tenant's row is this claim's
 -- already, so it is never skipped.
-bump_lock AS (
-    SELECT l.tenant
-    FROM (SELECT tenant FROM served ORDER BY tenant) s
-    CROSS JOIN LATERAL (
-        SELECT t.tenant FROM {turns} t
-        WHERE t.queue = $1 AND t.tenant = s.tenant
-        FOR UPDATE SKIP LOCKED
-    ) l
-),
-batch AS MATERIALIZED (
-    SELECT nextval('{turns}_seq') AS n
-),
+{bump_lock},
 bump AS (
     UPDATE {turns} t
     SET turn_batch = CASE WHEN s.to_back THEN b.n ELSE t.turn_batch END,
@@ -189,10 +178,7 @@ bump AS (
         served = t.served + s.n,
         credit   = CASE WHEN s.gated THEN ((t.credit + s.n) % s.w)::int ELSE t.credit END,
         rate_tat = CASE WHEN s.gated AND s.rate > 0 THEN greatest(t.rate_tat, $6) + s.n * (1e6 / s.rate) ELSE t.rate_tat END,
-        recent_ids     = (t.recent_ids || s.ids)[greatest(1, cardinality(t.recent_ids) + cardinality(s.ids) - 31):],
-        recent_keys    = (t.recent_keys || array(SELECT b.n * 1024 + o FROM unnest(s.ords) o))[greatest(1, cardinality(t.recent_keys) + cardinality(s.ids) - 31):],
-        recent_workers = (t.recent_workers || array_fill($4::text, ARRAY[cardinality(s.ids)]))[greatest(1, cardinality(t.recent_workers) + cardinality(s.ids) - 31):],
-        recent_at      = (t.recent_at || array_fill($2::timestamptz, ARRAY[cardinality(s.ids)]))[greatest(1, cardinality(t.recent_at) + cardinality(s.ids) - 31):]
+        {bump_recent}
     FROM served s, bump_lock l, batch b
     WHERE t.queue = $1 AND t.tenant = s.tenant AND l.tenant = s.tenant
 ),
