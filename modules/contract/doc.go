@@ -57,6 +57,19 @@
 // attempt. A [ClaimReport] in the claim's context learns who was held and
 // until when; [AsFlowController] finds the capability behind a wrapper.
 //
+// # Lifecycle controls
+//
+// [LifecycleController] pauses and resumes a queue or one of its tenants
+// (a paused tenant is passed over like a held one, keeping its place),
+// cancels items (at once when queued, waiting or dead; a leased one is
+// marked, and its holder's next call gets a [*CancelledError] and writes
+// nothing), snoozes a lease without charging an attempt, and parks one
+// until a [LifecycleController.Signal] (delivered exactly once; a second
+// gets a [*NotWaitingError]) or its timeout resumes it with
+// [Item.Resumed]. [Item.Priority] orders a tenant's due items without
+// changing the turns across tenants. [AsLifecycleController] finds the
+// capability behind a wrapper.
+//
 // # Time, secrets and errors
 //
 // Lease arithmetic uses an injected [Clock], never the server's time, so
