@@ -78,7 +78,7 @@ func (s *Server) record(c echo.Context, e view.AuditEntry) {
 	}
 	level(AuditMessage, "action", e.Action, "outcome", e.Outcome, "status", e.Status,
 		"token", e.Token, "client", e.Client, "queue", e.Filter.Queue, "tenant", e.Filter.Tenant, "id", e.Filter.ID,
-		"error_contains", e.Filter.ErrorContains, "scope", e.Scope, "selected", e.Selected, "count", e.Count, "reason", e.Reason, "limits", e.Limits)
+		"error_contains", e.Filter.ErrorContains, "scope", e.Scope, "selected", e.Selected, "count", e.Count, "reason", e.Reason, "limits", e.Limits, "detail", e.Detail)
 	trace.SpanFromContext(c.Request().Context()).AddEvent("adk.dashboard.audit", trace.WithAttributes(
 		attribute.String("adk.dashboard.action", e.Action),
 		attribute.String("adk.dashboard.outcome", e.Outcome),
@@ -94,6 +94,7 @@ func (s *Server) record(c echo.Context, e view.AuditEntry) {
 		attribute.Int("adk.dashboard.count", e.Count),
 		attribute.String("adk.dashboard.reason", e.Reason),
 		attribute.String("adk.dashboard.limits", e.Limits),
+		attribute.String("adk.dashboard.detail", e.Detail),
 	))
 	s.audit.add(e)
 }
@@ -110,9 +111,12 @@ func (s *Server) audited(a action) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			e := view.AuditEntry{Action: string(a)}
-			if a == actSetLimits || a == actRemoveLimits {
+			switch a {
+			case actSetLimits, actRemoveLimits:
 				describeLimits(c, &e)
-			} else {
+			case actPause, actResume, actCancel, actCancelMatching, actSignal, actPurgeCancelled:
+				describeLifecycle(c, a, &e)
+			default:
 				describeAction(c, &e)
 			}
 			c.Set(ctxAudit, &e)

@@ -46,6 +46,10 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, se.Error()
 	case errors.Is(err, contract.ErrInvalid):
 		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, contract.ErrNotWaiting):
+		return http.StatusConflict, err.Error()
+	case errors.Is(err, contract.ErrNotFound):
+		return http.StatusNotFound, err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "the backing did not answer in time"
 	case unavailable(err):

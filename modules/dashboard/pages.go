@@ -57,6 +57,14 @@ func (s *Server) chrome(c echo.Context, title, nav, queue string) view.Chrome {
 		slices.Sort(qs)
 		ch.Queues = qs
 	}
+	if lc, ok := s.lifecycle(); ok {
+		ch.Lifecycle = true
+		if s.scopeOf(c).queueOK(ch.Queue) && contract.ValidateName("queue", ch.Queue) == nil {
+			if ps, err := lc.Paused(c.Request().Context(), ch.Queue); err == nil {
+				ch.QueuePaused = ps.Paused
+			}
+		}
+	}
 	if t := s.auth.tokenOf(c); t != nil {
 		ch.Token = t.Name
 		ch.ReadOnlyToken = t.Access != ReadWrite
@@ -270,6 +278,7 @@ func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 		}
 	}
 
+	p.Lifecycle, p.QueuePaused = p.Chrome.Lifecycle, p.Chrome.QueuePaused
 	p.Order = rot.Order
 	if p.Order == nil {
 		p.Order = []string{}
@@ -303,13 +312,14 @@ func (s *Server) tenants(c echo.Context) (view.Tenants, int, error) {
 			r.Latency = view.Dur(age)
 		}
 		r.Flow = flowOf[st.Tenant]
+		r.WaitingItems, r.Cancelled, r.Paused = st.Waiting, st.Cancelled, st.Paused
 		// Waiting means starved: ready work older than the whole window
 		// of turns, and not one of those turns. Work that arrived during
 		// the window has simply not come up yet, and a tenant its own
 		// limits hold back is not starved by the rotation.
 		r.Waiting = st.Ready > 0 && r.TurnsInWindow == 0 && len(rot.Recent) > 0 &&
 			!st.OldestReady.IsZero() && st.OldestReady.Before(rot.Recent[0].At) &&
-			p.Held[st.Tenant] == ""
+			p.Held[st.Tenant] == "" && !st.Paused && !p.QueuePaused
 		p.Rows = append(p.Rows, r)
 	}
 	// Busiest first: the tenants a person came to look at.
@@ -393,6 +403,9 @@ func (f flash) message() string {
 		return "Limits saved."
 	case actRemoveLimits:
 		return "Limits removed."
+	}
+	if m := f.lifecycleMessage(); m != "" {
+		return m
 	}
 	verb := map[string]string{string(actRequeue): "Requeued", string(actPurge): "Purged"}[f.Action]
 	if verb == "" {
@@ -491,6 +504,15 @@ func (s *Server) item(c echo.Context) (view.ItemView, int, error) {
 		r := leaseRow(*info.Lease, p.Now)
 		p.Lease = &r
 	}
+	p.Priority, p.Snoozes = it.Priority, it.Snoozes
+	if w := it.Waiting; w != nil {
+		p.Waiting = &view.WaitView{Signal: w.Signal, Since: w.Since, Until: w.Until}
+	}
+	if r := it.Resumed; r != nil {
+		p.Resumed = &view.ResumeInfo{Signal: r.Signal, TimedOut: r.TimedOut, At: r.At, Payload: preview(r.Payload), PayloadBytes: len(r.Payload)}
+	}
+	p.CancelledAt, p.CancelReason = it.CancelledAt, it.CancelReason
+	p.CancelPending = it.State == contract.StateLeased && !it.CancelledAt.IsZero()
 	if s.cfg.State != nil {
 		if run, err := s.cfg.State.GetRun(ctx, p.Tenant, p.ID); err == nil {
 			p.Run = &view.RunInfo{Status: run.Status, Version: run.Version, Counters: run.Counters, UpdatedAt: run.UpdatedAt, DataBytes: len(run.Data)}

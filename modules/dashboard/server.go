@@ -132,6 +132,12 @@ func (s *Server) routes() *echo.Echo {
 	get(e, "/api/fairness", apiPage(s.fairness), read...)
 	get(e, "/limits", htmlPage(s, s.limitsPage, view.LimitsView), read...)
 	get(e, "/api/limits", apiPage(s.limitsPage), read...)
+	get(e, "/queue", htmlPage(s, s.queuePage, view.QueueView), read...)
+	get(e, "/api/queue", apiPage(s.queuePage), read...)
+	get(e, "/waiting", htmlPage(s, s.waitingPage, view.WaitingView), read...)
+	get(e, "/api/waiting", apiPage(s.waitingPage), read...)
+	get(e, "/cancel/confirm", htmlPage(s, s.cancelConfirm, view.CancelConfirmView), read...)
+	get(e, "/api/cancel/preview", apiPage(s.cancelConfirm), read...)
 	get(e, "/leases", htmlPage(s, s.leases, view.LeasesView), read...)
 	get(e, "/api/leases", apiPage(s.leases), read...)
 	get(e, "/dead", htmlPage(s, s.dead, view.DeadView), read...)
@@ -159,6 +165,21 @@ func (s *Server) routes() *echo.Echo {
 	e.PUT("/api/limits", s.limitsAPI(actSetLimits), write(actSetLimits)...)
 	e.POST("/api/limits", s.limitsAPI(actSetLimits), write(actSetLimits)...)
 	e.DELETE("/api/limits", s.limitsAPI(actRemoveLimits), write(actRemoveLimits)...)
+	e.POST("/pause", s.pauseForm(actPause), write(actPause)...)
+	e.POST("/resume", s.pauseForm(actResume), write(actResume)...)
+	e.POST("/cancel", s.cancelForm, write(actCancel)...)
+	e.POST("/cancel-matching", s.cancelMatchingForm, write(actCancelMatching)...)
+	e.POST("/signal", s.signalFormPost, write(actSignal)...)
+	e.POST("/purge-cancelled", s.purgeCancelledForm, write(actPurgeCancelled)...)
+	pauseAPI := func(a action) echo.HandlerFunc {
+		return lifecycleAPI(pauseFromForm, func(c echo.Context, r PauseRequest) (PauseResult, error) { return s.pause(c, a, r) })
+	}
+	e.POST("/api/pause", pauseAPI(actPause), write(actPause)...)
+	e.POST("/api/resume", pauseAPI(actResume), write(actResume)...)
+	e.POST("/api/cancel", lifecycleAPI(cancelFromForm, s.cancelOne), write(actCancel)...)
+	e.POST("/api/cancel-matching", lifecycleAPI(cancelMatchingFromForm, s.cancelMatching), write(actCancelMatching)...)
+	e.POST("/api/signal", lifecycleAPI(signalFromForm, s.signal), write(actSignal)...)
+	e.POST("/api/purge-cancelled", lifecycleAPI(purgeFromForm, s.purgeCancelled), write(actPurgeCancelled)...)
 	return e
 }
 

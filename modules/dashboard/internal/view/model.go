@@ -55,6 +55,10 @@ type Chrome struct {
 	Now     time.Time
 	Flash   string
 	Error   string
+	// Lifecycle is true when the queue has lifecycle controls;
+	// QueuePaused when the shown queue is paused.
+	Lifecycle   bool
+	QueuePaused bool
 }
 
 // CanAct reports whether mutating buttons are enabled.
@@ -176,6 +180,12 @@ type TenantRow struct {
 	// Flow is the tenant's flow-control standing, nil on a backing that
 	// does not enforce limits.
 	Flow *FlowRow `json:"flow,omitempty"`
+	// WaitingItems counts items waiting for a signal, Cancelled the
+	// cancelled ones kept for the record; Paused: claims pass the tenant
+	// over until it is resumed.
+	WaitingItems int64 `json:"waiting_items"`
+	Cancelled    int64 `json:"cancelled"`
+	Paused       bool  `json:"paused"`
 }
 
 // TurnCell is one recent turn in the rotation strip.
@@ -214,6 +224,11 @@ type Tenants struct {
 	// its standing); Held names why each held tenant is passed over.
 	Flow bool              `json:"flow_enforced"`
 	Held map[string]string `json:"-"`
+	// Lifecycle is true when the backing has lifecycle controls (each
+	// row then says whether the tenant is paused); QueuePaused when the
+	// whole queue is.
+	Lifecycle   bool `json:"lifecycle"`
+	QueuePaused bool `json:"queue_paused"`
 }
 
 // LeaseRow is one live lease.
@@ -366,6 +381,28 @@ type ItemView struct {
 	Metadata     []KV      `json:"metadata,omitempty"`
 	Lease        *LeaseRow `json:"lease,omitempty"`
 	Run          *RunInfo  `json:"run,omitempty"`
+	// The lifecycle fields: its priority, how often it was snoozed, what
+	// it waits for (while waiting), how its last wait ended, and when and
+	// why it was cancelled. CancelPending: it is leased and marked, so its
+	// holder's next heartbeat or settle stops it.
+	Priority      int         `json:"priority"`
+	Snoozes       int         `json:"snoozes"`
+	Waiting       *WaitView   `json:"waiting,omitempty"`
+	Resumed       *ResumeInfo `json:"resumed,omitempty"`
+	CancelledAt   time.Time   `json:"cancelled_at,omitzero"`
+	CancelReason  string      `json:"cancel_reason,omitempty"`
+	CancelPending bool        `json:"cancel_pending,omitempty"`
+}
+
+// Cancellable reports whether the item page offers to cancel the item.
+func (p ItemView) Cancellable() bool {
+	switch p.State {
+	case "queued", "waiting", "dead":
+		return true
+	case "leased":
+		return !p.CancelPending
+	}
+	return false
 }
 
 // Check is one health check.
@@ -478,6 +515,9 @@ type AuditEntry struct {
 	Reason   string `json:"reason,omitempty"`
 	// Limits are the limits a set-limits action asked for, in one line.
 	Limits string `json:"limits,omitempty"`
+	// Detail is what else a lifecycle action asked for, in one line (a
+	// bulk cancel's state and id prefix, a signal's name, a purge's age).
+	Detail string `json:"detail,omitempty"`
 }
 
 // Audit is the audit trail page, newest first.
