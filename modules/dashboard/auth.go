@@ -374,7 +374,7 @@ func (a *auth) requireWrite(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if t := bearerOf(c); t != nil {
 			if t.Access != ReadWrite {
-				return echo.NewHTTPError(http.StatusForbidden, "token "+strconv.Quote(t.Name)+" is read-only; requeue, purge and changes of limits need a read-write token")
+				return echo.NewHTTPError(http.StatusForbidden, "token "+strconv.Quote(t.Name)+" is read-only; requeue, purge, changes of limits and lifecycle controls need a read-write token")
 			}
 			return next(c)
 		}
@@ -387,7 +387,7 @@ func (a *auth) requireWrite(next echo.HandlerFunc) echo.HandlerFunc {
 			return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token; reload the page and try again")
 		}
 		if t.Access != ReadWrite {
-			return echo.NewHTTPError(http.StatusForbidden, "token "+strconv.Quote(t.Name)+" is read-only; requeue, purge and changes of limits need a read-write token")
+			return echo.NewHTTPError(http.StatusForbidden, "token "+strconv.Quote(t.Name)+" is read-only; requeue, purge, changes of limits and lifecycle controls need a read-write token")
 		}
 		return next(c)
 	}
@@ -406,7 +406,7 @@ func csrfToken(c echo.Context) string {
 	return ""
 }
 
-const readOnlyReason = "read-only: the dashboard was started without a read-write token (ADK_DASHBOARD_TOKEN or ADK_DASHBOARD_TOKENS), so requeue, purge and changes of limits are off"
+const readOnlyReason = "read-only: the dashboard was started without a read-write token (ADK_DASHBOARD_TOKEN or ADK_DASHBOARD_TOKENS), so requeue, purge, changes of limits and lifecycle controls are off"
 
 // flashCookie carries the result of an action to the page the action
 // redirects to. It is signed and bound to the session, so a link cannot

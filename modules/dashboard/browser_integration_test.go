@@ -107,6 +107,16 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// One item of a queue of its own waits for a person's approval.
+	if err := store.Enqueue(t.Context(), contract.Item{Tenant: "acme", Queue: "approvals", ID: "refund-1042", Payload: []byte(`{"refund":"42.00"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if ls, err := store.Claim(t.Context(), contract.ClaimRequest{Queue: "approvals", Worker: "agent-1", LeaseFor: time.Minute, Max: 1}); err != nil || len(ls) != 1 {
+		t.Fatalf("claim the approval: %d (%v)", len(ls), err)
+	} else if err := store.Wait(t.Context(), ls[0], contract.WaitRequest{Signal: "approve", Timeout: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+
 	b := openBrowser(t, browser, ts.URL)
 	hostile := "/item?tenant=" + demo.HostileTenant + "&id=" + demo.HostileID
 	tour := []tourPage{
@@ -114,6 +124,8 @@ func TestBrowser(t *testing.T) {
 		{"tenants", "/tenants", []string{"rotation-strip", "tenant-table"}},
 		{"fairness", "/fairness", []string{"fair-strip-fifo", "fair-table"}},
 		{"limits", "/limits", []string{"limits-table", "limits-form"}},
+		{"queue", "/queue", []string{"queue-tenants", "cancel-form"}},
+		{"waiting", "/waiting?queue=approvals", []string{"waiting-row"}},
 		{"leases", "/leases", []string{"lease-table"}},
 		{"dead-letters", "/dead?limit=20", []string{"dead-table", "dead-row"}},
 		{"dead-errors", "/dead/errors", []string{"errors-table", "error-group"}},
@@ -402,7 +414,42 @@ func TestBrowserSetsACap(t *testing.T) {
 	if ql, err := store.Limits(ctx, contract.DefaultQueue); err != nil || ql.Tenants["acme"] != (contract.Limits{MaxLeased: 2}) {
 		t.Errorf("a refused form changed acme's limits: %+v (%v)", ql, err)
 	}
+	// A bulk cancel: the confirmation shows the count CountMatching
+	// gives before anything is cancelled, the confirm cancels that many.
+	want, err := store.CountMatching(ctx, contract.CancelFilter{Queue: contract.DefaultQueue, Tenant: "globex", IDPrefix: "globex-"})
+	if err != nil || want != 4 {
+		t.Fatalf("CountMatching before the cancel: %d (%v)", want, err)
+	}
+	b.open("/queue", "cancel-form")
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(css("cancel-tenant"), "globex"), chromedp.SendKeys(css("cancel-prefix"), "globex-"),
+		chromedp.SendKeys(css("cancel-reason"), "superseded")); err != nil {
+		t.Fatal(err)
+	}
+	b.click("cancel-review", "cancel-confirm")
+	if got := b.text("cancel-count"); got != "4 items" {
+		t.Errorf("the confirmation counts %q, want 4 items", got)
+	}
+	if n, _ := store.CountMatching(ctx, contract.CancelFilter{Queue: contract.DefaultQueue, Tenant: "globex"}); n != 4 {
+		t.Errorf("the confirmation step cancelled %d items", 4-n)
+	}
+	b.shoot("cancel-confirm", modes[0])
+	b.click("cancel-confirm-submit", "flash")
+	if got := b.text("flash"); got != "Cancelled 4 items." {
+		t.Errorf("flash %q", got)
+	}
+	if n, _ := store.CountMatching(ctx, contract.CancelFilter{Queue: contract.DefaultQueue, Tenant: "globex"}); n != 0 {
+		t.Errorf("%d of globex's items left uncancelled", n)
+	}
+	if n, _ := store.CountMatching(ctx, contract.CancelFilter{Queue: contract.DefaultQueue, Tenant: "acme"}); n != 4 {
+		t.Errorf("the cancel of globex's work touched acme's: %d left", n)
+	}
+	b.shoot("queue-after-cancel", modes[0])
+
 	b.mode(modes[2]) // 400 px: every field and button on screen
+	b.open("/queue", "cancel-form")
+	if off := b.offScreen(); off != "" {
+		t.Errorf("the queue page at 400 px: %s is off screen", off)
+	}
 	b.open("/limits?tenant=acme", "limits-form")
 	if off := b.offScreen(); off != "" {
 		t.Errorf("the limits page at 400 px: %s is off screen", off)

@@ -49,9 +49,9 @@ func (s *Server) chrome(c echo.Context, title, nav, queue string) view.Chrome {
 	case !ch.Writable:
 		ch.ReadOnlyReason = readOnlyReason
 	case !ch.Authed && s.auth.tokenOf(c) != nil:
-		ch.ReadOnlyReason = "token " + strconv.Quote(s.auth.tokenOf(c).Name) + " is read-only: sign in with a read-write token to requeue or purge"
+		ch.ReadOnlyReason = "token " + strconv.Quote(s.auth.tokenOf(c).Name) + " is read-only: sign in with a read-write token to act"
 	case !ch.Authed:
-		ch.ReadOnlyReason = "sign in with a read-write dashboard token to requeue or purge"
+		ch.ReadOnlyReason = "sign in with a read-write dashboard token to act"
 	}
 	if qs, err := s.insp(c).Queues(c.Request().Context()); err == nil {
 		slices.Sort(qs)

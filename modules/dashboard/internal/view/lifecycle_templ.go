@@ -104,20 +104,20 @@ func QueueView(p QueuePage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "</section><h2>Tenants <small>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "</section><h2>Tenants <small data-testid=\"paused-count\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var4 string
-				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(Count(len(p.PausedTenants), "paused"))
+				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(Count(len(p.PausedTenants), "tenant"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `internal/view/lifecycle.templ`, Line: 33, Col: 61}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `internal/view/lifecycle.templ`, Line: 33, Col: 88}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</small></h2><div class=\"table-wrap\"><table class=\"cards\" data-testid=\"queue-tenants\"><thead><tr><th>tenant</th><th class=\"n\">ready</th><th class=\"n\">later</th><th class=\"n\">leased</th><th class=\"n\">waiting</th><th class=\"n\">cancelled</th><th class=\"n\">dead</th><th>claims</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, " paused</small></h2><div class=\"table-wrap\"><table class=\"cards\" data-testid=\"queue-tenants\"><thead><tr><th>tenant</th><th class=\"n\">ready</th><th class=\"n\">later</th><th class=\"n\">leased</th><th class=\"n\">waiting</th><th class=\"n\">cancelled</th><th class=\"n\">dead</th><th>claims</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
