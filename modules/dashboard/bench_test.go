@@ -108,6 +108,9 @@ func BenchmarkPages(b *testing.B) {
 		{"dead-errors", "/dead/errors"},
 		{"dead-confirm-all", "/dead/confirm?action=requeue&scope=filter"},
 		{"item", "/item?tenant=tenant-07&id=item-000007"},
+		{"queue", "/queue"},
+		{"waiting", "/waiting"},
+		{"cancel-confirm-all", "/cancel/confirm?queue=default"},
 		{"health", "/health"},
 		{"api-overview", "/api/overview"},
 		{"api-tenants", "/api/tenants"},
@@ -117,6 +120,9 @@ func BenchmarkPages(b *testing.B) {
 		{"api-dead-errors", "/api/dead/errors"},
 		{"api-item", "/api/item?tenant=tenant-07&id=item-000007"},
 		{"api-health", "/api/health"},
+		{"api-queue", "/api/queue"},
+		{"api-waiting", "/api/waiting"},
+		{"api-cancel-preview", "/api/cancel/preview?queue=default&state=dead"},
 	}
 	for _, p := range pages {
 		b.Run(p.name, func(b *testing.B) {
@@ -224,5 +230,34 @@ func BenchmarkScopedPages(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkLifecycleChrome renders the same pages over the same store
+// with and without its lifecycle controls: the header's pause check is
+// the difference, read as the ratio between the two in one run.
+func BenchmarkLifecycleChrome(b *testing.B) {
+	loadBench(b)
+	for _, v := range []struct {
+		name string
+		q    contract.WorkQueue
+	}{{"lifecycle", benchStore}, {"none", plainQueue{benchStore}}} {
+		srv, err := New(Config{Queue: v.q, Inspector: benchStore, Backing: "memory", Clock: benchClock, SampleEvery: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, path := range []string{"/leases", "/item?tenant=tenant-07&id=item-000007"} {
+			b.Run(v.name+path, func(b *testing.B) {
+				req := httptest.NewRequest(http.MethodGet, path, nil)
+				for b.Loop() {
+					rec := httptest.NewRecorder()
+					srv.ServeHTTP(rec, req)
+					if rec.Code != http.StatusOK {
+						b.Fatalf("%s: %d", path, rec.Code)
+					}
+				}
+			})
+		}
+		_ = srv.Close()
 	}
 }
