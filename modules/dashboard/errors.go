@@ -46,6 +46,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, se.Error()
 	case errors.Is(err, contract.ErrInvalid):
 		return http.StatusBadRequest, err.Error()
+	case tooLarge(err):
+		return http.StatusRequestEntityTooLarge, err.Error()
 	case errors.Is(err, contract.ErrNotWaiting):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, contract.ErrNotFound):
@@ -56,6 +58,13 @@ func statusOf(err error) (int, string) {
 		return http.StatusServiceUnavailable, "the backing is unavailable; the page will work again once it answers: " + err.Error()
 	}
 	return http.StatusInternalServerError, err.Error()
+}
+
+// tooLarge reports whether err refuses a value over the backing's size
+// limit (a signal's payload, say): the request's fault, not the backing's.
+func tooLarge(err error) bool {
+	spe, ok := errors.AsType[*contract.StatePersistenceError](err)
+	return ok && spe.Reason == contract.ReasonTooLarge
 }
 
 // unavailable reports whether err means the backing cannot be reached

@@ -195,6 +195,22 @@ func TestLifecycleRefusals(t *testing.T) {
 		t.Errorf("a refused signal resumed approve-g: %s", it.State)
 	}
 
+	// One tenant's token reads its own tenants' waiting items and pauses
+	// only.
+	f.waitFor("hitl", "acme", "approve-a", "approve")
+	f.must(f.store.Pause(t.Context(), "default", "globex"))
+	resp, b := f.do(nil, http.MethodGet, "/api/waiting?queue=hitl", nil, bearer(acmeRWSecret))
+	var w view.Waiting
+	f.must(jsonOf(b, &w))
+	if resp.StatusCode != http.StatusOK || len(w.Rows) != 1 || w.Rows[0].ID != "approve-a" || w.Total != 1 || strings.Contains(b, "globex") {
+		t.Errorf("/api/waiting as acme-rw: %d %s", resp.StatusCode, b)
+	}
+	resp, b = f.do(nil, http.MethodGet, "/api/queue?queue=default", nil, bearer(acmeRWSecret))
+	if resp.StatusCode != http.StatusOK || strings.Contains(b, "globex") {
+		t.Errorf("/api/queue as acme-rw names another tenant: %d %s", resp.StatusCode, b)
+	}
+	f.must(f.store.Resume(t.Context(), "default", "globex"))
+
 	// One tenant's token on its own tenant: done; a bulk cancel naming no
 	// tenant touches only its own.
 	if code, b := f.postJSON(acmeRWSecret, "/api/pause", `{"queue":"default","tenant":"acme"}`); code != http.StatusOK {
@@ -493,6 +509,13 @@ func TestWaitingAndSignal(t *testing.T) {
 	}
 	if code, b := f.postJSON(testToken, "/api/signal", `{"queue":"hitl","tenant":"globex","id":"approve-2","signal":""}`); code != http.StatusBadRequest || !strings.Contains(b, "invalid signal") {
 		t.Errorf("an empty signal name: %d %s", code, b)
+	}
+	big := `{"queue":"hitl","tenant":"globex","id":"approve-2","signal":"review","payload":"` + strings.Repeat("z", contract.DefaultMaxValueBytes+1) + `"}`
+	if code, b := f.postJSON(testToken, "/api/signal", big); code != http.StatusRequestEntityTooLarge || !strings.Contains(b, "signal payload") {
+		t.Errorf("a payload over the limit: %d %.200s", code, b)
+	}
+	if it := f.hitlItem("globex", "approve-2"); it.State != contract.StateWaiting {
+		t.Errorf("a refused signal resumed approve-2: %s", it.State)
 	}
 	// From the item page, through the API twin.
 	doc = f.page(c, "/item?queue=hitl&tenant=globex&id=approve-2", http.StatusOK)
