@@ -16,6 +16,9 @@ type job struct {
 	// delay parks the item (our backings only): an idle tenant that holds
 	// work not yet due keeps its place in the rotation and must cost nothing.
 	delay time.Duration
+	// priority is the item's Item.Priority (our backings only; the
+	// lifecycle scenario).
+	priority int
 }
 
 // workload is what a backing sets up for one measurement.
@@ -29,6 +32,13 @@ type workload struct {
 	// the workers run (the limits-cap scenario), "" none.
 	limits  map[int]contract.Limits
 	sampled string
+	// lifecycle, on our backings, makes the runner's handler snooze some
+	// items once and check what it is served (the lifecycle scenario);
+	// the backing must have lifecycle controls. checkDrained makes stop
+	// check, once the workers halted, that the queue holds nothing any
+	// more: every item was completed.
+	lifecycle    *lifecycleLoad
+	checkDrained bool
 }
 
 // backing is one queue under test. A measurement calls prepare, enqueue

@@ -44,7 +44,7 @@ type config struct {
 	pgDSN         string
 }
 
-var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap", "limits-scale"}
+var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap", "limits-scale", "lifecycle"}
 var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq", "sqlite", "riversqlite"}
 
 func main() {
@@ -71,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.wakeRate, "wake-rate", 100, "items per second in the wake-latency scenario")
 	fs.IntVar(&c.claimers, "claimers", 2, "claim loops of the harness pool (the runner scenario's reference)")
 	fs.IntVar(&c.batch, "batch", 100, "most items one claim of our backings asks for")
-	fs.IntVar(&c.pairs, "pairs", 3, "idle scenario on our backings: interleaved (one tenant, 49 idle beside it) pairs whose median ratio is reported")
+	fs.IntVar(&c.pairs, "pairs", 3, "idle, runner, limits and lifecycle scenarios on our backings: interleaved pairs (e.g. one tenant, then 49 idle beside it) whose median ratio is reported")
 	fs.BoolVar(&c.completeAndClaim, "complete-and-claim", false, "our workers (the runner with CarryCompletes, and the harness pool) carry handled items into their next claim (CompleteAndClaim) where the backing offers it")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "limit for one measurement")
 	fs.StringVar(&c.sqliteDir, "sqlite-dir", "", "where the sqlite and riversqlite backings make their files (default: the temporary directory); both on the same disk")

@@ -105,6 +105,11 @@ func (b *ourBacking) prepare(ctx context.Context, w workload) error {
 	}
 	b.inst, b.w, b.pool, b.serverPerItem = inst, w, nil, 0
 	b.peakLeased, b.stopSampler = 0, nil
+	if w.lifecycle != nil {
+		if _, ok := contract.AsLifecycleController(inst.q); !ok {
+			return fmt.Errorf("%s has no lifecycle controls (its queue's Capabilities().Lifecycle is false): the lifecycle scenario needs priorities and Snooze", b.label)
+		}
+	}
 	if len(w.limits) == 0 {
 		return nil
 	}
@@ -158,7 +163,7 @@ func (b *ourBacking) enqueue(ctx context.Context, jobs []job) error {
 	items := make([]contract.Item, len(jobs))
 	now := time.Now()
 	for i, j := range jobs {
-		items[i] = contract.Item{Tenant: tenantName(j.tenant), ID: strconv.FormatInt(j.seq, 10), Queue: benchQueue}
+		items[i] = contract.Item{Tenant: tenantName(j.tenant), ID: strconv.FormatInt(j.seq, 10), Queue: benchQueue, Priority: j.priority}
 		if j.delay > 0 {
 			items[i].NotBefore = now.Add(j.delay)
 		}
@@ -173,8 +178,18 @@ func (b *ourBacking) start(ctx context.Context) error {
 		}
 	}
 	b.sample(ctx)
+	if b.w.lifecycle != nil && b.viaPool {
+		return errors.New("the harness pool cannot snooze: the lifecycle scenario runs under the runner")
+	}
 	if !b.viaPool {
-		p, err := startRunner(b.inst.q, b.w.rec, b.w.conc, b.maxBatch, b.poll, b.carry)
+		handle := func(_ context.Context, l contract.Lease) error {
+			b.w.rec.handleID(l.Item.ID)
+			return nil
+		}
+		if b.w.lifecycle != nil {
+			handle = b.w.lifecycle.handler(b.w.rec)
+		}
+		p, err := startRunner(b.inst.q, handle, b.w.conc, b.maxBatch, b.poll, b.carry)
 		if err != nil {
 			return err
 		}
@@ -201,6 +216,11 @@ func (b *ourBacking) stop(ctx context.Context) error {
 	if b.inst.serverMicros != nil {
 		if us, err := b.inst.serverMicros(ctx); err == nil && b.w.rec.processed.Load() > 0 {
 			b.serverPerItem = float64(us-b.serverAt) / float64(b.w.rec.processed.Load())
+		}
+	}
+	if b.w.checkDrained {
+		if err := checkDrained(ctx, b.inst.q); err != nil {
+			return fmt.Errorf("check: %w", err)
 		}
 	}
 	return nil

@@ -21,18 +21,14 @@ type runnerPool struct {
 	errCounter
 }
 
-// startRunner runs a runner over q until halt; handled items go to rec.
+// startRunner runs a runner over q with handle until halt.
 // BatchSize is what users get by leaving it 0, the concurrency (or
 // -batch where that is lower): a larger one would also make each
 // Complete wait for up to that many items.
 // With carry the runner carries its completes into its next claim
 // (Config.CarryCompletes) when the queue is a contract.CompleteClaimer.
-func startRunner(q contract.WorkQueue, rec *recorder, conc, maxBatch int, poll time.Duration, carry bool) (*runnerPool, error) {
+func startRunner(q contract.WorkQueue, handle runner.Handler, conc, maxBatch int, poll time.Duration, carry bool) (*runnerPool, error) {
 	p := &runnerPool{done: make(chan struct{}), calls: &countingQueue{WorkQueue: q, Passthrough: contract.NewPassthrough(q)}}
-	handle := func(_ context.Context, l contract.Lease) error {
-		rec.handleID(l.Item.ID)
-		return nil
-	}
 	r, err := runner.New(p.calls, handle, runner.Config{
 		Queue: benchQueue, Worker: "adkbench-runner", Concurrency: conc, BatchSize: min(maxBatch, conc),
 		LeaseFor: 5 * time.Minute, PollInterval: poll, ReapInterval: -1,
