@@ -69,7 +69,7 @@ func (s *store) Tenants(ctx context.Context, name string) ([]contract.TenantStat
 			}
 			return true
 		}
-		tq.ready.Ascend(nil, func(k readyKey, e *entry) bool { oldest(k, e); return true })
+		tq.ready.Ascend(func(k readyKey, e *entry) bool { oldest(k, e); return true })
 		tq.later.Ascend(nil, oldest)
 		out = append(out, st)
 	}

@@ -32,11 +32,11 @@ func checkInvariants(t *testing.T, st *Store) {
 		perQueue[k.Queue]++
 		switch e.item.State {
 		case contract.StateQueued:
-			idx := tq.ready
+			get := tq.ready.Get
 			if e.isLater {
-				idx = tq.later
+				get = tq.later.Get
 			}
-			if got, ok := idx.Get(e.ready); !ok || got != e {
+			if got, ok := get(e.ready); !ok || got != e {
 				t.Fatalf("queued item %v missing from its ready index (later: %v)", k, e.isLater)
 			}
 		case contract.StateWaiting:
@@ -72,13 +72,25 @@ func checkInvariants(t *testing.T, st *Store) {
 			dead += tq.dead
 			waiting += tq.waiting
 			cancelled += tq.cancelled
-			for _, idx := range []*tree[readyKey, *entry]{tq.ready, tq.later} {
-				idx.Ascend(nil, func(_ readyKey, e *entry) bool {
-					if e.item.State != contract.StateQueued || e.item.Tenant != tq.name || e.isLater != (idx == tq.later) {
+			check := func(later bool) func(readyKey, *entry) bool {
+				return func(_ readyKey, e *entry) bool {
+					if e.item.State != contract.StateQueued || e.item.Tenant != tq.name || e.isLater != later {
 						t.Fatalf("ready index of %s holds %v in state %s", tq.name, e.item.Key(), e.item.State)
 					}
 					return true
-				})
+				}
+			}
+			tq.ready.Ascend(check(false))
+			tq.later.Ascend(nil, check(true))
+			n := 0
+			for i, l := range tq.ready.levels {
+				n += l.t.Len()
+				if l.t.Len() == 0 || (i > 0 && tq.ready.levels[i-1].rank >= l.rank) {
+					t.Fatalf("tenant %s's ready levels are not one non-empty tree per rank in order", tq.name)
+				}
+			}
+			if n != tq.ready.Len() {
+				t.Fatalf("tenant %s's ready set counts %d, holds %d", tq.name, tq.ready.Len(), n)
 			}
 			k, _, _ := tq.later.Min()
 			if tq.ready.Len() > 0 && tq.place != inDue {

@@ -51,7 +51,7 @@ type tenantQueue struct {
 	// then by due time, then in enqueue order; later holds those not yet
 	// due, by due time. promote moves items from later to ready as they
 	// fall due.
-	ready     *tree[readyKey, *entry]
+	ready     readySet
 	later     *tree[readyKey, *entry]
 	leased    int
 	dead      int
@@ -92,14 +92,6 @@ type readyKey struct {
 	rank int // -Priority, so that higher priorities sort first
 	due  time.Time
 	seq  int64
-}
-
-// cmpReady orders due items: priority, then due time, then seq.
-func cmpReady(a, b readyKey) int {
-	if c := cmp.Compare(a.rank, b.rank); c != 0 {
-		return c
-	}
-	return cmpDue(a, b)
 }
 
 // cmpDue orders items by due time, then seq.
@@ -163,7 +155,7 @@ func (s *store) queue(name string) *queue {
 func (q *queue) tenant(name string) *tenantQueue {
 	tq := q.tenants[name]
 	if tq == nil {
-		tq = &tenantQueue{name: name, ready: newTree[readyKey, *entry](cmpReady), later: newTree[readyKey, *entry](cmpDue)}
+		tq = &tenantQueue{name: name, later: newTree[readyKey, *entry](cmpDue)}
 		q.tenants[name] = tq
 	}
 	return tq
