@@ -22,46 +22,80 @@ import (
 // once; they roll back with the transaction, which is safe because a
 // rolled-back claim has handed no lease to anyone.
 //
-// A queue with any flow-control limit set claims through claimFlow
-// instead (flow.go); the others take this path, which reads no limit.
-// held lists the tenants a claimFlow passed over, for the claim's report.
-func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimRequest) (out []contract.Lease, held []heldTenant, err error) {
+// A queue with any flow-control limit set, or with paused tenants,
+// claims through claimFlow instead (flow.go); the others take this path,
+// which reads no limit. The same row that holds the queue's counters says
+// whether the whole queue is paused (then nothing is claimed), how many
+// tenants are, and when its first wait times out: waits that have timed
+// out by now are queued again first (lifecycle.go), and a queue where
+// none is due pays nothing for them.
+func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimRequest) (claimed, error) {
 	name := req.Queue
 	now := q.clock.Now()
 	at := nanos(now)
 	var stamp, turn int64
-	var limited bool
-	err = e.QueryRowContext(ctx, queueGetSQL, name).Scan(&stamp, &turn, &limited)
+	var paused, limited bool
+	var pausedTenants int
+	var waitNext sql.NullInt64
+	err := e.QueryRowContext(ctx, queueGetSQL, name).Scan(&stamp, &turn, &paused, &pausedTenants, &waitNext, &limited)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, nil
+		return claimed{}, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return claimed{}, err
+	}
+	if paused {
+		return claimed{queuePaused: true}, nil
+	}
+	if waitNext.Valid && waitNext.Int64 <= at {
+		if err := endWaits(ctx, e, name, at); err != nil {
+			return claimed{}, err
+		}
 	}
 	var token int64
 	if err := e.QueryRowContext(ctx, counterGetSQL, "token").Scan(&token); err != nil {
-		return nil, nil, err
+		return claimed{}, err
 	}
 	expires := nanos(now.Add(req.LeaseFor))
-	if limited {
-		c := &flowClaim{e: e, req: req, now: now, at: at, expires: expires, stamp: stamp, turn: turn, token: token}
+	var out claimed
+	if limited || pausedTenants > 0 {
+		c := &flowClaim{e: e, req: req, now: now, at: at, expires: expires, stamp: stamp, turn: turn, token: token, pauses: pausedTenants > 0}
 		if err := c.run(ctx); err != nil {
-			return nil, nil, err
+			return claimed{}, err
 		}
-		out, held, stamp, turn, token = c.out, c.held, c.stamp, c.turn, c.token
-	} else if out, err = claimRotation(ctx, e, req, at, expires, &stamp, &turn, &token); err != nil {
-		return nil, nil, err
+		out.leases, out.held, stamp, turn, token = c.out, c.held, c.stamp, c.turn, c.token
+	} else if out.leases, err = claimRotation(ctx, e, req, at, expires, &stamp, &turn, &token); err != nil {
+		return claimed{}, err
 	}
-	if len(out) == 0 {
-		return nil, held, nil
+	if len(out.leases) == 0 {
+		return claimed{held: out.held}, nil
 	}
 	if _, err := e.ExecContext(ctx, countersSetSQL, "token", token); err != nil {
-		return nil, nil, err
+		return claimed{}, err
 	}
 	if _, err := e.ExecContext(ctx, queueSetSQL, name, stamp, turn); err != nil {
-		return nil, nil, err
+		return claimed{}, err
 	}
-	return out, held, nil
+	return out, nil
+}
+
+// claimed is what a claim did: the leases, the tenants it passed over and
+// whether the whole queue was paused.
+type claimed struct {
+	leases      []contract.Lease
+	held        []heldTenant
+	queuePaused bool
+}
+
+// report fills the caller's claim report, when it asked for one, once the
+// claim committed.
+func (c claimed) report(ctx context.Context) {
+	if c.queuePaused {
+		if r := contract.ClaimReportFrom(ctx); r != nil {
+			r.QueuePaused = true
+		}
+	}
+	report(ctx, c.held)
 }
 
 // claimRotation is the claim of a queue without limits: the rotation's
@@ -71,7 +105,7 @@ func claimRotation(ctx context.Context, e execer, req contract.ClaimRequest, at,
 	stamp, turn, token := *stampp, *turnp, *tokenp
 	defer func() { *stampp, *turnp, *tokenp = stamp, turn, token }()
 	var out []contract.Lease
-	var heads []string
+	var heads []head
 	complete := false // heads holds every tenant with an item due
 	for len(out) < req.Max {
 		if !complete {
@@ -89,11 +123,12 @@ func claimRotation(ctx context.Context, e execer, req contract.ClaimRequest, at,
 			break
 		}
 		still := heads[:0]
-		for _, tenant := range heads {
+		for _, h := range heads {
 			if len(out) == req.Max {
 				break
 			}
-			id, wake, err := nextItem(ctx, e, name, tenant, at)
+			tenant := h.tenant
+			id, wake, err := nextItem(ctx, e, name, tenant, h.ranked, at)
 			if err != nil {
 				return nil, err
 			}
@@ -120,7 +155,7 @@ func claimRotation(ctx context.Context, e execer, req contract.ClaimRequest, at,
 			}
 			out = append(out, l)
 			if w, ok := wake.(int64); ok && w <= at {
-				still = append(still, tenant)
+				still = append(still, h)
 			}
 		}
 		heads = still
@@ -128,28 +163,39 @@ func claimRotation(ctx context.Context, e execer, req contract.ClaimRequest, at,
 	return out, nil
 }
 
-func claimHeads(ctx context.Context, e execer, queue string, at int64, n int) ([]string, error) {
+// head is a tenant at the rotation's front, and whether it is ranked (it
+// may hold queued items of a priority other than 0).
+type head struct {
+	tenant string
+	ranked bool
+}
+
+func claimHeads(ctx context.Context, e execer, queue string, at int64, n int) ([]head, error) {
 	rows, err := e.QueryContext(ctx, claimHeadsSQL, queue, at, n)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
+	var out []head
 	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
+		var h head
+		if err := rows.Scan(&h.tenant, &h.ranked); err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		out = append(out, h)
 	}
 	return out, rows.Err()
 }
 
-// nextItem returns the id of the tenant's first queued item when it is
-// due ("" when it is not), and the tenant's wake time once that item is
-// gone (nil when it holds no other queued item). When the first item is
-// not due, wake is its due time.
-func nextItem(ctx context.Context, e execer, queue, tenant string, at int64) (id string, wake any, err error) {
+// nextItem returns the id of the tenant's item to serve at at ("" when
+// none is due), and the tenant's wake time once that item is gone (nil
+// when it holds no other queued item). When no item is due, wake is the
+// first due time. A tenant that is not ranked holds items of priority 0
+// only: its first item by due time and order is the one.
+func nextItem(ctx context.Context, e execer, queue, tenant string, ranked bool, at int64) (id string, wake any, err error) {
+	if ranked {
+		return nextRanked(ctx, e, queue, tenant, at)
+	}
 	rows, err := e.QueryContext(ctx, claimNextSQL, queue, tenant)
 	if err != nil {
 		return "", nil, err
@@ -177,4 +223,44 @@ func nextItem(ctx context.Context, e execer, queue, tenant string, at int64) (id
 		return ids[0], nil, nil
 	}
 	return ids[0], dues[1], nil
+}
+
+// nextRanked is nextItem for a ranked tenant: its first due item by
+// priority, due time and order, and its next wake from the first items by
+// due time of priority 0 and of the others.
+func nextRanked(ctx context.Context, e execer, queue, tenant string, at int64) (id string, wake any, err error) {
+	rows, err := e.QueryContext(ctx, claimNextRankedSQL, queue, tenant, at)
+	if err != nil {
+		return "", nil, err
+	}
+	defer rows.Close()
+	type row struct {
+		id  string
+		due int64
+	}
+	var next []row
+	for rows.Next() {
+		var r row
+		var isHead bool
+		if err := rows.Scan(&r.id, &r.due, &isHead); err != nil {
+			return "", nil, err
+		}
+		if isHead {
+			id = r.id
+		} else {
+			next = append(next, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", nil, err
+	}
+	for _, r := range next {
+		if r.id == id {
+			continue
+		}
+		if w, ok := wake.(int64); !ok || r.due < w {
+			wake = r.due
+		}
+	}
+	return id, wake, nil
 }

@@ -378,13 +378,14 @@ func (n nullLimits) row() limitsRow {
 		cost: n.cost.Int64, tokens: n.tokens.Int64, windowMillis: n.windowMillis.Int64}
 }
 
-// flowClaim is one claim of a queue with limits, inside the claim's write
-// transaction: the counters it was given, what it leased and whom it
-// passed over.
+// flowClaim is one claim of a queue with limits or paused tenants, inside
+// the claim's write transaction: the counters it was given, what it
+// leased and whom it passed over.
 //
 // It walks the rotation from its front by stamp, with a cursor. A tenant
-// that comes up is checked against the limits that apply to it (its own,
-// else the queue's default) in the order cap, rate, budget; the first
+// that comes up is checked for its pause, then against the limits that
+// apply to it (its own, else the queue's default) in the order cap, rate,
+// budget; the first
 // that holds passes it over: nothing of it changes (stamp, credit, rate
 // bucket), the cursor moves past it, and the claim goes on to the next
 // tenant. A tenant that is free is served one item at a time, re-checked
@@ -407,6 +408,7 @@ type flowClaim struct {
 	expires int64
 
 	stamp, turn, token int64
+	pauses             bool // some tenants of the queue are paused
 
 	def     contract.Limits
 	budgets bool           // a budget applies to some tenant
@@ -422,6 +424,8 @@ type flowHead struct {
 	stamp      int64
 	credit     int
 	tat        float64
+	ranked     bool
+	paused     bool
 	own        bool
 	limits     limitsRow
 	overBudget bool
@@ -498,9 +502,9 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 	var err error
 	if d := c.def.Budget; c.budgets {
 		rows, err = c.e.QueryContext(ctx, flowHeadsSQL, c.req.Queue, c.at, after, n,
-			d.Window.Milliseconds(), d.CostMicros, d.Tokens, c.now.UnixMilli())
+			d.Window.Milliseconds(), d.CostMicros, d.Tokens, c.now.UnixMilli(), c.pauses)
 	} else {
-		rows, err = c.e.QueryContext(ctx, flowHeadsPlainSQL, c.req.Queue, c.at, after, n)
+		rows, err = c.e.QueryContext(ctx, flowHeadsPlainSQL, c.req.Queue, c.at, after, n, c.pauses)
 	}
 	if err != nil {
 		return nil, err
@@ -510,7 +514,7 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 	for rows.Next() {
 		var h flowHead
 		var r nullLimits
-		dest := append([]any{&h.tenant, &h.stamp, &h.credit, &h.tat, &h.own}, r.dest()...)
+		dest := append([]any{&h.tenant, &h.stamp, &h.credit, &h.tat, &h.ranked, &h.paused, &h.own}, r.dest()...)
 		if err := rows.Scan(append(dest, &h.overBudget)...); err != nil {
 			return nil, err
 		}
@@ -532,9 +536,13 @@ func (c *flowClaim) hold(tenant string, why contract.HeldReason, until time.Time
 	c.held = append(c.held, heldTenant{tenant: tenant, why: why, until: until})
 }
 
-// check returns why l holds the tenant of h back now, if it does, and
-// until when for a rate or a budget.
+// check returns why the tenant of h is held back now, if it is, and
+// until when for a rate or a budget: its pause first, then the limits l
+// in the order cap, rate, budget.
 func (c *flowClaim) check(ctx context.Context, h *flowHead, l contract.Limits, micros float64) (contract.HeldReason, time.Time, error) {
+	if h.paused {
+		return contract.HeldPaused, time.Time{}, nil
+	}
 	if l.MaxLeased > 0 && c.leased[h.tenant] >= l.MaxLeased {
 		return contract.HeldCap, time.Time{}, nil
 	}
@@ -571,7 +579,7 @@ func (c *flowClaim) serve(ctx context.Context, h flowHead) error {
 			c.hold(h.tenant, why, until)
 			return nil
 		}
-		id, wake, err := nextItem(ctx, c.e, name, h.tenant, c.at)
+		id, wake, err := nextItem(ctx, c.e, name, h.tenant, h.ranked, c.at)
 		if err != nil {
 			return err
 		}

@@ -37,7 +37,7 @@ func (q *workQueue) Queues(ctx context.Context) ([]string, error) {
 }
 
 // Tenants returns the counts of every tenant that holds items in the
-// queue or has been served by it, by tenant name.
+// queue, has been served by it or is paused in it, by tenant name.
 func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.TenantStats, error) {
 	now := nanos(q.clock.Now())
 	byName := map[string]*contract.TenantStats{}
@@ -49,7 +49,7 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 		for rows.Next() {
 			var st contract.TenantStats
 			var oldest sql.NullInt64
-			if err := rows.Scan(&st.Tenant, &st.Ready, &st.Later, &st.Leased, &st.Dead, &oldest); err != nil {
+			if err := rows.Scan(&st.Tenant, &st.Ready, &st.Later, &st.Leased, &st.Dead, &st.Waiting, &st.Cancelled, &oldest); err != nil {
 				rows.Close()
 				return err
 			}
@@ -80,7 +80,19 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 			}
 			st.Served = served
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, paused, err := pauses(ctx, e, name)
+		for _, t := range paused {
+			st := byName[t]
+			if st == nil {
+				st = &contract.TenantStats{Tenant: t}
+				byName[t] = st
+			}
+			st.Paused = true
+		}
+		return err
 	})
 	if err != nil {
 		return nil, queueErr(ctx, err)
@@ -328,11 +340,13 @@ func (q *workQueue) Health(ctx context.Context) (contract.Health, error) {
 	h.Details["schema version"] = strconv.Itoa(SchemaVersion)
 	h.Details["max value bytes"] = strconv.Itoa(q.settings.MaxValueBytes)
 	h.Details["max attempts"] = strconv.Itoa(q.settings.Policy.Attempts())
-	var queued, leased, dead int64
-	if err := c.QueryRowContext(ctx, healthCountsSQL).Scan(&queued, &leased, &dead); err == nil {
+	var queued, leased, dead, waiting, cancelled int64
+	if err := c.QueryRowContext(ctx, healthCountsSQL).Scan(&queued, &leased, &dead, &waiting, &cancelled); err == nil {
 		h.Details["items queued"] = strconv.FormatInt(queued, 10)
 		h.Details["items leased"] = strconv.FormatInt(leased, 10)
 		h.Details["items dead"] = strconv.FormatInt(dead, 10)
+		h.Details["items waiting"] = strconv.FormatInt(waiting, 10)
+		h.Details["items cancelled"] = strconv.FormatInt(cancelled, 10)
 	}
 	return h, nil
 }

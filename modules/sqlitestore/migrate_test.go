@@ -62,19 +62,37 @@ func versionOneFile(t testing.TB, withData bool) (*sql.DB, string) {
 	return db, path
 }
 
-// migrate applies the published migration to db on a connection of its
-// own, as the sqlite3 shell would, rolling back what a failed one began.
+// migrate applies the published migrations from the file's version on,
+// in order, each on a connection of its own as the sqlite3 shell would,
+// rolling back what a failed one began.
 func migrate(t testing.TB, db *sql.DB) error {
+	t.Helper()
+	if last := sqlitestore.Migrations[len(sqlitestore.Migrations)-1]; last.To != sqlitestore.SchemaVersion {
+		t.Fatalf("the last migration ends at version %d, want %d", last.To, sqlitestore.SchemaVersion)
+	}
+	var version int
+	if err := db.QueryRow("SELECT version FROM adk_schema").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range sqlitestore.Migrations {
+		if m.From < version {
+			continue
+		}
+		if err := applyMigration(t, db, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyMigration runs one migration as the sqlite3 shell would.
+func applyMigration(t testing.TB, db *sql.DB, m sqlitestore.Migration) error {
 	t.Helper()
 	c, err := db.Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	m := sqlitestore.Migrations[len(sqlitestore.Migrations)-1]
-	if m.From != 1 || m.To != sqlitestore.SchemaVersion {
-		t.Fatalf("the last migration goes %d → %d, want 1 → %d", m.From, m.To, sqlitestore.SchemaVersion)
-	}
 	if _, err := c.ExecContext(t.Context(), m.SQL); err != nil {
 		_, _ = c.ExecContext(t.Context(), "ROLLBACK")
 		return err
@@ -134,29 +152,43 @@ func TestMigrationFromVersionOne(t *testing.T) {
 	}
 }
 
-// The migration refuses a file at any other version before it writes
+// Each migration refuses a file at any other version before it writes
 // anything.
 func TestMigrationRefusesAnotherVersion(t *testing.T) {
-	db := newFile(t, sqlitestore.Settings{})
-	before := schemaShape(t, db)
-	if err := migrate(t, db); err == nil {
-		t.Fatal("the migration ran on a version 2 file")
-	}
-	if after := schemaShape(t, db); !slices.Equal(before, after) {
-		t.Fatalf("a refused migration changed the file:\n%v\n%v", before, after)
+	for _, m := range sqlitestore.Migrations {
+		for _, other := range []string{"new", "older"} {
+			db := newFile(t, sqlitestore.Settings{})
+			if other == "older" {
+				if m.From == 1 {
+					db, _ = versionTwoFile(t, false)
+				} else {
+					db, _ = versionOneFile(t, false)
+				}
+			}
+			before := schemaShape(t, db)
+			if err := applyMigration(t, db, m); err == nil {
+				t.Fatalf("%s ran on a %s file", m.Name, other)
+			}
+			if after := schemaShape(t, db); !slices.Equal(before, after) {
+				t.Fatalf("a refused %s changed the file:\n%v\n%v", m.Name, before, after)
+			}
+		}
 	}
 }
 
 // A migrated file has the shape of a new one: the same tables, columns
-// and indexes.
+// and indexes, whether it began at version 1 or 2.
 func TestMigrationMatchesANewFile(t *testing.T) {
-	db, _ := versionOneFile(t, false)
-	if err := migrate(t, db); err != nil {
-		t.Fatal(err)
-	}
+	one, _ := versionOneFile(t, false)
+	two, _ := versionTwoFile(t, false)
 	fresh := newFile(t, sqlitestore.Settings{})
-	if got, want := schemaShape(t, db), schemaShape(t, fresh); !slices.Equal(got, want) {
-		t.Fatalf("migrated shape differs from a new file's:\nmigrated %v\nnew      %v", got, want)
+	for name, db := range map[string]*sql.DB{"version 1": one, "version 2": two} {
+		if err := migrate(t, db); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got, want := schemaShape(t, db), schemaShape(t, fresh); !slices.Equal(got, want) {
+			t.Fatalf("the shape migrated from %s differs from a new file's:\nmigrated %v\nnew      %v", name, got, want)
+		}
 	}
 }
 

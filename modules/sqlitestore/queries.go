@@ -16,12 +16,20 @@ var (
 	blobPutSQL string
 	//go:embed queries/bury.sql
 	burySQL string
+	//go:embed queries/cancel.sql
+	cancelSQL string
+	//go:embed queries/cancel_mark.sql
+	cancelMarkSQL string
+	//go:embed queries/cancel_matching.sql
+	cancelMatchingSQL string
 	//go:embed queries/claim_heads.sql
 	claimHeadsSQL string
 	//go:embed queries/claim_lease.sql
 	claimLeaseSQL string
 	//go:embed queries/claim_next.sql
 	claimNextSQL string
+	//go:embed queries/claim_next_ranked.sql
+	claimNextRankedSQL string
 	//go:embed queries/complete.sql
 	completeSQL string
 	//go:embed queries/counter_get.sql
@@ -64,8 +72,12 @@ var (
 	inspectServedSQL string
 	//go:embed queries/inspect_tenants.sql
 	inspectTenantsSQL string
+	//go:embed queries/item_state.sql
+	itemStateSQL string
 	//go:embed queries/lease_attempts.sql
 	leaseAttemptsSQL string
+	//go:embed queries/lease_cancel.sql
+	leaseCancelSQL string
 	//go:embed queries/leased_live.sql
 	leasedLiveSQL string
 	//go:embed queries/limits_delete.sql
@@ -76,8 +88,20 @@ var (
 	limitsListSQL string
 	//go:embed queries/limits_put.sql
 	limitsPutSQL string
+	//go:embed queries/pause_queue.sql
+	pauseQueueSQL string
+	//go:embed queries/pause_tenant.sql
+	pauseTenantSQL string
+	//go:embed queries/paused_count.sql
+	pausedCountSQL string
+	//go:embed queries/paused_get.sql
+	pausedGetSQL string
+	//go:embed queries/paused_list.sql
+	pausedListSQL string
 	//go:embed queries/purge.sql
 	purgeSQL string
+	//go:embed queries/purge_cancelled.sql
+	purgeCancelledSQL string
 	//go:embed queries/queue_get.sql
 	queueGetSQL string
 	//go:embed queries/queue_set.sql
@@ -90,6 +114,10 @@ var (
 	recentPutSQL string
 	//go:embed queries/requeue.sql
 	requeueSQL string
+	//go:embed queries/resume.sql
+	resumeSQL string
+	//go:embed queries/resume_tenant.sql
+	resumeTenantSQL string
 	//go:embed queries/retry.sql
 	retrySQL string
 	//go:embed queries/run_delete.sql
@@ -106,8 +134,14 @@ var (
 	runPatchSQL string
 	//go:embed queries/run_update.sql
 	runUpdateSQL string
+	//go:embed queries/snooze.sql
+	snoozeSQL string
+	//go:embed queries/timeouts_due.sql
+	timeoutsDueSQL string
 	//go:embed queries/turn_join.sql
 	turnJoinSQL string
+	//go:embed queries/turn_rewake.sql
+	turnRewakeSQL string
 	//go:embed queries/turn_served.sql
 	turnServedSQL string
 	//go:embed queries/turn_served_flow.sql
@@ -122,6 +156,14 @@ var (
 	usageResetSQL string
 	//go:embed queries/usage_window.sql
 	usageWindowSQL string
+	//go:embed queries/wait.sql
+	waitSQL string
+	//go:embed queries/wait_next.sql
+	waitNextSQL string
+	//go:embed queries/wait_next_reset.sql
+	waitNextResetSQL string
+	//go:embed queries/waiting_page.sql
+	waitingPageSQL string
 )
 
 //go:embed queries/*.sql

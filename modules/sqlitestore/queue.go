@@ -42,6 +42,9 @@ var (
 	_ contract.Inspector       = (*SQLiteWorkQueue)(nil)
 	_ contract.StatsSource     = (*SQLiteWorkQueue)(nil)
 	_ contract.QueueDriver     = (*workQueue)(nil)
+
+	_ contract.LifecycleController = (*SQLiteWorkQueue)(nil)
+	_ contract.LifecycleController = (*workQueue)(nil)
 )
 
 // OpenQueue returns a queue on db after Prepare has created the schema in
@@ -93,8 +96,8 @@ func (q *workQueue) refuseBound(call string) error {
 }
 
 // Enqueue adds the items in one transaction, all or none. An ID already
-// queued, leased or dead in its queue is left as it is, as is a repeat
-// within the batch.
+// in its queue (queued, leased, waiting, dead or cancelled) is left as it
+// is, as is a repeat within the batch.
 func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 	type row struct {
 		key  contract.ItemKey
@@ -142,7 +145,7 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 			stamps[r.key.Queue]++
 			due := later(r.item.NotBefore, now)
 			res, err := e.ExecContext(ctx, enqueueSQL, r.key.Queue, r.key.Tenant, r.key.ID, seq, nanos(due),
-				nanos(r.item.NotBefore), r.item.Payload, r.meta, nanos(now))
+				nanos(r.item.NotBefore), r.item.Payload, r.meta, nanos(now), r.item.Priority)
 			if err != nil {
 				return err
 			}
@@ -152,7 +155,7 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 				}
 				continue
 			}
-			if _, err := e.ExecContext(ctx, turnJoinSQL, r.key.Queue, r.key.Tenant, stamps[r.key.Queue], nanos(due)); err != nil {
+			if _, err := e.ExecContext(ctx, turnJoinSQL, r.key.Queue, r.key.Tenant, stamps[r.key.Queue], nanos(due), r.item.Priority != 0); err != nil {
 				return err
 			}
 		}
@@ -198,20 +201,18 @@ func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]con
 	if err := q.refuseBound("Claim"); err != nil {
 		return nil, err
 	}
-	var (
-		out  []contract.Lease
-		held []heldTenant
-	)
+	var c claimed
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		out, held, err = q.claim(ctx, e, req)
+		c, err = q.claim(ctx, e, req)
 		return err
 	})
 	if err != nil {
 		return nil, queueErr(ctx, err)
 	}
-	q.holds.note(req.Queue, held)
-	report(ctx, held)
+	out := c.leases
+	q.holds.note(req.Queue, c.held)
+	c.report(ctx)
 	if len(out) == 0 {
 		return nil, contract.ErrEmpty
 	}
@@ -219,36 +220,36 @@ func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]con
 }
 
 // CompleteAndClaim completes done and claims req in one transaction. A
-// lost lease in done does not stop the claim: the leases claimed come
-// back with the *contract.LeaseLostError. A req.Max of 0 only completes.
+// lost or cancelled lease in done does not stop the claim: the leases
+// claimed come back with the error contract.SettleError makes of them. A
+// req.Max of 0 only completes.
 func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
 	if err := q.refuseBound("CompleteAndClaim"); err != nil {
 		return nil, err
 	}
 	var (
-		out   []contract.Lease
-		lost  []contract.ItemKey
-		ended []tenantKey
-		held  []heldTenant
+		c     claimed
+		s     settled
 	)
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		if lost, ended, err = complete(ctx, e, done); err != nil {
+		if s, err = complete(ctx, e, done); err != nil {
 			return err
 		}
 		if req.Max > 0 {
-			out, held, err = q.claim(ctx, e, req)
+			c, err = q.claim(ctx, e, req)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, queueErr(ctx, err)
 	}
-	q.holds.ended(q, ended)
-	q.holds.note(req.Queue, held)
-	report(ctx, held)
-	if lost != nil {
-		return out, &contract.LeaseLostError{Items: lost}
+	out := c.leases
+	q.holds.ended(q, s.ended)
+	q.holds.note(req.Queue, c.held)
+	c.report(ctx)
+	if err := contract.SettleError(s.lost, s.cancelled); err != nil {
+		return out, err
 	}
 	if req.Max > 0 && len(out) == 0 {
 		return nil, contract.ErrEmpty
@@ -264,6 +265,7 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 	now := q.clock.Now()
 	k := l.Key()
 	var out contract.Lease
+	cancelled := false
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		token, err := take(ctx, e, "token", 1)
 		if err != nil {
@@ -271,6 +273,11 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 		}
 		lease, err := scanLease(e.QueryRowContext(ctx, heartbeatSQL, k.Queue, k.Tenant, k.ID, l.Token, nanos(now), nanos(now.Add(extend)), token))
 		if errors.Is(err, sql.ErrNoRows) {
+			// A live lease a cancel marked: the item is cancelled, and
+			// that commits (the token taken is never handed out).
+			if cancelled, err = settleMarked(ctx, e, l, nanos(now)); err != nil || cancelled {
+				return err
+			}
 			// The token bump rolls back with the refusal: nothing is written.
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 		}
@@ -280,49 +287,67 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 	if err != nil {
 		return contract.Lease{}, queueErr(ctx, err)
 	}
+	if cancelled {
+		q.holds.ended(q, []tenantKey{{k.Queue, k.Tenant}})
+		return contract.Lease{}, &contract.CancelledError{Items: []contract.ItemKey{k}}
+	}
 	return out, nil
 }
 
 // Complete removes the items of the leases whose tokens still match, in
-// one transaction; the others are named in a *contract.LeaseLostError.
+// one transaction. Those a cancel marked are cancelled instead; the error
+// names them, and the leases that no longer held their items
+// (contract.SettleError).
 func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
-	var lost []contract.ItemKey
-	var ended []tenantKey
+	var s settled
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		lost, ended, err = complete(ctx, e, leases)
+		s, err = complete(ctx, e, leases)
 		return err
 	})
 	if err != nil {
 		return queueErr(ctx, err)
 	}
-	q.holds.ended(q, ended)
-	if lost != nil {
-		return &contract.LeaseLostError{Items: lost}
-	}
-	return nil
+	q.holds.ended(q, s.ended)
+	return contract.SettleError(s.lost, s.cancelled)
 }
 
-// complete deletes the leased items in order and returns the keys of the
-// leases that no longer held theirs, and the tenants whose leases ended.
-func complete(ctx context.Context, e execer, leases []contract.Lease) (lost []contract.ItemKey, ended []tenantKey, err error) {
+// settled is what a batch complete did: the leases that no longer held
+// their items, those a cancel had marked (now cancelled), and the tenants
+// whose leases ended.
+type settled struct {
+	lost, cancelled []contract.ItemKey
+	ended           []tenantKey
+}
+
+// complete deletes the leased items in order. A lease that deletes
+// nothing was lost, or marked by a cancel: then its item is cancelled.
+func complete(ctx context.Context, e execer, leases []contract.Lease) (settled, error) {
+	var s settled
 	for _, l := range leases {
 		k := l.Key()
 		res, err := e.ExecContext(ctx, completeSQL, k.Queue, k.Tenant, k.ID, l.Token)
 		if err != nil {
-			return nil, nil, err
+			return settled{}, err
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return nil, nil, err
+			return settled{}, err
 		}
 		if n == 0 {
-			lost = append(lost, k)
-		} else {
-			ended = append(ended, tenantKey{k.Queue, k.Tenant})
+			marked, err := settleMarked(ctx, e, l, nil)
+			if err != nil {
+				return settled{}, err
+			}
+			if !marked {
+				s.lost = append(s.lost, k)
+				continue
+			}
+			s.cancelled = append(s.cancelled, k)
 		}
+		s.ended = append(s.ended, tenantKey{k.Queue, k.Tenant})
 	}
-	return lost, ended, nil
+	return s, nil
 }
 
 // Fail records cause against the lease and retries or dead-letters the
@@ -331,22 +356,23 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 	now := q.clock.Now()
 	k := l.Key()
 	var d policy.Decision
+	var h held
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
-		var attempts int
-		err := e.QueryRowContext(ctx, leaseAttemptsSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
-		}
-		if err != nil {
+		var err error
+		h, err = holding(ctx, e, l)
+		if err != nil || h.cancelled {
 			return err
 		}
-		d, err = q.settleFailed(ctx, e, k, attempts, cause, now)
+		d, err = q.settleFailed(ctx, e, k, h, cause, now)
 		return err
 	})
 	if err != nil {
 		return policy.Decision{}, queueErr(ctx, err)
 	}
 	q.holds.ended(q, []tenantKey{{k.Queue, k.Tenant}})
+	if h.cancelled {
+		return policy.Decision{}, &contract.CancelledError{Items: []contract.ItemKey{k}}
+	}
 	if d.Retry {
 		q.wake(k.Queue)
 	}
@@ -355,8 +381,8 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 
 // settleFailed ends a lease that failed with cause: back to the queue or
 // to the dead letter, as the policy decides.
-func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemKey, attempts int, cause error, now time.Time) (policy.Decision, error) {
-	attempts++
+func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemKey, h held, cause error, now time.Time) (policy.Decision, error) {
+	attempts := h.attempts + 1
 	lastErr := contract.ErrorText(cause)
 	d := q.settings.Policy.Decide(attempts, cause, now)
 	seq, err := take(ctx, e, "seq", 1)
@@ -371,21 +397,23 @@ func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemK
 	if _, err := e.ExecContext(ctx, retrySQL, k.Queue, k.Tenant, k.ID, seq, nanos(due), nanos(d.At), attempts, lastErr); err != nil {
 		return d, err
 	}
-	return d, join(ctx, e, k, due)
+	return d, join(ctx, e, k, due, h.priority)
 }
 
-// join puts a tenant's newly queued item in the rotation.
-func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time) error {
+// join puts a tenant's newly queued item, of priority priority, in the
+// rotation.
+func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time, priority int) error {
 	stamp, _, err := takeQueue(ctx, e, k.Queue, 1, 0)
 	if err != nil {
 		return err
 	}
-	_, err = e.ExecContext(ctx, turnJoinSQL, k.Queue, k.Tenant, stamp, nanos(due))
+	_, err = e.ExecContext(ctx, turnJoinSQL, k.Queue, k.Tenant, stamp, nanos(due), priority != 0)
 	return err
 }
 
 // Reap hands every lease of the queue that has expired by now to the
-// policy, as a failure with contract.ErrLeaseExpired, in one transaction.
+// policy, as a failure with contract.ErrLeaseExpired, in one transaction;
+// an expired lease a cancel marked is cancelled instead (and counted).
 func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 	now := q.clock.Now()
 	var n int
@@ -393,8 +421,9 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 	var ended []tenantKey
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		type expired struct {
-			key      contract.ItemKey
-			attempts int
+			key contract.ItemKey
+			held
+			token int64
 		}
 		var list []expired
 		rows, err := e.QueryContext(ctx, reapExpiredSQL, name, nanos(now))
@@ -403,10 +432,12 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 		}
 		for rows.Next() {
 			x := expired{key: contract.ItemKey{Queue: name}}
-			if err := rows.Scan(&x.key.Tenant, &x.key.ID, &x.attempts); err != nil {
+			var cancelledAt int64
+			if err := rows.Scan(&x.key.Tenant, &x.key.ID, &x.attempts, &x.priority, &cancelledAt, &x.token); err != nil {
 				rows.Close()
 				return err
 			}
+			x.cancelled = cancelledAt != 0
 			list = append(list, x)
 		}
 		rows.Close()
@@ -415,7 +446,15 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 		}
 		n, retried = 0, false
 		for _, x := range list {
-			d, err := q.settleFailed(ctx, e, x.key, x.attempts, contract.ErrLeaseExpired, now)
+			if x.cancelled {
+				if _, err := e.ExecContext(ctx, leaseCancelSQL, x.key.Queue, x.key.Tenant, x.key.ID, x.token, nil); err != nil {
+					return err
+				}
+				ended = append(ended, tenantKey{name, x.key.Tenant})
+				n++
+				continue
+			}
+			d, err := q.settleFailed(ctx, e, x.key, x.held, contract.ErrLeaseExpired, now)
 			if err != nil {
 				return err
 			}
@@ -433,6 +472,44 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 		q.wake(name)
 	}
 	return n, nil
+}
+
+// held is what a settle reads of the item its lease holds; cancelled
+// says a cancel had marked the lease, and the item is now cancelled.
+type held struct {
+	attempts, snoozes, priority int
+	cancelled                   bool
+}
+
+// holding reads the item l holds, or returns a *contract.LeaseLostError.
+// When a cancel marked the lease it cancels the item (the transaction
+// should then commit and the call return a *contract.CancelledError).
+func holding(ctx context.Context, e execer, l contract.Lease) (held, error) {
+	k := l.Key()
+	var h held
+	var cancelledAt int64
+	err := e.QueryRowContext(ctx, leaseAttemptsSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&h.attempts, &h.snoozes, &h.priority, &cancelledAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return held{}, &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+	}
+	if err != nil || cancelledAt == 0 {
+		return h, err
+	}
+	h.cancelled, err = settleMarked(ctx, e, l, nil)
+	return h, err
+}
+
+// settleMarked cancels the item of l when l still holds it and a cancel
+// marked it (and, when at is not nil, the lease is live at at), reporting
+// whether it did.
+func settleMarked(ctx context.Context, e execer, l contract.Lease, at any) (bool, error) {
+	k := l.Key()
+	res, err := e.ExecContext(ctx, leaseCancelSQL, k.Queue, k.Tenant, k.ID, l.Token, at)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // deadLetter is a dead item and its place in the dead-letter order.
@@ -531,10 +608,10 @@ func (q *workQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (i
 		seq -= int64(len(keys))
 		for _, k := range keys {
 			seq++
-			if _, err := e.ExecContext(ctx, requeueSQL, k.Queue, k.Tenant, k.ID, seq, nanos(now)); err != nil {
+			if _, err := e.ExecContext(ctx, requeueSQL, k.key.Queue, k.key.Tenant, k.key.ID, seq, nanos(now)); err != nil {
 				return err
 			}
-			if err := join(ctx, e, k, now); err != nil {
+			if err := join(ctx, e, k.key, now, k.priority); err != nil {
 				return err
 			}
 		}
@@ -559,7 +636,7 @@ func (q *workQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int
 			return err
 		}
 		for _, k := range keys {
-			if _, err := e.ExecContext(ctx, purgeSQL, k.Queue, k.Tenant, k.ID); err != nil {
+			if _, err := e.ExecContext(ctx, purgeSQL, k.key.Queue, k.key.Tenant, k.key.ID); err != nil {
 				return err
 			}
 		}
@@ -572,10 +649,16 @@ func (q *workQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int
 	return n, nil
 }
 
-func matchingKeys(ctx context.Context, e execer, f contract.DeadLetterFilter) ([]contract.ItemKey, error) {
-	var keys []contract.ItemKey
+// keyPriority is an item's key and priority.
+type keyPriority struct {
+	key      contract.ItemKey
+	priority int
+}
+
+func matchingKeys(ctx context.Context, e execer, f contract.DeadLetterFilter) ([]keyPriority, error) {
+	var keys []keyPriority
 	err := deadMatching(ctx, e, f, false, nil, func(d deadLetter) bool {
-		keys = append(keys, d.item.Key())
+		keys = append(keys, keyPriority{d.item.Key(), d.item.Priority})
 		return true
 	})
 	return keys, err
@@ -584,7 +667,10 @@ func matchingKeys(ctx context.Context, e execer, f contract.DeadLetterFilter) ([
 // itemColumns is the column list scanItem reads, in order.
 //
 //	queue, tenant, id, state, payload, metadata, not_before, attempts,
-//	last_error, enqueued_at, dead_at, worker, lease_expires_at, token
+//	last_error, enqueued_at, dead_at, worker, lease_expires_at, token,
+//	priority, snoozes, wait_signal, wait_since, wait_until,
+//	resumed_signal, resumed_payload, resumed_timed_out, resumed_at,
+//	cancelled_at, cancel_reason
 //
 // scanItem reads an item row, then extra columns into extra; the lease
 // is filled when the item is leased.
@@ -596,9 +682,16 @@ func scanItem(row scanner, extra ...any) (contract.Item, *contract.Lease, error)
 		notBefore, enqueued, dead, exp int64
 		worker                         string
 		token                          int64
+		waitSignal, resSignal          string
+		waitSince, waitUntil, resAt    int64
+		resPayload                     []byte
+		resTimedOut                    bool
+		cancelled                      int64
 	)
 	err := row.Scan(append([]any{&it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts, &it.LastError,
-		&enqueued, &dead, &worker, &exp, &token}, extra...)...)
+		&enqueued, &dead, &worker, &exp, &token,
+		&it.Priority, &it.Snoozes, &waitSignal, &waitSince, &waitUntil,
+		&resSignal, &resPayload, &resTimedOut, &resAt, &cancelled, &it.CancelReason}, extra...)...)
 	if err != nil {
 		return it, nil, err
 	}
@@ -612,6 +705,16 @@ func scanItem(row scanner, extra ...any) (contract.Item, *contract.Lease, error)
 		it.Payload = nil
 	}
 	it.NotBefore, it.EnqueuedAt, it.DeadAt = fromNanos(notBefore), fromNanos(enqueued), fromNanos(dead)
+	it.CancelledAt = fromNanos(cancelled)
+	if it.State == contract.StateWaiting {
+		it.Waiting = &contract.WaitInfo{Signal: waitSignal, Since: fromNanos(waitSince), Until: fromNanos(waitUntil)}
+	}
+	if resAt != 0 {
+		if len(resPayload) == 0 {
+			resPayload = nil
+		}
+		it.Resumed = &contract.Resume{Signal: resSignal, Payload: resPayload, TimedOut: resTimedOut, At: fromNanos(resAt)}
+	}
 	if it.State != contract.StateLeased {
 		return it, nil, nil
 	}

@@ -1,5 +1,6 @@
 -- The tenants next in turn among those with an item due: the rotation's
--- front. Tenants with nothing queued are not in the index.
-SELECT tenant FROM adk_turns
+-- front, each with whether it is ranked. Tenants with nothing queued are
+-- not in the index.
+SELECT tenant, ranked FROM adk_turns
 WHERE queue = ?1 AND wake_at <= ?2
 ORDER BY stamp LIMIT ?3

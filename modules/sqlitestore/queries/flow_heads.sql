@@ -2,8 +2,10 @@
 -- each tenant with an item due, by stamp, with its turn credit, its rate
 -- bucket, its own limits (NULL columns when it has none: then the
 -- default's, ?5 to ?7, apply) and whether its budget's window at ?8 (Unix
--- milliseconds) holds charges that reach a ceiling.
-SELECT t.tenant, t.stamp, t.credit, t.tat,
+-- milliseconds) holds charges that reach a ceiling; whether it is ranked,
+-- and, when ?9 says the queue has paused tenants, whether it is one.
+SELECT t.tenant, t.stamp, t.credit, t.tat, t.ranked,
+       CASE WHEN ?9 THEN EXISTS (SELECT 1 FROM adk_pauses p WHERE p.queue = t.queue AND p.tenant = t.tenant) ELSE 0 END,
        l.tenant IS NOT NULL, l.max_leased, l.rate, l.burst, l.weight,
        l.budget_cost, l.budget_tokens, l.budget_window_ms,
        CASE WHEN coalesce(l.budget_window_ms, ?5) > 0 THEN (

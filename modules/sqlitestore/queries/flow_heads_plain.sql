@@ -1,6 +1,7 @@
 -- flow_heads.sql for a queue where no budget is set: the same columns,
--- without summing any charges.
-SELECT t.tenant, t.stamp, t.credit, t.tat,
+-- without summing any charges (?5 as flow_heads.sql's ?9).
+SELECT t.tenant, t.stamp, t.credit, t.tat, t.ranked,
+       CASE WHEN ?5 THEN EXISTS (SELECT 1 FROM adk_pauses p WHERE p.queue = t.queue AND p.tenant = t.tenant) ELSE 0 END,
        l.tenant IS NOT NULL, l.max_leased, l.rate, l.burst, l.weight,
        l.budget_cost, l.budget_tokens, l.budget_window_ms,
        0

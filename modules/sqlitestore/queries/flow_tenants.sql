@@ -1,4 +1,5 @@
--- A queue's flow status at ?2, by tenant: those holding items (every one
+-- A queue's flow status at ?2, by tenant: those holding queued, leased or
+-- dead items (every one
 -- has a rotation row; a probe of the key per tenant, not a scan of the
 -- items) and those with limits of their own, each with its rate bucket,
 -- its live leases (from the queue's index of leases by expiry) and its own
@@ -9,7 +10,7 @@ WITH live AS (
     GROUP BY tenant
 ), names AS (
     SELECT t.tenant FROM adk_turns t
-    WHERE t.queue = ?1 AND EXISTS (SELECT 1 FROM adk_work w WHERE w.queue = ?1 AND w.tenant = t.tenant)
+    WHERE t.queue = ?1 AND EXISTS (SELECT 1 FROM adk_work w WHERE w.queue = ?1 AND w.tenant = t.tenant AND w.state IN ('queued', 'leased', 'dead'))
     UNION
     SELECT tenant FROM adk_limits WHERE queue = ?1 AND tenant <> ''
 )

@@ -1,0 +1,1 @@
+SELECT paused FROM adk_queues WHERE queue = ?1

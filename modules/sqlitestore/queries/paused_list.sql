@@ -1,0 +1,1 @@
+SELECT tenant FROM adk_pauses WHERE queue = ?1 ORDER BY tenant

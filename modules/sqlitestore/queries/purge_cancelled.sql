@@ -1,0 +1,1 @@
+DELETE FROM adk_work WHERE queue = ?1 AND state = 'cancelled' AND cancelled_at < ?2

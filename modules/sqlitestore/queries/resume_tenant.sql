@@ -1,0 +1,1 @@
+DELETE FROM adk_pauses WHERE queue = ?1 AND tenant = ?2
