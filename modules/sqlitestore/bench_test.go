@@ -17,7 +17,9 @@ import (
 // every tenant its own limits that never bind (a cap and a rate far above
 // what the run reaches, as adkbench's limits row does), so its ratio to
 // the "none" variant in the same run is what deciding the limits in the
-// claim costs.
+// claim costs. The "priority" variant sets no limit but gives every item a
+// priority (-5 to 5 in turn), so its ratio to "none" is what serving by
+// priority costs.
 // The file runs with DurabilityNormal, so the figure is the claim's work
 // rather than the disk's fsync. Besides items/s it reports the process's
 // CPU time per item (cpu-µs/item), which a machine shared with other work
@@ -37,6 +39,8 @@ func BenchmarkClaim(b *testing.B) {
 		{10_000, "loose", 10},
 		{21, "none", 10},
 		{21, "cap", 10},
+		{1000, "priority", 10},
+		{21, "priority", 10},
 	} {
 		b.Run(fmt.Sprintf("tenants=%d/limits=%s/max=%d", c.tenants, c.limits, c.max), func(b *testing.B) {
 			benchClaim(b, c.tenants, c.limits, c.max)
@@ -56,7 +60,7 @@ func benchClaim(b *testing.B, tenants int, limits string, max int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if limits != "none" {
+	if limits != "none" && limits != "priority" {
 		fl, ok := contract.AsFlowController(q)
 		if !ok {
 			b.Skip("this build of the queue has no flow control")
@@ -77,7 +81,11 @@ func benchClaim(b *testing.B, tenants int, limits string, max int) {
 	refill := func() {
 		items := make([]contract.Item, 0, fill)
 		for range fill {
-			items = append(items, contract.Item{Tenant: fmt.Sprintf("t%04d", next%tenants), ID: fmt.Sprintf("i%d", next)})
+			it := contract.Item{Tenant: fmt.Sprintf("t%04d", next%tenants), ID: fmt.Sprintf("i%d", next)}
+			if limits == "priority" {
+				it.Priority = next%11 - 5
+			}
+			items = append(items, it)
 			next++
 		}
 		if err := q.Enqueue(ctx, items...); err != nil {

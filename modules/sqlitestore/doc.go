@@ -1,7 +1,8 @@
 // Package sqlitestore is the embedded durable backing: a
 // contract.StateStore ([SQLiteStateStore]), a fair, leased
-// contract.WorkQueue ([SQLiteWorkQueue], also an Inspector, a Waker and a
-// CompleteClaimer) and a claim-check blob store ([BlobStore]) on one
+// contract.WorkQueue ([SQLiteWorkQueue], also an Inspector, a Waker, a
+// CompleteClaimer, a FlowController and a LifecycleController) and a
+// claim-check blob store ([BlobStore]) on one
 // SQLite file, through database/sql and the pure-Go driver
 // modernc.org/sqlite. An agent that runs on one host keeps its runs
 // without a server.
@@ -23,8 +24,10 @@
 // below what Settings.Durability asks for are each refused with a
 // *contract.SchemaError or *contract.PreflightError that names the fix.
 // A file that holds a schema is never altered: a file of an earlier
-// version is refused, naming the published up-migration ([Migrations],
-// schema/migrations/) that its owner applies.
+// version is refused, naming the published up-migrations ([Migrations],
+// schema/migrations/) that its owner applies. Version 3 (this release)
+// added the lifecycle controls; its migration from version 2 rebuilds the
+// items' table, since SQLite cannot change a CHECK constraint in place.
 //
 // # Flow control
 //
@@ -32,6 +35,17 @@
 // weight, budget) are rows in the file, and every rule is decided inside
 // the claim's write transaction, where SQLite's single writer makes the
 // counts exact. A queue with no limits claims exactly as before.
+//
+// # Lifecycle controls
+//
+// The queue is a contract.LifecycleController: pauses, cancels, snoozes,
+// waits for a signal and priorities within a tenant are rows and columns
+// of the file, so they survive a reopen. A claim that uses none of them
+// runs the statements it ran before: the queue's row it reads anyway says
+// whether anything is paused or any wait is due to time out, and a tenant
+// whose items all have priority 0 is served by its first item by due
+// time, as before. A queue with paused tenants claims on the flow path,
+// which passes them over keeping their place.
 //
 // # Writes and processes
 //

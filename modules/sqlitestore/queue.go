@@ -228,8 +228,8 @@ func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease,
 		return nil, err
 	}
 	var (
-		c     claimed
-		s     settled
+		c claimed
+		s settled
 	)
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error

@@ -158,7 +158,7 @@ CREATE TABLE adk_turns (
     ranked  INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (queue, tenant)
 ) WITHOUT ROWID;
-CREATE INDEX adk_turns_order ON adk_turns (queue, stamp, ranked) WHERE wake_at IS NOT NULL;
+CREATE INDEX adk_turns_order ON adk_turns (queue, stamp) WHERE wake_at IS NOT NULL;
 
 -- The latest turns of each queue, a ring of 1000 slots (turn mod 1000).
 CREATE TABLE adk_recent (

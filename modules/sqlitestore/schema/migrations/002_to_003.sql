@@ -87,8 +87,6 @@ CREATE INDEX adk_work_timeouts ON adk_work (queue, wait_until) WHERE state = 'wa
 CREATE INDEX adk_work_cancelled ON adk_work (queue, cancelled_at) WHERE state = 'cancelled';
 
 ALTER TABLE adk_turns ADD COLUMN ranked INTEGER NOT NULL DEFAULT 0;
-DROP INDEX adk_turns_order;
-CREATE INDEX adk_turns_order ON adk_turns (queue, stamp, ranked) WHERE wake_at IS NOT NULL;
 
 ALTER TABLE adk_queues ADD COLUMN paused         INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE adk_queues ADD COLUMN paused_tenants INTEGER NOT NULL DEFAULT 0;
