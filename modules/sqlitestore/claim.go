@@ -143,7 +143,7 @@ func claimRotation(ctx context.Context, e execer, req contract.ClaimRequest, at,
 			token++
 			stamp++
 			turn++
-			l, err := scanLease(e.QueryRowContext(ctx, claimLeaseSQL, name, tenant, id, req.Worker, expires, token))
+			l, err := scanClaimed(ctx, e, e.QueryRowContext(ctx, claimLeaseSQL, name, tenant, id, req.Worker, expires, token))
 			if err != nil {
 				return nil, err
 			}

@@ -591,7 +591,7 @@ func (c *flowClaim) serve(ctx context.Context, h flowHead) error {
 		}
 		c.token++
 		c.turn++
-		lease, err := scanLease(c.e.QueryRowContext(ctx, claimLeaseSQL, name, h.tenant, id, c.req.Worker, c.expires, c.token))
+		lease, err := scanClaimed(ctx, c.e, c.e.QueryRowContext(ctx, claimLeaseSQL, name, h.tenant, id, c.req.Worker, c.expires, c.token))
 		if err != nil {
 			return err
 		}

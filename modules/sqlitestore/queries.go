@@ -118,6 +118,8 @@ var (
 	resumeSQL string
 	//go:embed queries/resume_tenant.sql
 	resumeTenantSQL string
+	//go:embed queries/resumed_get.sql
+	resumedGetSQL string
 	//go:embed queries/retry.sql
 	retrySQL string
 	//go:embed queries/run_delete.sql

@@ -271,7 +271,7 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 		if err != nil {
 			return err
 		}
-		lease, err := scanLease(e.QueryRowContext(ctx, heartbeatSQL, k.Queue, k.Tenant, k.ID, l.Token, nanos(now), nanos(now.Add(extend)), token))
+		lease, err := scanClaimed(ctx, e, e.QueryRowContext(ctx, heartbeatSQL, k.Queue, k.Tenant, k.ID, l.Token, nanos(now), nanos(now.Add(extend)), token))
 		if errors.Is(err, sql.ErrNoRows) {
 			// A live lease a cancel marked: the item is cancelled, and
 			// that commits (the token taken is never handed out).
@@ -719,6 +719,60 @@ func scanItem(row scanner, extra ...any) (contract.Item, *contract.Lease, error)
 		return it, nil, nil
 	}
 	return it, &contract.Lease{Item: it, Worker: worker, ExpiresAt: fromNanos(exp), Token: token}, nil
+}
+
+// scanClaimed reads the lease a claim or a heartbeat returns: the columns
+// of itemColumns up to token, then priority, snoozes and resumed_at. A
+// leased item has no wait and no cancel to show (a cancel's mark stops
+// the heartbeat), and the few that were resumed from a wait have their
+// Resume read by one more statement, so a claim of items that never
+// waited reads three columns more than before the lifecycle controls.
+func scanClaimed(ctx context.Context, e execer, row scanner) (contract.Lease, error) {
+	var (
+		it                             contract.Item
+		state                          string
+		meta                           sql.NullString
+		notBefore, enqueued, dead, exp int64
+		worker                         string
+		token                          int64
+		priority, snoozes, resumedAt   any
+	)
+	err := row.Scan(&it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts, &it.LastError,
+		&enqueued, &dead, &worker, &exp, &token, &priority, &snoozes, &resumedAt)
+	if err != nil {
+		return contract.Lease{}, err
+	}
+	it.State = contract.ItemState(state)
+	if it.State != contract.StateLeased {
+		return contract.Lease{}, errors.New("sqlitestore: a lease statement returned an item that is not leased")
+	}
+	if meta.Valid && meta.String != "" {
+		if err := json.Unmarshal([]byte(meta.String), &it.Metadata); err != nil {
+			return contract.Lease{}, err
+		}
+	}
+	if len(it.Payload) == 0 {
+		it.Payload = nil
+	}
+	it.NotBefore, it.EnqueuedAt, it.DeadAt = fromNanos(notBefore), fromNanos(enqueued), fromNanos(dead)
+	it.Priority, it.Snoozes = int(asInt64(priority)), int(asInt64(snoozes))
+	if at := asInt64(resumedAt); at != 0 {
+		r := contract.Resume{At: fromNanos(at)}
+		if err := e.QueryRowContext(ctx, resumedGetSQL, it.Queue, it.Tenant, it.ID).Scan(&r.Signal, &r.Payload, &r.TimedOut); err != nil {
+			return contract.Lease{}, err
+		}
+		if len(r.Payload) == 0 {
+			r.Payload = nil
+		}
+		it.Resumed = &r
+	}
+	return contract.Lease{Item: it, Worker: worker, ExpiresAt: fromNanos(exp), Token: token}, nil
+}
+
+// asInt64 is an INTEGER column scanned into an any: the driver's int64.
+func asInt64(v any) int64 {
+	n, _ := v.(int64)
+	return n
 }
 
 // scanLease reads a leased item row.

@@ -1,7 +1,7 @@
 -- A queue's flow status at ?2, by tenant: those holding queued, leased or
--- dead items (every one
--- has a rotation row; a probe of the key per tenant, not a scan of the
--- items) and those with limits of their own, each with its rate bucket,
+-- dead items (every one has a rotation row; a probe of the key per
+-- tenant, not a scan of the items) and those with limits of their own,
+-- each with its rate bucket,
 -- its live leases (from the queue's index of leases by expiry) and its own
 -- limits (NULL columns when it has none).
 WITH live AS (

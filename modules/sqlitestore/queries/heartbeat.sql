@@ -4,5 +4,4 @@ UPDATE adk_work SET lease_expires_at = ?6, token = ?7
 WHERE queue = ?1 AND tenant = ?2 AND id = ?3 AND state = 'leased' AND token = ?4 AND lease_expires_at > ?5 AND cancelled_at = 0
 RETURNING queue, tenant, id, state, payload, metadata, not_before, attempts, last_error,
           enqueued_at, dead_at, worker, lease_expires_at, token,
-          priority, snoozes, wait_signal, wait_since, wait_until,
-          resumed_signal, resumed_payload, resumed_timed_out, resumed_at, cancelled_at, cancel_reason
+          priority, snoozes, resumed_at
