@@ -4,5 +4,5 @@ SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_e
        priority, snoozes, wait_signal, wait_since, wait_until,
        resumed_signal, resumed_payload, resumed_timed_out, resumed_at, cancelled_at, cancel_reason, seq
 FROM adk_work
-WHERE queue = ?1 AND state = 'waiting' AND seq > ?2
+WHERE queue = ?1 AND wait_until <> 0 AND seq > ?2
 ORDER BY seq LIMIT ?3

@@ -80,11 +80,12 @@ CREATE INDEX adk_work_leased ON adk_work (queue, lease_expires_at, token) WHERE 
 -- Dead letters in the order they died, for paging.
 CREATE INDEX adk_work_dead ON adk_work (queue, seq) WHERE state = 'dead';
 -- Waiting items in the order they began to wait (the Waiting listing),
--- and by when their waits time out (the claim ends those).
-CREATE INDEX adk_work_waiting ON adk_work (queue, seq) WHERE state = 'waiting';
-CREATE INDEX adk_work_timeouts ON adk_work (queue, wait_until) WHERE state = 'waiting';
--- Cancelled items by when they were cancelled, for PurgeCancelled.
-CREATE INDEX adk_work_cancelled ON adk_work (queue, cancelled_at) WHERE state = 'cancelled';
+-- and by when their waits time out (the claim ends those). wait_until is
+-- not 0 exactly while an item waits; a claim, which sets state but never
+-- wait_until, leaves these two indexes alone. (PurgeCancelled, an
+-- operator's call, reads the queue's rows and needs no index.)
+CREATE INDEX adk_work_waiting ON adk_work (queue, seq) WHERE wait_until <> 0;
+CREATE INDEX adk_work_timeouts ON adk_work (queue, wait_until) WHERE wait_until <> 0;
 
 ALTER TABLE adk_turns ADD COLUMN ranked INTEGER NOT NULL DEFAULT 0;
 
