@@ -226,41 +226,49 @@ func nextItem(ctx context.Context, e execer, queue, tenant string, ranked bool, 
 }
 
 // nextRanked is nextItem for a ranked tenant: its first due item by
-// priority, due time and order, and its next wake from the first items by
-// due time of priority 0 and of the others.
+// priority, due time and order. While it has a second due item, that
+// item's due time (at or before at) is its next wake: the tenant stays in
+// the rotation, which is all a wake at or before now says. Only when it
+// has one due item or none does its wake come from the first due time of
+// the rest, one statement more (claim_wake_ranked.sql, a few probes of
+// the ready index per priority in use).
 func nextRanked(ctx context.Context, e execer, queue, tenant string, at int64) (id string, wake any, err error) {
-	rows, err := e.QueryContext(ctx, claimNextRankedSQL, queue, tenant, at)
+	ids, dues, err := idDues(ctx, e, claimNextRankedSQL, queue, tenant, at)
 	if err != nil {
 		return "", nil, err
 	}
-	defer rows.Close()
-	type row struct {
-		id  string
-		due int64
+	if len(ids) == 2 {
+		return ids[0], dues[1], nil
 	}
-	var next []row
-	for rows.Next() {
-		var r row
-		var isHead bool
-		if err := rows.Scan(&r.id, &r.due, &isHead); err != nil {
-			return "", nil, err
-		}
-		if isHead {
-			id = r.id
-		} else {
-			next = append(next, r)
-		}
+	if len(ids) == 1 {
+		id = ids[0]
 	}
-	if err := rows.Err(); err != nil {
+	var first sql.NullInt64
+	if err := e.QueryRowContext(ctx, claimWakeRankedSQL, queue, tenant, id).Scan(&first); err != nil {
 		return "", nil, err
 	}
-	for _, r := range next {
-		if r.id == id {
-			continue
-		}
-		if w, ok := wake.(int64); !ok || r.due < w {
-			wake = r.due
-		}
+	if first.Valid {
+		wake = first.Int64
 	}
 	return id, wake, nil
+}
+
+// idDues runs a statement that returns ids and due times.
+func idDues(ctx context.Context, e execer, query string, args ...any) ([]string, []int64, error) {
+	rows, err := e.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	var dues []int64
+	for rows.Next() {
+		var i string
+		var d int64
+		if err := rows.Scan(&i, &d); err != nil {
+			return nil, nil, err
+		}
+		ids, dues = append(ids, i), append(dues, d)
+	}
+	return ids, dues, rows.Err()
 }

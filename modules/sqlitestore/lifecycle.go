@@ -148,7 +148,17 @@ func cancelOne(ctx context.Context, e execer, key contract.ItemKey, state contra
 	if state != contract.StateQueued {
 		return nil
 	}
-	_, err := e.ExecContext(ctx, turnRewakeSQL, key.Queue, key.Tenant)
+	// The tenant's wake is its first queued item's due time again (NULL
+	// when it holds none: it leaves the rotation).
+	var wake sql.NullInt64
+	if err := e.QueryRowContext(ctx, claimWakeRankedSQL, key.Queue, key.Tenant, "").Scan(&wake); err != nil {
+		return err
+	}
+	var at any
+	if wake.Valid {
+		at = wake.Int64
+	}
+	_, err := e.ExecContext(ctx, turnWakeSQL, key.Queue, key.Tenant, at)
 	return err
 }
 

@@ -30,6 +30,8 @@ var (
 	claimNextSQL string
 	//go:embed queries/claim_next_ranked.sql
 	claimNextRankedSQL string
+	//go:embed queries/claim_wake_ranked.sql
+	claimWakeRankedSQL string
 	//go:embed queries/complete.sql
 	completeSQL string
 	//go:embed queries/counter_get.sql
@@ -142,8 +144,6 @@ var (
 	timeoutsDueSQL string
 	//go:embed queries/turn_join.sql
 	turnJoinSQL string
-	//go:embed queries/turn_rewake.sql
-	turnRewakeSQL string
 	//go:embed queries/turn_served.sql
 	turnServedSQL string
 	//go:embed queries/turn_served_flow.sql

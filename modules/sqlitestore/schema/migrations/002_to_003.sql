@@ -67,12 +67,9 @@ DROP TABLE adk_work;
 ALTER TABLE adk_work_v3 RENAME TO adk_work;
 -- One tenant's queued items by priority, then due time, then order: a
 -- claim reads the head of priority 0 (every item of a tenant that uses no
--- priority), or the first due item of the whole of it.
+-- priority), or the first due item of the whole of it, and a tenant's
+-- first due time level by level of the priorities it uses.
 CREATE INDEX adk_work_ready ON adk_work (queue, tenant, priority DESC, due_at, seq) WHERE state = 'queued';
--- The queued items with a priority other than 0 by due time: with the
--- head of priority 0, where a tenant's next wake comes from. Items of
--- priority 0 are not in it and cost it nothing.
-CREATE INDEX adk_work_ranked ON adk_work (queue, tenant, due_at, seq) WHERE state = 'queued' AND priority <> 0;
 -- Leases by expiry, for Reap, the lease listing and the live leases a
 -- claim counts against tenants' caps (the tenant is in every index entry,
 -- as part of the key).
