@@ -11,9 +11,12 @@ import (
 // claimClock wraps the worker's queue to note when each lease came back
 // from Claim (wall clock). A handler may begin a little after its claim
 // returned; the oracle asks whether the claim was served before a crash,
-// so it needs the claim's time, not the handler's.
+// so it needs the claim's time, not the handler's. The wrapped queue's
+// optional capabilities (its waker, its lifecycle controls) pass through,
+// but for CompleteAndClaim, whose claims would escape the clock.
 type claimClock struct {
 	contract.WorkQueue
+	contract.Passthrough
 	mu   sync.Mutex
 	when map[claimKey]int64
 }
@@ -23,19 +26,16 @@ type claimKey struct {
 	token      int64
 }
 
-// wakingClaimClock keeps the wrapped queue's wake-ups visible to the
-// runner, which looks for contract.Waker on the queue it is given.
-type wakingClaimClock struct {
-	*claimClock
-	contract.Waker
+func newClaimClock(q contract.WorkQueue) (*claimClock, contract.WorkQueue) {
+	c := &claimClock{WorkQueue: q, Passthrough: contract.NewPassthrough(q), when: map[claimKey]int64{}}
+	return c, c
 }
 
-func newClaimClock(q contract.WorkQueue) (*claimClock, contract.WorkQueue) {
-	c := &claimClock{WorkQueue: q, when: map[claimKey]int64{}}
-	if w, ok := contract.AsWaker(q); ok {
-		return c, wakingClaimClock{c, w}
-	}
-	return c, c
+// Capabilities are the wrapped queue's, without CompleteAndClaim.
+func (c *claimClock) Capabilities() contract.Capabilities {
+	caps := c.Passthrough.Capabilities()
+	caps.CompleteAndClaim = false
+	return caps
 }
 
 func (c *claimClock) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
