@@ -221,7 +221,10 @@ func (q *workQueue) FlowStatus(ctx context.Context, queue string) ([]contract.Te
 // claimRow is one row of a claim statement: a lease, a held tenant
 // (claim_flow.sql), or a word about the queue's limits.
 type claimRow struct {
-	kind   string // "lease", "held", "free" (no limits left), "limited" (claim.sql found limits)
+	// kind is "lease", "held", "free" (no limits or pauses left),
+	// "limited" (claim.sql found limits or pauses), "paused" (the queue
+	// is paused) or "timeouts" (waits of the queue timed out).
+	kind   string
 	lease  contract.Lease
 	reason *string
 	tat    *float64
@@ -236,17 +239,10 @@ type claimRow struct {
 // scanFastClaim reads a row of claim.sql.
 func scanFastClaim(rows pgx.Rows) (claimRow, error) {
 	var r claimRow
-	var limited bool
 	var round, pos, sub *int64
-	l, err := scanLeaseAfter(rows, []any{&limited}, &round, &pos, &sub)
-	if err != nil {
-		return r, err
-	}
-	r.lease, r.kind = l, "lease"
-	if limited {
-		r.kind = "limited"
-	}
-	return r, nil
+	l, err := scanLeaseAfter(rows, []any{&r.kind}, &round, &pos, &sub)
+	r.lease = l
+	return r, err
 }
 
 // scanFlowClaim reads a row of claim_flow.sql.
@@ -297,12 +293,13 @@ func (r claimRow) note(rep *contract.ClaimReport, now time.Time) {
 var errLimited = errors.New("pgstore: the queue has limits")
 
 // claimOnce runs one claim statement on e after prelude: claim.sql when
-// the queue had no limits at its last claim here, claim_flow.sql when it
-// had. It returns errLimited when claim.sql met limits (it claimed
-// nothing then), and remembers when claim_flow.sql found none left.
-func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.ClaimRequest, limited bool, prelude []stmt) ([]contract.Lease, error) {
+// the queue had no limits or pauses at its last claim here,
+// claim_flow.sql when it had. It returns errLimited when claim.sql met
+// limits or pauses (it claimed nothing then), and remembers when
+// claim_flow.sql found none left. timedOut says the queue holds waits
+// that timed out, for the caller to make due (wait_timeouts.sql).
+func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.ClaimRequest, limited bool, prelude []stmt) (leases []contract.Lease, timedOut bool, err error) {
 	now := q.clock.Now()
-	var leases []contract.Lease
 	if !limited {
 		metLimits := false
 		args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor)}
@@ -313,6 +310,8 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 				return err
 			case r.kind == "limited":
 				metLimits = true
+			case r.kind == "timeouts":
+				timedOut = true
 			default:
 				leases = append(leases, r.lease)
 			}
@@ -320,15 +319,15 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 		}, prelude...)
 		if err == nil && metLimits {
 			q.limited.set(req.Queue, true)
-			return nil, errLimited
+			return nil, false, errLimited
 		}
-		return leases, err
+		return leases, timedOut, err
 	}
 	rep := contract.ClaimReportFrom(ctx)
 	var held []claimRow
-	free := false
+	free, paused := false, false
 	args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor), contract.UnixMicros(now), now.UnixMilli(), rep != nil}
-	err := q.db.plannedRows(ctx, e, q.q.claimFlow, q.q.claimFlowSettings, args, func(rows pgx.Rows) error {
+	err = q.db.plannedRows(ctx, e, q.q.claimFlow, q.q.claimFlowSettings, args, func(rows pgx.Rows) error {
 		r, err := scanFlowClaim(rows)
 		if err != nil {
 			return err
@@ -340,11 +339,18 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 			held = append(held, r)
 		case "free":
 			free = true
+		case "paused":
+			paused = true
+		case "timeouts":
+			timedOut = true
 		}
 		return nil
 	}, prelude...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if paused && rep != nil {
+		rep.QueuePaused = true
 	}
 	if free {
 		q.limited.set(req.Queue, false)
@@ -356,5 +362,5 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 			h.note(rep, now)
 		}
 	}
-	return leases, nil
+	return leases, timedOut, nil
 }

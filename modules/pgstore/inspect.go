@@ -49,7 +49,7 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 		for rows.Next() {
 			var st contract.TenantStats
 			var oldest *time.Time
-			if err := rows.Scan(&st.Tenant, &st.Ready, &st.Later, &st.Leased, &st.Dead, &st.Served, &oldest); err != nil {
+			if err := rows.Scan(&st.Tenant, &st.Ready, &st.Later, &st.Leased, &st.Dead, &st.Served, &oldest, &st.Waiting, &st.Cancelled, &st.Paused); err != nil {
 				return err
 			}
 			if oldest != nil {

@@ -102,6 +102,38 @@ var (
 	turnsLockSQL string
 	//go:embed queries/turns_share.sql
 	turnsShareSQL string
+
+	// Lifecycle controls (lifecycle.go).
+	//go:embed queries/cancel.sql
+	cancelSQL string
+	//go:embed queries/cancel_lock.sql
+	cancelLockSQL string
+	//go:embed queries/cancel_matching.sql
+	cancelMatchingSQL string
+	//go:embed queries/cancel_settle.sql
+	cancelSettleSQL string
+	//go:embed queries/count_matching.sql
+	countMatchingSQL string
+	//go:embed queries/pause.sql
+	pauseSQL string
+	//go:embed queries/paused.sql
+	pausedSQL string
+	//go:embed queries/purge_cancelled.sql
+	purgeCancelledSQL string
+	//go:embed queries/resume.sql
+	resumeSQL string
+	//go:embed queries/signal.sql
+	signalSQL string
+	//go:embed queries/snooze.sql
+	snoozeSQL string
+	//go:embed queries/wait.sql
+	waitSQL string
+	//go:embed queries/wait_timeouts.sql
+	waitTimeoutsSQL string
+	//go:embed queries/wait_timeouts_lock.sql
+	waitTimeoutsLockSQL string
+	//go:embed queries/waiting_list.sql
+	waitingListSQL string
 )
 
 //go:embed queries/fragments/*.sql
@@ -158,6 +190,22 @@ type queries struct {
 	settleFailed      string
 	turnsLock         string
 	turnsShare        string
+
+	cancel           string
+	cancelLock       string
+	cancelMatching   string
+	cancelSettle     string
+	countMatching    string
+	pause            string
+	paused           string
+	purgeCancelled   string
+	resume           string
+	signal           string
+	snooze           string
+	wait             string
+	waitTimeouts     string
+	waitTimeoutsLock string
+	waitingList      string
 }
 
 func loadQueries(t StateTables) queries {
@@ -210,6 +258,22 @@ func loadQueries(t StateTables) queries {
 		settleFailed:      r(settleFailedSQL),
 		turnsLock:         r(turnsLockSQL),
 		turnsShare:        r(turnsShareSQL),
+
+		cancel:           r(cancelSQL),
+		cancelLock:       r(cancelLockSQL),
+		cancelMatching:   r(cancelMatchingSQL),
+		cancelSettle:     r(cancelSettleSQL),
+		countMatching:    r(countMatchingSQL),
+		pause:            r(pauseSQL),
+		paused:           r(pausedSQL),
+		purgeCancelled:   r(purgeCancelledSQL),
+		resume:           r(resumeSQL),
+		signal:           r(signalSQL),
+		snooze:           r(snoozeSQL),
+		wait:             r(waitSQL),
+		waitTimeouts:     r(waitTimeoutsSQL),
+		waitTimeoutsLock: r(waitTimeoutsLockSQL),
+		waitingList:      r(waitingListSQL),
 	}
 }
 

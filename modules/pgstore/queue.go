@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -108,8 +109,8 @@ func (q *PostgresWorkQueue) Bound(tx pgx.Tx) *PostgresWorkQueue {
 }
 
 // Enqueue adds the items in one statement, all or none. An ID already
-// queued, leased or dead in its queue is left as it is, as is a repeat
-// within the batch.
+// queued, leased, waiting, dead or cancelled in its queue is left as it
+// is, as is a repeat within the batch.
 func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 	now := q.clock.Now()
 	n := len(items)
@@ -118,6 +119,7 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		payloads             = make([][]byte, 0, n)
 		metas                = make([]*string, 0, n)
 		notBefore, due       = make([]*time.Time, 0, n), make([]time.Time, 0, n)
+		priorities           = make([]int32, 0, n)
 		seen                 = make(map[contract.ItemKey]bool, n)
 	)
 	for _, it := range items {
@@ -145,10 +147,11 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 			notBefore = append(notBefore, &nb)
 		}
 		due = append(due, later(it.NotBefore, now))
+		priorities = append(priorities, int32(it.Priority))
 	}
 	lockQueues, lockTenants := distinctTenants(queues, tenants)
 	share := stmt{sql: q.q.turnsShare, args: []any{lockQueues, lockTenants}}
-	args := []any{queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel}
+	args := []any{queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel, priorities}
 	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		return q.db.plannedRows(ctx, e, q.q.enqueue, "", args, func(pgx.Rows) error { return nil }, share)
 	}))
@@ -217,14 +220,29 @@ func (q *workQueue) claimWith(ctx context.Context, req contract.ClaimRequest, co
 		if complete != nil && !completed {
 			prelude = append(prelude, complete.stmt(q))
 		}
+		timeoutsEnded := false
 		for try := 0; ; try++ {
 			limited := q.limited.get(name)
 			var err error
-			leases, err = q.claimOnce(ctx, e, req, limited, prelude)
+			var timedOut bool
+			leases, timedOut, err = q.claimOnce(ctx, e, req, limited, prelude)
+			if err == nil && timedOut && !timeoutsEnded {
+				// Waits of the queue timed out: they are made due, and a
+				// claim that found nothing else claims again to serve them.
+				timeoutsEnded = true
+				completed = complete != nil
+				prelude = nil
+				if err := q.endWaits(ctx, e, name); err != nil {
+					return err
+				}
+				if len(leases) == 0 {
+					continue
+				}
+			}
 			if err == nil {
 				return nil
 			}
-			if !errors.Is(err, errLimited) || try > 0 {
+			if !errors.Is(err, errLimited) || try > 1 {
 				return err
 			}
 			// claim.sql met limits set since this process last looked; its
@@ -238,8 +256,8 @@ func (q *workQueue) claimWith(ctx context.Context, req contract.ClaimRequest, co
 		return nil, queueErr(err)
 	}
 	if complete != nil {
-		if lost := complete.lost(); lost != nil {
-			return leases, lost
+		if err := q.unsettled(ctx, complete); err != nil {
+			return leases, err
 		}
 	}
 	if len(leases) == 0 {
@@ -280,6 +298,15 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 			if err := rows.Err(); err != nil {
 				return err
 			}
+			rows.Close()
+			// Lost, or live with its cancel pending: then it is cancelled.
+			cancelled, err := q.settleCancels(ctx, e, []contract.Lease{l}, true)
+			if err != nil {
+				return err
+			}
+			if cancelled[k] {
+				return &contract.CancelledError{Items: []contract.ItemKey{k}}
+			}
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 		}
 		out, err = scanLease(rows)
@@ -303,10 +330,64 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 	if err != nil {
 		return queueErr(err)
 	}
-	if lost := c.lost(); lost != nil {
-		return lost
+	return q.unsettled(ctx, c)
+}
+
+// unsettled returns the error of the leases c did not complete: those
+// whose cancel is pending are cancelled now (cancel_settle.sql) and named
+// in a *contract.CancelledError, the others in a *contract.LeaseLostError
+// (contract.SettleError); nil when c completed every lease.
+func (q *workQueue) unsettled(ctx context.Context, c *completion) error {
+	left := c.left()
+	if left == nil {
+		return nil
 	}
-	return nil
+	cancelled, err := q.settleCancels(ctx, nil, left, false)
+	if err != nil {
+		return queueErr(err)
+	}
+	var lost, gone []contract.ItemKey
+	for _, l := range left {
+		if cancelled[l.Key()] {
+			delete(cancelled, l.Key())
+			gone = append(gone, l.Key())
+		} else {
+			lost = append(lost, l.Key())
+		}
+	}
+	return contract.SettleError(lost, gone)
+}
+
+// settleCancels moves the leases among ls whose cancel is pending to
+// cancelled (only live ones when live is set) and returns their keys; on
+// e when it is given, else in a call of its own.
+func (q *workQueue) settleCancels(ctx context.Context, e Executor, ls []contract.Lease, live bool) (map[contract.ItemKey]bool, error) {
+	n := len(ls)
+	queues, tenants, ids, tokens := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, l := range ls {
+		k := l.Key()
+		queues[i], tenants[i], ids[i], tokens[i] = k.Queue, k.Tenant, k.ID, l.Token
+	}
+	out := map[contract.ItemKey]bool{}
+	do := func(ctx context.Context, e Executor) error {
+		clear(out)
+		rows, err := e.Query(ctx, q.q.cancelSettle, queues, tenants, ids, tokens, live, q.clock.Now())
+		if err != nil {
+			return err
+		}
+		return readRows(rows, func(rows pgx.Rows) error {
+			var k contract.ItemKey
+			if err := rows.Scan(&k.Queue, &k.Tenant, &k.ID); err != nil {
+				return err
+			}
+			out[k] = true
+			return nil
+		})
+	}
+	if e != nil {
+		return out, do(ctx, e)
+	}
+	return out, q.db.run(ctx, do)
 }
 
 // completion is one Complete statement: the leases in key order (two
@@ -364,20 +445,18 @@ func (c *completion) stmt(q *workQueue) stmt {
 	}}
 }
 
-// lost names the leases the statement did not delete, nil when none.
-func (c *completion) lost() error {
-	var lost []contract.ItemKey
+// left returns the leases the statement did not delete, nil when none.
+func (c *completion) left() []contract.Lease {
+	var left []contract.Lease
+	done := maps.Clone(c.done)
 	for _, l := range c.leases {
-		if token, ok := c.done[l.Key()]; ok && token == l.Token {
-			delete(c.done, l.Key())
+		if token, ok := done[l.Key()]; ok && token == l.Token {
+			delete(done, l.Key())
 			continue
 		}
-		lost = append(lost, l.Key())
+		left = append(left, l)
 	}
-	if lost != nil {
-		return &contract.LeaseLostError{Items: lost}
-	}
-	return nil
+	return left
 }
 
 func compareKeys(a, b contract.ItemKey) int {
@@ -398,27 +477,59 @@ type failed struct {
 func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
 	k := l.Key()
 	var d policy.Decision
+	var cancelled error
 	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
-		var attempts int
-		err := e.QueryRow(ctx, q.q.leaseLock, k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		cancelled = nil
+		held, err := q.lockLease(ctx, e, l)
+		if errors.Is(err, contract.ErrCancelled) {
+			cancelled = err // commit the cancel
+			return nil
 		}
 		if err != nil {
 			return err
 		}
 		now := q.clock.Now()
-		d = q.settings.Policy.Decide(attempts+1, cause, now)
+		d = q.settings.Policy.Decide(held.attempts+1, cause, now)
 		settled, err := q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, token: l.Token, decision: d, lastError: contract.ErrorText(cause)}})
 		if err == nil && settled == 0 {
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 		}
 		return err
 	})
+	if err == nil {
+		err = cancelled
+	}
 	if err != nil {
 		return policy.Decision{}, queueErr(err)
 	}
 	return d, nil
+}
+
+// heldLease is a lease locked by queries/lease_lock.sql.
+type heldLease struct {
+	attempts, snoozes int
+}
+
+// lockLease locks the lease l in e's transaction. A lost lease is a
+// *contract.LeaseLostError; one whose cancel is pending is cancelled now
+// and is a *contract.CancelledError (the transaction should commit).
+func (q *workQueue) lockLease(ctx context.Context, e Executor, l contract.Lease) (heldLease, error) {
+	k := l.Key()
+	var h heldLease
+	var marked bool
+	err := e.QueryRow(ctx, q.q.leaseLock, k.Queue, k.Tenant, k.ID, l.Token).Scan(&h.attempts, &h.snoozes, &marked)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return h, &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+	case err != nil:
+		return h, err
+	case marked:
+		if _, err := q.settleCancels(ctx, e, []contract.Lease{l}, false); err != nil {
+			return h, err
+		}
+		return h, &contract.CancelledError{Items: []contract.ItemKey{k}}
+	}
+	return h, nil
 }
 
 // settle writes the decisions in one statement and returns how many
@@ -472,12 +583,18 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 				return err
 			}
 			var fs []failed
+			var marked []contract.Lease
 			for rows.Next() {
 				var f failed
 				var attempts int
-				if err := rows.Scan(&f.tenant, &f.id, &f.token, &attempts); err != nil {
+				var cancel bool
+				if err := rows.Scan(&f.tenant, &f.id, &f.token, &attempts, &cancel); err != nil {
 					rows.Close()
 					return err
+				}
+				if cancel {
+					marked = append(marked, contract.Lease{Item: contract.Item{Queue: name, Tenant: f.tenant, ID: f.id}, Token: f.token})
+					continue
 				}
 				f.decision = q.settings.Policy.Decide(attempts+1, contract.ErrLeaseExpired, now)
 				f.lastError = contract.ErrorText(contract.ErrLeaseExpired)
@@ -487,11 +604,22 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			locked = len(fs)
-			if locked == 0 {
+			locked = len(fs) + len(marked)
+			n = 0
+			if len(marked) > 0 {
+				// Expired leases whose cancel is pending are cancelled, not
+				// retried.
+				cancelled, err := q.settleCancels(ctx, e, marked, false)
+				if err != nil {
+					return err
+				}
+				n = len(cancelled)
+			}
+			if len(fs) == 0 {
 				return nil
 			}
-			n, err = q.settle(ctx, e, name, now, fs)
+			settled, err := q.settle(ctx, e, name, now, fs)
+			n += settled
 			return err
 		})
 		if err != nil {
@@ -595,7 +723,7 @@ func (q *workQueue) underTurnLocks(ctx context.Context, e Executor, queue string
 // pruneTurns deletes the turn rows of tenants that hold nothing in the
 // queue and were not served within TurnRetention, so tenants that come
 // and go do not each cost every claim a probe. A pruned tenant that
-// returns starts at the front of the rotation, as any new tenant does.
+// returns joins the rotation at the back, as any new tenant does.
 func (q *workQueue) pruneTurns(ctx context.Context, queue string) error {
 	cutoff := q.clock.Now().Add(-q.settings.TurnRetention)
 	for {
@@ -695,9 +823,8 @@ func (q *workQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int
 	return n, queueErr(err)
 }
 
-// scanLease reads the item columns (queue, tenant, id, state, payload,
-// metadata, not_before, attempts, last_error, enqueued_at, dead_at,
-// worker, lease_expires_at, token), then any extra destinations.
+// scanLease reads the item columns (queries/fragments/item_columns.sql),
+// then any extra destinations.
 func scanLease(rows pgx.Rows, extra ...any) (contract.Lease, error) {
 	return scanLeaseAfter(rows, nil, extra...)
 }
@@ -713,13 +840,17 @@ func scanLeaseAfter(rows pgx.Rows, before []any, extra ...any) (contract.Lease, 
 		notBefore, deadAt, expiresAt *time.Time
 		worker                       *string
 		token                        *int64
+		lc                           lifecycleColumns
 	)
 	dest := append(append(before, &it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts,
-		&it.LastError, &it.EnqueuedAt, &deadAt, &worker, &expiresAt, &token), extra...)
+		&it.LastError, &it.EnqueuedAt, &deadAt, &worker, &expiresAt, &token,
+		&it.Priority, &it.Snoozes, &lc.waitSignal, &lc.waitSince, &lc.waitUntil, &lc.resumedSignal, &lc.resumedPayload,
+		&lc.resumedTimedOut, &lc.resumedAt, &lc.cancelledAt, &lc.cancelReason), extra...)
 	if err := rows.Scan(dest...); err != nil {
 		return l, err
 	}
 	it.State = contract.ItemState(state)
+	lc.fill(it)
 	if len(meta) > 0 && string(meta) != "null" {
 		if err := json.Unmarshal(meta, &it.Metadata); err != nil {
 			return l, err

@@ -10,12 +10,16 @@ import (
 
 // SchemaVersion is the version of the schema this release reads. Verify
 // refuses a database whose adk_schema holds another.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // MigrationFile names the published up-migration that brings a database
-// from the previous schema version (1) to SchemaVersion: the file in this
+// from the previous schema version (2) to SchemaVersion: the file in this
 // module, also rendered by [Migration].
-const MigrationFile = "schema/migrations/002_flow_control.sql"
+const MigrationFile = "schema/migrations/003_lifecycle.sql"
+
+// migrationFiles are the up-migrations in order: the one at index i
+// brings version i+1 to version i+2.
+var migrationFiles = []string{"schema/migrations/002_flow_control.sql", MigrationFile}
 
 //go:embed schema/*.sql schema/migrations/*.sql
 var schemaFS embed.FS
@@ -34,22 +38,27 @@ func Schema(tables StateTables) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return render(t, readSQL(schemaFS, "schema/002_schema.sql")), nil
+	return render(t, readSQL(schemaFS, "schema/003_schema.sql")), nil
 }
 
 // Migration returns the up-migration from schema version from to
 // SchemaVersion, with the given table names, for the deployment's
-// migration tool. Only version 1 has one ([MigrationFile]); the library
-// never runs it.
+// migration tool: [MigrationFile] from version 2, and from version 1 the
+// migration to version 2 followed by it. The library never runs them.
 func Migration(tables StateTables, from int) (string, error) {
 	t, err := tables.normalized()
 	if err != nil {
 		return "", err
 	}
-	if from != SchemaVersion-1 {
-		return "", &contract.ValidationError{Field: "from", Problem: fmt.Sprintf("is %d; this release publishes the migration from version %d to %d only", from, SchemaVersion-1, SchemaVersion)}
+	if from < 1 || from >= SchemaVersion {
+		return "", &contract.ValidationError{Field: "from", Problem: fmt.Sprintf("is %d; this release publishes the migrations from versions 1 and %d to %d", from, SchemaVersion-1, SchemaVersion)}
 	}
-	return render(t, readSQL(schemaFS, MigrationFile)), nil
+	var b strings.Builder
+	for _, f := range migrationFiles[from-1:] {
+		b.WriteString(render(t, readSQL(schemaFS, f)))
+		b.WriteString("\n")
+	}
+	return b.String(), nil
 }
 
 func mustRender(t StateTables) string {

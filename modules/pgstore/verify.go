@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,9 +19,9 @@ const applyFix = "apply ExpectedSchema with your migration tool (adkctl schema a
 
 // Verify reads the database and refuses what this release cannot run on:
 // no adk_schema table or a version other than SchemaVersion
-// (*contract.SchemaError; for the previous version its fix names the
-// up-migration, [MigrationFile]), one of the tables or the live-lease
-// function missing (*contract.SchemaError),
+// (*contract.SchemaError; for an earlier version its fix names the
+// up-migrations, [MigrationFile] last), one of the tables (with version
+// 3's {work}_pauses) or the live-lease function missing (*contract.SchemaError),
 // or a statement_timeout of 0 (*contract.PreflightError: a statement that
 // can run forever holds a pooled connection until the process dies). It
 // only reads; it never creates or changes anything.
@@ -82,11 +83,14 @@ func Verify(ctx context.Context, exec Executor, tables StateTables) error {
 	case version == SchemaVersion-1:
 		return &contract.SchemaError{Object: "adk_schema.version", Found: strconv.Itoa(version), Want: strconv.Itoa(SchemaVersion),
 			Fix: "apply the migration " + MigrationFile + " (pgstore.Migration renders it with your table names) with your migration tool, then start this release"}
+	case version >= 1 && version < SchemaVersion:
+		return &contract.SchemaError{Object: "adk_schema.version", Found: strconv.Itoa(version), Want: strconv.Itoa(SchemaVersion),
+			Fix: "apply the migrations " + strings.Join(migrationFiles[version-1:], " then ") + " in that order (pgstore.Migration(tables, " + strconv.Itoa(version) + ") renders them with your table names) with your migration tool, then start this release"}
 	case version != SchemaVersion:
 		return &contract.SchemaError{Object: "adk_schema.version", Found: strconv.Itoa(version), Want: strconv.Itoa(SchemaVersion),
 			Fix: "run the migration that brings the schema to this release's version, or use the release written for version " + strconv.Itoa(version)}
 	}
-	for _, name := range []string{t.Runs, t.Work, t.Turns, t.Blobs, t.Work + "_limits", t.Work + "_usage"} {
+	for _, name := range []string{t.Runs, t.Work, t.Turns, t.Blobs, t.Work + "_limits", t.Work + "_usage", t.Work + "_pauses"} {
 		var found *string
 		if err := e.QueryRow(ctx, "SELECT to_regclass($1)::text", name).Scan(&found); err != nil {
 			return fail("look up table "+name, err)

@@ -1,14 +1,15 @@
 -- Claim a batch: $1 queue, $2 now, $3 max items, $4 worker, $5 lease expiry.
 --
--- This is the claim of a queue without limits (no row in {work}_limits):
--- a queue that has any is claimed by claim_flow.sql. The queue chooses
+-- This is the claim of a queue without limits or pauses (no row in
+-- {work}_limits or {work}_pauses): a queue that has any is claimed by
+-- claim_flow.sql. The queue chooses
 -- between the two from what its last claim said; should limits have been
 -- set since, the rotation below is empty (one probe of the limits' primary
 -- key, evaluated once) and the statement returns a single row that says
 -- so, and the queue claims again with claim_flow.sql.
 --
 -- pick walks the rotation round by round: round 1 offers every tenant, in
--- turn order, its first due item; each later round offers each tenant
+-- turn order, its first due item (in priority order: fragments/pick_items.sql); each later round offers each tenant
 -- that was served in the round before its next one. The walk is lazy, so
 -- LIMIT $3 stops it as soon as the batch is full, and a single busy tenant
 -- fills the whole batch through its own rounds.
@@ -41,40 +42,28 @@ rotation AS (
     FROM {turns} t
     WHERE t.queue = $1 AND t.wake_at <= $2
       AND NOT EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1)
+      AND NOT EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1)
     ORDER BY t.turn_batch, t.turn_pos, t.tenant
 ),
-pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id) AS (
+pick (round, pos, sub, last, k, tenant, id, due_at, seq, rank, row_id) AS (
     SELECT 1, f.pos, 1::bigint, true, CASE WHEN count(*) OVER () = 1 THEN greatest($3 - 1, 1) ELSE 1 END,
-           f.tenant, f.id, f.due_at, f.seq, f.ctid
+           f.tenant, f.id, f.due_at, f.seq, f.rank, f.ctid
     FROM (
-        SELECT r.pos, r.tenant, w.id, w.due_at, w.seq, w.ctid
+        SELECT r.pos, r.tenant, w.id, w.due_at, w.seq, w.rank, w.ctid
         FROM rotation r
-        CROSS JOIN LATERAL (
-            SELECT w.id, w.due_at, w.seq, w.ctid
-            FROM {work} w
-            WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'queued' AND w.due_at <= $2
-            ORDER BY w.due_at, w.seq
-            LIMIT 1
-            FOR UPDATE SKIP LOCKED
-        ) w
+        CROSS JOIN LATERAL (SELECT r.tenant, -101 AS rank, '-infinity'::timestamptz AS due_at, 0::bigint AS seq, 1::bigint AS lim) a
+        CROSS JOIN LATERAL ({pick_items}) w
         LIMIT $3
     ) f
     UNION ALL
-    SELECT p.round + 1, p.pos, c.sub, c.sub = c.cnt, p.k, p.tenant, c.id, c.due_at, c.seq, c.ctid
+    SELECT p.round + 1, p.pos, c.sub, c.sub = c.cnt, p.k, p.tenant, c.id, c.due_at, c.seq, c.rank, c.ctid
     FROM pick p
+    CROSS JOIN LATERAL (SELECT p.tenant, p.rank, p.due_at, p.seq, p.k::bigint AS lim) a
     CROSS JOIN LATERAL (
         -- The window functions number the chunk outside the locking
-        -- query (FOR UPDATE allows none at its own level).
-        SELECT w.*, row_number() OVER (ORDER BY w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
-        FROM (
-            SELECT w.id, w.due_at, w.seq, w.ctid
-            FROM {work} w
-            WHERE w.queue = $1 AND w.tenant = p.tenant AND w.state = 'queued' AND w.due_at <= $2
-              AND (w.due_at, w.seq) > (p.due_at, p.seq)
-            ORDER BY w.due_at, w.seq
-            LIMIT p.k
-            FOR UPDATE SKIP LOCKED
-        ) w
+        -- queries (FOR UPDATE allows none at their level).
+        SELECT w.*, row_number() OVER (ORDER BY w.rank, w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
+        FROM ({pick_items}) w
     ) c
     WHERE p.last
 ),
@@ -98,6 +87,7 @@ leased AS (
     WHERE w.ctid = ANY (ARRAY(SELECT row_id FROM picked)) AND w.ctid = p.row_id
       AND w.tenant = p.tenant AND w.id = p.id
     RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
+              w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason,
               p.round, p.pos, p.sub
 ),
 ordered AS (
@@ -129,12 +119,19 @@ bump AS (
     FROM served s, bump_lock l, batch b
     WHERE t.queue = $1 AND t.tenant = s.tenant AND l.tenant = s.tenant
 )
-SELECT false AS limited, queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at,
-       dead_at, worker, lease_expires_at, token, round, pos, sub
+SELECT 'lease' AS kind, {item_columns}, round, pos, sub
 FROM leased
 UNION ALL
--- The queue has limits (set since this process last looked): nothing was
--- claimed, and this one row says to claim with claim_flow.sql instead.
-SELECT true, $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-WHERE EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1)
+-- The queue has limits or pauses (set since this process last looked):
+-- nothing was claimed, and this one row says to claim with
+-- claim_flow.sql instead.
+SELECT 'limited', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
+       0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+WHERE EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1) OR EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1)
+UNION ALL
+-- Waits of the queue have timed out: the queue makes them due
+-- (wait_timeouts.sql), and this row says so.
+SELECT 'timeouts', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
+       0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+WHERE EXISTS (SELECT 1 FROM {work} w WHERE w.queue = $1 AND w.state = 'waiting' AND w.due_at <= $2)
 ORDER BY round, pos, tenant, sub

@@ -7,8 +7,11 @@
 -- by round, items locked where they are found FOR UPDATE SKIP LOCKED with
 -- every predicate stated on the locked relation. What differs is a tenant
 -- that has limits, its own row in {work}_limits or the queue's default
--- ("gated" below). A tenant without any is walked as claim.sql walks it,
--- for one more index probe (its limits).
+-- ("gated" below), and pauses: a paused tenant is passed over as a held
+-- one is, keeping its place (and reported held for "paused"), and a
+-- paused queue claims nothing. A tenant without any is walked as
+-- claim.sql walks it, for one more index probe (its limits) and one of
+-- the pauses.
 --
 -- A gated tenant's turn row is locked, FOR UPDATE SKIP LOCKED, when the
 -- tenant first comes up, and stays locked to commit, so two claims never
@@ -47,7 +50,8 @@ rotation AS (
            CASE WHEN e.burst > 0 THEN e.burst ELSE greatest(1, ceil(coalesce(e.rate, 0)))::int END AS burst,
            greatest(coalesce(e.weight, 0), 1) AS w,
            coalesce(e.budget_cost, 0) AS budget_cost, coalesce(e.budget_tokens, 0) AS budget_tokens,
-           coalesce(e.budget_window_ms, 0) / 10 AS slot_ms
+           coalesce(e.budget_window_ms, 0) / 10 AS slot_ms,
+           EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = t.tenant) AS paused
     FROM {turns} t
     LEFT JOIN LATERAL (
         SELECT o.max_leased, o.rate, o.burst, o.weight, o.budget_cost, o.budget_tokens, o.budget_window_ms
@@ -57,15 +61,16 @@ rotation AS (
         LIMIT 1
     ) e ON true
     WHERE t.queue = $1 AND t.wake_at <= $2
+      AND NOT EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = '')
     ORDER BY t.turn_batch, t.turn_pos, t.tenant
 ),
-pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id, n, gated, w, credit0, tat0, rate, room0, cap_room) AS (
+pick (round, pos, sub, last, k, tenant, id, due_at, seq, rank, row_id, n, gated, w, credit0, tat0, rate, room0, cap_room) AS (
     SELECT 1, f.pos, f.sub, f.sub = f.cnt,
            CASE WHEN min(f.tenant) OVER () = max(f.tenant) OVER () THEN greatest($3 - count(*) OVER (), 1) ELSE 0 END,
-           f.tenant, f.id, f.due_at, f.seq, f.ctid, f.sub, f.gated, f.w, f.credit0, f.tat0, f.rate, f.room0, f.cap_room
+           f.tenant, f.id, f.due_at, f.seq, f.rank, f.ctid, f.sub, f.gated, f.w, f.credit0, f.tat0, f.rate, f.room0, f.cap_room
     FROM (
         SELECT r.pos, r.tenant, r.gated, r.w, g.credit AS credit0, g.rate_tat AS tat0, r.rate, m.room0, m.cap_room,
-               w.id, w.due_at, w.seq, w.ctid, w.sub, w.cnt
+               w.id, w.due_at, w.seq, w.rank, w.ctid, w.sub, w.cnt
         FROM rotation r
         LEFT JOIN LATERAL (
             SELECT x.rate_tat, x.credit,
@@ -73,7 +78,7 @@ pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id, n, gated, w, cr
             FROM (
                 SELECT t.tenant, t.rate_tat, t.credit
                 FROM {turns} t
-                WHERE t.queue = $1 AND t.tenant = r.tenant AND r.gated
+                WHERE t.queue = $1 AND t.tenant = r.tenant AND r.gated AND NOT r.paused
                 FOR UPDATE SKIP LOCKED
             ) x
         ) g ON true
@@ -86,7 +91,8 @@ pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id, n, gated, w, cr
         ) b ON true
         CROSS JOIN LATERAL (
             SELECT c.cap_room, least(c.cap_room, c.rate_room) AS room0,
-                   CASE WHEN NOT r.gated THEN 1
+                   CASE WHEN r.paused THEN 0 -- passed over, keeping its place
+                        WHEN NOT r.gated THEN 1
                         WHEN g.credit IS NULL THEN 0 -- another claim is serving it
                         WHEN c.cap_room <= 0 OR c.rate_room <= 0 OR c.over THEN 0
                         ELSE least(greatest(r.w - g.credit, 1), c.cap_room, c.rate_room)
@@ -99,36 +105,26 @@ pick (round, pos, sub, last, k, tenant, id, due_at, seq, row_id, n, gated, w, cr
                        (r.budget_cost > 0 AND b.cost >= r.budget_cost) OR (r.budget_tokens > 0 AND b.tokens >= r.budget_tokens) AS over
             ) c
         ) m
+        CROSS JOIN LATERAL (SELECT r.tenant, -101 AS rank, '-infinity'::timestamptz AS due_at, 0::bigint AS seq, m.chunk1::bigint AS lim) a
         CROSS JOIN LATERAL (
-            SELECT w.*, row_number() OVER (ORDER BY w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
-            FROM (
-                SELECT w.id, w.due_at, w.seq, w.ctid
-                FROM {work} w
-                WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'queued' AND w.due_at <= $2
-                ORDER BY w.due_at, w.seq
-                LIMIT m.chunk1
-                FOR UPDATE SKIP LOCKED
-            ) w
+            SELECT w.*, row_number() OVER (ORDER BY w.rank, w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
+            FROM ({pick_items}) w
         ) w
         LIMIT $3
     ) f
     UNION ALL
-    SELECT p.round + 1, p.pos, c.sub, c.sub = c.cnt, p.k, p.tenant, c.id, c.due_at, c.seq, c.ctid, p.n + c.sub,
+    SELECT p.round + 1, p.pos, c.sub, c.sub = c.cnt, p.k, p.tenant, c.id, c.due_at, c.seq, c.rank, c.ctid, p.n + c.sub,
            p.gated, p.w, p.credit0, p.tat0, p.rate, p.room0, p.cap_room
     FROM pick p
     CROSS JOIN LATERAL (
-        SELECT w.*, row_number() OVER (ORDER BY w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
-        FROM (
-            SELECT w.id, w.due_at, w.seq, w.ctid
-            FROM {work} w
-            WHERE w.queue = $1 AND w.tenant = p.tenant AND w.state = 'queued' AND w.due_at <= $2
-              AND (w.due_at, w.seq) > (p.due_at, p.seq)
-            ORDER BY w.due_at, w.seq
-            LIMIT CASE WHEN NOT p.gated THEN greatest(p.k, 1)
-                       ELSE greatest(0, least(CASE WHEN p.k > 0 THEN p.k ELSE p.w END, p.room0 - p.n))
-                  END
-            FOR UPDATE SKIP LOCKED
-        ) w
+        SELECT p.tenant, p.rank, p.due_at, p.seq,
+               (CASE WHEN NOT p.gated THEN greatest(p.k, 1)
+                     ELSE greatest(0, least(CASE WHEN p.k > 0 THEN p.k ELSE p.w END, p.room0 - p.n))
+                END)::bigint AS lim
+    ) a
+    CROSS JOIN LATERAL (
+        SELECT w.*, row_number() OVER (ORDER BY w.rank, w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
+        FROM ({pick_items}) w
     ) c
     WHERE p.last
 ),
@@ -146,6 +142,7 @@ leased AS (
     WHERE w.ctid = ANY (ARRAY(SELECT row_id FROM picked)) AND w.ctid = p.row_id
       AND w.tenant = p.tenant AND w.id = p.id
     RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
+              w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason,
               p.round, p.pos, p.sub, p.gated, p.w, p.credit0, p.rate
 ),
 ordered AS (
@@ -227,6 +224,7 @@ held_first AS (
         WHERE t.queue = $1 AND t.wake_at <= $2
           AND (t.turn_batch, t.turn_pos, t.tenant) < (reach.turn_batch, reach.turn_pos, reach.tenant)
           AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.tenant = t.tenant)
+          AND NOT EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = t.tenant)
     ) r
     CROSS JOIN LATERAL (
         SELECT x.rate_tat,
@@ -258,6 +256,17 @@ held_later AS (
       AND (fin.n < $3 OR fin.round > p.round + 1
            OR (fin.round = p.round + 1 AND p.pos < (SELECT max(q.pos) FROM picked q WHERE q.round = fin.round)))
 ),
+-- Held for a pause: paused tenants with a due item that round 1 reached
+-- (a pause is checked before any limit).
+held_paused AS (
+    SELECT t.tenant
+    FROM reach
+    CROSS JOIN {turns} t
+    WHERE t.queue = $1 AND t.wake_at <= $2
+      AND (t.turn_batch, t.turn_pos, t.tenant) < (reach.turn_batch, reach.turn_pos, reach.tenant)
+      AND EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = t.tenant)
+      AND EXISTS (SELECT 1 FROM {work} w WHERE w.queue = $1 AND w.tenant = t.tenant AND w.state = 'queued' AND w.due_at <= $2)
+),
 held AS (
     SELECT h.tenant, h.reason, h.rate_tat,
            e.max_leased, e.rate, e.burst, e.weight, e.budget_cost, e.budget_tokens, e.budget_window_ms,
@@ -277,20 +286,34 @@ held AS (
         LIMIT 1
     ) e
 )
-SELECT 'lease' AS kind, queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at,
-       dead_at, worker, lease_expires_at, token, NULL::text AS reason, NULL::float8 AS rate_tat,
+SELECT 'lease' AS kind, {item_columns}, NULL::text AS reason, NULL::float8 AS rate_tat,
        NULL::integer AS max_leased, NULL::float8 AS rate, NULL::integer AS burst, NULL::integer AS weight,
        NULL::bigint AS budget_cost, NULL::bigint AS budget_tokens, NULL::bigint AS budget_window_ms,
        NULL::bigint[] AS at_ms, NULL::bigint[] AS costs, NULL::bigint[] AS tokens, round, pos, sub
 FROM leased
 UNION ALL
-SELECT 'held', $1, h.tenant, '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
+SELECT 'held', $1, h.tenant, '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        h.reason, h.rate_tat, h.max_leased, h.rate, h.burst, h.weight, h.budget_cost, h.budget_tokens, h.budget_window_ms,
        h.at_ms, h.costs, h.tokens, NULL, NULL, NULL
 FROM held h
 UNION ALL
--- No limits left on the queue: the next claim may go back to claim.sql.
-SELECT 'free', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
+SELECT 'held', $1, h.tenant, '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       'paused', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM held_paused h, fin
+UNION ALL
+-- No limits or pauses left on the queue: the next claim may go back to
+-- claim.sql.
+SELECT 'free', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-WHERE NOT EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1)
+WHERE NOT EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1) AND NOT EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1)
+UNION ALL
+-- The whole queue is paused: it claimed nothing.
+SELECT 'paused', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+WHERE EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = '')
+UNION ALL
+-- Waits of the queue have timed out (see claim.sql).
+SELECT 'timeouts', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+WHERE EXISTS (SELECT 1 FROM {work} w WHERE w.queue = $1 AND w.state = 'waiting' AND w.due_at <= $2)
 ORDER BY round, pos, tenant, sub

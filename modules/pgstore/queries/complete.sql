@@ -2,7 +2,9 @@
 -- tenant, id, token). Each row is deleted only while it is still leased
 -- under the token presented; the rows that come back completed, each with
 -- the token that completed it (an item named twice comes back once), and
--- the others were lost.
+-- the others were lost, or are
+-- leases whose cancel is pending, which the queue then settles
+-- (cancel_settle.sql).
 --
 -- The state is compared through coalesce (state is NOT NULL, so it means
 -- the same) so that the planner cannot prove the predicate of the
@@ -19,5 +21,5 @@
 DELETE FROM {work} w
 USING unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS l(queue, tenant, id, token)
 WHERE w.queue = l.queue AND w.tenant = l.tenant AND w.id = l.id
-  AND coalesce(w.state, '') = 'leased' AND w.token = l.token
+  AND coalesce(w.state, '') = 'leased' AND w.token = l.token AND w.cancelled_at IS NULL
 RETURNING w.queue, w.tenant, w.id, w.token

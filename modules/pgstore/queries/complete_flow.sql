@@ -20,7 +20,7 @@ WITH done AS (
     DELETE FROM {work} w
     USING unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS l(queue, tenant, id, token)
     WHERE w.queue = l.queue AND w.tenant = l.tenant AND w.id = l.id
-      AND coalesce(w.state, '') = 'leased' AND w.token = l.token
+      AND coalesce(w.state, '') = 'leased' AND w.token = l.token AND w.cancelled_at IS NULL
     RETURNING w.queue, w.tenant, w.id, w.token
 ),
 woke AS (

@@ -1,25 +1,26 @@
 -- Enqueue a batch, in the statement after turns_share.sql. $1..$7 are
 -- parallel arrays (queue, tenant, id, payload, metadata as JSON text,
--- not_before, due_at), $8 now, $9 the notification channel.
+-- not_before, due_at), $8 now, $9 the notification channel, $10 the
+-- items' priorities (parallel to $1..$7).
 --
 -- seq is drawn in the order given, so a tenant's items are served in that
 -- order; the rows are then inserted in key order, so two batches that
 -- share keys take their locks in the same order and cannot deadlock. An ID
--- already queued, leased or dead is left as it is. The NOTIFY rides the
+-- already queued, leased, waiting, dead or cancelled is left as it is. The NOTIFY rides the
 -- same transaction: a bound enqueue wakes claimers only when the caller
 -- commits.
 WITH input AS (
     SELECT i.*, nextval('{work}_seq') AS seq
     FROM (
         SELECT *
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::timestamptz[], $7::timestamptz[])
-             WITH ORDINALITY AS i(queue, tenant, id, payload, metadata, not_before, due_at, ord)
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::timestamptz[], $7::timestamptz[], $10::integer[])
+             WITH ORDINALITY AS i(queue, tenant, id, payload, metadata, not_before, due_at, priority, ord)
         ORDER BY ord
     ) i
 ),
 ins AS (
-    INSERT INTO {work} (queue, tenant, id, state, seq, due_at, not_before, payload, metadata, enqueued_at)
-    SELECT queue, tenant, id, 'queued', seq, due_at, not_before, payload, metadata::jsonb, $8
+    INSERT INTO {work} (queue, tenant, id, state, seq, due_at, not_before, payload, metadata, enqueued_at, priority)
+    SELECT queue, tenant, id, 'queued', seq, due_at, not_before, payload, metadata::jsonb, $8, priority
     FROM input
     ORDER BY queue, tenant, id
     ON CONFLICT (queue, tenant, id) DO NOTHING
@@ -31,10 +32,14 @@ ins AS (
 -- the exclusive side, so it never removes a row while an enqueue for
 -- that tenant is in flight, and an enqueue that waited behind a prune
 -- inserts the row afresh.
+-- A new tenant joins the rotation at the back: its turn batch is drawn
+-- after those of every tenant served so far.
 turns AS (
-    INSERT INTO {turns} (queue, tenant)
-    SELECT DISTINCT queue, tenant FROM input
-    ORDER BY queue, tenant
+    INSERT INTO {turns} (queue, tenant, turn_batch)
+    SELECT d.queue, d.tenant, nextval('{turns}_seq')
+    FROM (SELECT DISTINCT queue, tenant FROM input) d
+    WHERE NOT EXISTS (SELECT 1 FROM {turns} t WHERE t.queue = d.queue AND t.tenant = d.tenant)
+    ORDER BY d.queue, d.tenant
     ON CONFLICT (queue, tenant) DO NOTHING
 ),
 -- A parked tenant wakes at its earliest new item.

@@ -1,4 +1,4 @@
 -- One item: $1 queue, $2 tenant, $3 id.
-SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error, enqueued_at, dead_at, worker, lease_expires_at, token
+SELECT {item_columns}
 FROM {work}
 WHERE queue = $1 AND tenant = $2 AND id = $3

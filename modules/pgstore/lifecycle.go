@@ -1,0 +1,322 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/policy"
+)
+
+var (
+	_ contract.LifecycleController = (*PostgresWorkQueue)(nil)
+	_ contract.LifecycleController = (*workQueue)(nil)
+)
+
+// lifecycleColumns are the item columns of schema version 3 that are
+// NULL when unused, as scanLease reads them.
+type lifecycleColumns struct {
+	waitSignal, resumedSignal, cancelReason      *string
+	waitSince, waitUntil, resumedAt, cancelledAt *time.Time
+	resumedPayload                               []byte
+	resumedTimedOut                              *bool
+}
+
+// fill puts the columns into it.
+func (c lifecycleColumns) fill(it *contract.Item) {
+	if c.waitSignal != nil && it.State == contract.StateWaiting {
+		w := &contract.WaitInfo{Signal: *c.waitSignal}
+		if c.waitSince != nil {
+			w.Since = utc(*c.waitSince)
+		}
+		if c.waitUntil != nil {
+			w.Until = utc(*c.waitUntil)
+		}
+		it.Waiting = w
+	}
+	if c.resumedSignal != nil {
+		r := &contract.Resume{Signal: *c.resumedSignal, Payload: c.resumedPayload}
+		if c.resumedTimedOut != nil {
+			r.TimedOut = *c.resumedTimedOut
+		}
+		if c.resumedAt != nil {
+			r.At = utc(*c.resumedAt)
+		}
+		it.Resumed = r
+	}
+	if c.cancelledAt != nil {
+		it.CancelledAt = utc(*c.cancelledAt)
+	}
+	if c.cancelReason != nil {
+		it.CancelReason = *c.cancelReason
+	}
+}
+
+// Pause stops claims of queue's tenant, or of the queue when tenant is
+// "": a row in the pauses table, which sends the queue's claims to
+// claim_flow.sql until the last pause ends.
+func (q *workQueue) Pause(ctx context.Context, queue, tenant string) error {
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		_, err := e.Exec(ctx, q.q.pause, queue, tenant, q.clock.Now())
+		return err
+	})
+	if err == nil {
+		q.limited.set(queue, true)
+	}
+	return queueErr(err)
+}
+
+// Resume ends a pause and wakes the queue's claimers on commit.
+func (q *workQueue) Resume(ctx context.Context, queue, tenant string) error {
+	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		_, err := e.Exec(ctx, q.q.resume, queue, tenant, q.channel)
+		return err
+	}))
+}
+
+// Paused reports what of queue is paused.
+func (q *workQueue) Paused(ctx context.Context, queue string) (contract.PauseState, error) {
+	out := contract.PauseState{Queue: queue, Tenants: []string{}}
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		out.Paused, out.Tenants = false, out.Tenants[:0]
+		rows, err := e.Query(ctx, q.q.paused, queue)
+		if err != nil {
+			return err
+		}
+		return readRows(rows, func(rows pgx.Rows) error {
+			var t string
+			if err := rows.Scan(&t); err != nil {
+				return err
+			}
+			if t == "" {
+				out.Paused = true
+			} else {
+				out.Tenants = append(out.Tenants, t)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return contract.PauseState{}, queueErr(err)
+	}
+	return out, nil
+}
+
+// Cancel locks the item, then cancels it (or marks its lease) in the same
+// transaction, and returns the state it was in.
+func (q *workQueue) Cancel(ctx context.Context, key contract.ItemKey, reason string) (contract.ItemState, error) {
+	var was string
+	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
+		err := e.QueryRow(ctx, q.q.cancelLock, key.Queue, key.Tenant, key.ID).Scan(&was)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return contract.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		_, err = e.Exec(ctx, q.q.cancel, key.Queue, key.Tenant, key.ID, q.clock.Now(), reason)
+		return err
+	})
+	if err != nil {
+		return "", queueErr(err)
+	}
+	return contract.ItemState(was), nil
+}
+
+// CancelMatching cancels, or marks, every item f selects in one
+// statement.
+func (q *workQueue) CancelMatching(ctx context.Context, f contract.CancelFilter, reason string) (int, error) {
+	var n int
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		tag, err := e.Exec(ctx, q.q.cancelMatching, f.Queue, f.Tenant, f.IDPrefix, string(f.State), q.clock.Now(), reason)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, queueErr(err)
+}
+
+// CountMatching counts what CancelMatching would touch.
+func (q *workQueue) CountMatching(ctx context.Context, f contract.CancelFilter) (int, error) {
+	var n int
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		return e.QueryRow(ctx, q.q.countMatching, f.Queue, f.Tenant, f.IDPrefix, string(f.State)).Scan(&n)
+	})
+	return n, queueErr(err)
+}
+
+// PurgeCancelled deletes the queue's items cancelled before before.
+func (q *workQueue) PurgeCancelled(ctx context.Context, queue string, before time.Time) (int, error) {
+	var n int
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		tag, err := e.Exec(ctx, q.q.purgeCancelled, queue, before)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, queueErr(err)
+}
+
+// settleHeld runs fn on the lease l locked in a transaction
+// (queries/lease_lock.sql). A lease whose cancel is pending is cancelled
+// instead, and the transaction commits that; the call then returns the
+// *contract.CancelledError.
+func (q *workQueue) settleHeld(ctx context.Context, l contract.Lease, fn func(ctx context.Context, e Executor, h heldLease, now time.Time) error) error {
+	var cancelled error
+	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
+		cancelled = nil
+		h, err := q.lockLease(ctx, e, l)
+		if errors.Is(err, contract.ErrCancelled) {
+			cancelled = err
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fn(ctx, e, h, q.clock.Now())
+	})
+	if err == nil {
+		err = cancelled
+	}
+	return queueErr(err)
+}
+
+// Snooze puts the item back due at now+d with no attempt charged, or
+// dead-letters it once its snoozes reach the policy's cap.
+func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duration) (policy.Decision, error) {
+	k := l.Key()
+	var dec policy.Decision
+	err := q.settleHeld(ctx, l, func(ctx context.Context, e Executor, h heldLease, now time.Time) error {
+		dec = q.settings.Policy.DecideSnooze(h.snoozes, d, now)
+		due, notBefore := now, any(nil)
+		if dec.Retry {
+			due, notBefore = later(dec.At, now), dec.At
+			// The item becomes due: the statement starts with the tenant's
+			// turn lock held (turns_share.sql).
+			if _, err := e.Exec(ctx, q.q.turnsShare, []string{k.Queue}, []string{k.Tenant}); err != nil {
+				return err
+			}
+		}
+		var n, woke int
+		err := e.QueryRow(ctx, q.q.snooze, k.Queue, k.Tenant, k.ID, l.Token, dec.Retry, due, notBefore, now, q.channel,
+			contract.SnoozeLimitText(h.snoozes)).Scan(&n, &woke)
+		if err == nil && n == 0 {
+			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		}
+		return err
+	})
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	return dec, nil
+}
+
+// Wait ends the lease and parks the item until a signal or its timeout.
+func (q *workQueue) Wait(ctx context.Context, l contract.Lease, w contract.WaitRequest) error {
+	k := l.Key()
+	return q.settleHeld(ctx, l, func(ctx context.Context, e Executor, _ heldLease, now time.Time) error {
+		tag, err := e.Exec(ctx, q.q.wait, k.Queue, k.Tenant, k.ID, l.Token, w.Signal, now, now.Add(w.Timeout))
+		if err == nil && tag.RowsAffected() == 0 {
+			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		}
+		return err
+	})
+}
+
+// Signal resumes the item if it waits for signal, in one statement that
+// checks and writes (queries/signal.sql), after the tenant's turn lock.
+func (q *workQueue) Signal(ctx context.Context, key contract.ItemKey, signal string, payload []byte) error {
+	now := q.clock.Now()
+	return queueErr(q.db.tx(ctx, func(ctx context.Context, e Executor) error {
+		if _, err := e.Exec(ctx, q.q.turnsShare, []string{key.Queue}, []string{key.Tenant}); err != nil {
+			return err
+		}
+		var (
+			resumed   bool
+			state     string
+			waitsFor  *string
+			waitUntil *time.Time
+			woke      int
+		)
+		err := e.QueryRow(ctx, q.q.signal, key.Queue, key.Tenant, key.ID, signal, payload, now, q.channel).
+			Scan(&resumed, &state, &waitsFor, &waitUntil, &woke)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return contract.ErrNotFound
+		case err != nil:
+			return err
+		case resumed:
+			return nil
+		}
+		nw := &contract.NotWaitingError{Key: key, Signal: signal, State: contract.ItemState(state)}
+		if nw.State == contract.StateWaiting {
+			switch {
+			case waitUntil != nil && !waitUntil.After(now):
+				// Timed out: the item is due, waiting for nothing.
+				nw.State = contract.StateQueued
+			case waitsFor != nil && *waitsFor == signal:
+				// The statement's snapshot saw the wait, but a concurrent
+				// signal resumed it first.
+				nw.State = contract.StateQueued
+			case waitsFor != nil:
+				nw.Waiting = *waitsFor
+			}
+		}
+		return nw
+	}))
+}
+
+// endWaits makes the queue's timed-out waits due, on e (the claim's
+// connection, or the caller's transaction), in a transaction of their
+// own when e can begin one.
+func (q *workQueue) endWaits(ctx context.Context, e Executor, queue string) error {
+	now := q.clock.Now()
+	return inTx(ctx, e, func(ctx context.Context, e Executor) error {
+		rows, err := e.Query(ctx, q.q.waitTimeoutsLock, queue, now)
+		if err != nil {
+			return err
+		}
+		tenants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(tenants) == 0 {
+			return err
+		}
+		var n, woke int
+		return e.QueryRow(ctx, q.q.waitTimeouts, queue, now, tenants, q.channel).Scan(&n, &woke)
+	})
+}
+
+// Waiting pages through the queue's waiting items, longest waiting first.
+func (q *workQueue) Waiting(ctx context.Context, queue string, page contract.PageRequest) (contract.ItemPage, error) {
+	after, err := parseSeqCursor(page.Cursor)
+	if err != nil {
+		return contract.ItemPage{}, err
+	}
+	out := contract.ItemPage{Items: []contract.Item{}}
+	err = q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		out = contract.ItemPage{Items: out.Items[:0]}
+		rows, err := e.Query(ctx, q.q.waitingList, queue, after, page.Limit+1)
+		if err != nil {
+			return err
+		}
+		var last int64
+		return readRows(rows, func(rows pgx.Rows) error {
+			var seq int64
+			l, err := scanLease(rows, &seq)
+			if err != nil {
+				return err
+			}
+			if len(out.Items) < page.Limit {
+				out.Items = append(out.Items, l.Item)
+				last = seq
+			} else {
+				out.Next = seqCursor(last)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return contract.ItemPage{}, queueErr(err)
+	}
+	return out, nil
+}
