@@ -19,3 +19,9 @@ func SchemaV1(t StateTables) string {
 
 // ClaimFlowSQL is the claim statement of a queue with limits, rendered for t.
 func ClaimFlowSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).claimFlow }
+
+// SchemaV2 is the version 2 schema rendered for t, for the migration test.
+func SchemaV2(t StateTables) string {
+	t, _ = t.normalized()
+	return render(t, readSQL(schemaFS, "schema/002_schema.sql"))
+}
