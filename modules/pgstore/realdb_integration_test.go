@@ -535,7 +535,7 @@ func TestClaimPlanUsesIndex(t *testing.T) {
 		}
 		_ = tx.Rollback(ctx)
 		plan := strings.Join(lines, "\n")
-		if strings.Contains(plan, "Seq Scan on adk_work") {
+		if strings.Contains(plan, "Seq Scan on adk_work ") {
 			t.Errorf("claim of %d plans a sequential scan of adk_work:\n%s", max, plan)
 		}
 		if !strings.Contains(plan, "Index Scan using adk_work_ready on adk_work") {

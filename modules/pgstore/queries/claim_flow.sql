@@ -265,7 +265,11 @@ held_paused AS (
     WHERE t.queue = $1 AND t.wake_at <= $2
       AND (t.turn_batch, t.turn_pos, t.tenant) < (reach.turn_batch, reach.turn_pos, reach.tenant)
       AND EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = t.tenant)
-      AND EXISTS (SELECT 1 FROM {work} w WHERE w.queue = $1 AND w.tenant = t.tenant AND w.state = 'queued' AND w.due_at <= $2)
+      -- Its earliest item, walking {work}_ready in order (see
+      -- park_candidates.sql), is due.
+      AND (SELECT w.due_at FROM {work} w
+           WHERE w.queue = $1 AND w.tenant = t.tenant AND w.state = 'queued'
+           ORDER BY w.due_at, w.seq LIMIT 1) <= $2
 ),
 held AS (
     SELECT h.tenant, h.reason, h.rate_tat,
