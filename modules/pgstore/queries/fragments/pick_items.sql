@@ -7,7 +7,8 @@
 -- priorities above 0 and below 0 from {work}_ready_pri, which holds only
 -- items with a priority, and priority 0 from {work}_ready. A queue
 -- without priorities pays one probe of the empty {work}_ready_pri per
--- pick, and takes its items from {work}_ready exactly as before. Each
+-- claim (the EXISTS, uncorrelated, is evaluated once), and takes its
+-- items from {work}_ready exactly as before. Each
 -- locking query states every predicate itself (see claim.sql). Queries
 -- name it {pick_items}; it returns (id, due_at, seq, rank, ctid).
 SELECT x.id, x.due_at, x.seq, x.rank, x.ctid
@@ -16,6 +17,7 @@ FROM (
         SELECT w.id, w.due_at, w.seq, -w.priority AS rank, w.ctid
         FROM {work} w
         WHERE w.queue = $1 AND w.tenant = a.tenant AND w.state = 'queued' AND w.priority <> 0 AND -w.priority < 0
+          AND EXISTS (SELECT 1 FROM {work} q WHERE q.queue = $1 AND q.state = 'queued' AND q.priority <> 0)
           AND w.due_at <= $2 AND (-w.priority, w.due_at, w.seq) > (a.rank, a.due_at, a.seq)
         ORDER BY -w.priority, w.due_at, w.seq
         LIMIT a.lim
@@ -37,6 +39,7 @@ FROM (
         SELECT w.id, w.due_at, w.seq, -w.priority AS rank, w.ctid
         FROM {work} w
         WHERE w.queue = $1 AND w.tenant = a.tenant AND w.state = 'queued' AND w.priority <> 0 AND -w.priority > 0
+          AND EXISTS (SELECT 1 FROM {work} q WHERE q.queue = $1 AND q.state = 'queued' AND q.priority <> 0)
           AND w.due_at <= $2 AND (-w.priority, w.due_at, w.seq) > (a.rank, a.due_at, a.seq)
         ORDER BY -w.priority, w.due_at, w.seq
         LIMIT a.lim
