@@ -55,6 +55,13 @@
 // enqueue, retry and requeue holds while it makes an item due and wakes
 // the tenant; the README says why neither side can miss the other.
 //
+// # Lifecycle controls
+//
+// [PostgresWorkQueue] is a [contract.LifecycleController]: pauses,
+// cancels, priorities, snoozes and waits for a signal are rows and
+// columns of the schema (version 3, [MigrationFile] brings a version 2
+// database there); the README describes each statement and its cost.
+//
 // # Flow control
 //
 // [PostgresWorkQueue] is a [contract.FlowController]. Limits are rows of
