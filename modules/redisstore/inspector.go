@@ -87,8 +87,30 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 				leased[t]++
 			}
 		}
+		// Waiting and cancelled items by tenant, from their indexes; the
+		// paused tenants from the lifecycle hash.
+		waiting, cancelled := map[string]int64{}, map[string]int64{}
+		for key, into := range map[string]map[string]int64{p + "parked": waiting, p + "cancels": cancelled} {
+			refs, err := q.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, Start: "-inf", Stop: "(+inf", ByScore: true}).Result()
+			if err != nil {
+				return err
+			}
+			for _, ref := range refs {
+				if t, _, ok := parseRef(ref); ok {
+					into[t]++
+				}
+			}
+		}
+		life, err := q.client.HGetAll(ctx, p+"life").Result()
+		if err != nil {
+			return err
+		}
+		paused := map[string]bool{}
+		for _, t := range pausedTenants(life) {
+			paused[t] = true
+		}
 		type cmds struct {
-			ready, queued, dead *redis.IntCmd
+			ready, queued, dead, pri *redis.IntCmd
 			served              *redis.StringCmd
 			due                 *redis.StringSliceCmd
 		}
@@ -103,6 +125,8 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 				ready:  pipe.ZLexCount(ctx, ready, "["+lt, "("+lt+nextHex),
 				queued: pipe.ZLexCount(ctx, ready, "["+lt, "("+lt+"g"),
 				dead:   pipe.ZLexCount(ctx, p+"tdead", "["+lt, "("+lt+"g"),
+				// Its priority section holds due items only.
+				pri: pipe.ZLexCount(ctx, ready, "["+lt+"p", "("+lt+"q"),
 				served: pipe.HGet(ctx, p+"served", t),
 				// Due items are ordered by due time, not enqueue time;
 				// the oldest is looked for among the first hundred.
@@ -128,14 +152,17 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 		for i, t := range tenants {
 			served, _ := strconv.ParseInt(cs[i].served.Val(), 10, 64)
 			st := contract.TenantStats{
-				Tenant: t,
-				Ready:  cs[i].ready.Val(),
-				Later:  cs[i].queued.Val() - cs[i].ready.Val(),
-				Leased: leased[t],
-				Dead:   cs[i].dead.Val(),
-				Served: served,
+				Tenant:    t,
+				Ready:     cs[i].ready.Val() + cs[i].pri.Val(),
+				Later:     cs[i].queued.Val() - cs[i].ready.Val(),
+				Leased:    leased[t],
+				Dead:      cs[i].dead.Val(),
+				Waiting:   waiting[t],
+				Cancelled: cancelled[t],
+				Paused:    paused[t],
+				Served:    served,
 			}
-			if st.Ready+st.Later+st.Leased+st.Dead == 0 && served == 0 {
+			if st.Ready+st.Later+st.Leased+st.Dead+st.Waiting+st.Cancelled == 0 && served == 0 && !st.Paused {
 				continue
 			}
 			for _, c := range eas[i] {

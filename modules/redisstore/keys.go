@@ -66,9 +66,16 @@ var queueKeySuffixes = [...]string{
 	"flow", "limits", "fstate", "tleases",
 }
 
+// lifecycleKeySuffixes are the queue's lifecycle keys (pause and the
+// counters of the controls in use, the wait deadlines and starts, the
+// cancelled items, the delayed prioritised items), declared after the
+// namespace's two so that the earlier positions keep their meaning.
+var lifecycleKeySuffixes = [...]string{"life", "waits", "parked", "cancels", "pdelay"}
+
 // nQueueKeys is how many keys a queue script declares: the queue's own,
-// then the namespace's fencing token and queue list.
-const nQueueKeys = len(queueKeySuffixes) + 2
+// then the namespace's fencing token and queue list, then the queue's
+// lifecycle keys.
+const nQueueKeys = len(queueKeySuffixes) + 2 + len(lifecycleKeySuffixes)
 
 // list returns the keys of queue name in script order.
 func (k queueKeys) list(name string) []string {
@@ -77,20 +84,24 @@ func (k queueKeys) list(name string) []string {
 	for _, s := range queueKeySuffixes {
 		out = append(out, p+s)
 	}
-	return append(out, k.token(), k.queues())
+	out = append(out, k.token(), k.queues())
+	for _, s := range lifecycleKeySuffixes {
+		out = append(out, p+s)
+	}
+	return out
 }
 
 // completeKeys returns the keys the complete step of queue name touches
 // (its records, lease values and lease expiries, then its flow flag,
-// flow state and live leases by tenant), in the order complete_lib.lua reads
-// them.
+// flow state and live leases by tenant, then its lifecycle hash and
+// cancelled items), in the order complete_lib.lua reads them.
 func (k queueKeys) completeKeys(name string) []string {
 	p := k.queue(name)
-	return []string{p + "items", p + "lease", p + "leases", p + "flow", p + "fstate", p + "tleases"}
+	return []string{p + "items", p + "lease", p + "leases", p + "flow", p + "fstate", p + "tleases", p + "life", p + "cancels"}
 }
 
 // nCompleteKeys is how many keys completeKeys returns.
-const nCompleteKeys = 6
+const nCompleteKeys = 8
 
 // hex16 is n as 16 lower-case hex digits: the fixed-width form in which
 // due times and sequence numbers sort as strings in the ready and dead

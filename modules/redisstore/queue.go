@@ -225,9 +225,13 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		ref := itemRef(it.Tenant, it.ID)
 		head := record{fState: "q", fAttempts: "0", fNotBefore: nb, fEnqueuedAt: ea, fTenant: it.Tenant, fID: it.ID, fMetadata: md, fPayload: string(it.Payload)}
 		rec := head.encodeHead()
-		byQueue[name] = append(byQueue[name], it.Tenant, ref, rec, dueMicros(it.NotBefore, now), dueHex(it.NotBefore, now))
+		x := ""
+		if it.Priority != 0 {
+			x = ext{priority: strconv.Itoa(it.Priority)}.encode()
+		}
+		byQueue[name] = append(byQueue[name], it.Tenant, ref, rec, dueMicros(it.NotBefore, now), dueHex(it.NotBefore, now), x)
 		sizes[name] += len(rec)
-		if len(byQueue[name]) >= 500*5 || sizes[name] >= 8<<20 {
+		if len(byQueue[name]) >= 500*6 || sizes[name] >= 8<<20 {
 			if err := flush(name); err != nil {
 				return err
 			}
@@ -257,7 +261,7 @@ func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]con
 	}
 	rows, _ := res.([]any)
 	rows = noteHeld(rows, report)
-	if len(rows) == 0 {
+	if len(rows) == 0 || notePaused(rows, report) {
 		return nil, contract.ErrEmpty
 	}
 	return claimedLeases(rows, name, req.Worker, exp)
@@ -313,23 +317,31 @@ func (q *workQueue) completeArgs(keys []string, args []any, leases []contract.Le
 	return keys, args, order
 }
 
-// lostLeases maps the lost positions of a complete script reply back to
+// settledLeases maps the positions of a complete script reply back to
 // the keys of leases (in the order of leases), through the order
-// completeArgs returned.
-func lostLeases(reply any, leases []contract.Lease, order []int) []contract.ItemKey {
-	var at []int
+// completeArgs returned: the lost (positive positions) and the cancelled
+// (negated ones).
+func settledLeases(reply any, leases []contract.Lease, order []int) (lost, cancelled []contract.ItemKey) {
+	var at, cat []int
 	idx, _ := reply.([]any)
 	for _, v := range idx {
-		if n, ok := v.(int64); ok && n >= 1 && int(n) <= len(order) {
+		n, _ := v.(int64)
+		switch {
+		case n >= 1 && int(n) <= len(order):
 			at = append(at, order[n-1])
+		case n <= -1 && int(-n) <= len(order):
+			cat = append(cat, order[-n-1])
 		}
 	}
 	slices.Sort(at)
-	var lost []contract.ItemKey
+	slices.Sort(cat)
 	for _, i := range at {
 		lost = append(lost, leases[i].Key())
 	}
-	return lost
+	for _, i := range cat {
+		cancelled = append(cancelled, leases[i].Key())
+	}
+	return lost, cancelled
 }
 
 // CompleteAndClaim completes done as Complete does and claims as Claim
@@ -347,13 +359,17 @@ func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease,
 func (q *workQueue) completeAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest, id string) ([]contract.Lease, error) {
 	// With Max 0 only the queue's keys are used: the script still routes
 	// by them.
-	var lost []contract.ItemKey
+	var lost, early []contract.ItemKey
 	if len(done) > 1000 {
 		err := q.Complete(ctx, done[:len(done)-1000]...)
 		var lle *contract.LeaseLostError
+		var ce *contract.CancelledError
+		if errors.As(err, &ce) {
+			early = ce.Items
+		}
 		if errors.As(err, &lle) {
 			lost = append(lost, lle.Items...)
-		} else if err != nil {
+		} else if err != nil && ce == nil {
 			return nil, err
 		}
 		done = done[len(done)-1000:]
@@ -375,18 +391,20 @@ func (q *workQueue) completeAndClaim(ctx context.Context, done []contract.Lease,
 	if len(parts) != 2 {
 		return nil, fmt.Errorf("redisstore: malformed complete-and-claim reply")
 	}
-	lost = append(lost, lostLeases(parts[0], done, order)...)
+	more, cancelled := settledLeases(parts[0], done, order)
+	lost = append(lost, more...)
+	cancelled = append(early, cancelled...)
 	rows, _ := parts[1].([]any)
 	rows = noteHeld(rows, report)
 	var out []contract.Lease
-	if len(rows) > 0 {
+	if len(rows) > 0 && !notePaused(rows, report) {
 		if out, err = claimedLeases(rows, name, req.Worker, exp); err != nil {
 			return nil, err
 		}
 	}
 	switch {
-	case lost != nil:
-		return out, &contract.LeaseLostError{Items: lost}
+	case lost != nil || cancelled != nil:
+		return out, contract.SettleError(lost, cancelled)
 	case len(out) == 0 && req.Max != 0:
 		return nil, contract.ErrEmpty
 	}
@@ -405,7 +423,10 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 		return contract.Lease{}, err
 	}
 	tok, _ := res.(int64)
-	if tok < 0 {
+	switch {
+	case tok == -2:
+		return contract.Lease{}, &contract.CancelledError{Items: []contract.ItemKey{l.Key()}}
+	case tok < 0:
 		return contract.Lease{}, &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
 	}
 	l.Token = tok
@@ -418,7 +439,7 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 // one script call per 1000 leases; the others are named in a
 // *contract.LeaseLostError.
 func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) error {
-	var lost []contract.ItemKey
+	var lost, cancelled []contract.ItemKey
 	for start := 0; start < len(leases); start += 1000 {
 		chunk := leases[start:min(start+1000, len(leases))]
 		now := q.clock.Now()
@@ -428,12 +449,10 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 		if err != nil {
 			return err
 		}
-		lost = append(lost, lostLeases(res, chunk, order)...)
+		l, c := settledLeases(res, chunk, order)
+		lost, cancelled = append(lost, l...), append(cancelled, c...)
 	}
-	if lost != nil {
-		return &contract.LeaseLostError{Items: lost}
-	}
-	return nil
+	return contract.SettleError(lost, cancelled)
 }
 
 // Fail records cause against the lease and retries or dead-letters the
@@ -462,6 +481,8 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 			return d, nil
 		case n == 0:
 			return policy.Decision{}, &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
+		case n == 2:
+			return policy.Decision{}, &contract.CancelledError{Items: []contract.ItemKey{l.Key()}}
 		default:
 			attempts = int(-n - 1) // the lease carried a stale count: decide on the stored one
 		}
@@ -528,7 +549,7 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 		}
 		applied, _ := res.([]any)
 		for _, v := range applied {
-			if n, _ := v.(int64); n == 1 {
+			if n, _ := v.(int64); n == 1 || n == 2 { // retried, dead-lettered, or cancelled for its mark
 				total++
 			}
 		}
@@ -542,7 +563,8 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 // The fields of an item record, in their order in the encoded string
 // (queue_lib.lua's RECORD): state, attempts, last error, not-before,
 // enqueued at, dead at, dead seq, last settle nonce, tenant, id,
-// metadata, payload, and last the ready member.
+// metadata, payload, the ready member, and last, only when a lifecycle
+// control set one of its fields, the lifecycle extension.
 const (
 	fState = iota
 	fAttempts
@@ -557,6 +579,7 @@ const (
 	fMetadata
 	fPayload
 	fMember
+	fExt // the lifecycle extension (lifecycle.go); absent from most records
 	nFields
 )
 
@@ -588,6 +611,9 @@ func parseRecord(v string) (record, bool) {
 	}
 	rest := v
 	for i := range r {
+		if i == fExt && rest == "" {
+			break
+		}
 		seg, tail, ok := cutLP(rest)
 		if !ok {
 			return r, false
@@ -621,6 +647,13 @@ func (r record) item(queue string) contract.Item {
 		it.State = contract.StateQueued
 	case "d":
 		it.State = contract.StateDead
+	case "w":
+		it.State = contract.StateWaiting
+	case "c":
+		it.State = contract.StateCancelled
+	}
+	if r[fExt] != "" {
+		parseExt(r[fExt]).fill(&it)
 	}
 	return it
 }

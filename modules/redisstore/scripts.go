@@ -28,7 +28,7 @@ var (
 // Queue scripts share a prelude (key names and the rotation helpers), kept
 // in scripts/queue_lib.lua and prepended when the script is built.
 func loadQueueScript(name string, libs ...string) *redis.Script {
-	return loadWith(name, append([]string{"queue_lib"}, libs...)...)
+	return loadWith(name, append([]string{"record_lib", "queue_lib"}, libs...)...)
 }
 
 // loadWith builds script name from the function libraries libs (files of
@@ -60,16 +60,25 @@ var (
 var (
 	scriptEnqueue   = loadQueueScript("enqueue")
 	scriptClaim     = loadQueueScript("claim", "flow_lib", "claim_lib")
-	scriptHeartbeat = loadQueueScript("heartbeat", "flow_lib")
-	scriptSettle    = loadQueueScript("settle", "flow_lib")
+	scriptHeartbeat = loadQueueScript("heartbeat", "flow_lib", "lifecycle_lib")
+	scriptSettle    = loadQueueScript("settle", "flow_lib", "lifecycle_lib")
 	scriptReapScan  = loadQueueScript("reap_scan", "flow_lib")
 	scriptDeadPage  = loadQueueScript("dead_page")
 	scriptDeadMove  = loadQueueScript("dead_move")
-	scriptComplete  = loadWith("complete", "flow_lib", "complete_lib")
+	scriptComplete  = loadWith("complete", "record_lib", "flow_lib", "complete_lib")
 	// complete_claim runs the complete step, then the claim step.
 	scriptCompleteClaim = loadQueueScript("complete_claim", "flow_lib", "complete_lib", "claim_lib")
 
 	scriptSetLimits  = loadQueueScript("set_limits", "flow_lib")
 	scriptCharge     = loadQueueScript("charge", "flow_lib")
 	scriptFlowStatus = loadQueueScript("flow_status", "flow_lib")
+)
+
+// The lifecycle scripts (lifecycle.go).
+var (
+	scriptPause          = loadQueueScript("pause", "lifecycle_lib")
+	scriptCancel         = loadQueueScript("cancel", "lifecycle_lib")
+	scriptPark           = loadQueueScript("park", "lifecycle_lib")
+	scriptSignal         = loadQueueScript("signal")
+	scriptPurgeCancelled = loadQueueScript("purge_cancelled")
 )

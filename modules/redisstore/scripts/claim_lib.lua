@@ -40,6 +40,135 @@ local function concatInto(a, b)
   return a
 end
 
+-- Lifecycle state of this claim, read once by claimRead from LIFE: PRI
+-- when the queue ever had prioritised items (the tenants' priority
+-- sections are then read), PAUSEN when some tenant is paused (the claim
+-- then takes the walk, which passes paused tenants over).
+local PRI, PAUSEN = false, false
+local hasP = {} -- lp(t) -> whether the tenant has a priority section now
+
+-- dueRange returns up to n due members of tenant lt from offset off, in
+-- claim order: without priorities the plain lex range; with them the
+-- ranks above 0, the plain due items, then the ranks below 0.
+local function dueRange(lt, NX, off, n)
+  if PRI then
+    local h = hasP[lt]
+    if h == nil then
+      h = #redis.call('ZRANGE', READY, '[' .. lt .. 'p', '(' .. lt .. 'q', 'BYLEX', 'LIMIT', 0, 1) > 0
+      hasP[lt] = h
+    end
+    if h then
+      local out = {}
+      local rs = {{'[' .. lt .. 'p', '(' .. lt .. 'p64'}, {'[' .. lt, '(' .. lt .. NX}, {'(' .. lt .. 'p64', '(' .. lt .. 'q'}}
+      for _, r in ipairs(rs) do
+        if #out >= n then
+          break
+        end
+        local skip = false
+        if off > 0 then
+          local c = redis.call('ZLEXCOUNT', READY, r[1], r[2])
+          if off >= c then
+            off, skip = off - c, true
+          end
+        end
+        if not skip then
+          concatInto(out, redis.call('ZRANGE', READY, r[1], r[2], 'BYLEX', 'LIMIT', off, n - #out))
+          off = 0
+        end
+      end
+      return out
+    end
+  end
+  return redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. NX, 'BYLEX', 'LIMIT', off, n)
+end
+
+-- memberRef is the ref of member m of tenant lt.
+local function memberRef(lt, m)
+  if PRI then
+    return refOfMember(lt, m)
+  end
+  return string.sub(m, #lt + 33)
+end
+
+-- endWaits queues the waits that timed out by now (ARGV[1]), due when
+-- they timed out, with a Resume saying so.
+local function endWaits()
+  local got = redis.call('ZRANGE', WAITS, '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, 256, 'WITHSCORES')
+  if #got == 0 then
+    return
+  end
+  local refs, dues = {}, {}
+  for j = 1, #got, 2 do
+    refs[#refs + 1], dues[#dues + 1] = got[j], got[j + 1]
+  end
+  local vals = redis.call('HMGET', ITEMS, unpack(refs))
+  local seq = tonumber(redis.call('GET', SEQ) or '0')
+  local P = newPushes()
+  P.now = tonumber(ARGV[1])
+  local recs = {}
+  for k, ref in ipairs(refs) do
+    local r = decode(vals[k])
+    if r and r.s == 'w' then
+      local X = xget(r)
+      X.rs, X.rp, X.rt, X.ra = X.ws, '', '1', X.wu
+      X.ws, X.wsi, X.wu = '', '', ''
+      xput(r, X)
+      r.nb = ''
+      seq = seq + 1
+      local due = string.format('%d', tonumber(dues[k]))
+      add(P, r, ref, due, hex16(tonumber(due)), seq)
+      recs[#recs + 1] = ref
+      recs[#recs + 1] = r
+    end
+  end
+  plan(P)
+  redis.call('ZREM', WAITS, unpack(refs))
+  redis.call('ZREM', PARKED, unpack(refs))
+  if #recs > 0 then
+    for j = 2, #recs, 2 do
+      recs[j] = encode(recs[j])
+    end
+    redis.call('HSET', ITEMS, unpack(recs))
+    redis.call('SET', SEQ, string.format('%d', seq))
+    apply(P, P.now)
+  end
+end
+
+-- promoteDue moves the delayed prioritised items that fell due by now
+-- into their tenants' priority sections.
+local function promoteDue()
+  local ms = redis.call('ZRANGE', PDELAY, '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, 256)
+  if #ms == 0 then
+    return
+  end
+  local refs, lts = {}, {}
+  for j, m in ipairs(ms) do
+    local c = string.find(m, ':', 1, true)
+    local lt = string.sub(m, 1, c + tonumber(string.sub(m, 1, c - 1)))
+    lts[j], refs[j] = lt, string.sub(m, #lt + 33)
+  end
+  local vals = redis.call('HMGET', ITEMS, unpack(refs))
+  local add, del, recs = {}, {}, {}
+  for j, m in ipairs(ms) do
+    local r = decode(vals[j])
+    if r and r.s == 'q' and r.m == m then
+      local lt = lts[j]
+      r.m = pMember(lt, xget(r).pr, string.sub(m, #lt + 1, #lt + 32), refs[j])
+      del[#del + 1] = m
+      add[#add + 1] = 0
+      add[#add + 1] = r.m
+      recs[#recs + 1] = refs[j]
+      recs[#recs + 1] = encode(r)
+    end
+  end
+  redis.call('ZREM', PDELAY, unpack(ms))
+  if #del > 0 then
+    redis.call('ZREM', READY, unpack(del))
+    redis.call('ZADD', READY, unpack(add))
+    redis.call('HSET', ITEMS, unpack(recs))
+  end
+end
+
 local function byStamp(a, b)
   if a[2] ~= b[2] then
     return a[2] < b[2]
@@ -135,6 +264,16 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       lts[i] = e.lt
     end
     local lims = limitsOf(LIMITS, lts)
+    if PAUSEN then
+      local pf = {}
+      for i, e in ipairs(got) do
+        pf[i] = 't' .. e.lt
+      end
+      local pv = redis.call('HMGET', LIFE, unpack(pf))
+      for i, e in ipairs(got) do
+        e.paused = pv[i] == '1'
+      end
+    end
     local sf, swE, swK = {}, {}, {}
     for i, e in ipairs(got) do
       local L = lims[i]
@@ -228,11 +367,11 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
 
   local function nextItem(e)
     if not e.due then
-      local ms = redis.call('ZRANGE', READY, '[' .. e.lt, '(' .. e.lt .. NX, 'BYLEX', 'LIMIT', 0, chunk)
+      local ms = dueRange(e.lt, NX, 0, chunk)
       e.due, e.pos, e.fetched, e.more = ms, 1, #ms, #ms == chunk
     elseif e.pos > #e.due and e.more then
       local want = max - np
-      local ms = redis.call('ZRANGE', READY, '[' .. e.lt, '(' .. e.lt .. NX, 'BYLEX', 'LIMIT', e.fetched, want)
+      local ms = dueRange(e.lt, NX, e.fetched, want)
       e.due, e.pos, e.fetched, e.more = ms, 1, e.fetched + #ms, #ms == want
     end
     local m = e.due[e.pos]
@@ -243,6 +382,9 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
   end
 
   local function holdOf(e)
+    if e.paused then
+      return 'paused', 0
+    end
     local L = e.L
     if not L then
       return nil
@@ -286,7 +428,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       end
       np = np + 1
       taken[np] = m
-      refs[np] = string.sub(m, #e.lt + 33)
+      refs[np] = memberRef(e.lt, m)
       e.served = (e.served or 0) + 1
       if L then
         if e.idx then
@@ -349,7 +491,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
     if e.touched then
       local left = e.pos <= #e.due
       if not left and e.more then
-        left = #redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. NX, 'BYLEX', 'LIMIT', e.fetched, 1) > 0
+        left = #dueRange(lt, NX, e.fetched, 1) > 0
       end
       if left then
         rotAdd[#rotAdd + 1] = e.stamp
@@ -584,6 +726,21 @@ local function claimRead(freed)
     return {reply = out}
   end
 
+  -- Lifecycle controls: a paused queue claims nothing; waits that timed
+  -- out and prioritised items that fell due are queued first (their own
+  -- writes, each complete in itself, before the claim reads the head).
+  local life = redis.call('HMGET', LIFE, 'q', 'n', 'p', 'w')
+  if life[1] == '1' then
+    return {reply = {'paused'}}
+  end
+  PAUSEN, PRI = (tonumber(life[2]) or 0) > 0, life[3] == '1'
+  if life[4] == '1' then
+    endWaits()
+  end
+  if PRI then
+    promoteDue()
+  end
+
   -- A queue without limits runs as it always has, writing the flow
   -- placeholders once if an earlier release created it; one with limits
   -- (FLAG '1') is decided below, once the head is read.
@@ -626,6 +783,9 @@ local function claimRead(freed)
   -- A queue with limits takes the walk (claimReadFlow) unless no limit
   -- of the tenants at the head can make it differ from the plain rounds
   -- below: then the rounds run and take their rate tokens.
+  if PAUSEN then
+    return claimReadFlow(freed, head, woke, stamps) -- the walk passes paused tenants over
+  end
   local F
   if flag == '1' then
     F = flowRounds(L, S, max, freed, #woke > 0)
@@ -641,7 +801,7 @@ local function claimRead(freed)
   local flts = F and F.lts
   for i, t in ipairs(L) do
     local lt = flts and flts[i] or lp(t)
-    local ms = redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. NX, 'BYLEX', 'LIMIT', 0, chunk)
+    local ms = dueRange(lt, NX, 0, chunk)
     lts[i], due[i], pos[i], fetched[i], more[i] = lt, ms, 1, #ms, #ms == chunk
   end
   local turn = tonumber(redis.call('GET', TURN) or '0')
@@ -660,7 +820,7 @@ local function claimRead(freed)
       end
       if pos[i] > #due[i] and more[i] then
         local want = max - np
-        local ms = redis.call('ZRANGE', READY, '[' .. lts[i], '(' .. lts[i] .. NX, 'BYLEX', 'LIMIT', fetched[i], want)
+        local ms = dueRange(lts[i], NX, fetched[i], want)
         due[i], pos[i], fetched[i], more[i] = ms, 1, fetched[i] + #ms, #ms == want
       end
       if pos[i] <= #due[i] then
@@ -668,7 +828,7 @@ local function claimRead(freed)
         pos[i] = pos[i] + 1
         np = np + 1
         taken[np] = m
-        refs[np] = string.sub(m, #lts[i] + 33)
+        refs[np] = memberRef(lts[i], m)
         if F then
           F.of[np] = i
         end
@@ -732,7 +892,7 @@ local function claimRead(freed)
     if touched[i] then
       local left = pos[i] <= #due[i]
       if not left and more[i] then
-        left = #redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. NX, 'BYLEX', 'LIMIT', fetched[i], 1) > 0
+        left = #dueRange(lt, NX, fetched[i], 1) > 0
       end
       if left then
         rotAdd[#rotAdd + 1] = stamp[i] or S[i]

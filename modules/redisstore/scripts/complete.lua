@@ -1,6 +1,6 @@
--- KEYS: six per group (ITEMS, LEASE, LEASES, FLAG, FSTATE, TLEASES of its
--- queue); ARGV[1] now (us), ARGV[2] now+1us as 16 hex digits, then the
+-- KEYS: eight per group (ITEMS, LEASE, LEASES, FLAG, FSTATE, TLEASES,
+-- LIFE, CANCELS of its queue); ARGV[1] now (us), ARGV[2] now+1us as 16 hex digits, then the
 -- groups complete reads (count, wake channel, then ref and token per
 -- lease). Returns the 1-based positions of the leases that were lost,
--- ascending.
+-- ascending, and negated those of leases whose item was cancelled.
 return complete(3, 1)

@@ -6,28 +6,30 @@
 --
 -- ARGV[1] now (us)   ARGV[2] now (ns)   ARGV[3] wake channel   ARGV[4] queue name
 -- then per item: tenant, ref, the record encoded up to its last field
--- (the ready member, appended here), due (us), due as 16 hex digits.
+-- (the ready member, appended here), due (us), due as 16 hex digits, the
+-- record's lifecycle extension ('' for none; it carries the priority).
 -- Returns how many items were added (repairs included).
 local now = tonumber(ARGV[1])
 local seq0 = redis.call('GET', SEQ)
 local seq = tonumber(seq0 or '0')
 local P = newPushes()
+P.now = now
 local added, wake = 0, false
 -- Which items exist already: one HMGET for the batch (and a table for ids
 -- repeated within it), then one HSET of the new records.
 local refs = {}
-for i = 5, #ARGV, 5 do
+for i = 5, #ARGV, 6 do
   refs[#refs + 1] = ARGV[i + 1]
 end
 local have = redis.call('HMGET', ITEMS, unpack(refs))
 local seen, recs = {}, {}
 for k, ref in ipairs(refs) do
-  local i = 5 + 5 * (k - 1)
+  local i = 5 + 6 * (k - 1)
   if not seen[ref] then
     seen[ref] = true
     local r, fresh
     if not have[k] then
-      r, fresh = {t = ARGV[i]}, true
+      r, fresh = {t = ARGV[i], x = ARGV[i + 5]}, true
     else
       -- A queued record must have its member in READY, or a lease.
       local old = decode(have[k])
@@ -42,7 +44,8 @@ for k, ref in ipairs(refs) do
       add(P, r, ref, due, ARGV[i + 4], seq)
       recs[#recs + 1] = ref
       if fresh then
-        recs[#recs + 1] = ARGV[i + 2] .. #r.m .. ':' .. r.m
+        local x = ARGV[i + 5]
+        recs[#recs + 1] = ARGV[i + 2] .. #r.m .. ':' .. r.m .. (x ~= '' and #x .. ':' .. x or '')
       else
         recs[#recs + 1] = encode(r)
       end
@@ -74,6 +77,11 @@ if not seq0 then
   redis.call('HSET', LIMITS, '', '')
   redis.call('HSET', FSTATE, '', '')
   redis.call('ZADD', TLEASES, 0, '')
+  redis.call('HSET', LIFE, '', '')
+  redis.call('ZADD', WAITS, '+inf', '')
+  redis.call('ZADD', PARKED, '+inf', '')
+  redis.call('ZADD', CANCELS, '+inf', '')
+  redis.call('ZADD', PDELAY, '+inf', '')
 end
 redis.call('HSET', ITEMS, unpack(recs))
 redis.call('SET', SEQ, string.format('%d', seq))

@@ -4,7 +4,8 @@
 -- ARGV[1] ref   ARGV[2] token   ARGV[3] now (us)   ARGV[4] new expiry (us)
 -- ARGV[5] new expiry (ns)   ARGV[6] nonce of this call: a retry of a
 -- heartbeat that landed (its reply was lost) gets the token it was given.
--- Returns the new token, or -1 when the lease is lost.
+-- Returns the new token, -1 when the lease is lost, or -2 when it carries
+-- a cancel mark (the item is then cancelled, the lease not extended).
 local ref = ARGV[1]
 local l = lease(redis.call('HGET', LEASE, ref))
 if not l then
@@ -15,6 +16,11 @@ if l.hn == ARGV[6] and l.hp == ARGV[2] then
 end
 if l.tok ~= ARGV[2] or tonumber(l.x) <= tonumber(ARGV[3]) then
   return -1
+end
+local r = decode(redis.call('HGET', ITEMS, ref))
+if r and marked(r) then
+  endMarked(ref, r)
+  return -2
 end
 local tok, stok = nextToken()
 redis.call('HSET', LEASE, ref, stok .. '|' .. ARGV[4] .. '|' .. ARGV[5] .. '|' .. ARGV[2] .. '|' .. ARGV[6] .. '|' .. l.w)

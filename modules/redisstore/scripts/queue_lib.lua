@@ -1,7 +1,8 @@
 -- Shared prelude of the queue scripts (prepended to each when loaded).
 --
--- Every key a queue script touches is declared: KEYS[1..22] are the keys
--- of one queue and its namespace, in the order below (keys.go builds the
+-- Every key a queue script touches is declared: KEYS[1..27] are the keys
+-- of one queue and its namespace, in the order below (the lifecycle keys
+-- LIFE..PDELAY come last, after TOKEN and QUEUES) (keys.go builds the
 -- list). Redis Cluster then routes the script by all of them, and while
 -- the queue's slot is being migrated it refuses the call whole (ASK or
 -- TRYAGAIN, which the caller retries) unless every key is on the node it
@@ -54,6 +55,16 @@
 --                  by score). A tenant's leases are indexed, and it is
 --                  marked, the first time a claim finds its cap can bind
 --                  (see capLive in flow_lib.lua).
+--   LIFE     hash  lifecycle controls: 'q' '1' while the queue is paused,
+--                  't'..lp(t) '1' while tenant t is, 'n' how many tenants
+--                  are, 'p' '1' once any item had a priority (the claim
+--                  then reads the priority sections), 'w' '1' once any
+--                  item waited (the claim then ends the waits that timed
+--                  out), 'm' how many leases carry a cancel mark
+--   WAITS    zset  waiting refs by when their wait times out (us)
+--   PARKED   zset  waiting refs by when they began to wait (us)
+--   CANCELS  zset  cancelled refs by when they were cancelled (us)
+--   PDELAY   zset  READY members of delayed prioritised items, by due (us)
 --   TOKEN    string  the last fencing token (namespace-wide; see nextToken)
 --   QUEUES   set   queue names
 --
@@ -68,6 +79,7 @@
 -- error, a refused key) must have written nothing.
 local READY, ROT, WAIT, TURNS, TURN, SEQ, ITEMS, LEASE, LEASES, DEAD, TDEAD, SERVED, TENANTS, LOG, CLAIMS, RECENT,
   FLAG, LIMITS, FSTATE, TLEASES, TOKEN, QUEUES = unpack(KEYS, 1, 22)
+local LIFE, WAITS, PARKED, CANCELS, PDELAY = unpack(KEYS, 23, 27)
 local function lp(s) return #s .. ':' .. s end
 
 -- refsIn splits s from position pos into refs (each lp(tenant) lp(id),
@@ -133,48 +145,30 @@ local function lease(v)
   return {tok = tok, x = x, xn = xn, hp = hp, hn = hn, w = w}
 end
 
--- The record is one string rather than a hash: a claim reads it with one
--- GET (several times cheaper than HGETALL) and returns it untouched; the
--- rarer settles decode, change and re-encode it.
--- s state (q or d)  a attempts  e last error  nb not-before  ea enqueued
--- da dead at  ds dead seq  m ready member  fn last settle nonce
--- t tenant  i id  md metadata JSON  p payload  (m last: Enqueue encodes the
--- rest client-side and the script appends the member)
-local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p', 'm'}
-
-local function decode(v)
-  if not v or v == '' then
-    return nil
-  end
-  local r, pos = {}, 1
-  for _, f in ipairs(RECORD) do
-    local c = string.find(v, ':', pos, true)
-    if not c then
-      return nil
-    end
-    local n = tonumber(string.sub(v, pos, c - 1))
-    if not n then
-      return nil
-    end
-    r[f] = string.sub(v, c + 1, c + n)
-    pos = c + n + 1
-  end
-  return r
-end
-
-local function encode(r)
-  local parts = {}
-  for k, f in ipairs(RECORD) do
-    local v = r[f] or ''
-    parts[k] = #v .. ':' .. v
-  end
-  return table.concat(parts)
-end
-
 -- hex16 is n (a whole number below 2^53) as 16 hex digits, the width of
 -- the due times and seqs in READY and TDEAD members.
 local function hex16(n)
   return string.format('%016x', n)
+end
+
+-- The priority section of a tenant's items in READY: due items with a
+-- priority other than 0, members lp(t) 'p' rank (2 hex digits, 100 -
+-- priority, so higher priorities sort first) then the due time and seq
+-- (32 hex digits) and the ref. 'p' sorts after every hex digit and after
+-- 'g', so no plain range of the tenant reaches the section: a claim reads
+-- it only when the queue's LIFE flag 'p' says priorities were used.
+-- Ranks below 100 come before the tenant's plain due items, those above
+-- after them.
+local function pMember(lt, pr, dueSeq, ref)
+  return lt .. 'p' .. string.format('%02x', 100 - tonumber(pr)) .. dueSeq .. ref
+end
+
+-- refOfMember is the ref a READY member of lp(t) = lt ends with.
+local function refOfMember(lt, m)
+  if string.byte(m, #lt + 1) == 112 then -- 'p'
+    return string.sub(m, #lt + 36)
+  end
+  return string.sub(m, #lt + 33)
 end
 
 -- firstOf returns the first queued member of tenant t (lp(t) is lt), or
@@ -209,7 +203,23 @@ local function add(P, r, ref, due, dx, seq)
     P.order[#P.order + 1] = t
   end
   r.s = 'q'
-  r.m = g.lt .. dx .. hex16(seq) .. ref
+  local pr = r.x and r.x ~= '' and xget(r).pr or ''
+  if pr ~= '' and pr ~= '0' and P.now then
+    -- A prioritised item: due, it goes to its tenant's priority section
+    -- (pMember); delayed, it waits in the plain order and in PDELAY,
+    -- which the claim drains into the section as it falls due.
+    P.pri = true
+    if tonumber(due) <= P.now then
+      r.m = pMember(g.lt, pr, dx .. hex16(seq), ref)
+    else
+      r.m = g.lt .. dx .. hex16(seq) .. ref
+      P.pdelay = P.pdelay or {}
+      P.pdelay[#P.pdelay + 1] = due
+      P.pdelay[#P.pdelay + 1] = r.m
+    end
+  else
+    r.m = g.lt .. dx .. hex16(seq) .. ref
+  end
   local ms = P.members
   ms[#ms + 1] = 0
   ms[#ms + 1] = r.m
@@ -245,6 +255,12 @@ local function apply(P, now)
     return
   end
   redis.call('ZADD', READY, unpack(P.members))
+  if P.pri then
+    redis.call('HSET', LIFE, 'p', '1')
+    if P.pdelay then
+      redis.call('ZADD', PDELAY, unpack(P.pdelay))
+    end
+  end
   for _, t in ipairs(P.order) do
     local g = P.by[t]
     if not g.rot then

@@ -9,14 +9,17 @@
 -- as 16 hex digits, not-before (ns), error text, nonce of the call (''
 -- for none: a retry of a settle that landed finds its nonce and reports
 -- it applied)
--- Returns per lease: 1 applied, 0 lost, or -(stored attempts) when the
--- decision assumed a different attempt count (nothing written; decide
--- again).
+-- Returns per lease: 1 applied, 0 lost, 2 cancelled (the lease carried a
+-- cancel mark: nothing the decision said is written, the item is
+-- cancelled), or -(stored attempts) when the decision assumed a
+-- different attempt count (nothing written; decide again).
 local now = tonumber(ARGV[1])
 local res = {}
 local wake = false
 local seq = tonumber(redis.call('GET', SEQ) or '0')
 local P = newPushes()
+P.now = now
+local cancels = {}
 local drops, recs, dead, tdead, seen = {}, {}, {}, {}, {}
 -- With limits on the queue, the settled leases leave TLEASES too, and a
 -- lease ending of a tenant a claim passed over for its cap wakes the
@@ -31,6 +34,10 @@ for i = 4, #ARGV, 10 do
     res[#res + 1] = 1
   elseif seen[ref] or not r or not l or l.tok ~= tok or not score or (maxs ~= '+inf' and tonumber(score) > tonumber(maxs)) then
     res[#res + 1] = 0
+  elseif marked(r) then
+    seen[ref] = true
+    cancels[#cancels + 1] = {ref, r}
+    res[#res + 1] = 2
   elseif r.a ~= ARGV[i + 3] then
     res[#res + 1] = -tonumber(r.a) - 1
   else
@@ -78,6 +85,12 @@ if #drops > 0 then
   redis.call('SET', SEQ, string.format('%d', seq))
 end
 apply(P, now)
+for _, c in ipairs(cancels) do
+  endMarked(c[1], c[2])
+end
+if #cancels > 0 then
+  wake = true
+end
 if #dead > 0 then
   redis.call('ZADD', DEAD, unpack(dead))
   redis.call('ZADD', TDEAD, unpack(tdead))

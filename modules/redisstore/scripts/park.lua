@@ -1,0 +1,73 @@
+-- Ends a lease with a snooze or a wait, fenced on the token. A lease that
+-- carries a cancel mark writes nothing asked for: its item is cancelled.
+--
+-- ARGV[1] now (us)   ARGV[2] now (ns)   ARGV[3] wake channel   ARGV[4] ref
+-- ARGV[5] token   ARGV[6] nonce   ARGV[7] 's' snooze or 'w' wait
+-- snooze: ARGV[8] the snoozes the decision assumed   ARGV[9] '1' retry,
+-- '0' dead letter   ARGV[10] due (us)   ARGV[11] due as 16 hex digits
+-- ARGV[12] not-before (ns)   ARGV[13] the dead letter's error text
+-- wait: ARGV[8] signal   ARGV[9] until (ns)   ARGV[10] until (us)
+-- Returns 1 done, 0 lost, 2 cancelled, or -(stored snoozes)-1 when the
+-- decision assumed another count (nothing written; decide again).
+local now = tonumber(ARGV[1])
+local ref, tok = ARGV[4], ARGV[5]
+local r = decode(redis.call('HGET', ITEMS, ref))
+local l = lease(redis.call('HGET', LEASE, ref))
+if r and r.fn == ARGV[6] then
+  return 1
+end
+if not r or not l or l.tok ~= tok or r.s ~= 'q' then
+  return 0
+end
+if marked(r) then
+  endMarked(ref, r)
+  redis.call('PUBLISH', ARGV[3], '1')
+  return 2
+end
+local X = xget(r)
+local seq = tonumber(redis.call('GET', SEQ) or '0') + 1
+local P = newPushes()
+P.now = now
+local wake = false
+if ARGV[7] == 's' then
+  local sn = X.sn == '' and '0' or X.sn
+  if sn ~= ARGV[8] then
+    return -tonumber(sn) - 1
+  end
+  if ARGV[9] == '1' then
+    X.sn = string.format('%d', tonumber(sn) + 1)
+    xput(r, X)
+    r.nb = ARGV[12]
+    add(P, r, ref, ARGV[10], ARGV[11], seq)
+    plan(P)
+    wake = tonumber(ARGV[10]) <= now
+  else
+    r.e, r.s, r.da, r.ds = ARGV[13], 'd', ARGV[2], string.format('%d', seq)
+  end
+else
+  X.ws, X.wsi, X.wu = ARGV[8], ARGV[2], ARGV[9]
+  xput(r, X)
+  r.s = 'w'
+end
+r.fn = ARGV[6]
+
+-- Writes from here on.
+lifePlaceholders()
+redis.call('HDEL', LEASE, ref)
+redis.call('ZREM', LEASES, ref)
+redis.call('ZREM', TLEASES, ref)
+redis.call('HSET', ITEMS, ref, encode(r))
+redis.call('SET', SEQ, string.format('%d', seq))
+if r.s == 'q' then
+  apply(P, now)
+elseif r.s == 'd' then
+  redis.call('ZADD', DEAD, r.ds, ref)
+  redis.call('ZADD', TDEAD, 0, lp(r.t) .. hex16(seq) .. ref)
+else
+  redis.call('ZADD', WAITS, ARGV[10], ref)
+  redis.call('ZADD', PARKED, ARGV[1], ref)
+  redis.call('HSET', LIFE, 'w', '1')
+end
+-- A lease ending may free a capped tenant; a snooze due now is work.
+redis.call('PUBLISH', ARGV[3], '1')
+return 1
