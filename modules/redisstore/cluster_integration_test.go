@@ -68,6 +68,8 @@ func TestCluster(t *testing.T) {
 		})
 	})
 
+	t.Run("LifecycleReopen", func(t *testing.T) { lifecycleReopen(t, client, "adkclusterlife") })
+
 	slots := map[int64]bool{}
 	for tenant := range tenants {
 		// The tenant's hash tag is its length-prefixed name.

@@ -111,8 +111,8 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 		}
 		type cmds struct {
 			ready, queued, dead, pri *redis.IntCmd
-			served              *redis.StringCmd
-			due                 *redis.StringSliceCmd
+			served                   *redis.StringCmd
+			due                      *redis.StringSliceCmd
 		}
 		pipe := q.client.Pipeline()
 		cs := make([]cmds, len(tenants))
@@ -126,7 +126,7 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 				queued: pipe.ZLexCount(ctx, ready, "["+lt, "("+lt+"g"),
 				dead:   pipe.ZLexCount(ctx, p+"tdead", "["+lt, "("+lt+"g"),
 				// Its priority section holds due items only.
-				pri: pipe.ZLexCount(ctx, ready, "["+lt+"p", "("+lt+"q"),
+				pri:    pipe.ZLexCount(ctx, ready, "["+lt+"p", "("+lt+"q"),
 				served: pipe.HGet(ctx, p+"served", t),
 				// Due items are ordered by due time, not enqueue time;
 				// the oldest is looked for among the first hundred.

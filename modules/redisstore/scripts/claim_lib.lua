@@ -45,41 +45,64 @@ end
 -- sections are then read), PAUSEN when some tenant is paused (the claim
 -- then takes the walk, which passes paused tenants over).
 local PRI, PAUSEN = false, false
-local hasP = {} -- lp(t) -> whether the tenant has a priority section now
-
 -- dueRange returns up to n due members of tenant lt from offset off, in
 -- claim order: without priorities the plain lex range; with them the
--- ranks above 0, the plain due items, then the ranks below 0.
+-- ranks above 0 (the priority section's members before 'p64'), the
+-- plain due items, then the ranks below 0. From offset 0 (nearly every
+-- read) one range of the section gives both its ends when it is shorter
+-- than n, so a tenant costs one read more than without priorities at
+-- most, and none when its highest ranks fill the read.
 local function dueRange(lt, NX, off, n)
-  if PRI then
-    local h = hasP[lt]
-    if h == nil then
-      h = #redis.call('ZRANGE', READY, '[' .. lt .. 'p', '(' .. lt .. 'q', 'BYLEX', 'LIMIT', 0, 1) > 0
-      hasP[lt] = h
+  local plain = {'[' .. lt, '(' .. lt .. NX}
+  if not PRI then
+    return redis.call('ZRANGE', READY, plain[1], plain[2], 'BYLEX', 'LIMIT', off, n)
+  end
+  local mid = lt .. 'p64'
+  if off == 0 then
+    local sec = redis.call('ZRANGE', READY, '[' .. lt .. 'p', '(' .. lt .. 'q', 'BYLEX', 'LIMIT', 0, n)
+    local out, lo = {}, {}
+    for _, m in ipairs(sec) do
+      if m < mid then
+        out[#out + 1] = m
+      else
+        lo[#lo + 1] = m
+      end
     end
-    if h then
-      local out = {}
-      local rs = {{'[' .. lt .. 'p', '(' .. lt .. 'p64'}, {'[' .. lt, '(' .. lt .. NX}, {'(' .. lt .. 'p64', '(' .. lt .. 'q'}}
-      for _, r in ipairs(rs) do
+    if #out < n then
+      concatInto(out, redis.call('ZRANGE', READY, plain[1], plain[2], 'BYLEX', 'LIMIT', 0, n - #out))
+    end
+    if #out < n then
+      if #sec == n and #lo == 0 then -- the read ended inside the high ranks
+        lo = redis.call('ZRANGE', READY, '(' .. mid, '(' .. lt .. 'q', 'BYLEX', 'LIMIT', 0, n - #out)
+      end
+      for _, m in ipairs(lo) do
         if #out >= n then
           break
         end
-        local skip = false
-        if off > 0 then
-          local c = redis.call('ZLEXCOUNT', READY, r[1], r[2])
-          if off >= c then
-            off, skip = off - c, true
-          end
-        end
-        if not skip then
-          concatInto(out, redis.call('ZRANGE', READY, r[1], r[2], 'BYLEX', 'LIMIT', off, n - #out))
-          off = 0
-        end
+        out[#out + 1] = m
       end
-      return out
+    end
+    return out
+  end
+  local out = {}
+  local rs = {{'[' .. lt .. 'p', '(' .. mid}, plain, {'(' .. mid, '(' .. lt .. 'q'}}
+  for _, r in ipairs(rs) do
+    if #out >= n then
+      break
+    end
+    local skip = false
+    if off > 0 then
+      local c = redis.call('ZLEXCOUNT', READY, r[1], r[2])
+      if off >= c then
+        off, skip = off - c, true
+      end
+    end
+    if not skip then
+      concatInto(out, redis.call('ZRANGE', READY, r[1], r[2], 'BYLEX', 'LIMIT', off, n - #out))
+      off = 0
     end
   end
-  return redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. NX, 'BYLEX', 'LIMIT', off, n)
+  return out
 end
 
 -- memberRef is the ref of member m of tenant lt.
