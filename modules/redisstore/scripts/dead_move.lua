@@ -11,6 +11,7 @@ local now = tonumber(ARGV[2])
 local requeue = ARGV[1] == 'requeue'
 local seq = tonumber(redis.call('GET', SEQ) or '0')
 local P = newPushes()
+P.now = now
 local moved, tmoved, recs, purged, seen = {}, {}, {}, {}, {}
 for i = 9, #ARGV do
   local ref = ARGV[i]

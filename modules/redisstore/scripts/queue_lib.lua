@@ -256,6 +256,9 @@ local function apply(P, now)
   end
   redis.call('ZADD', READY, unpack(P.members))
   if P.pri then
+    -- The claim reads PDELAY from now on: its placeholder, for a queue
+    -- an earlier release created (LIFE's is the flag itself).
+    redis.call('ZADD', PDELAY, 'NX', '+inf', '')
     redis.call('HSET', LIFE, 'p', '1')
     if P.pdelay then
       redis.call('ZADD', PDELAY, unpack(P.pdelay))
