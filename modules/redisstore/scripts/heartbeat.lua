@@ -17,7 +17,8 @@ end
 if l.tok ~= ARGV[2] or tonumber(l.x) <= tonumber(ARGV[3]) then
   return -1
 end
-local r = decode(redis.call('HGET', ITEMS, ref))
+-- The record is read only while some lease of the queue carries a mark.
+local r = (tonumber(redis.call('HGET', LIFE, 'm')) or 0) > 0 and decode(redis.call('HGET', ITEMS, ref))
 if r and marked(r) then
   endMarked(ref, r)
   return -2
