@@ -112,7 +112,7 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 		type cmds struct {
 			ready, queued, dead, pri *redis.IntCmd
 			served                   *redis.StringCmd
-			due                      *redis.StringSliceCmd
+			due, pdue                *redis.StringSliceCmd
 		}
 		pipe := q.client.Pipeline()
 		cs := make([]cmds, len(tenants))
@@ -131,6 +131,8 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 				// Due items are ordered by due time, not enqueue time;
 				// the oldest is looked for among the first hundred.
 				due: pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: ready, Start: "[" + lt, Stop: "(" + lt + nextHex, ByLex: true, Count: 100}),
+				// and so are the first hundred of its priority section.
+				pdue: pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: ready, Start: "[" + lt + "p", Stop: "(" + lt + "q", ByLex: true, Count: 100}),
 			}
 		}
 		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
@@ -143,6 +145,11 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 			for _, m := range cs[i].due.Val() {
 				if len(m) > skip {
 					eas[i] = append(eas[i], pipe.HGet(ctx, p+"items", m[skip:]))
+				}
+			}
+			for _, m := range cs[i].pdue.Val() {
+				if len(m) > skip+3 { // 'p' and the rank come before the due time
+					eas[i] = append(eas[i], pipe.HGet(ctx, p+"items", m[skip+3:]))
 				}
 			}
 		}

@@ -240,3 +240,28 @@ func TestPriorityOrderAcrossRefills(t *testing.T) {
 		})
 	}
 }
+
+// TestOldestReadyCountsPriorities checks that Tenants reads a tenant's
+// oldest due item from its priority section as well as its plain items.
+func TestOldestReadyCountsPriorities(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: redistest.Namespace(t, client)})
+	must(t, err)
+	defer q.Close()
+	first := clock.Now()
+	must(t, q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "high", Priority: 3}, contract.Item{Tenant: "b", ID: "low", Priority: -3}))
+	clock.Advance(time.Second)
+	must(t, q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "plain"}, contract.Item{Tenant: "b", ID: "plain"}))
+	ts, err := q.Tenants(ctx, "")
+	must(t, err)
+	if len(ts) != 2 {
+		t.Fatalf("Tenants = %+v, want a and b", ts)
+	}
+	for _, st := range ts {
+		if st.Ready != 2 || !st.OldestReady.Equal(first) {
+			t.Errorf("tenant %s: Ready %d, OldestReady %v; want 2 and %v (its prioritised item)", st.Tenant, st.Ready, st.OldestReady, first)
+		}
+	}
+}
