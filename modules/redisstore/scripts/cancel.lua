@@ -43,6 +43,40 @@ if #todo == 0 then
   return out
 end
 
+-- Where each tenant of a queued item cancelled here goes, read before
+-- the writes: out of the rotation when the cancelled items were its last
+-- due ones (waiting for its first delayed one, if any). Each read skips
+-- the members this call removes, so it sees READY as the writes leave it.
+local NX = hex16(tonumber(ARGV[1]) + 1)
+local gone, byT, ts = {}, {}, {}
+for _, c in ipairs(todo) do
+  local r = c[2]
+  if c[3] == 'q' then
+    gone[r.m] = true
+    if not byT[r.t] then
+      byT[r.t] = 0
+      ts[#ts + 1] = r.t
+    end
+    byT[r.t] = byT[r.t] + 1
+  end
+end
+local function firstLeft(lo, hi, k)
+  for _, m in ipairs(redis.call('ZRANGE', READY, lo, hi, 'BYLEX', 'LIMIT', 0, k + 1)) do
+    if not gone[m] then
+      return m
+    end
+  end
+  return nil
+end
+local leave = {}
+for _, t in ipairs(ts) do
+  local lt, k = lp(t), byT[t]
+  if not firstLeft('[' .. lt, '(' .. lt .. NX, k) and not firstLeft('[' .. lt .. 'p', '(' .. lt .. 'q', k) then
+    local f = firstLeft('[' .. lt .. NX, '(' .. lt .. 'g', k)
+    leave[#leave + 1] = {t, f and dueOf(lt, f)}
+  end
+end
+
 -- Writes from here on.
 lifePlaceholders()
 for _, c in ipairs(todo) do
@@ -65,22 +99,14 @@ for _, c in ipairs(todo) do
       redis.call('ZREM', TDEAD, lp(r.t) .. hex16(tonumber(r.ds) or 0) .. ref)
     end
     intoCancelled(ref, r)
-    if s == 'q' then
-      -- The tenant leaves the rotation when that was its last due item
-      -- (and waits for its first delayed one, if any).
-      local lt = lp(r.t)
-      local NX = hex16(tonumber(ARGV[1]) + 1)
-      local due = firstOf(lt)
-      local more = #redis.call('ZRANGE', READY, '[' .. lt .. 'p', '(' .. lt .. 'q', 'BYLEX', 'LIMIT', 0, 1) > 0
-      if not more and (not due or string.sub(due, #lt + 1, #lt + 16) >= NX) then
-        redis.call('ZREM', ROT, r.t)
-        if due then
-          redis.call('ZADD', WAIT, dueOf(lt, due), r.t)
-        else
-          redis.call('ZREM', WAIT, r.t)
-        end
-      end
-    end
+  end
+end
+for _, l in ipairs(leave) do
+  redis.call('ZREM', ROT, l[1])
+  if l[2] then
+    redis.call('ZADD', WAIT, l[2], l[1])
+  else
+    redis.call('ZREM', WAIT, l[1])
   end
 end
 return out
