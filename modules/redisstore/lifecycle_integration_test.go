@@ -265,3 +265,45 @@ func TestOldestReadyCountsPriorities(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelLastDueItemsInOneCall checks where a bulk cancel that takes
+// a tenant's last due items (plain and prioritised, in one script call)
+// leaves the tenant: out of the rotation, waiting for its delayed item.
+func TestCancelLastDueItemsInOneCall(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: redistest.Namespace(t, client)})
+	must(t, err)
+	defer q.Close()
+	must(t, q.Enqueue(ctx,
+		contract.Item{Tenant: "a", ID: "due-1"},
+		contract.Item{Tenant: "a", ID: "due-2", Priority: 4},
+		contract.Item{Tenant: "a", ID: "due-3", Priority: -4},
+		contract.Item{Tenant: "a", ID: "later", NotBefore: clock.Now().Add(time.Minute)},
+		contract.Item{Tenant: "b", ID: "b"}))
+	n, err := q.CancelMatching(ctx, contract.CancelFilter{Tenant: "a", IDPrefix: "due-"}, "test")
+	must(t, err)
+	if n != 3 {
+		t.Fatalf("CancelMatching = %d, want 3", n)
+	}
+	claimIDs := func() []string {
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Hour, Max: 10})
+		if errors.Is(err, contract.ErrEmpty) {
+			return nil
+		}
+		must(t, err)
+		var ids []string
+		for _, l := range ls {
+			ids = append(ids, l.Item.ID)
+		}
+		return ids
+	}
+	if got := claimIDs(); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("claim after the cancel = %v, want [b]", got)
+	}
+	clock.Advance(time.Minute)
+	if got := claimIDs(); !slices.Equal(got, []string{"later"}) {
+		t.Fatalf("claim once a's delayed item is due = %v, want [later]", got)
+	}
+}
