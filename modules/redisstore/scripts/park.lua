@@ -50,6 +50,11 @@ else
   r.s = 'w'
 end
 r.fn = ARGV[6]
+-- A snooze due now is work, and with limits on the queue a lease ending
+-- may free a capped tenant: claimers are woken then. Otherwise none has
+-- anything new to find before the item is due (claims find it then, as
+-- they find any delayed item), so none is woken for nothing.
+wake = wake or redis.call('GET', FLAG) == '1'
 
 -- Writes from here on.
 lifePlaceholders()
@@ -68,6 +73,7 @@ else
   redis.call('ZADD', PARKED, ARGV[1], ref)
   redis.call('HSET', LIFE, 'w', '1')
 end
--- A lease ending may free a capped tenant; a snooze due now is work.
-redis.call('PUBLISH', ARGV[3], '1')
+if wake then
+  redis.call('PUBLISH', ARGV[3], '1')
+end
 return 1
