@@ -48,7 +48,7 @@ func BenchmarkLifecycleOneTenant(b *testing.B) {
 					items = items[:0]
 				}
 			}
-			done := 0
+			done, snoozes, snoozeUs := 0, 0, int64(0)
 			before := scriptTime(b, client)
 			time0 := commandTime(b, client)
 			b.ResetTimer()
@@ -70,9 +70,12 @@ func BenchmarkLifecycleOneTenant(b *testing.B) {
 					for _, l := range ls {
 						n, _ := strconv.Atoi(l.Item.ID)
 						if n%100 == 0 && l.Item.Snoozes == 0 {
+							t0 := scriptTime(b, client)
 							if _, err := q.Snooze(ctx, l, time.Millisecond); err != nil {
 								b.Fatal(err)
 							}
+							snoozeUs += scriptTime(b, client) - t0
+							snoozes++
 							continue
 						}
 						keep = append(keep, l)
@@ -91,6 +94,9 @@ func BenchmarkLifecycleOneTenant(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "items/s")
 			b.ReportMetric(float64(scriptTime(b, client)-before)/float64(b.N), "server-µs/item")
+			if snoozes > 0 {
+				b.ReportMetric(float64(snoozeUs)/float64(snoozes), "server-µs/snooze")
+			}
 			if testing.Verbose() && b.N >= 1000 {
 				time1 := commandTime(b, client)
 				var sb strings.Builder
