@@ -52,7 +52,7 @@ func checkForwarding(t *testing.T, q, w contract.WorkQueue, system string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	want := contract.CapabilitiesOf(q)
-	if want != (contract.Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: true, Backing: system}) {
+	if want != (contract.Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: true, Lifecycle: true, Backing: system}) {
 		t.Fatalf("the backing reports %+v; want every capability and Backing %q", want, system)
 	}
 	if got := contract.CapabilitiesOf(w); got != want {
@@ -63,8 +63,9 @@ func checkForwarding(t *testing.T, q, w contract.WorkQueue, system string) {
 	st, okS := contract.AsStatsSource(w)
 	cc, okC := contract.AsCompleteClaimer(w)
 	fc, okF := contract.AsFlowController(w)
-	if !okI || !okW || !okS || !okC || !okF {
-		t.Fatalf("As*: inspector %v waker %v stats %v complete-claimer %v flow %v; want all", okI, okW, okS, okC, okF)
+	lc, okL := contract.AsLifecycleController(w)
+	if !okI || !okW || !okS || !okC || !okF || !okL {
+		t.Fatalf("As*: inspector %v waker %v stats %v complete-claimer %v flow %v lifecycle %v; want all", okI, okW, okS, okC, okF, okL)
 	}
 
 	// FlowController: limits set through the wrapper are the backing's.
@@ -128,5 +129,13 @@ func checkForwarding(t *testing.T, q, w contract.WorkQueue, system string) {
 	}
 	if before.PoolAcquires > after.PoolAcquires || before.Wakes > after.Wakes {
 		t.Errorf("Stats through the wrapper %+v run ahead of the backing's %+v", before, after)
+	}
+	// LifecycleController: a pause through the wrapper is the backing's.
+	if err := lc.Pause(ctx, "", "globex"); err != nil {
+		t.Fatalf("Pause through the wrapper: %v", err)
+	}
+	innerLC, _ := contract.AsLifecycleController(q)
+	if ps, err := innerLC.Paused(ctx, ""); err != nil || !ps.TenantPaused("globex") {
+		t.Errorf("the backing's pauses after a Pause through the wrapper: %+v, %v", ps, err)
 	}
 }
