@@ -27,22 +27,39 @@ import (
 // its own cap and rate that never bind, "other" sets a cap on one tenant
 // that holds no work, so the busy ones are walked without limits of
 // their own. Compare each with the row of the same load without.
+//
+// The rows with small batches (claims of 10 by 10 workers, the shape of
+// adkbench's lifecycle scenario) come in pairs: plain, and with every
+// item given a priority from -5 to 5 out of step with the enqueue order,
+// so that the claims reorder the tenant's items. Compare the two.
 func BenchmarkClaimComplete(b *testing.B) {
 	for _, tc := range []struct {
 		tenants, idle int
 		limits        string
-	}{{1, 0, ""}, {1, 49, ""}, {50, 0, ""}, {1, 999, ""}, {1, 0, "loose"}, {50, 0, "loose"}, {50, 0, "other"}} {
+		small         bool // claims of 10 by 10 workers
+		priorities    bool
+	}{{1, 0, "", false, false}, {1, 49, "", false, false}, {50, 0, "", false, false}, {1, 999, "", false, false},
+		{1, 0, "loose", false, false}, {50, 0, "loose", false, false}, {50, 0, "other", false, false},
+		{1, 0, "", true, false}, {1, 0, "", true, true}} {
 		name := fmt.Sprintf("busy=%d/idle=%d", tc.tenants, tc.idle)
 		if tc.limits != "" {
 			name += "/limits=" + tc.limits
 		}
+		workers, batch := 4, 100
+		if tc.small {
+			workers, batch = 10, 10
+			name += "/batch=10"
+		}
+		if tc.priorities {
+			name += "/priorities"
+		}
 		b.Run(name, func(b *testing.B) {
-			benchClaimComplete(b, tc.tenants, tc.idle, 4, 100, tc.limits)
+			benchClaimComplete(b, tc.tenants, tc.idle, workers, batch, tc.limits, tc.priorities)
 		})
 	}
 }
 
-func benchClaimComplete(b *testing.B, tenants, idle, workers, batch int, limits string) {
+func benchClaimComplete(b *testing.B, tenants, idle, workers, batch int, limits string, priorities bool) {
 	d := newTestDB(b, withMaxConns(int32(workers+2)))
 	q, err := pgstore.NewQueue(d.pool, contract.SystemClock{}, d.settings(pgstore.Settings{}))
 	if err != nil {
@@ -71,7 +88,11 @@ func benchClaimComplete(b *testing.B, tenants, idle, workers, batch int, limits 
 	n := max(b.N, 1)
 	items := make([]contract.Item, 0, 1000)
 	for i := range n {
-		items = append(items, contract.Item{Tenant: fmt.Sprintf("busy-%02d", i%tenants), ID: fmt.Sprint("i", i), Payload: []byte("{}")})
+		it := contract.Item{Tenant: fmt.Sprintf("busy-%02d", i%tenants), ID: fmt.Sprint("i", i), Payload: []byte("{}")}
+		if priorities {
+			it.Priority = i*7%11 - 5
+		}
+		items = append(items, it)
 		if len(items) == cap(items) || i == n-1 {
 			if err := q.Enqueue(ctx, items...); err != nil {
 				b.Fatal(err)
