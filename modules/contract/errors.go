@@ -150,11 +150,16 @@ type LeaseLostError struct {
 }
 
 func (e *LeaseLostError) Error() string {
+	return describeKeys("adk: lease lost for", e.Items)
+}
+
+// describeKeys is head, the number of keys, and the first five of them.
+func describeKeys(head string, keys []ItemKey) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "adk: lease lost for %d item(s):", len(e.Items))
-	for i, k := range e.Items {
+	fmt.Fprintf(&b, "%s %d item(s):", head, len(keys))
+	for i, k := range keys {
 		if i == 5 {
-			fmt.Fprintf(&b, " and %d more", len(e.Items)-5)
+			fmt.Fprintf(&b, " and %d more", len(keys)-5)
 			break
 		}
 		fmt.Fprintf(&b, " %q/%q/%q", k.Tenant, k.Queue, k.ID)

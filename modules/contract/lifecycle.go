@@ -49,16 +49,7 @@ type CancelledError struct {
 }
 
 func (e *CancelledError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "adk: cancelled while leased, %d item(s):", len(e.Items))
-	for i, k := range e.Items {
-		if i == 5 {
-			fmt.Fprintf(&b, " and %d more", len(e.Items)-5)
-			break
-		}
-		fmt.Fprintf(&b, " %q/%q/%q", k.Tenant, k.Queue, k.ID)
-	}
-	return b.String()
+	return describeKeys("adk: cancelled while leased,", e.Items)
 }
 
 // Is makes errors.Is(err, ErrCancelled) true.

@@ -107,9 +107,7 @@ func (s *store) settleCancelled(q *queue, e *entry, now time.Time) {
 		tq.unqueue(e)
 		q.place(tq, now)
 	case contract.StateLeased:
-		q.leases.Delete(e.leaseKey())
-		tq.leased--
-		e.worker, e.expires, e.token = "", time.Time{}, 0
+		s.endLease(q, tq, e)
 		if q.capped(tq) {
 			s.wake(q.name, now)
 		}

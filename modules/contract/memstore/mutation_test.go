@@ -60,7 +60,7 @@ var mutants = []struct {
 		[]edit{
 			{"queue.go", "\ts.tokens++\n\treturn s.tokens\n", "\treturn int64(e.item.Attempts) + 1\n"},
 			{"queue.go", "\tq.leases.Delete(e.leaseKey())\n\te.token = s.newToken(e)\n", "\tq.leases.Delete(e.leaseKey())\n"},
-			{"queue.go", "\te.token = 0\n", ""},
+			{"lifecycle.go", "\te.worker, e.expires, e.token = \"\", time.Time{}, 0\n", "\te.worker, e.expires = \"\", time.Time{}\n"},
 		}, nil},
 	{"racy-claim", "TestWorkQueue/Concurrency/ConcurrentClaimsMax1",
 		"a claim picks its item, lets go of the lock, then leases it, so two concurrent claimers get the same item",

@@ -264,10 +264,7 @@ func (s *store) Fail(ctx context.Context, l contract.Lease, cause error) (policy
 // to the dead letter, as the policy decides.
 func (s *store) settleFailed(q *queue, e *entry, cause error, now time.Time) policy.Decision {
 	tq := q.tenants[e.item.Tenant]
-	q.leases.Delete(e.leaseKey())
-	tq.leased--
-	e.worker, e.expires = "", time.Time{}
-	e.token = 0
+	s.endLease(q, tq, e)
 	e.item.Attempts++
 	e.item.LastError = contract.ErrorText(cause)
 	d := s.policy.Decide(e.item.Attempts, cause, now)
