@@ -140,7 +140,7 @@ func (f QueueFront) Claim(ctx context.Context, req ClaimRequest) ([]Lease, error
 
 // Heartbeat implements [WorkQueue].
 func (f QueueFront) Heartbeat(ctx context.Context, lease Lease, extend time.Duration) (Lease, error) {
-	if err := ValidateLease(lease); err != nil {
+	if err := validateLease(&lease); err != nil {
 		return Lease{}, err
 	}
 	if err := ValidateExtend(extend); err != nil {
@@ -151,8 +151,8 @@ func (f QueueFront) Heartbeat(ctx context.Context, lease Lease, extend time.Dura
 
 // Complete implements [WorkQueue].
 func (f QueueFront) Complete(ctx context.Context, leases ...Lease) error {
-	for _, l := range leases {
-		if err := ValidateLease(l); err != nil {
+	for i := range leases {
+		if err := validateLease(&leases[i]); err != nil {
 			return err
 		}
 	}
@@ -170,7 +170,7 @@ func (f QueueFront) CompleteAndClaim(ctx context.Context, done []Lease, req Clai
 
 // Fail implements [WorkQueue].
 func (f QueueFront) Fail(ctx context.Context, lease Lease, cause error) (policy.Decision, error) {
-	if err := ValidateLease(lease); err != nil {
+	if err := validateLease(&lease); err != nil {
 		return policy.Decision{}, err
 	}
 	return f.d.Fail(ctx, normalizedLease(lease), cause)

@@ -235,3 +235,35 @@ func TestValidateCompleteAndClaim(t *testing.T) {
 		}
 	}
 }
+
+// ValidateName reads ASCII names eight bytes at a time: a NUL or a byte
+// outside ASCII is found at every position of a word and of the tail,
+// and a valid name outside ASCII still passes.
+func TestValidateNameEveryPosition(t *testing.T) {
+	for n := 1; n <= 20; n++ {
+		for i := range n {
+			for _, bad := range []string{"\x00", "\xff"} {
+				b := []byte(strings.Repeat("a", n))
+				b[i] = bad[0]
+				if err := ValidateName("f", string(b)); err == nil {
+					t.Fatalf("ValidateName(%q) = nil; want an error", b)
+				}
+			}
+			b := []byte(strings.Repeat("a", n))
+			b[i] = 0x7f
+			if err := ValidateName("f", string(b)); err != nil {
+				t.Fatalf("ValidateName(%q) = %v; want nil", b, err)
+			}
+		}
+	}
+	for _, ok := range []string{"héllo-wörld-über", "\u00e9", strings.Repeat("a", MaxNameBytes)} {
+		if err := ValidateName("f", ok); err != nil {
+			t.Errorf("ValidateName(%q) = %v; want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", strings.Repeat("a", MaxNameBytes+1), "héllo\x00wörld", "ab\xc3"} {
+		if err := ValidateName("f", bad); err == nil {
+			t.Errorf("ValidateName(%q) = nil; want an error", bad)
+		}
+	}
+}
