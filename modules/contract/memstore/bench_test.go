@@ -116,35 +116,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 	for _, max := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("Max%d", max), func(b *testing.B) {
 			s := memstore.New(contracttest.NewFakeClock(contracttest.FakeEpoch), memstore.Settings{})
-			ctx := b.Context()
-			n := 0
-			refill := func() {
-				items := make([]contract.Item, 0, 100_000)
-				for range 100_000 {
-					items = append(items, contract.Item{Tenant: fmt.Sprintf("t%d", n%1000), ID: fmt.Sprint(n)})
-					n++
-				}
-				if err := s.Enqueue(ctx, items...); err != nil {
-					b.Fatal(err)
-				}
-			}
-			refill()
-			req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: max}
-			for b.Loop() {
-				ls, err := s.Claim(ctx, req)
-				if errors.Is(err, contract.ErrEmpty) {
-					b.StopTimer()
-					refill()
-					b.StartTimer()
-					continue
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Complete(ctx, ls...); err != nil {
-					b.Fatal(err)
-				}
-			}
+			memstore.BenchClaimComplete(b, s, max)
 		})
 	}
 }
