@@ -54,13 +54,24 @@ r.fn = ARGV[6]
 -- may free a capped tenant: claimers are woken then. Otherwise none has
 -- anything new to find before the item is due (claims find it then, as
 -- they find any delayed item), so none is woken for nothing.
-wake = wake or redis.call('GET', FLAG) == '1'
+local flow = redis.call('GET', FLAG) == '1'
+wake = wake or flow
+-- The lifecycle placeholders are written together, with LIFE's, and never
+-- removed: a queue whose LIFE has its placeholder needs none written.
+-- One whose priority flag is set needs it set no more (apply, P.pset).
+local lf = redis.call('HMGET', LIFE, '', 'p')
+P.pset = lf[2] == '1'
 
 -- Writes from here on.
-lifePlaceholders()
+if not lf[1] then
+  lifePlaceholders()
+end
 redis.call('HDEL', LEASE, ref)
 redis.call('ZREM', LEASES, ref)
-redis.call('ZREM', TLEASES, ref)
+if flow then
+  -- TLEASES holds leases only while the flag is on (as in settle.lua).
+  redis.call('ZREM', TLEASES, ref)
+end
 redis.call('HSET', ITEMS, ref, encode(r))
 redis.call('SET', SEQ, string.format('%d', seq))
 if r.s == 'q' then

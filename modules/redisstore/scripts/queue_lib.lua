@@ -257,9 +257,13 @@ local function apply(P, now)
   redis.call('ZADD', READY, unpack(P.members))
   if P.pri then
     -- The claim reads PDELAY from now on: its placeholder, for a queue
-    -- an earlier release created (LIFE's is the flag itself).
-    redis.call('ZADD', PDELAY, 'NX', '+inf', '')
-    redis.call('HSET', LIFE, 'p', '1')
+    -- an earlier release created (LIFE's is the flag itself). A caller
+    -- that read the flag set already (P.pset) skips both: the flag is
+    -- only ever set with the placeholder, and neither is ever removed.
+    if not P.pset then
+      redis.call('ZADD', PDELAY, 'NX', '+inf', '')
+      redis.call('HSET', LIFE, 'p', '1')
+    end
     if P.pdelay then
       redis.call('ZADD', PDELAY, unpack(P.pdelay))
     end
