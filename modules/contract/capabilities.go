@@ -21,6 +21,7 @@ type Capabilities struct {
 	CompleteAndClaim bool // CompleteAndClaim saves a round trip
 	Flow             bool // limits are enforced in the claim (FlowController)
 	Lifecycle        bool // pause, cancel, snooze and signals (LifecycleController)
+	History          bool // retention, events, uniqueness windows and Find (HistoryKeeper)
 	// Backing names the backing as its Health does ("memory", "redis",
 	// "postgresql"), "" when not known without asking.
 	Backing string
@@ -46,7 +47,8 @@ func CapabilitiesOf(q WorkQueue) Capabilities {
 	_, cc := q.(CompleteClaimer)
 	_, fl := q.(FlowController)
 	_, lc := q.(LifecycleController)
-	caps := Capabilities{Inspector: ins, Waker: wk, Stats: st, CompleteAndClaim: cc, Flow: fl, Lifecycle: lc}
+	_, hk := q.(HistoryKeeper)
+	caps := Capabilities{Inspector: ins, Waker: wk, Stats: st, CompleteAndClaim: cc, Flow: fl, Lifecycle: lc, History: hk}
 	if u, ok := q.(interface{ Unwrap() WorkQueue }); ok && u.Unwrap() != nil {
 		caps.Backing = CapabilitiesOf(u.Unwrap()).Backing
 	}
@@ -80,7 +82,7 @@ func AsCompleteClaimer(q WorkQueue) (CompleteClaimer, bool) {
 // Passthrough forwards every optional capability of a wrapped queue: a
 // wrapper embeds one beside its own WorkQueue methods and so has the
 // Inspector, Waker, StatsSource, CompleteClaimer, FlowController and
-// LifecycleController methods and the
+// LifecycleController and HistoryKeeper methods and the
 // Capabilities of what it wraps, overriding the methods it changes. A
 // method whose capability the wrapped queue lacks answers
 // errors.ErrUnsupported (Subscribe: a channel that never fires; Stats:
@@ -93,6 +95,7 @@ type Passthrough struct {
 	cc   CompleteClaimer
 	fl   FlowController
 	lc   LifecycleController
+	hk   HistoryKeeper
 }
 
 // NewPassthrough returns the capabilities of q, ready to forward.
@@ -104,6 +107,7 @@ func NewPassthrough(q WorkQueue) Passthrough {
 	p.cc, _ = AsCompleteClaimer(q)
 	p.fl, _ = AsFlowController(q)
 	p.lc, _ = AsLifecycleController(q)
+	p.hk, _ = AsHistoryKeeper(q)
 	return p
 }
 

@@ -55,6 +55,7 @@ type QueueFront struct {
 	d        QueueDriver
 	fl       FlowController      // d's, when it enforces limits
 	lc       LifecycleController // d's, when it has lifecycle controls
+	hk       HistoryKeeper       // d's, when it keeps history
 	maxBytes int
 	backing  string
 }
@@ -68,13 +69,14 @@ func NewQueueFront(d QueueDriver, maxValueBytes int, backing string) QueueFront 
 	}
 	fl, _ := d.(FlowController)
 	lc, _ := d.(LifecycleController)
-	return QueueFront{d: d, fl: fl, lc: lc, maxBytes: maxValueBytes, backing: backing}
+	hk, _ := d.(HistoryKeeper)
+	return QueueFront{d: d, fl: fl, lc: lc, hk: hk, maxBytes: maxValueBytes, backing: backing}
 }
 
 // Capabilities reports that a backing's queue has every optional
 // capability, and names the backing.
 func (f QueueFront) Capabilities() Capabilities {
-	return Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: f.fl != nil, Lifecycle: f.lc != nil, Backing: f.backing}
+	return Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: f.fl != nil, Lifecycle: f.lc != nil, History: f.hk != nil, Backing: f.backing}
 }
 
 // normalizedItems returns items with every Queue filled in and the
@@ -89,6 +91,7 @@ func normalizedItems(items []Item) []Item {
 				out[j].Queue = QueueName(out[j].Queue)
 				out[j].Snoozes, out[j].Waiting, out[j].Resumed = 0, nil, nil
 				out[j].CancelledAt, out[j].CancelReason = time.Time{}, ""
+				out[j].FinishedAt = time.Time{}
 			}
 			return out
 		}
@@ -98,7 +101,7 @@ func normalizedItems(items []Item) []Item {
 
 func needsNormalizing(it Item) bool {
 	return it.Queue == "" || it.Snoozes != 0 || it.Waiting != nil || it.Resumed != nil ||
-		!it.CancelledAt.IsZero() || it.CancelReason != ""
+		!it.CancelledAt.IsZero() || it.CancelReason != "" || !it.FinishedAt.IsZero()
 }
 
 // normalizedLeases is normalizedItems for the items of leases.

@@ -16,7 +16,8 @@ const MaxClaimBatch = 1000
 // ItemState is where an item is in its life.
 type ItemState string
 
-// The states of an item. A completed item is gone; it has no state.
+// The states of an item. A completed item is gone, unless its queue keeps
+// finished items (see StateCompleted).
 const (
 	StateQueued ItemState = "queued" // waiting, due at NotBefore
 	StateLeased ItemState = "leased" // held by a worker until its lease expires
@@ -65,6 +66,16 @@ type Item struct {
 	// otherwise. CancelReason is the reason given.
 	CancelledAt  time.Time `json:"cancelled_at,omitzero"`
 	CancelReason string    `json:"cancel_reason,omitempty"`
+	// UniqueFor asks that the item's ID not be enqueued again for this
+	// long after it finished (completed or cancelled): an Enqueue of the
+	// ID meanwhile is a duplicate (see HistoryKeeper.EnqueueReport), even
+	// on a queue that keeps no finished items. Zero: the ID may be used
+	// again as soon as the item completes. At most MaxUniqueFor.
+	UniqueFor time.Duration `json:"unique_for,omitempty"`
+	// FinishedAt is when the item completed or was cancelled, for an item
+	// kept after it finished (StateCompleted or StateCancelled); zero
+	// otherwise. The queue sets it.
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // Key returns the item's identity.

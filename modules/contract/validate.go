@@ -129,6 +129,11 @@ func validateItem(it *Item, maxBytes int) error {
 			return err
 		}
 	}
+	if it.UniqueFor != 0 {
+		if err := ValidateUniqueFor(it.UniqueFor); err != nil {
+			return err
+		}
+	}
 	for k, v := range it.Metadata {
 		if err := ValidateName("Item.Metadata key", k); err != nil {
 			return err
