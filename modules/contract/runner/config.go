@@ -71,6 +71,12 @@ type Config struct {
 	// ReapInterval is how often the runner reaps the queue's expired
 	// leases, so the items of crashed workers come back; 0 means
 	// LeaseFor, a negative value never (when another process reaps).
+	// Over a queue that keeps history (contract.AsHistoryKeeper) each
+	// reap is followed by a prune of the finished items past the queue's
+	// retention: up to 20 Prune calls per queue, so at most 20 ×
+	// contract.PruneBatch items go per interval and a larger backlog
+	// over the following ones. A failed prune is reported like a failed
+	// reap and tried again at the next interval.
 	ReapInterval time.Duration
 	// CompleteDelay is how long a finished item waits for others to share
 	// its Complete call; 0 means DefaultCompleteDelay. A batch that fills

@@ -47,7 +47,10 @@
 //     panic becomes a [*PanicError] carrying the value); the queue's
 //     policy decides between a retry and the dead letter.
 //   - Reaps the queue's expired leases every ReapInterval, so the items of
-//     crashed workers come back.
+//     crashed workers come back. Over a queue that keeps history (a
+//     [contract.HistoryKeeper]) it then prunes the finished items past
+//     the queue's retention and uniqueness windows, a bounded number of
+//     Prune batches per queue each time.
 //
 // # Snooze, wait for a signal, cancel
 //
@@ -140,8 +143,13 @@
 // enqueue of the same tick finds it there and is a no-op; after the tick
 // no process enqueues it any more. That makes each tick run once,
 // provided the clocks of the processes and of the queue agree to better
-// than Lead (2 s by default; NTP keeps hosts within milliseconds). The
-// item's Metadata names its schedule and tick (MetaSchedule, MetaTick).
+// than Lead (2 s by default; NTP keeps hosts within milliseconds). Over a
+// queue that keeps history (a [contract.HistoryKeeper]) the margin is
+// wider: each tick's item asks for a uniqueness window of Lead + Horizon
+// (Item.UniqueFor), so a tick that already ran stays a duplicate for that
+// long after it finished, and a process whose clock lags still cannot
+// enqueue it again. The item's Metadata names its schedule and tick
+// (MetaSchedule, MetaTick).
 //
 // Ticks that pass while no process runs the schedule are skipped by
 // default (SkipMissed). With CatchUp the schedule keeps a cursor (the

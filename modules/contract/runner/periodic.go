@@ -70,7 +70,9 @@ type Schedule struct {
 	Location *time.Location
 	// Queue, Tenant, Payload and Metadata make each tick's item. ""
 	// means contract.DefaultQueue and DefaultScheduleTenant. The item's
-	// Metadata also carries MetaSchedule and MetaTick.
+	// Metadata also carries MetaSchedule and MetaTick, and its UniqueFor
+	// is the PeriodicConfig's Lead + Horizon (see the package
+	// documentation).
 	Queue    string
 	Tenant   string
 	Payload  []byte
@@ -126,13 +128,14 @@ type Periodic struct {
 // enqueued of it.
 type schedule struct {
 	Schedule
-	cron     *cronSpec
-	cursorID string
-	through  time.Time   // latest tick this process enqueued
-	stored   time.Time   // the cursor as this process last read or wrote it
-	version  int64       // the cursor run's version behind stored
-	caughtUp bool        // CatchUp done (or not needed) in this process
-	pending  []time.Time // missed ticks won by this process, not yet enqueued
+	cron      *cronSpec
+	cursorID  string
+	uniqueFor time.Duration // each tick's Item.UniqueFor
+	through   time.Time     // latest tick this process enqueued
+	stored    time.Time     // the cursor as this process last read or wrote it
+	version   int64         // the cursor run's version behind stored
+	caughtUp  bool          // CatchUp done (or not needed) in this process
+	pending   []time.Time   // missed ticks won by this process, not yet enqueued
 }
 
 // NewPeriodic returns a Periodic enqueueing onto q. It checks cfg and
@@ -193,7 +196,7 @@ func (cfg PeriodicConfig) withDefaults(prefix, stateField string) (PeriodicConfi
 		if len(s.Name)+len("@2006-01-02T15:04:05Z") > contract.MaxNameBytes {
 			return cfg, nil, bad(field+".Name", fmt.Sprintf("is %d bytes; keep it to %d, so the item IDs it makes fit", len(s.Name), contract.MaxNameBytes-len("@2006-01-02T15:04:05Z")))
 		}
-		sc := &schedule{Schedule: s, cursorID: "adk.schedule:" + s.Name}
+		sc := &schedule{Schedule: s, cursorID: "adk.schedule:" + s.Name, uniqueFor: tickUniqueFor(cfg.Lead, cfg.Horizon)}
 		switch {
 		case (s.Every == 0) == (s.Cron == ""):
 			return cfg, nil, bad(field, "gives both Every and Cron, or neither; give one")
@@ -451,6 +454,21 @@ func (s *schedule) ticks(from, to time.Time) []time.Time {
 	return out
 }
 
+// tickUniqueFor is the uniqueness window of a tick's item: Lead +
+// Horizon, the longest a process's pass can still enqueue a tick after
+// another process's item of it ran, when their clocks disagree by more
+// than Lead. Kept within what contract.ValidateUniqueFor accepts.
+func tickUniqueFor(lead, horizon time.Duration) time.Duration {
+	d := lead + horizon
+	switch {
+	case d < 0 || d > contract.MaxUniqueFor: // an overflow included
+		return contract.MaxUniqueFor
+	case d < time.Millisecond:
+		return time.Millisecond
+	}
+	return d
+}
+
 // item is the schedule's item for tick t.
 func (s *schedule) item(t time.Time) contract.Item {
 	tick := t.UTC().Format(time.RFC3339)
@@ -467,5 +485,6 @@ func (s *schedule) item(t time.Time) contract.Item {
 		Payload:   s.Payload,
 		Metadata:  meta,
 		NotBefore: t,
+		UniqueFor: s.uniqueFor,
 	}
 }

@@ -431,3 +431,34 @@ func TestPeriodicRunPassesUntilCancelled(t *testing.T) {
 		t.Fatalf("passes failed: %v", errs)
 	}
 }
+
+// Each tick's item asks for a uniqueness window of Lead + Horizon, so
+// that a queue keeping history refuses it again once it has run.
+func TestPeriodicTickItemsAskForUniqueness(t *testing.T) {
+	clock := contracttest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	store := newStore(clock)
+	p, err := runner.NewPeriodic(store, runner.PeriodicConfig{
+		Clock: clock, Lead: 3 * time.Second, Horizon: 20 * time.Second,
+		Schedules: []runner.Schedule{{Name: "tick", Every: 10 * time.Second}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := p.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	leases, err := store.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases) != 2 { // the ticks at :10 and :20
+		t.Fatalf("claimed %d ticks, want 2", len(leases))
+	}
+	for _, l := range leases {
+		if l.Item.UniqueFor != 23*time.Second {
+			t.Fatalf("tick %s has UniqueFor %v, want Lead + Horizon = 23s", l.Item.ID, l.Item.UniqueFor)
+		}
+	}
+}

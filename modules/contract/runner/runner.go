@@ -127,7 +127,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	if cc, ok := contract.AsCompleteClaimer(r.q); ok && cfg.CarryCompletes {
 		rn.cc = cc
 	}
-	rn.lc, _ = contract.AsLifecycleController(r.q)
+	if lc, ok := contract.AsLifecycleController(r.q); ok {
+		rn.lc = lc // not the methods of a queue that says it has none
+	}
 	rn.beats = newHeartbeats(rn)
 	rn.done = newCompleter(rn)
 	loops := make([]*queueLoop, len(r.queues))
@@ -232,11 +234,21 @@ func (rn *run) drain(loops []*queueLoop, stopHandlers context.CancelCauseFunc) {
 	}
 }
 
+// maxPruneCalls bounds the Prune calls one reaper tick makes per queue:
+// at most maxPruneCalls × contract.PruneBatch finished items go per tick,
+// so a large backlog is worked off over several ticks instead of holding
+// the reaper on one queue.
+const maxPruneCalls = 20
+
 // reapLoop reaps every served queue each ReapInterval until ctx is
-// cancelled.
+// cancelled, and prunes it when the queue keeps history.
 func (rn *run) reapLoop(ctx context.Context) {
 	t := time.NewTicker(rn.cfg.ReapInterval)
 	defer t.Stop()
+	hk, keeps := contract.AsHistoryKeeper(rn.r.q)
+	if !keeps {
+		hk = nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -253,6 +265,35 @@ func (rn *run) reapLoop(ctx context.Context) {
 			case n > 0:
 				rn.log.Info("reaped expired leases", "queue", qc.Name, "reaped", n)
 			}
+			if hk != nil && !rn.prune(ctx, hk, qc.Name) {
+				return
+			}
 		}
 	}
+}
+
+// prune removes the queue's finished items past its retention, up to
+// maxPruneCalls batches, and reports false when ctx was cancelled. An
+// error ends this tick's pruning of the queue; the next tick tries again.
+func (rn *run) prune(ctx context.Context, hk contract.HistoryKeeper, queue string) bool {
+	total := 0
+	defer func() {
+		if total > 0 {
+			rn.log.Info("pruned finished items", "queue", queue, "pruned", total)
+		}
+	}()
+	for range maxPruneCalls {
+		n, err := hk.Prune(ctx, queue)
+		total += n
+		switch {
+		case ctx.Err() != nil:
+			return false
+		case err != nil:
+			rn.report(err, "prune failed", "queue", queue)
+			return true
+		case n < contract.PruneBatch:
+			return true
+		}
+	}
+	return true
 }
