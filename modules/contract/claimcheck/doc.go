@@ -27,8 +27,10 @@
 // above a threshold on Enqueue and restores them on Claim. The stored item
 // keeps an empty payload and the reference in its metadata under
 // [MetadataKey], so the dashboard and the dead-letter pages show the
-// reference, never the bytes. Completing an item or purging its dead letter
-// deletes the blob. A blob that has gone missing is reported on Claim as a
+// reference, never the bytes; so do the item's history, the finished
+// listing and Find, over a queue that keeps history. Completing an item
+// or purging its dead letter deletes the blob (a completed item kept for
+// the record keeps its reference and size, not the bytes). A blob that has gone missing is reported on Claim as a
 // [*MissingBlobError], never handed to a worker as an empty payload.
 //
 // Give every user of the queue the wrapped one — workers, and the

@@ -49,7 +49,9 @@ type Queue struct {
 // [contract.Capabilities] of q: ask [contract.AsWaker] and its siblings,
 // not a type assertion, whether q wakes. The Inspector, Waker and
 // StatsSource methods go to q untouched; CompleteAndClaim offloads and
-// restores as Complete and Claim do. Its Unwrap method returns q.
+// restores as Complete and Claim do, EnqueueReport offloads as Enqueue
+// does, and the HistoryKeeper's reads (History, Finished, Find) show
+// references as the Inspector's do. Its Unwrap method returns q.
 //
 // Offloaded items are stored with an empty payload and the reference under
 // [MetadataKey]; handlers see the restored payload and that key. Each
@@ -80,8 +82,9 @@ func strip(l contract.Lease) contract.Lease {
 }
 
 type offloaded struct {
-	key contract.ItemKey
-	ref contract.Ref
+	key   contract.ItemKey
+	ref   contract.Ref
+	index int // the item's place in the batch enqueued
 }
 
 // Enqueue stores every payload longer than the threshold in the claim
@@ -91,13 +94,72 @@ type offloaded struct {
 // an Inspector: the wrapper checks which reference the stored item carries
 // and deletes its own when it is not that one.
 func (w *Queue) Enqueue(ctx context.Context, items ...contract.Item) error {
-	if err := contract.ValidateItems(items, math.MaxInt); err != nil {
+	out, puts, err := w.offload(ctx, items)
+	if err != nil {
 		return err
+	}
+	err = w.inner.Enqueue(ctx, out...)
+	if err != nil && refused(err) {
+		w.deleteAll(ctx, puts)
+		return err
+	}
+	// After success, or after an error that leaves the outcome open, keep
+	// each blob its item still points at and drop the others.
+	for _, p := range puts {
+		w.dropIfUnreferenced(ctx, p)
+	}
+	return err
+}
+
+// EnqueueReport offloads the payloads longer than the threshold exactly
+// as Enqueue does, then enqueues through the inner queue's
+// HistoryKeeper and returns its report. The report says which items were
+// duplicates, so their blobs are deleted at once, without asking the
+// Inspector; the blobs of the items enqueued stay. On an error that
+// leaves the outcome open it keeps or drops each blob as Enqueue does. A
+// queue that keeps no history gets errors.ErrUnsupported, and no blob is
+// written.
+func (w *Queue) EnqueueReport(ctx context.Context, items ...contract.Item) ([]contract.EnqueueResult, error) {
+	hk, ok := contract.AsHistoryKeeper(w.inner)
+	if !ok {
+		return nil, fmt.Errorf("claimcheck: the wrapped queue has no HistoryKeeper: %w", errors.ErrUnsupported)
+	}
+	out, puts, err := w.offload(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	res, err := hk.EnqueueReport(ctx, out...)
+	switch {
+	case err != nil && refused(err):
+		w.deleteAll(ctx, puts)
+		return res, err
+	case err != nil || len(res) != len(items):
+		for _, p := range puts {
+			w.dropIfUnreferenced(ctx, p)
+		}
+		return res, err
+	}
+	var dups []offloaded
+	for _, p := range puts {
+		if res[p.index].Duplicate {
+			dups = append(dups, p)
+		}
+	}
+	w.deleteAll(ctx, dups)
+	return res, nil
+}
+
+// offload validates items and stores every payload longer than the
+// threshold, returning the items to enqueue (carrying references instead)
+// and the blobs written. On an error it has deleted what it wrote.
+func (w *Queue) offload(ctx context.Context, items []contract.Item) ([]contract.Item, []offloaded, error) {
+	if err := contract.ValidateItems(items, math.MaxInt); err != nil {
+		return nil, nil, err
 	}
 	for i, it := range items {
 		for _, k := range []string{MetadataKey, MetadataSizeKey} {
 			if _, ok := it.Metadata[k]; ok {
-				return &contract.ValidationError{Field: fmt.Sprintf("items[%d].Metadata[%s]", i, k), Problem: "is reserved for the claim check; use another key"}
+				return nil, nil, &contract.ValidationError{Field: fmt.Sprintf("items[%d].Metadata[%s]", i, k), Problem: "is reserved for the claim check; use another key"}
 			}
 		}
 	}
@@ -111,9 +173,11 @@ func (w *Queue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		ref, err := w.cc.Put(ctx, it.Tenant, it.Payload)
 		if err != nil {
 			w.deleteAll(ctx, puts)
-			return fmt.Errorf("claimcheck: offload payload of item %q/%q: %w", it.Tenant, it.ID, err)
+			return nil, nil, fmt.Errorf("claimcheck: offload payload of item %q/%q: %w", it.Tenant, it.ID, err)
 		}
-		puts = append(puts, offloaded{key: it.Key(), ref: ref})
+		key := it.Key()
+		key.Queue = contract.QueueName(key.Queue)
+		puts = append(puts, offloaded{key: key, ref: ref, index: i})
 		md := make(map[string]string, len(it.Metadata)+2)
 		maps.Copy(md, it.Metadata)
 		md[MetadataKey] = string(ref)
@@ -121,17 +185,7 @@ func (w *Queue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		out[i].Metadata = md
 		out[i].Payload = nil
 	}
-	err := w.inner.Enqueue(ctx, out...)
-	if err != nil && refused(err) {
-		w.deleteAll(ctx, puts)
-		return err
-	}
-	// After success, or after an error that leaves the outcome open, keep
-	// each blob its item still points at and drop the others.
-	for _, p := range puts {
-		w.dropIfUnreferenced(ctx, p)
-	}
-	return err
+	return out, puts, nil
 }
 
 // refused reports whether err says the queue wrote nothing for sure.
@@ -331,6 +385,27 @@ func (w *Queue) Reap(ctx context.Context, queue string) (int, error) {
 // MetadataKey and an empty payload, never the bytes.
 func (w *Queue) DeadLetters(ctx context.Context, q contract.DeadLetterQuery) (contract.ItemPage, error) {
 	return w.inner.DeadLetters(ctx, q)
+}
+
+// History passes through, as DeadLetters does: the item shows the
+// reference under MetadataKey and an empty payload, never the bytes. A
+// completed item kept for the record has had its blob deleted by
+// Complete; its reference and MetadataSizeKey remain as a record of what
+// it carried.
+func (w *Queue) History(ctx context.Context, key contract.ItemKey) (contract.History, error) {
+	return w.Passthrough.History(ctx, key)
+}
+
+// Finished passes through: the items show their references and empty
+// payloads, as History's do.
+func (w *Queue) Finished(ctx context.Context, q contract.FinishedQuery) (contract.FinishedPage, error) {
+	return w.Passthrough.Finished(ctx, q)
+}
+
+// Find passes through: the items show their references and empty
+// payloads, as History's do.
+func (w *Queue) Find(ctx context.Context, queue, id string) ([]contract.Item, error) {
+	return w.Passthrough.Find(ctx, queue, id)
 }
 
 // Requeue passes through; requeued items keep their references.
