@@ -121,6 +121,11 @@ func runLoad(t *testing.T, l load) outcome {
 		t.Fatalf("open %s: %v", l.direct.Backing, err)
 	}
 	defer parent.Close()
+	// Where the backing keeps history, every item's is kept and judged.
+	history, err := oracle.KeepHistory(ctx, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
 	specs := oracle.Plan(l.k)
 	var lc *oracle.Lifecycle
 	if l.lifecycle {
@@ -216,6 +221,17 @@ func runLoad(t *testing.T, l load) outcome {
 		}
 		rep.Violations = append(rep.Violations, st.Violations...)
 		rep.Forgiven = append(rep.Forgiven, st.Forgiven...)
+	}
+	if history {
+		hr, err := oracle.JudgeHistory(ctx, parent, specs, fleet.Leases(), fleet.Acks(), allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("HISTORY %s %s", t.Name(), hr.Summary())
+		rep.Violations = append(rep.Violations, hr.Violations...)
+		rep.Forgiven = append(rep.Forgiven, hr.Forgiven...)
+	} else {
+		t.Logf("HISTORY %s: the %s queue keeps no history (contract.AsHistoryKeeper): not judged", t.Name(), l.direct.Backing)
 	}
 	t.Logf("%s on %s: %d items, %d worker processes, %v", t.Name(), l.direct.Backing, l.k, len(l.workers), time.Since(start).Round(time.Millisecond))
 	t.Logf("faults injected (%d): %s", len(faults), strings.Join(faults, "; "))

@@ -19,6 +19,9 @@ type claimClock struct {
 	contract.Passthrough
 	mu   sync.Mutex
 	when map[claimKey]int64
+	// onLease, when set, hears of every lease a Claim returned, with
+	// the time it returned, before the runner sees it.
+	onLease func(l contract.Lease, at int64)
 }
 
 type claimKey struct {
@@ -46,6 +49,11 @@ func (c *claimClock) Claim(ctx context.Context, req contract.ClaimRequest) ([]co
 		c.when[claimKey{l.Item.Tenant, l.Item.ID, l.Token}] = at
 	}
 	c.mu.Unlock()
+	if c.onLease != nil {
+		for _, l := range ls {
+			c.onLease(l, at)
+		}
+	}
 	return ls, err
 }
 

@@ -18,6 +18,7 @@ type Fleet struct {
 	mu     sync.Mutex
 	procs  []*Proc
 	acks   []Event
+	leases []Event
 	errs   []Event
 	states []Event
 	stats  []Event
@@ -109,6 +110,8 @@ func (f *Fleet) record(e Event) {
 	switch e.Kind {
 	case "ready":
 		f.ready[e.Worker] = true
+	case "lease":
+		f.leases = append(f.leases, e)
 	case "ack":
 		f.acks = append(f.acks, e)
 		f.acked[e.Tenant+"\x00"+e.ID] = true
@@ -134,6 +137,13 @@ func (f *Fleet) Acks() []Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Event(nil), f.acks...)
+}
+
+// Leases returns the leases the workers reported receiving so far.
+func (f *Fleet) Leases() []Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Event(nil), f.leases...)
 }
 
 // StateEvents returns what the workers' state load reported so far.

@@ -82,7 +82,9 @@ func (lc *Lifecycle) Cancel(ctx context.Context, s *Stores, specs []Spec) error 
 		}
 		for {
 			st, err := ctl.Cancel(ctx, sp.Key(), "cancelled by the oracle")
-			if errors.Is(err, contract.ErrNotFound) {
+			// A completed item kept under a retention is as gone as one
+			// deleted: the cancel found nothing live.
+			if errors.Is(err, contract.ErrNotFound) || (err == nil && st == contract.StateCompleted) {
 				break
 			}
 			if err == nil {

@@ -68,7 +68,9 @@ type WorkerConfig struct {
 
 // Event is one line a worker writes on its standard output.
 type Event struct {
-	Kind string `json:"k"` // "ready", "ack", "err", "state", "stats"
+	Kind string `json:"k"` // "ready", "lease", "ack", "err", "state", "stats"
+	// lease: a lease a Claim returned to the worker (Claimed and At are
+	// when the claim returned), told before its handler begins.
 	// ack: an execution whose two writes were both acknowledged.
 	Tenant   string `json:"t,omitempty"`
 	ID       string `json:"i,omitempty"`
@@ -145,6 +147,9 @@ func WorkerMain() int {
 	}
 
 	claims, q := newClaimClock(s.Queue)
+	claims.onLease = func(l contract.Lease, at int64) {
+		w.emit(Event{Kind: "lease", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, Claimed: at, At: at, Worker: cfg.Worker})
+	}
 	w.claims = claims
 	r, err := runner.New(q, w.handle, runner.Config{
 		Worker: cfg.Worker, Concurrency: cfg.Concurrency, LeaseFor: cfg.LeaseFor, HeartbeatEvery: cfg.HeartbeatEvery,

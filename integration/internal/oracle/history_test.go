@@ -1,0 +1,224 @@
+package oracle
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// The history judge must be able to fail: each case below is a history a
+// correct backing could not have recorded for what the workers did, and
+// the judge must name what is wrong with it.
+
+var hSpec = Spec{Tenant: "acme", ID: "item:1", N: 1}
+
+func enq() contract.Event { return contract.Event{Kind: contract.EventEnqueued} }
+func claimed(w string, attempt int, tok int64) contract.Event {
+	return contract.Event{Kind: contract.EventClaimed, Worker: w, Attempt: attempt, Token: tok}
+}
+func failed(w string, attempt int) contract.Event {
+	return contract.Event{Kind: contract.EventFailed, Worker: w, Attempt: attempt, Error: "boom"}
+}
+func completed(w string, attempt int) contract.Event {
+	return contract.Event{Kind: contract.EventCompleted, Worker: w, Attempt: attempt}
+}
+
+// lease and ack are what a worker reports of a lease of attempt index
+// attempts (the lease's Item.Attempts) under token tok.
+func lease(w string, attempts int, tok int64) Event {
+	return Event{Kind: "lease", Tenant: hSpec.Tenant, ID: hSpec.ID, Worker: w, Attempts: attempts, Token: tok}
+}
+func ack(w string, attempts int, tok int64) Event {
+	return Event{Kind: "ack", Tenant: hSpec.Tenant, ID: hSpec.ID, Worker: w, Attempts: attempts, Token: tok}
+}
+
+func evidence(state contract.ItemState, bits int64, events []contract.Event, reports ...Event) ItemEvidence {
+	ev := ItemEvidence{Spec: hSpec, Bits: bits, History: contract.History{Item: contract.Item{Tenant: hSpec.Tenant, ID: hSpec.ID, State: state}, Events: events}}
+	for _, r := range reports {
+		if r.Kind == "lease" {
+			ev.Leases = append(ev.Leases, r)
+		} else {
+			ev.Acks = append(ev.Acks, r)
+		}
+	}
+	return ev
+}
+
+func wantClean(t *testing.T, v historyVerdict) {
+	t.Helper()
+	if len(v.violations) != 0 {
+		t.Fatalf("a history a correct backing records judged wrong: %q", v.violations)
+	}
+}
+
+func wantHistoryViolation(t *testing.T, v historyVerdict, substr string) {
+	t.Helper()
+	for _, s := range v.violations {
+		if strings.Contains(s, substr) {
+			return
+		}
+	}
+	t.Fatalf("no violation mentions %q; violations %q", substr, v.violations)
+}
+
+func TestHistoryJudgeCleanHistoriesPass(t *testing.T) {
+	t.Run("one execution", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 10), completed("w1", 1)},
+			lease("w1", 0, 10), ack("w1", 0, 10)), nil)
+		wantClean(t, v)
+		if v.claims != 1 || v.seen != 1 || v.unseen != 0 {
+			t.Fatalf("counted %+v", v)
+		}
+	})
+	t.Run("a claim whose reply was lost, reaped, then done", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<1,
+			[]contract.Event{enq(), claimed("w1", 1, 10), failed("", 1), claimed("w2", 2, 11), completed("w2", 2)},
+			lease("w2", 1, 11), ack("w2", 1, 11)), nil)
+		wantClean(t, v)
+		if v.claims != 2 || v.seen != 1 || v.unseen != 1 {
+			t.Fatalf("counted %+v", v)
+		}
+	})
+	t.Run("a holder killed after its effect", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0|1<<1,
+			[]contract.Event{enq(), claimed("w1", 1, 10), failed("", 1), claimed("w2", 2, 11), completed("w2", 2)},
+			lease("w1", 0, 10), ack("w1", 0, 10), lease("w2", 1, 11), ack("w2", 1, 11)), nil)
+		wantClean(t, v)
+	})
+	t.Run("poison", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateDead, 0,
+			[]contract.Event{enq(), claimed("w1", 1, 10), {Kind: contract.EventDead, Worker: "w1", Attempt: 1, Error: "poison"}},
+			lease("w1", 0, 10)), nil)
+		wantClean(t, v)
+	})
+	t.Run("a wait resumed", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 10), {Kind: contract.EventWaiting, Worker: "w1", Signal: WaitSignal},
+				{Kind: contract.EventSignalled, Signal: WaitSignal}, claimed("w2", 1, 12), completed("w2", 1)},
+			lease("w1", 0, 10), lease("w2", 0, 12), ack("w2", 0, 12)), nil)
+		wantClean(t, v)
+	})
+	t.Run("cancelled while leased", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCancelled, 0,
+			[]contract.Event{enq(), claimed("w1", 1, 10), {Kind: contract.EventCancelled, Reason: "by the oracle"}},
+			lease("w1", 0, 10)), nil)
+		wantClean(t, v)
+	})
+}
+
+func TestHistoryJudgeCatchesDoubledClaim(t *testing.T) {
+	t.Run("two holders", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 10), claimed("w2", 1, 11), completed("w2", 1)},
+			lease("w1", 0, 10), lease("w2", 0, 11), ack("w2", 0, 11)), nil)
+		wantHistoryViolation(t, v, "two holders")
+	})
+	t.Run("one token claimed twice", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<1,
+			[]contract.Event{enq(), claimed("w1", 1, 10), failed("", 1), claimed("w1", 2, 10), completed("w1", 2)},
+			lease("w1", 1, 10), ack("w1", 1, 10)), nil)
+		wantHistoryViolation(t, v, "token 10 claimed twice")
+	})
+	t.Run("one lease reported to two workers", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 10), completed("w1", 1)},
+			lease("w1", 0, 10), lease("w2", 0, 10), ack("w1", 0, 10)), nil)
+		wantHistoryViolation(t, v, "handed to a worker twice")
+	})
+	t.Run("an execution with no claim", func(t *testing.T) {
+		// Two executions reached the store, one claim is recorded.
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0|1<<1,
+			[]contract.Event{enq(), claimed("w2", 2, 11), completed("w2", 2)},
+			lease("w2", 1, 11), ack("w2", 1, 11)), nil)
+		wantHistoryViolation(t, v, "effect of attempt 1 is in the store")
+		wantHistoryViolation(t, v, "attempt 2, but 0 failures")
+	})
+}
+
+func TestHistoryJudgeCatchesMissingTerminal(t *testing.T) {
+	t.Run("completed item without completed", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 10)},
+			lease("w1", 0, 10), ack("w1", 0, 10)), nil)
+		wantHistoryViolation(t, v, "no terminal event")
+	})
+	t.Run("dead item ending completed", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateDead, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 10), completed("w1", 1)},
+			lease("w1", 0, 10), ack("w1", 0, 10)), nil)
+		wantHistoryViolation(t, v, "ends completed (want dead)")
+	})
+	t.Run("two terminals", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 10), completed("w1", 1), completed("w1", 1)},
+			lease("w1", 0, 10), ack("w1", 0, 10)), nil)
+		wantHistoryViolation(t, v, "after the terminal completed")
+	})
+	t.Run("no enqueued", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{claimed("w1", 1, 10), completed("w1", 1)},
+			lease("w1", 0, 10), ack("w1", 0, 10)), nil)
+		wantHistoryViolation(t, v, "does not begin with enqueued")
+	})
+}
+
+func TestHistoryJudgeCatchesWrongToken(t *testing.T) {
+	t.Run("lease token not claimed", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 8), completed("w1", 1)},
+			lease("w1", 0, 7), ack("w1", 0, 7)), nil)
+		wantHistoryViolation(t, v, "held token 7 (attempt 1), but no claimed event records it")
+		// The recorded claim is then one nobody reported, yet it was
+		// completed by a worker and its effect is in the store.
+		wantHistoryViolation(t, v, "rather than by expiring")
+		wantHistoryViolation(t, v, "yet the effect of attempt 1 is in the store")
+	})
+	t.Run("claim names another worker", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w2", 1, 7), completed("w2", 1)},
+			lease("w1", 0, 7), ack("w1", 0, 7)), nil)
+		wantHistoryViolation(t, v, `claimed event says attempt 1 by "w2", the lease says attempt 1 by "w1"`)
+	})
+	t.Run("completed by another worker than the holder", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 7), completed("w2", 1)},
+			lease("w1", 0, 7), ack("w1", 0, 7)), nil)
+		wantHistoryViolation(t, v, `by "w2", but the lease was held by "w1"`)
+	})
+	t.Run("an ack with no lease report and no claim", func(t *testing.T) {
+		v := checkHistory(evidence(contract.StateCompleted, 1<<0,
+			[]contract.Event{enq(), claimed("w1", 1, 7), completed("w1", 1)},
+			lease("w1", 0, 7), ack("w1", 0, 9)), nil)
+		wantHistoryViolation(t, v, "held token 9")
+	})
+}
+
+func TestHistoryJudgeAllowanceForgivesLostClaim(t *testing.T) {
+	crash := time.Unix(1000, 0)
+	allow := &Allowance{From: crash.Add(-time.Second), To: crash}
+	l := lease("w1", 0, 10)
+	l.Claimed, l.At = crash.Add(-100*time.Millisecond).UnixNano(), crash.Add(-100*time.Millisecond).UnixNano()
+	a := ack("w1", 0, 10)
+	a.Claimed, a.Started, a.At = l.Claimed, l.Claimed, crash.Add(-50*time.Millisecond).UnixNano()
+	// The server lost the claim (and the effect's claim) with the crash;
+	// the item ran again under a new claim of the same attempt.
+	events := []contract.Event{enq(), claimed("w2", 1, 20), completed("w2", 1)}
+	ev := evidence(contract.StateCompleted, 1<<0, events, l, a, lease("w2", 0, 20), ack("w2", 0, 20))
+	if v := checkHistory(ev, nil); len(v.violations) == 0 {
+		t.Fatal("a lost claim outside any allowance judged clean")
+	}
+	v := checkHistory(ev, allow)
+	wantClean(t, v)
+	if len(v.forgiven) == 0 {
+		t.Fatal("the lost claim was not listed as forgiven")
+	}
+}
+
+func TestHistoryJudgeCatchesDroppedEvents(t *testing.T) {
+	ev := evidence(contract.StateCompleted, 1<<0, []contract.Event{enq(), claimed("w1", 1, 10), completed("w1", 1)}, lease("w1", 0, 10))
+	ev.History.Dropped = 3
+	wantHistoryViolation(t, checkHistory(ev, nil), "3 events dropped")
+}
