@@ -32,6 +32,9 @@ const (
 	// HeldReasonKey is why a tenant was held back: "cap", "rate" or
 	// "budget" (contract.HeldReason), on the held-back counter.
 	HeldReasonKey = attribute.Key("adk.held.reason")
+	// DuplicatesKey counts the items of an EnqueueReport that the queue
+	// reported as duplicates (contract.EnqueueResult).
+	DuplicatesKey = attribute.Key("adk.duplicates")
 	// RunIDKey is the id of a run in state store spans.
 	RunIDKey = attribute.Key("adk.run.id")
 	// RunVersionKey is the version of a run as stored after a write.
@@ -52,6 +55,7 @@ const (
 	opDeadLetters = "dead_letters"
 	opRequeue     = "requeue"
 	opPurge       = "purge"
+	opPrune       = "prune"
 )
 
 func systemAttr(system string) attribute.KeyValue {

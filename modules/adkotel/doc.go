@@ -16,11 +16,15 @@
 //	complete <queue>    CLIENT    Complete; linked to send
 //	fail <queue>        CLIENT    Fail that the policy retries; linked to send
 //	dead <queue>        CLIENT    Fail that the policy dead-letters; linked to send
-//	heartbeat, reap, dead_letters, requeue, purge <queue>   CLIENT
+//	heartbeat, reap, prune, dead_letters, requeue, purge <queue>   CLIENT
 //
-// Heartbeat and Reap are background upkeep: on a context without a span
-// (the runner's) they are traced only when they fail or reap something,
-// so a long lease does not leave a root trace per heartbeat.
+// EnqueueReport (over a queue that keeps history) is a send span like
+// Enqueue's. Heartbeat, Reap and Prune are background upkeep: on a
+// context without a span (the runner's) they are traced only when they
+// fail or reap or prune something, so a long lease does not leave a root
+// trace per heartbeat. The HistoryKeeper's reads (History, Finished,
+// Find, QueueEvents) and Retention settings are forwarded untraced, as
+// the Inspector is.
 //
 // Every queue span carries messaging.system ("memory", "redis",
 // "postgresql"), messaging.operation.name and messaging.destination.name;
@@ -53,6 +57,9 @@
 //     settles (complete, fail, dead), by messaging.operation.name and .type
 //   - adk.claim.duration (s): every claim, with adk.claim.empty
 //   - adk.completed, adk.failed, adk.dead, adk.reaped
+//   - adk.enqueue.duplicates: items an EnqueueReport found there already
+//     (a live ID, or one within its uniqueness window); adk.pruned:
+//     finished items Prune removed
 //   - messaging.process.duration (s): handler time, from ProcessMiddleware
 //   - adk.state.duration (s): state store calls, by db.operation.name
 //

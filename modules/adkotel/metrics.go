@@ -24,6 +24,8 @@ const (
 	MetricFailed             = "adk.failed"
 	MetricDead               = "adk.dead"
 	MetricReaped             = "adk.reaped"
+	MetricDuplicates         = "adk.enqueue.duplicates"
+	MetricPruned             = "adk.pruned"
 	MetricHeld               = "adk.claim.held"
 	MetricQueueReady         = "adk.queue.ready"
 	MetricQueueLater         = "adk.queue.later"
@@ -55,6 +57,8 @@ type queueMetrics struct {
 	dead          metric.Int64Counter
 	reaped        metric.Int64Counter
 	held          metric.Int64Counter
+	duplicates    metric.Int64Counter
+	pruned        metric.Int64Counter
 }
 
 func newQueueMetrics(m metric.Meter) queueMetrics {
@@ -80,6 +84,8 @@ func newQueueMetrics(m metric.Meter) queueMetrics {
 	qm.failed = counter(m, MetricFailed, "Failed attempts settled with Fail, whatever the policy decided.")
 	qm.dead = counter(m, MetricDead, "Items the policy sent to the dead letter after a Fail.")
 	qm.reaped = counter(m, MetricReaped, "Expired leases handed back to the policy by Reap.")
+	qm.duplicates = counter(m, MetricDuplicates, "Items an EnqueueReport left as they were: their ID was there already, or within its uniqueness window.")
+	qm.pruned = counter(m, MetricPruned, "Finished items Prune removed under the queue's retention.")
 	qm.held = counter(m, MetricHeld, "Tenants with due work a claim passed over because a limit held them back, by reason.")
 	return qm
 }

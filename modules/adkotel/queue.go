@@ -50,7 +50,9 @@ type queue struct {
 // The returned queue has every optional method and reports the
 // [contract.Capabilities] of q (ask [contract.AsWaker] and its siblings,
 // not a type assertion, what it can do). It forwards the Inspector, Waker
-// and StatsSource untraced, and traces CompleteAndClaim as a complete;
+// and StatsSource untraced, and traces CompleteAndClaim as a complete,
+// the HistoryKeeper's EnqueueReport as an Enqueue and its Prune as
+// upkeep, like Reap (its reads and settings are forwarded untraced);
 // through the Inspector it reports per-tenant gauges and through the
 // StatsSource the backing's counters (see the package documentation for
 // the metric names). Those observable instruments stay registered for the
@@ -119,6 +121,27 @@ func (w *queue) Unwrap() contract.WorkQueue { return w.inner }
 // as one call is one round trip to the backing; each item carries that
 // span's context.
 func (w *queue) Enqueue(ctx context.Context, items ...contract.Item) error {
+	_, err := w.send(ctx, items, func(ctx context.Context, out []contract.Item) ([]contract.EnqueueResult, error) {
+		return nil, w.inner.Enqueue(ctx, out...)
+	})
+	return err
+}
+
+// EnqueueReport implements [contract.HistoryKeeper]: traced and measured
+// as Enqueue is, one "send <queue>" span with each item carrying its
+// context, and the items the queue reports as duplicates counted in
+// adk.enqueue.duplicates and, on the span, in adk.duplicates. Every item
+// counts as sent, as with Enqueue, duplicates included.
+func (w *queue) EnqueueReport(ctx context.Context, items ...contract.Item) ([]contract.EnqueueResult, error) {
+	return w.send(ctx, items, func(ctx context.Context, out []contract.Item) ([]contract.EnqueueResult, error) {
+		return w.Passthrough.EnqueueReport(ctx, out...)
+	})
+}
+
+// send is Enqueue and EnqueueReport: the span, the context written into
+// each item, the call, and its measurements.
+func (w *queue) send(ctx context.Context, items []contract.Item,
+	call func(context.Context, []contract.Item) ([]contract.EnqueueResult, error)) ([]contract.EnqueueResult, error) {
 	qn, tenant := commonQueue(items), commonTenant(items)
 	attrs := w.attrs(opSend, qn, tenant)
 	attrs = append(attrs, semconv.MessagingOperationTypeSend)
@@ -142,7 +165,7 @@ func (w *queue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		}
 		out[i] = it
 	}
-	err := w.inner.Enqueue(ctx, out...)
+	res, err := call(ctx, out)
 	if err != nil {
 		recordError(span, err)
 	}
@@ -154,7 +177,21 @@ func (w *queue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		}
 		w.metrics.sent.Add(ctx, n, opSend, messagingSystem(w.system), mattrs...)
 	}
-	return err
+	if err == nil && res != nil {
+		dups := make(map[string]int64, 1)
+		total := 0
+		for i, r := range res {
+			if r.Duplicate && i < len(items) {
+				dups[contract.QueueName(items[i].Queue)]++
+				total++
+			}
+		}
+		span.SetAttributes(DuplicatesKey.Int(total))
+		for q, n := range dups {
+			w.metrics.duplicates.Add(ctx, n, metric.WithAttributes(w.sys, semconv.MessagingDestinationName(q)))
+		}
+	}
+	return res, err
 }
 
 // Claim implements [contract.WorkQueue]. ErrEmpty is an answer, not a
@@ -422,6 +459,27 @@ func (w *queue) Reap(ctx context.Context, q string) (int, error) {
 	})
 	if n > 0 {
 		w.metrics.reaped.Add(ctx, int64(n), metric.WithAttributes(w.sys, semconv.MessagingDestinationName(qn)))
+	}
+	return n, err
+}
+
+// Prune implements [contract.HistoryKeeper]. It is upkeep, as Reap is
+// (the runner's reaper calls it): untraced it leaves a "prune <queue>"
+// span only when it fails or removes something. What it removes is
+// counted in adk.pruned. The other HistoryKeeper methods are reads and
+// settings, forwarded untraced as the Inspector's are.
+func (w *queue) Prune(ctx context.Context, q string) (int, error) {
+	qn := contract.QueueName(q)
+	ctx, span := w.startUpkeep(ctx, spanName(opPrune, qn), w.attrs(opPrune, qn, ""))
+	n, err := w.Passthrough.Prune(ctx, q)
+	span.end(ctx, err != nil || n > 0, func(s trace.Span) {
+		s.SetAttributes(semconv.MessagingBatchMessageCount(n))
+		if err != nil {
+			recordError(s, err)
+		}
+	})
+	if n > 0 {
+		w.metrics.pruned.Add(ctx, int64(n), metric.WithAttributes(w.sys, semconv.MessagingDestinationName(qn)))
 	}
 	return n, err
 }
