@@ -26,7 +26,7 @@ func StateStore(t *testing.T, f StateFactory) {
 // makes, one fresh queue and FakeClock per subtest; f receives the policy
 // each subtest pins. Subtests are grouped by area (Basic, Batch,
 // Concurrency, Lease, Retry, Fairness, DeadLetter, Isolation, Limits,
-// Input, Context, Inspector, Waker, CompleteClaimer, Flow, Lifecycle).
+// Input, Context, Inspector, Waker, CompleteClaimer, Flow, Lifecycle, History).
 func WorkQueue(t *testing.T, f QueueFactory) {
 	t.Helper()
 	if f == nil {
@@ -48,4 +48,5 @@ func WorkQueue(t *testing.T, f QueueFactory) {
 	runGroup(t, f, "CompleteClaimer", queueCompleteClaimerCases())
 	runGroup(t, f, "Flow", queueFlowCases())
 	runGroup(t, f, "Lifecycle", queueLifecycleCases())
+	runHistoryGroup(t, f)
 }

@@ -50,6 +50,13 @@ func checkInvariants(t *testing.T, st *Store) {
 			if got, ok := q.cancelled.Get(e.ready); !ok || got != e {
 				t.Fatalf("cancelled item %v missing from the cancelled index", k)
 			}
+			if got, ok := q.finished.Get(e.finKey()); !ok || got != e {
+				t.Fatalf("cancelled item %v missing from the finished index", k)
+			}
+		case contract.StateCompleted:
+			if got, ok := q.finished.Get(e.finKey()); !ok || got != e {
+				t.Fatalf("completed item %v missing from the finished index", k)
+			}
 		case contract.StateLeased:
 			if got, ok := q.leases.Get(e.leaseKey()); !ok || got != e {
 				t.Fatalf("leased item %v missing from the lease index", k)

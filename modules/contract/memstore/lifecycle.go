@@ -85,7 +85,7 @@ func (s *store) Cancel(ctx context.Context, key contract.ItemKey, reason string)
 // marked item is left as it is.
 func (s *store) cancel(q *queue, e *entry, reason string, now time.Time) {
 	switch e.item.State {
-	case contract.StateCancelled:
+	case contract.StateCancelled, contract.StateCompleted:
 		return
 	case contract.StateLeased:
 		if e.item.CancelledAt.IsZero() {
@@ -122,10 +122,16 @@ func (s *store) settleCancelled(q *queue, e *entry, now time.Time) {
 		e.deadSeq = 0
 	}
 	e.item.State = contract.StateCancelled
+	e.item.FinishedAt = finishedAt(now)
 	s.seq++
 	e.ready = readyKey{due: e.item.CancelledAt, seq: s.seq}
 	q.cancelled.Put(e.ready, e)
+	q.finished.Put(e.finKey(), e)
 	tq.cancelled++
+	if q.recording() {
+		e.claimedAt = time.Time{}
+		s.record(q, e, contract.Event{Kind: contract.EventCancelled, Reason: e.item.CancelReason}, now)
+	}
 }
 
 // matching calls fn on every item of the queue f selects.
@@ -232,14 +238,21 @@ func (s *store) Snooze(ctx context.Context, l contract.Lease, d time.Duration) (
 	q := s.queues[e.item.Queue]
 	tq := q.tenants[e.item.Tenant]
 	dec := s.policy.DecideSnooze(e.item.Snoozes, d, now)
+	worker := e.worker
 	s.endLease(q, tq, e)
 	if dec.Retry {
 		e.item.Snoozes++
 		e.item.NotBefore = dec.At
 		s.push(q, tq, e, s.dueAt(dec.At, now), now)
+		if q.recording() {
+			s.record(q, e, contract.Event{Kind: contract.EventSnoozed, Worker: worker, NextDue: dec.At}, now)
+		}
 	} else {
 		e.item.LastError = contract.SnoozeLimitText(e.item.Snoozes)
 		s.bury(q, tq, e, now)
+		if q.recording() {
+			s.record(q, e, contract.Event{Kind: contract.EventDead, Worker: worker, Attempt: e.item.Attempts + 1, Error: e.item.LastError}, now)
+		}
 	}
 	if dec.Retry && !dec.At.After(now) || q.capped(tq) {
 		s.wake(q.name, now)
@@ -270,6 +283,7 @@ func (s *store) Wait(ctx context.Context, l contract.Lease, w contract.WaitReque
 	}
 	q := s.queues[e.item.Queue]
 	tq := q.tenants[e.item.Tenant]
+	worker := e.worker
 	s.endLease(q, tq, e)
 	e.item.State = contract.StateWaiting
 	e.item.Waiting = &contract.WaitInfo{Signal: w.Signal, Since: now, Until: now.Add(w.Timeout)}
@@ -279,6 +293,9 @@ func (s *store) Wait(ctx context.Context, l contract.Lease, w contract.WaitReque
 	q.parked.Put(e.waitSeq, e)
 	q.timeouts.Put(e.ready, e)
 	tq.waiting++
+	if q.recording() {
+		s.record(q, e, contract.Event{Kind: contract.EventWaiting, Worker: worker, Signal: w.Signal, NextDue: e.item.Waiting.Until}, now)
+	}
 	if q.capped(tq) {
 		s.wake(q.name, now)
 	}
@@ -308,6 +325,9 @@ func (s *store) endWaits(q *queue, now time.Time) {
 		}
 		w := e.item.Waiting
 		s.resume(q, e, contract.Resume{Signal: w.Signal, TimedOut: true, At: w.Until}, w.Until, now)
+		if q.recording() {
+			s.record(q, e, contract.Event{Kind: contract.EventTimedOut, Signal: w.Signal}, now)
+		}
 	}
 }
 
@@ -332,6 +352,9 @@ func (s *store) Signal(ctx context.Context, key contract.ItemKey, signal string,
 		return nw
 	}
 	s.resume(q, e, contract.Resume{Signal: signal, Payload: bytes.Clone(payload), At: now}, now, now)
+	if q.recording() {
+		s.record(q, e, contract.Event{Kind: contract.EventSignalled, Signal: signal}, now)
+	}
 	s.wake(q.name, now)
 	return nil
 }

@@ -12,16 +12,33 @@ import (
 // Enqueue adds the items, all or none. An item whose ID is queued, leased
 // or dead in its queue is left as it is, as is a repeat within the batch.
 func (s *store) Enqueue(ctx context.Context, items ...contract.Item) error {
+	return s.enqueue(ctx, items, nil)
+}
+
+// enqueue is Enqueue, reporting each item's outcome in report when it is
+// not nil. A completed item is replaced unless its uniqueness window is
+// open.
+func (s *store) enqueue(ctx context.Context, items []contract.Item, report []contract.EnqueueResult) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	woken := make(map[string]bool)
-	for _, it := range items {
+	for i, it := range items {
 		k := it.Key()
-		if _, live := s.items[k]; live {
-			continue
+		q := s.queue(k.Queue)
+		if old, there := s.items[k]; there {
+			if old.item.State != contract.StateCompleted || old.windowOpen(now) {
+				if report != nil {
+					report[i] = contract.EnqueueResult{Duplicate: true, State: old.item.State}
+					if old.item.State == contract.StateCompleted {
+						report[i].UniqueUntil = old.item.FinishedAt.Add(old.item.UniqueFor)
+					}
+				}
+				continue
+			}
+			s.drop(q, q.tenant(k.Tenant), old) // a new life for the ID
 		}
 		it = copyItem(it)
 		it.Queue = k.Queue
@@ -29,12 +46,15 @@ func (s *store) Enqueue(ctx context.Context, items ...contract.Item) error {
 		it.LastError = ""
 		it.DeadAt = time.Time{}
 		it.EnqueuedAt = now
-		q := s.queue(k.Queue)
 		tq := q.tenant(k.Tenant)
 		e := &entry{item: it}
 		s.items[k] = e
 		q.items++
+		q.indexID(e)
 		s.push(q, tq, e, s.dueAt(it.NotBefore, now), now)
+		if q.recording() {
+			s.record(q, e, contract.Event{Kind: contract.EventEnqueued, NextDue: it.NotBefore}, now)
+		}
 		woken[k.Queue] = true
 	}
 	for name := range woken {
@@ -104,6 +124,10 @@ func (s *store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 		e.expires = now.Add(req.LeaseFor)
 		q.leases.Put(e.leaseKey(), e)
 		q.remember(contract.Turn{Tenant: tq.name, ID: e.item.ID, Worker: req.Worker, At: now}, s.recentTurns)
+		if q.recording() {
+			e.claimedAt = now
+			s.record(q, e, contract.Event{Kind: contract.EventClaimed, Worker: req.Worker, Attempt: e.item.Attempts + 1, Token: e.token}, now)
+		}
 		if out == nil {
 			// One allocation for the batch: leases are large, and growing
 			// the slice item by item copied each one up to four times.
@@ -159,6 +183,9 @@ func (s *store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Dur
 	e.token = s.newToken(e)
 	e.expires = now.Add(extend)
 	q.leases.Put(e.leaseKey(), e)
+	if q.recording() {
+		e.history().heartbeats++
+	}
 	return e.lease(), nil
 }
 
@@ -212,7 +239,11 @@ func (s *store) Complete(ctx context.Context, leases ...contract.Lease) error {
 			cancelled = append(cancelled, l.Key())
 			continue
 		}
-		s.drop(q, tq, e)
+		if q.keeping || e.item.UniqueFor > 0 {
+			s.finish(q, tq, e, now)
+		} else {
+			s.drop(q, tq, e)
+		}
 		if q.capped(tq) {
 			s.wake(q.name, now)
 		}
@@ -233,7 +264,10 @@ func (s *store) drop(q *queue, tq *tenantQueue, e *entry) {
 		tq.waiting--
 	case contract.StateCancelled:
 		q.cancelled.Delete(e.ready)
+		q.finished.Delete(e.finKey())
 		tq.cancelled--
+	case contract.StateCompleted:
+		q.finished.Delete(e.finKey())
 	case contract.StateLeased:
 		q.leases.Delete(e.leaseKey())
 		tq.leased--
@@ -242,6 +276,7 @@ func (s *store) drop(q *queue, tq *tenantQueue, e *entry) {
 		tq.dead--
 	}
 	delete(s.items, e.item.Key())
+	q.unindexID(e)
 	q.items--
 }
 
@@ -269,6 +304,10 @@ func (s *store) Fail(ctx context.Context, l contract.Lease, cause error) (policy
 // to the dead letter, as the policy decides.
 func (s *store) settleFailed(q *queue, e *entry, cause error, now time.Time) policy.Decision {
 	tq := q.tenants[e.item.Tenant]
+	worker := e.worker
+	if cause == contract.ErrLeaseExpired {
+		worker = ""
+	}
 	s.endLease(q, tq, e)
 	e.item.Attempts++
 	e.item.LastError = contract.ErrorText(cause)
@@ -276,9 +315,15 @@ func (s *store) settleFailed(q *queue, e *entry, cause error, now time.Time) pol
 	if d.Retry {
 		e.item.NotBefore = d.At
 		s.push(q, tq, e, s.dueAt(d.At, now), now)
+		if q.recording() {
+			s.record(q, e, contract.Event{Kind: contract.EventFailed, Worker: worker, Attempt: e.item.Attempts, Error: e.item.LastError, NextDue: d.At}, now)
+		}
 		return d
 	}
 	s.bury(q, tq, e, now)
+	if q.recording() {
+		s.record(q, e, contract.Event{Kind: contract.EventDead, Worker: worker, Attempt: e.item.Attempts, Error: e.item.LastError}, now)
+	}
 	return d
 }
 
@@ -444,6 +489,9 @@ func (s *store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, 
 		e.item.NotBefore = time.Time{}
 		e.item.EnqueuedAt = now
 		s.push(q, tq, e, now, now)
+		if q.recording() {
+			s.record(q, e, contract.Event{Kind: contract.EventRequeued}, now)
+		}
 	}
 	s.wake(q.name, now)
 	return len(matched), nil

@@ -42,6 +42,15 @@ type queue struct {
 	parked        *tree[int64, *entry]    // waiting items, by the seq of their wait (oldest first)
 	timeouts      *tree[readyKey, *entry] // waiting items, by when their wait times out
 	cancelled     *tree[readyKey, *entry] // cancelled items, by when they were cancelled
+
+	// History (see history.go). keeping: ret is not zero, so finishes and
+	// transitions take the history hooks.
+	ret      contract.Retention
+	keeping  bool
+	finished *tree[finKey, *entry] // completed and cancelled items, by FinishedAt
+	ids      map[string]*entry     // every item by ID, those of one ID chained by nextID
+	log      []contract.Event      // ring of the latest QueueEventLog events
+	logSeq   int64                 // the seq of the last event logged
 }
 
 // tenantQueue is one tenant's part of a queue.
@@ -86,6 +95,10 @@ type entry struct {
 	expires time.Time
 
 	deadSeq int64 // while dead
+
+	nextID    *entry       // the next item of the same ID in the queue's index
+	hist      *itemHistory // recorded events, when the queue records them
+	claimedAt time.Time    // when its lease was claimed, when events are recorded
 }
 
 type readyKey struct {
@@ -140,6 +153,9 @@ func newQueue(name string) *queue {
 		parked:    newTree[int64, *entry](cmpInt64),
 		timeouts:  newTree[readyKey, *entry](cmpDue),
 		cancelled: newTree[readyKey, *entry](cmpDue),
+
+		finished: newTree[finKey, *entry](cmpFin),
+		ids:      make(map[string]*entry),
 	}
 }
 
