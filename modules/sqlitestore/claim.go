@@ -28,7 +28,9 @@ import (
 // whether the whole queue is paused (then nothing is claimed), how many
 // tenants are, and when its first wait times out: waits that have timed
 // out by now are queued again first (lifecycle.go), and a queue where
-// none is due pays nothing for them.
+// none is due pays nothing for them. The same row's statement reads the
+// queue's cap of events: a claim of a queue that records none writes
+// nothing more.
 func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimRequest) (claimed, error) {
 	name := req.Queue
 	now := q.clock.Now()
@@ -37,7 +39,8 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 	var paused, limited bool
 	var pausedTenants int
 	var waitNext sql.NullInt64
-	err := e.QueryRowContext(ctx, queueGetSQL, name).Scan(&stamp, &turn, &paused, &pausedTenants, &waitNext, &limited)
+	var events int
+	err := e.QueryRowContext(ctx, queueGetSQL, name).Scan(&stamp, &turn, &paused, &pausedTenants, &waitNext, &limited, &events)
 	if errors.Is(err, sql.ErrNoRows) {
 		return claimed{}, nil
 	}
@@ -48,7 +51,7 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 		return claimed{queuePaused: true}, nil
 	}
 	if waitNext.Valid && waitNext.Int64 <= at {
-		if err := endWaits(ctx, e, name, at); err != nil {
+		if err := endWaits(ctx, e, name, at, events); err != nil {
 			return claimed{}, err
 		}
 	}
@@ -75,6 +78,12 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 	}
 	if _, err := e.ExecContext(ctx, queueSetSQL, name, stamp, turn); err != nil {
 		return claimed{}, err
+	}
+	for _, l := range out.leases {
+		ev := contract.Event{Kind: contract.EventClaimed, At: now, Worker: l.Worker, Attempt: l.Item.Attempts + 1, Token: l.Token}
+		if err := record(ctx, e, events, l.Item.Key(), ev, false); err != nil {
+			return claimed{}, err
+		}
 	}
 	return out, nil
 }

@@ -109,7 +109,7 @@ func (q *workQueue) Cancel(ctx context.Context, key contract.ItemKey, reason str
 			return err
 		}
 		was = st.state
-		return cancelOne(ctx, e, key, st.state, reason, now)
+		return cancelOne(ctx, e, key, st.state, reason, now, st.events)
 	})
 	if err != nil {
 		return "", queueErr(ctx, err)
@@ -124,25 +124,33 @@ type itemState struct {
 	waitUntil   int64
 	priority    int
 	cancelledAt int64
+	events      int // the queue's cap of events
 }
 
 func (s *itemState) dest() []any {
-	return []any{&s.state, &s.waitSignal, &s.waitUntil, &s.priority, &s.cancelledAt}
+	return []any{&s.state, &s.waitSignal, &s.waitUntil, &s.priority, &s.cancelledAt, &s.events}
 }
 
 // cancelOne cancels the item key, in state, at now: a queued, waiting or
 // dead item is cancelled (a queued one leaves its tenant's wake time to
 // the items left), a leased one is marked unless it is already; a
-// cancelled one is left as it is.
-func cancelOne(ctx context.Context, e execer, key contract.ItemKey, state contract.ItemState, reason string, now int64) error {
+// cancelled or completed one is left as it is. capN is the queue's cap of
+// events.
+func cancelOne(ctx context.Context, e execer, key contract.ItemKey, state contract.ItemState, reason string, now int64, capN int) error {
 	switch state {
-	case contract.StateCancelled:
+	case contract.StateCancelled, contract.StateCompleted:
 		return nil
 	case contract.StateLeased:
 		_, err := e.ExecContext(ctx, cancelMarkSQL, key.Queue, key.Tenant, key.ID, now, reason)
 		return err
 	}
 	if _, err := e.ExecContext(ctx, cancelSQL, key.Queue, key.Tenant, key.ID, now, reason); err != nil {
+		return err
+	}
+	if err := finishedAdd(ctx, e, key.Queue, 1); err != nil {
+		return err
+	}
+	if err := record(ctx, e, capN, key, contract.Event{Kind: contract.EventCancelled, At: fromNanos(now), Reason: reason}, false); err != nil {
 		return err
 	}
 	if state != contract.StateQueued {
@@ -190,8 +198,12 @@ func (q *workQueue) CancelMatching(ctx context.Context, f contract.CancelFilter,
 		if err != nil {
 			return err
 		}
+		capN, err := eventsCap(ctx, e, f.Queue)
+		if err != nil {
+			return err
+		}
 		for _, it := range list {
-			if err := cancelOne(ctx, e, it.Key(), it.State, reason, now); err != nil {
+			if err := cancelOne(ctx, e, it.Key(), it.State, reason, now, capN); err != nil {
 				return err
 			}
 		}
@@ -222,12 +234,17 @@ func (q *workQueue) CountMatching(ctx context.Context, f contract.CancelFilter) 
 func (q *workQueue) PurgeCancelled(ctx context.Context, queue string, before time.Time) (int, error) {
 	var n int64
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		if _, err := e.ExecContext(ctx, eventsPurgeCancelledSQL, queue, nanos(before)); err != nil {
+			return err
+		}
 		res, err := e.ExecContext(ctx, purgeCancelledSQL, queue, nanos(before))
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		return finishedAdd(ctx, e, queue, -int(n))
 	})
 	if err != nil {
 		return 0, queueErr(ctx, err)
@@ -246,7 +263,7 @@ func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duratio
 	)
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		if h, err = holding(ctx, e, l); err != nil || h.cancelled {
+		if h, err = holding(ctx, e, l, now); err != nil || h.cancelled {
 			return err
 		}
 		dec = q.settings.Policy.DecideSnooze(h.snoozes, d, now)
@@ -255,11 +272,17 @@ func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duratio
 			return err
 		}
 		if !dec.Retry {
-			_, err := e.ExecContext(ctx, burySQL, k.Queue, k.Tenant, k.ID, seq, nanos(now), h.attempts, contract.SnoozeLimitText(h.snoozes))
-			return err
+			text := contract.SnoozeLimitText(h.snoozes)
+			if _, err := e.ExecContext(ctx, burySQL, k.Queue, k.Tenant, k.ID, seq, nanos(now), h.attempts, text); err != nil {
+				return err
+			}
+			return record(ctx, e, h.events, k, contract.Event{Kind: contract.EventDead, At: now, Attempt: h.attempts + 1, Error: text, Worker: l.Worker}, false)
 		}
 		due := later(dec.At, now)
 		if _, err := e.ExecContext(ctx, snoozeSQL, k.Queue, k.Tenant, k.ID, seq, nanos(due), nanos(dec.At)); err != nil {
+			return err
+		}
+		if err := record(ctx, e, h.events, k, contract.Event{Kind: contract.EventSnoozed, At: now, Worker: l.Worker, NextDue: due}, false); err != nil {
 			return err
 		}
 		return join(ctx, e, k, due, h.priority)
@@ -285,7 +308,7 @@ func (q *workQueue) Wait(ctx context.Context, l contract.Lease, w contract.WaitR
 	var h held
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		if h, err = holding(ctx, e, l); err != nil || h.cancelled {
+		if h, err = holding(ctx, e, l, now); err != nil || h.cancelled {
 			return err
 		}
 		seq, err := take(ctx, e, "seq", 1)
@@ -293,6 +316,10 @@ func (q *workQueue) Wait(ctx context.Context, l contract.Lease, w contract.WaitR
 			return err
 		}
 		if _, err := e.ExecContext(ctx, waitSQL, k.Queue, k.Tenant, k.ID, seq, w.Signal, nanos(now), until); err != nil {
+			return err
+		}
+		ev := contract.Event{Kind: contract.EventWaiting, At: now, Worker: l.Worker, Signal: w.Signal, NextDue: fromNanos(until)}
+		if err := record(ctx, e, h.events, k, ev, false); err != nil {
 			return err
 		}
 		_, err = e.ExecContext(ctx, waitNextSQL, k.Queue, until)
@@ -310,8 +337,9 @@ func (q *workQueue) Wait(ctx context.Context, l contract.Lease, w contract.WaitR
 
 // resume ends the wait of the item key: by signal with payload at at, or,
 // when timedOut, by its timeout (at is then its until and signal the one
-// it waited for). The item is queued, due at at.
-func resume(ctx context.Context, e execer, key contract.ItemKey, priority int, signal string, payload []byte, timedOut bool, at int64) error {
+// it waited for). The item is queued, due at at. now is the clock's now,
+// when the event (under the queue's cap capN) is recorded.
+func resume(ctx context.Context, e execer, key contract.ItemKey, priority int, signal string, payload []byte, timedOut bool, at, now int64, capN int) error {
 	seq, err := take(ctx, e, "seq", 1)
 	if err != nil {
 		return err
@@ -319,13 +347,20 @@ func resume(ctx context.Context, e execer, key contract.ItemKey, priority int, s
 	if _, err := e.ExecContext(ctx, resumeSQL, key.Queue, key.Tenant, key.ID, seq, at, signal, payload, timedOut); err != nil {
 		return err
 	}
+	kind := contract.EventSignalled
+	if timedOut {
+		kind = contract.EventTimedOut
+	}
+	if err := record(ctx, e, capN, key, contract.Event{Kind: kind, At: fromNanos(now), Signal: signal}, false); err != nil {
+		return err
+	}
 	return join(ctx, e, key, fromNanos(at), priority)
 }
 
 // endWaits queues the waits of the queue that timed out by at, each due
 // at its until, and notes when the next one times out. A claim runs it
-// when the queue's wait_next has come.
-func endWaits(ctx context.Context, e execer, queue string, at int64) error {
+// when the queue's wait_next has come; capN is the queue's cap of events.
+func endWaits(ctx context.Context, e execer, queue string, at int64, capN int) error {
 	type timeout struct {
 		key      contract.ItemKey
 		signal   string
@@ -350,7 +385,7 @@ func endWaits(ctx context.Context, e execer, queue string, at int64) error {
 		return err
 	}
 	for _, t := range list {
-		if err := resume(ctx, e, t.key, t.priority, t.signal, nil, true, t.until); err != nil {
+		if err := resume(ctx, e, t.key, t.priority, t.signal, nil, true, t.until, at, capN); err != nil {
 			return err
 		}
 	}
@@ -378,7 +413,7 @@ func (q *workQueue) Signal(ctx context.Context, key contract.ItemKey, signal str
 		if st.state == contract.StateWaiting && st.waitUntil <= now {
 			// The wait is over: it timed out, whether or not a claim
 			// has queued it yet.
-			if err := resume(ctx, e, key, st.priority, st.waitSignal, nil, true, st.waitUntil); err != nil {
+			if err := resume(ctx, e, key, st.priority, st.waitSignal, nil, true, st.waitUntil, now, st.events); err != nil {
 				return err
 			}
 			queued = true
@@ -394,7 +429,7 @@ func (q *workQueue) Signal(ctx context.Context, key contract.ItemKey, signal str
 			return nil
 		}
 		queued = true
-		return resume(ctx, e, key, st.priority, signal, payload, false, now)
+		return resume(ctx, e, key, st.priority, signal, payload, false, now, now, st.events)
 	})
 	if err != nil {
 		return queueErr(ctx, err)

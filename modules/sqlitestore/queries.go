@@ -34,6 +34,10 @@ var (
 	claimWakeRankedSQL string
 	//go:embed queries/complete.sql
 	completeSQL string
+	//go:embed queries/complete_keep.sql
+	completeKeepSQL string
+	//go:embed queries/complete_read.sql
+	completeReadSQL string
 	//go:embed queries/counter_get.sql
 	counterGetSQL string
 	//go:embed queries/counter_take.sql
@@ -48,6 +52,28 @@ var (
 	deadOldestSQL string
 	//go:embed queries/enqueue.sql
 	enqueueSQL string
+	//go:embed queries/enqueue_found.sql
+	enqueueFoundSQL string
+	//go:embed queries/event_insert.sql
+	eventInsertSQL string
+	//go:embed queries/event_last_claim.sql
+	eventLastClaimSQL string
+	//go:embed queries/event_trim.sql
+	eventTrimSQL string
+	//go:embed queries/events_delete.sql
+	eventsDeleteSQL string
+	//go:embed queries/events_item.sql
+	eventsItemSQL string
+	//go:embed queries/events_purge_cancelled.sql
+	eventsPurgeCancelledSQL string
+	//go:embed queries/find_id.sql
+	findIDSQL string
+	//go:embed queries/finished_add.sql
+	finishedAddSQL string
+	//go:embed queries/finished_newer.sql
+	finishedNewerSQL string
+	//go:embed queries/finished_older.sql
+	finishedOlderSQL string
 	//go:embed queries/flow_heads.sql
 	flowHeadsSQL string
 	//go:embed queries/flow_heads_plain.sql
@@ -60,6 +86,8 @@ var (
 	healthCountsSQL string
 	//go:embed queries/heartbeat.sql
 	heartbeatSQL string
+	//go:embed queries/history_item.sql
+	historyItemSQL string
 	//go:embed queries/inspect_item.sql
 	inspectItemSQL string
 	//go:embed queries/inspect_leases.sql
@@ -74,6 +102,8 @@ var (
 	inspectServedSQL string
 	//go:embed queries/inspect_tenants.sql
 	inspectTenantsSQL string
+	//go:embed queries/item_delete.sql
+	itemDeleteSQL string
 	//go:embed queries/item_state.sql
 	itemStateSQL string
 	//go:embed queries/lease_attempts.sql
@@ -90,6 +120,16 @@ var (
 	limitsListSQL string
 	//go:embed queries/limits_put.sql
 	limitsPutSQL string
+	//go:embed queries/log_bounds.sql
+	logBoundsSQL string
+	//go:embed queries/log_insert.sql
+	logInsertSQL string
+	//go:embed queries/log_read.sql
+	logReadSQL string
+	//go:embed queries/log_take.sql
+	logTakeSQL string
+	//go:embed queries/log_trim.sql
+	logTrimSQL string
 	//go:embed queries/pause_queue.sql
 	pauseQueueSQL string
 	//go:embed queries/pause_tenant.sql
@@ -100,6 +140,10 @@ var (
 	pausedGetSQL string
 	//go:embed queries/paused_list.sql
 	pausedListSQL string
+	//go:embed queries/prune_scan.sql
+	pruneScanSQL string
+	//go:embed queries/prune_unique.sql
+	pruneUniqueSQL string
 	//go:embed queries/purge.sql
 	purgeSQL string
 	//go:embed queries/purge_cancelled.sql
@@ -122,6 +166,12 @@ var (
 	resumeTenantSQL string
 	//go:embed queries/resumed_get.sql
 	resumedGetSQL string
+	//go:embed queries/retention_events.sql
+	retentionEventsSQL string
+	//go:embed queries/retention_get.sql
+	retentionGetSQL string
+	//go:embed queries/retention_put.sql
+	retentionPutSQL string
 	//go:embed queries/retry.sql
 	retrySQL string
 	//go:embed queries/run_delete.sql

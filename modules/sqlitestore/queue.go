@@ -96,78 +96,140 @@ func (q *workQueue) refuseBound(call string) error {
 }
 
 // Enqueue adds the items in one transaction, all or none. An ID already
-// in its queue (queued, leased, waiting, dead or cancelled) is left as it
-// is, as is a repeat within the batch.
+// in its queue (queued, leased, waiting, dead or cancelled, or completed
+// within its uniqueness window) is left as it is, as is a repeat within
+// the batch; a completed item whose window has closed is replaced.
 func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
+	_, err := q.enqueue(ctx, false, items)
+	return err
+}
+
+// enqueue is Enqueue, and EnqueueReport when report is set.
+func (q *workQueue) enqueue(ctx context.Context, report bool, items []contract.Item) ([]contract.EnqueueResult, error) {
 	type row struct {
 		key  contract.ItemKey
 		item contract.Item
 		meta *string
+		pos  int
 	}
 	rows := make([]row, 0, len(items))
-	seen := make(map[contract.ItemKey]bool, len(items))
+	first := make(map[contract.ItemKey]int, len(items))
+	repeats := map[int]int{} // a repeat's position: its first's
 	perQueue := map[string]int64{}
-	for _, it := range items {
+	for i, it := range items {
 		k := it.Key()
-		if seen[k] {
+		if f, ok := first[k]; ok {
+			repeats[i] = f
 			continue
 		}
-		seen[k] = true
+		first[k] = i
 		var meta *string
 		if len(it.Metadata) > 0 {
 			b, err := json.Marshal(it.Metadata)
 			if err != nil {
-				return &contract.ValidationError{Field: "Item.Metadata", Problem: err.Error()}
+				return nil, &contract.ValidationError{Field: "Item.Metadata", Problem: err.Error()}
 			}
 			s := string(b)
 			meta = &s
 		}
-		rows = append(rows, row{key: k, item: it, meta: meta})
+		rows = append(rows, row{key: k, item: it, meta: meta, pos: i})
 		perQueue[k.Queue]++
 	}
 	now := q.clock.Now()
+	var results []contract.EnqueueResult
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		results = make([]contract.EnqueueResult, len(items))
 		seq, err := take(ctx, e, "seq", int64(len(rows)))
 		if err != nil {
 			return err
 		}
 		seq -= int64(len(rows))
 		stamps := map[string]int64{}
+		caps := map[string]int{}
 		for name, n := range perQueue {
 			last, _, err := takeQueue(ctx, e, name, n, 0)
 			if err != nil {
 				return err
 			}
 			stamps[name] = last - n
+			if caps[name], err = eventsCap(ctx, e, name); err != nil {
+				return err
+			}
 		}
 		for _, r := range rows {
 			seq++
 			stamps[r.key.Queue]++
 			due := later(r.item.NotBefore, now)
-			res, err := e.ExecContext(ctx, enqueueSQL, r.key.Queue, r.key.Tenant, r.key.ID, seq, nanos(due),
-				nanos(r.item.NotBefore), r.item.Payload, r.meta, nanos(now), r.item.Priority)
+			args := []any{r.key.Queue, r.key.Tenant, r.key.ID, seq, nanos(due),
+				nanos(r.item.NotBefore), r.item.Payload, r.meta, nanos(now), r.item.Priority, int64(r.item.UniqueFor)}
+			res, err := e.ExecContext(ctx, enqueueSQL, args...)
 			if err != nil {
 				return err
 			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				found, replace, err := enqueueFound(ctx, e, r.key, nanos(now))
 				if err != nil {
 					return err
 				}
-				continue
+				if !replace {
+					results[r.pos] = found
+					continue
+				}
+				// A new life for a completed ID: the old record and its
+				// events go.
+				if _, err := e.ExecContext(ctx, itemDeleteSQL, r.key.Queue, r.key.Tenant, r.key.ID); err != nil {
+					return err
+				}
+				if _, err := e.ExecContext(ctx, eventsDeleteSQL, r.key.Queue, r.key.Tenant, r.key.ID); err != nil {
+					return err
+				}
+				if err := finishedAdd(ctx, e, r.key.Queue, -1); err != nil {
+					return err
+				}
+				if _, err := e.ExecContext(ctx, enqueueSQL, args...); err != nil {
+					return err
+				}
+			} else if c := caps[r.key.Queue]; c > 0 {
+				// Events an earlier life of the ID left behind go.
+				if _, err := e.ExecContext(ctx, eventsDeleteSQL, r.key.Queue, r.key.Tenant, r.key.ID); err != nil {
+					return err
+				}
+			}
+			if c := caps[r.key.Queue]; c > 0 {
+				ev := contract.Event{Kind: contract.EventEnqueued, At: now}
+				if !r.item.NotBefore.IsZero() {
+					ev.NextDue = r.item.NotBefore
+				}
+				if err := record(ctx, e, c, r.key, ev, false); err != nil {
+					return err
+				}
 			}
 			if _, err := e.ExecContext(ctx, turnJoinSQL, r.key.Queue, r.key.Tenant, stamps[r.key.Queue], nanos(due), r.item.Priority != 0); err != nil {
 				return err
 			}
 		}
+		for i, f := range repeats {
+			results[i] = results[f]
+			if !results[f].Duplicate {
+				results[i] = contract.EnqueueResult{Duplicate: true, State: contract.StateQueued}
+			}
+		}
 		return nil
 	})
 	if err != nil {
-		return queueErr(ctx, err)
+		return nil, queueErr(ctx, err)
 	}
 	for name := range perQueue {
 		q.wake(name)
 	}
-	return nil
+	if !report {
+		return nil, nil
+	}
+	return results, nil
 }
 
 // later returns the later of a and b; an item due at once is due now, so
@@ -233,7 +295,7 @@ func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease,
 	)
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		if s, err = complete(ctx, e, done); err != nil {
+		if s, err = complete(ctx, e, done, q.clock.Now()); err != nil {
 			return err
 		}
 		if req.Max > 0 {
@@ -275,7 +337,7 @@ func (q *workQueue) Heartbeat(ctx context.Context, l contract.Lease, extend time
 		if errors.Is(err, sql.ErrNoRows) {
 			// A live lease a cancel marked: the item is cancelled, and
 			// that commits (the token taken is never handed out).
-			if cancelled, err = settleMarked(ctx, e, l, nanos(now)); err != nil || cancelled {
+			if cancelled, err = settleMarked(ctx, e, l, nanos(now), now); err != nil || cancelled {
 				return err
 			}
 			// The token bump rolls back with the refusal: nothing is written.
@@ -302,7 +364,7 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 	var s settled
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		s, err = complete(ctx, e, leases)
+		s, err = complete(ctx, e, leases, q.clock.Now())
 		return err
 	})
 	if err != nil {
@@ -321,8 +383,10 @@ type settled struct {
 }
 
 // complete deletes the leased items in order. A lease that deletes
-// nothing was lost, or marked by a cancel: then its item is cancelled.
-func complete(ctx context.Context, e execer, leases []contract.Lease) (settled, error) {
+// nothing holds an item its queue keeps or records events for, or one
+// with a uniqueness window (completeKept), or it was lost, or marked by
+// a cancel: then its item is cancelled.
+func complete(ctx context.Context, e execer, leases []contract.Lease, now time.Time) (settled, error) {
 	var s settled
 	for _, l := range leases {
 		k := l.Key()
@@ -335,7 +399,15 @@ func complete(ctx context.Context, e execer, leases []contract.Lease) (settled, 
 			return settled{}, err
 		}
 		if n == 0 {
-			marked, err := settleMarked(ctx, e, l, nil)
+			kept, err := completeKept(ctx, e, l, now)
+			if err != nil {
+				return settled{}, err
+			}
+			if kept {
+				s.ended = append(s.ended, tenantKey{k.Queue, k.Tenant})
+				continue
+			}
+			marked, err := settleMarked(ctx, e, l, nil, now)
 			if err != nil {
 				return settled{}, err
 			}
@@ -359,11 +431,11 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 	var h held
 	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
 		var err error
-		h, err = holding(ctx, e, l)
+		h, err = holding(ctx, e, l, now)
 		if err != nil || h.cancelled {
 			return err
 		}
-		d, err = q.settleFailed(ctx, e, k, h, cause, now)
+		d, err = q.settleFailed(ctx, e, k, h, l.Worker, cause, now)
 		return err
 	})
 	if err != nil {
@@ -381,7 +453,8 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 
 // settleFailed ends a lease that failed with cause: back to the queue or
 // to the dead letter, as the policy decides.
-func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemKey, h held, cause error, now time.Time) (policy.Decision, error) {
+// worker is the failing worker's, "" for an expired lease reaped.
+func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemKey, h held, worker string, cause error, now time.Time) (policy.Decision, error) {
 	attempts := h.attempts + 1
 	lastErr := contract.ErrorText(cause)
 	d := q.settings.Policy.Decide(attempts, cause, now)
@@ -389,12 +462,19 @@ func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemK
 	if err != nil {
 		return d, err
 	}
+	ev := contract.Event{Kind: contract.EventDead, At: now, Attempt: attempts, Error: lastErr, Worker: worker}
 	if !d.Retry {
-		_, err := e.ExecContext(ctx, burySQL, k.Queue, k.Tenant, k.ID, seq, nanos(now), attempts, lastErr)
-		return d, err
+		if _, err := e.ExecContext(ctx, burySQL, k.Queue, k.Tenant, k.ID, seq, nanos(now), attempts, lastErr); err != nil {
+			return d, err
+		}
+		return d, record(ctx, e, h.events, k, ev, false)
 	}
 	due := later(d.At, now)
 	if _, err := e.ExecContext(ctx, retrySQL, k.Queue, k.Tenant, k.ID, seq, nanos(due), nanos(d.At), attempts, lastErr); err != nil {
+		return d, err
+	}
+	ev.Kind, ev.NextDue = contract.EventFailed, due
+	if err := record(ctx, e, h.events, k, ev, false); err != nil {
 		return d, err
 	}
 	return d, join(ctx, e, k, due, h.priority)
@@ -426,6 +506,10 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 			token int64
 		}
 		var list []expired
+		capN, err := eventsCap(ctx, e, name)
+		if err != nil {
+			return err
+		}
 		rows, err := e.QueryContext(ctx, reapExpiredSQL, name, nanos(now))
 		if err != nil {
 			return err
@@ -437,7 +521,7 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 				rows.Close()
 				return err
 			}
-			x.cancelled = cancelledAt != 0
+			x.cancelled, x.events = cancelledAt != 0, capN
 			list = append(list, x)
 		}
 		rows.Close()
@@ -447,14 +531,14 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 		n, retried = 0, false
 		for _, x := range list {
 			if x.cancelled {
-				if _, err := e.ExecContext(ctx, leaseCancelSQL, x.key.Queue, x.key.Tenant, x.key.ID, x.token, nil); err != nil {
+				if _, err := settleMarked(ctx, e, contract.Lease{Item: contract.Item{Queue: x.key.Queue, Tenant: x.key.Tenant, ID: x.key.ID}, Token: x.token}, nil, now); err != nil {
 					return err
 				}
 				ended = append(ended, tenantKey{name, x.key.Tenant})
 				n++
 				continue
 			}
-			d, err := q.settleFailed(ctx, e, x.key, x.held, contract.ErrLeaseExpired, now)
+			d, err := q.settleFailed(ctx, e, x.key, x.held, "", contract.ErrLeaseExpired, now)
 			if err != nil {
 				return err
 			}
@@ -479,37 +563,47 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 type held struct {
 	attempts, snoozes, priority int
 	cancelled                   bool
+	// worker holds the lease; events is its queue's cap of events.
+	worker string
+	events int
 }
 
 // holding reads the item l holds, or returns a *contract.LeaseLostError.
 // When a cancel marked the lease it cancels the item (the transaction
 // should then commit and the call return a *contract.CancelledError).
-func holding(ctx context.Context, e execer, l contract.Lease) (held, error) {
+func holding(ctx context.Context, e execer, l contract.Lease, now time.Time) (held, error) {
 	k := l.Key()
 	var h held
 	var cancelledAt int64
-	err := e.QueryRowContext(ctx, leaseAttemptsSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&h.attempts, &h.snoozes, &h.priority, &cancelledAt)
+	err := e.QueryRowContext(ctx, leaseAttemptsSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&h.attempts, &h.snoozes, &h.priority, &cancelledAt, &h.worker, &h.events)
 	if errors.Is(err, sql.ErrNoRows) {
 		return held{}, &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 	}
 	if err != nil || cancelledAt == 0 {
 		return h, err
 	}
-	h.cancelled, err = settleMarked(ctx, e, l, nil)
+	h.cancelled, err = settleMarked(ctx, e, l, nil, now)
 	return h, err
 }
 
-// settleMarked cancels the item of l when l still holds it and a cancel
-// marked it (and, when at is not nil, the lease is live at at), reporting
-// whether it did.
-func settleMarked(ctx context.Context, e execer, l contract.Lease, at any) (bool, error) {
+// settleMarked cancels the item of l at now when l still holds it and a
+// cancel marked it (and, when at is not nil, the lease is live at at),
+// reporting whether it did.
+func settleMarked(ctx context.Context, e execer, l contract.Lease, at any, now time.Time) (bool, error) {
 	k := l.Key()
-	res, err := e.ExecContext(ctx, leaseCancelSQL, k.Queue, k.Tenant, k.ID, l.Token, at)
+	var reason string
+	var capN int
+	err := e.QueryRowContext(ctx, leaseCancelSQL, k.Queue, k.Tenant, k.ID, l.Token, at, nanos(now)).Scan(&reason, &capN)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	if err := finishedAdd(ctx, e, k.Queue, 1); err != nil {
+		return false, err
+	}
+	return true, record(ctx, e, capN, k, contract.Event{Kind: contract.EventCancelled, At: now, Reason: reason}, false)
 }
 
 // deadLetter is a dead item and its place in the dead-letter order.
@@ -605,10 +699,17 @@ func (q *workQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (i
 		if err != nil {
 			return err
 		}
+		capN, err := eventsCap(ctx, e, f.Queue)
+		if err != nil {
+			return err
+		}
 		seq -= int64(len(keys))
 		for _, k := range keys {
 			seq++
 			if _, err := e.ExecContext(ctx, requeueSQL, k.key.Queue, k.key.Tenant, k.key.ID, seq, nanos(now)); err != nil {
+				return err
+			}
+			if err := record(ctx, e, capN, k.key, contract.Event{Kind: contract.EventRequeued, At: now}, false); err != nil {
 				return err
 			}
 			if err := join(ctx, e, k.key, now, k.priority); err != nil {
@@ -637,6 +738,9 @@ func (q *workQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int
 		}
 		for _, k := range keys {
 			if _, err := e.ExecContext(ctx, purgeSQL, k.key.Queue, k.key.Tenant, k.key.ID); err != nil {
+				return err
+			}
+			if _, err := e.ExecContext(ctx, eventsDeleteSQL, k.key.Queue, k.key.Tenant, k.key.ID); err != nil {
 				return err
 			}
 		}
@@ -670,7 +774,7 @@ func matchingKeys(ctx context.Context, e execer, f contract.DeadLetterFilter) ([
 //	last_error, enqueued_at, dead_at, worker, lease_expires_at, token,
 //	priority, snoozes, wait_signal, wait_since, wait_until,
 //	resumed_signal, resumed_payload, resumed_timed_out, resumed_at,
-//	cancelled_at, cancel_reason
+//	cancelled_at, cancel_reason, unique_for, finished_at
 //
 // scanItem reads an item row, then extra columns into extra; the lease
 // is filled when the item is leased.
@@ -686,12 +790,12 @@ func scanItem(row scanner, extra ...any) (contract.Item, *contract.Lease, error)
 		waitSince, waitUntil, resAt    int64
 		resPayload                     []byte
 		resTimedOut                    bool
-		cancelled                      int64
+		cancelled, uniqueFor, finished int64
 	)
 	err := row.Scan(append([]any{&it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts, &it.LastError,
 		&enqueued, &dead, &worker, &exp, &token,
 		&it.Priority, &it.Snoozes, &waitSignal, &waitSince, &waitUntil,
-		&resSignal, &resPayload, &resTimedOut, &resAt, &cancelled, &it.CancelReason}, extra...)...)
+		&resSignal, &resPayload, &resTimedOut, &resAt, &cancelled, &it.CancelReason, &uniqueFor, &finished}, extra...)...)
 	if err != nil {
 		return it, nil, err
 	}
@@ -706,6 +810,7 @@ func scanItem(row scanner, extra ...any) (contract.Item, *contract.Lease, error)
 	}
 	it.NotBefore, it.EnqueuedAt, it.DeadAt = fromNanos(notBefore), fromNanos(enqueued), fromNanos(dead)
 	it.CancelledAt = fromNanos(cancelled)
+	it.UniqueFor, it.FinishedAt = time.Duration(uniqueFor), fromNanos(finished)
 	if it.State == contract.StateWaiting {
 		it.Waiting = &contract.WaitInfo{Signal: waitSignal, Since: fromNanos(waitSince), Until: fromNanos(waitUntil)}
 	}
@@ -722,7 +827,8 @@ func scanItem(row scanner, extra ...any) (contract.Item, *contract.Lease, error)
 }
 
 // scanClaimed reads the lease a claim or a heartbeat returns: the columns
-// of itemColumns up to token, then priority, snoozes and resumed_at. A
+// of itemColumns up to token, then priority, snoozes, resumed_at and
+// unique_for. A
 // leased item has no wait and no cancel to show (a cancel's mark stops
 // the heartbeat), and the few that were resumed from a wait have their
 // Resume read by one more statement, so a claim of items that never
@@ -736,9 +842,10 @@ func scanClaimed(ctx context.Context, e execer, row scanner) (contract.Lease, er
 		worker                         string
 		token                          int64
 		priority, snoozes, resumedAt   any
+		uniqueFor                      any
 	)
 	err := row.Scan(&it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts, &it.LastError,
-		&enqueued, &dead, &worker, &exp, &token, &priority, &snoozes, &resumedAt)
+		&enqueued, &dead, &worker, &exp, &token, &priority, &snoozes, &resumedAt, &uniqueFor)
 	if err != nil {
 		return contract.Lease{}, err
 	}
@@ -756,6 +863,7 @@ func scanClaimed(ctx context.Context, e execer, row scanner) (contract.Lease, er
 	}
 	it.NotBefore, it.EnqueuedAt, it.DeadAt = fromNanos(notBefore), fromNanos(enqueued), fromNanos(dead)
 	it.Priority, it.Snoozes = int(asInt64(priority)), int(asInt64(snoozes))
+	it.UniqueFor = time.Duration(asInt64(uniqueFor))
 	if at := asInt64(resumedAt); at != 0 {
 		r := contract.Resume{At: fromNanos(at)}
 		if err := e.QueryRowContext(ctx, resumedGetSQL, it.Queue, it.Tenant, it.ID).Scan(&r.Signal, &r.Payload, &r.TimedOut); err != nil {

@@ -1,7 +1,7 @@
 SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error,
        enqueued_at, dead_at, worker, lease_expires_at, token,
        priority, snoozes, wait_signal, wait_since, wait_until,
-       resumed_signal, resumed_payload, resumed_timed_out, resumed_at, cancelled_at, cancel_reason
+       resumed_signal, resumed_payload, resumed_timed_out, resumed_at, cancelled_at, cancel_reason, unique_for, finished_at
 FROM adk_work
 WHERE queue = ?1 AND state = 'leased' AND (lease_expires_at, token) > (?2, ?3)
 ORDER BY lease_expires_at, token LIMIT ?4

@@ -1,0 +1,559 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// Finished items and their history (contract.HistoryKeeper). A queue's
+// retention is its row of adk_retention; a queue without one, or with a
+// row of zeros, completes and records exactly as before: the complete's
+// DELETE carries the check in the same statement, and the claim reads
+// the cap of events from the statement that reads the queue's counters.
+// Every event is written by the transaction of the transition it records,
+// into adk_events (the item's, capped) and adk_event_log (the queue's,
+// its latest contract.QueueEventLog).
+
+var _ contract.HistoryKeeper = (*workQueue)(nil)
+
+// record appends ev to the history of the item key and to its queue's
+// log, when the queue records events (cap > 0). logOnly leaves the item's
+// own events alone (the item is being deleted).
+func record(ctx context.Context, e execer, capN int, key contract.ItemKey, ev contract.Event, logOnly bool) error {
+	if capN <= 0 {
+		return nil
+	}
+	at := nanos(ev.At)
+	due := int64(0)
+	if !ev.NextDue.IsZero() {
+		due = nanos(ev.NextDue)
+	}
+	if !logOnly {
+		var n int64
+		if err := e.QueryRowContext(ctx, eventInsertSQL, key.Queue, key.Tenant, key.ID, string(ev.Kind), at, ev.Worker, ev.Attempt, ev.Token,
+			ev.Error, due, ev.Signal, ev.Reason, int64(ev.RunTime)).Scan(&n); err != nil {
+			return err
+		}
+		if n > int64(capN) {
+			if _, err := e.ExecContext(ctx, eventTrimSQL, key.Queue, key.Tenant, key.ID, n-int64(capN)); err != nil {
+				return err
+			}
+		}
+	}
+	var seq int64
+	if err := e.QueryRowContext(ctx, logTakeSQL, key.Queue).Scan(&seq); err != nil {
+		return err
+	}
+	if _, err := e.ExecContext(ctx, logInsertSQL, key.Queue, seq, key.Tenant, key.ID, string(ev.Kind), at, ev.Worker, ev.Attempt, ev.Token,
+		ev.Error, due, ev.Signal, ev.Reason, int64(ev.RunTime)); err != nil {
+		return err
+	}
+	if seq > contract.QueueEventLog {
+		if _, err := e.ExecContext(ctx, logTrimSQL, key.Queue, seq-contract.QueueEventLog); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eventsCap reads the queue's cap of events per item (0: none recorded).
+func eventsCap(ctx context.Context, e execer, queue string) (int, error) {
+	var n int
+	err := e.QueryRowContext(ctx, retentionEventsSQL, queue).Scan(&n)
+	return n, err
+}
+
+// finishedAdd counts delta more finished items of the queue.
+func finishedAdd(ctx context.Context, e execer, queue string, delta int) error {
+	if delta == 0 {
+		return nil
+	}
+	_, err := e.ExecContext(ctx, finishedAddSQL, queue, delta)
+	return err
+}
+
+// retention is a queue's row of adk_retention.
+type retention struct {
+	contract.Retention
+	finished int64
+}
+
+func readRetention(ctx context.Context, e execer, queue string) (retention, error) {
+	var r retention
+	var age int64
+	err := e.QueryRowContext(ctx, retentionGetSQL, queue).Scan(&age, &r.Count, &r.Events, &r.finished)
+	if errors.Is(err, sql.ErrNoRows) {
+		return retention{}, nil
+	}
+	r.Age = time.Duration(age)
+	return r, err
+}
+
+// completeKept completes the lease l whose item its queue keeps or
+// records events for, or which asked for a uniqueness window (the items
+// the complete's DELETE leaves). It reports false when l does not hold a
+// live, unmarked lease on its item.
+func completeKept(ctx context.Context, e execer, l contract.Lease, now time.Time) (bool, error) {
+	k := l.Key()
+	var (
+		worker            string
+		attempts          int
+		uniqueFor, age    int64
+		count, eventsCapN int
+	)
+	err := e.QueryRowContext(ctx, completeReadSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&worker, &attempts, &uniqueFor, &age, &count, &eventsCapN)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	ev := contract.Event{Kind: contract.EventCompleted, At: now, Worker: worker, Attempt: attempts + 1}
+	if eventsCapN > 0 {
+		var claimedAt sql.NullInt64
+		if err := e.QueryRowContext(ctx, eventLastClaimSQL, k.Queue, k.Tenant, k.ID).Scan(&claimedAt); err != nil {
+			return false, err
+		}
+		if claimedAt.Valid {
+			if d := nanos(now) - claimedAt.Int64; d > 0 {
+				ev.RunTime = time.Duration(d)
+			}
+		}
+	}
+	keep := age > 0 || count > 0 || uniqueFor > 0
+	if !keep {
+		if _, err := e.ExecContext(ctx, itemDeleteSQL, k.Queue, k.Tenant, k.ID); err != nil {
+			return false, err
+		}
+		if _, err := e.ExecContext(ctx, eventsDeleteSQL, k.Queue, k.Tenant, k.ID); err != nil {
+			return false, err
+		}
+		return true, record(ctx, e, eventsCapN, k, ev, true)
+	}
+	if _, err := e.ExecContext(ctx, completeKeepSQL, k.Queue, k.Tenant, k.ID, nanos(now), uniqueFor); err != nil {
+		return false, err
+	}
+	if err := finishedAdd(ctx, e, k.Queue, 1); err != nil {
+		return false, err
+	}
+	return true, record(ctx, e, eventsCapN, k, ev, false)
+}
+
+// SetRetention sets what the queue keeps, and counts its finished items
+// anew.
+func (q *workQueue) SetRetention(ctx context.Context, queue string, r contract.Retention) error {
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		_, err := e.ExecContext(ctx, retentionPutSQL, queue, int64(r.Age), r.Count, r.Events)
+		return err
+	})
+	return queueErr(ctx, err)
+}
+
+// Retention returns what the queue keeps.
+func (q *workQueue) Retention(ctx context.Context, queue string) (contract.Retention, error) {
+	var r retention
+	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
+		var err error
+		r, err = readRetention(ctx, e, queue)
+		return err
+	})
+	if err != nil {
+		return contract.Retention{}, queueErr(ctx, err)
+	}
+	return r.Retention, nil
+}
+
+// EnqueueReport enqueues as Enqueue does and says which were duplicates.
+func (q *workQueue) EnqueueReport(ctx context.Context, items ...contract.Item) ([]contract.EnqueueResult, error) {
+	return q.enqueue(ctx, true, items)
+}
+
+// History returns the item and its recorded events.
+func (q *workQueue) History(ctx context.Context, key contract.ItemKey) (contract.History, error) {
+	var h contract.History
+	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
+		var hb int64
+		it, _, err := scanItem(e.QueryRowContext(ctx, historyItemSQL, key.Queue, key.Tenant, key.ID), &hb)
+		if errors.Is(err, sql.ErrNoRows) {
+			return contract.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		h.Item, h.Heartbeats = it, hb
+		rows, err := e.QueryContext(ctx, eventsItemSQL, key.Queue, key.Tenant, key.ID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		h.Events = []contract.Event{}
+		first := true
+		for rows.Next() {
+			var n int64
+			ev, err := scanEvent(rows, &n)
+			if err != nil {
+				return err
+			}
+			if first {
+				h.Dropped, first = n-1, false
+			}
+			h.Events = append(h.Events, ev)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return contract.History{}, queueErr(ctx, err)
+	}
+	return h, nil
+}
+
+// scanEvent reads kind, at, worker, attempt, token, error, next_due,
+// signal, reason and run_time, after the columns of before.
+func scanEvent(row scanner, before ...any) (contract.Event, error) {
+	var (
+		ev           contract.Event
+		kind         string
+		at, due, run int64
+	)
+	err := row.Scan(append(before, &kind, &at, &ev.Worker, &ev.Attempt, &ev.Token, &ev.Error, &due, &ev.Signal, &ev.Reason, &run)...)
+	ev.Kind, ev.At, ev.RunTime = contract.EventKind(kind), fromNanos(at), time.Duration(run)
+	if due != 0 {
+		ev.NextDue = fromNanos(due)
+	}
+	return ev, err
+}
+
+// Find returns the queue's items with this ID, by tenant.
+func (q *workQueue) Find(ctx context.Context, queue, id string) ([]contract.Item, error) {
+	out := []contract.Item{}
+	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
+		rows, err := e.QueryContext(ctx, findIDSQL, queue, id, contract.MaxFound)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			it, _, err := scanItem(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, it)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, queueErr(ctx, err)
+	}
+	return out, nil
+}
+
+// finishedPlace is a place in the finished order: (finished_at, tenant,
+// id).
+type finishedPlace struct {
+	at         int64
+	tenant, id string
+}
+
+// finishedCursor is "o:" (older than the place) or "n:" (newer), then
+// the place's nanoseconds, tenant and id, each quoted.
+func finishedCursor(dir string, p finishedPlace) string {
+	return dir + ":" + strconv.FormatInt(p.at, 10) + ":" + strconv.Quote(p.tenant) + ":" + strconv.Quote(p.id)
+}
+
+func parseFinishedCursor(c string) (string, finishedPlace, error) {
+	bad := &contract.ValidationError{Field: "cursor", Problem: "is not a cursor of this queue's finished listing; pass the Next or Prev of a FinishedPage, or \"\" for the first page"}
+	dir, rest, ok := strings.Cut(c, ":")
+	if !ok || (dir != "o" && dir != "n") {
+		return "", finishedPlace{}, bad
+	}
+	num, rest, ok := strings.Cut(rest, ":")
+	if !ok {
+		return "", finishedPlace{}, bad
+	}
+	at, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return "", finishedPlace{}, bad
+	}
+	tenant, err := strconv.QuotedPrefix(rest)
+	if err != nil || len(rest) <= len(tenant) || rest[len(tenant)] != ':' {
+		return "", finishedPlace{}, bad
+	}
+	idq := rest[len(tenant)+1:]
+	t, err1 := strconv.Unquote(tenant)
+	id, err2 := strconv.Unquote(idq)
+	if err1 != nil || err2 != nil {
+		return "", finishedPlace{}, bad
+	}
+	return dir, finishedPlace{at: at, tenant: t, id: id}, nil
+}
+
+// Finished pages through the queue's finished items, newest first.
+// FinishedAt is compared to the microsecond, as the listing orders.
+func (q *workQueue) Finished(ctx context.Context, fq contract.FinishedQuery) (contract.FinishedPage, error) {
+	limit := fq.Page.Limit
+	dir, place := "o", finishedPlace{at: math.MaxInt64}
+	if fq.Page.Cursor != "" {
+		var err error
+		if dir, place, err = parseFinishedCursor(fq.Page.Cursor); err != nil {
+			return contract.FinishedPage{}, err
+		}
+	}
+	since, until := int64(math.MinInt64), int64(math.MaxInt64)
+	if !fq.Since.IsZero() {
+		since = nanos(fq.Since.Truncate(time.Microsecond))
+	}
+	if !fq.Until.IsZero() {
+		until = nanos(fq.Until.Truncate(time.Microsecond))
+		if fq.Until.Truncate(time.Microsecond).Before(fq.Until) {
+			until = nanos(fq.Until.Truncate(time.Microsecond).Add(time.Microsecond))
+		}
+	}
+	out := contract.FinishedPage{Items: []contract.Item{}}
+	var places []finishedPlace
+	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
+		text := finishedOlderSQL
+		if dir == "n" {
+			text = finishedNewerSQL
+		}
+		rows, err := e.QueryContext(ctx, text, fq.Queue, place.at, place.tenant, place.id, fq.Tenant, string(fq.State), fq.ID, since, until, limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			it, _, err := scanItem(rows)
+			if err != nil {
+				return err
+			}
+			out.Items = append(out.Items, it)
+			places = append(places, finishedPlace{at: nanos(it.FinishedAt), tenant: it.Tenant, id: it.ID})
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return contract.FinishedPage{}, queueErr(ctx, err)
+	}
+	more := len(out.Items) > limit
+	if more {
+		out.Items, places = out.Items[:limit], places[:limit]
+	}
+	if dir == "n" {
+		// Read oldest first from the place: the page is those, newest first.
+		for i, j := 0, len(out.Items)-1; i < j; i, j = i+1, j-1 {
+			out.Items[i], out.Items[j] = out.Items[j], out.Items[i]
+			places[i], places[j] = places[j], places[i]
+		}
+		if len(out.Items) > 0 {
+			out.Next = finishedCursor("o", places[len(places)-1])
+			if more {
+				out.Prev = finishedCursor("n", places[0])
+			}
+		} else {
+			out.Next = finishedCursor("o", place)
+		}
+		return out, nil
+	}
+	if more {
+		out.Next = finishedCursor("o", places[len(places)-1])
+	}
+	if fq.Page.Cursor != "" {
+		if len(out.Items) > 0 {
+			out.Prev = finishedCursor("n", places[0])
+		} else {
+			out.Prev = finishedCursor("n", place)
+		}
+	}
+	return out, nil
+}
+
+// QueueEvents reads the queue's log after the cursor, oldest first.
+func (q *workQueue) QueueEvents(ctx context.Context, queue, cursor string, limit int) (contract.EventPage, error) {
+	after := int64(-1)
+	if cursor != "" {
+		n, err := strconv.ParseInt(strings.TrimPrefix(cursor, "e"), 10, 64)
+		if err != nil || !strings.HasPrefix(cursor, "e") || n < 0 {
+			return contract.EventPage{}, &contract.ValidationError{Field: "cursor", Problem: "is not a cursor of this queue's events; pass the Next of an EventPage, or \"\" to read from the oldest kept"}
+		}
+		after = n
+	}
+	out := contract.EventPage{Events: []contract.Event{}}
+	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
+		var first sql.NullInt64
+		var last int64
+		if err := e.QueryRowContext(ctx, logBoundsSQL, queue).Scan(&first, &last); err != nil {
+			return err
+		}
+		oldest := last + 1
+		if first.Valid {
+			oldest = first.Int64
+		}
+		if after < 0 {
+			after = oldest - 1
+		} else if after+1 < oldest && after < last {
+			out.Gap = true
+		}
+		next := after
+		rows, err := e.QueryContext(ctx, logReadSQL, queue, after, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			var tenant, id string
+			ev, err := scanEvent(rows, &seq, &tenant, &id)
+			if err != nil {
+				return err
+			}
+			ev.Tenant, ev.ID = tenant, id
+			out.Events = append(out.Events, ev)
+			next = seq
+		}
+		out.Next = "e" + strconv.FormatInt(next, 10)
+		return rows.Err()
+	})
+	if err != nil {
+		return contract.EventPage{}, queueErr(ctx, err)
+	}
+	return out, nil
+}
+
+// pruneScan is how many finished items one Prune reads at most, kept or
+// not: its work is bounded whatever the queue holds.
+const pruneScan = 4 * contract.PruneBatch
+
+// Prune removes up to contract.PruneBatch finished items the queue's
+// retention and their windows let go, oldest first, with their events,
+// and trims the queue's log. It reads the finished index in order from
+// the oldest and stops at the first item the retention keeps, so its
+// work is bounded by what it removes and the windows still open.
+func (q *workQueue) Prune(ctx context.Context, queue string) (int, error) {
+	now := nanos(q.clock.Now())
+	var n int
+	err := q.db.write(ctx, func(ctx context.Context, e execer) error {
+		n = 0
+		r, err := readRetention(ctx, e, queue)
+		if err != nil {
+			return err
+		}
+		type victim struct {
+			tenant, id string
+			completed  bool
+		}
+		var list []victim
+		if r.Keeps() {
+			excess := int64(0)
+			if r.Count > 0 && r.finished > int64(r.Count) {
+				excess = r.finished - int64(r.Count)
+			}
+			cut := int64(math.MinInt64)
+			if r.Age > 0 {
+				cut = now - int64(r.Age)
+			}
+			rows, err := e.QueryContext(ctx, pruneScanSQL, queue, int64(math.MinInt64), "", "", pruneScan)
+			if err != nil {
+				return err
+			}
+			var i int64
+			for rows.Next() {
+				var v victim
+				var state string
+				var finished, uniqueUntil int64
+				if err := rows.Scan(&v.tenant, &v.id, &state, &finished, &uniqueUntil); err != nil {
+					rows.Close()
+					return err
+				}
+				if i >= excess && finished > cut {
+					break // every item from here on the retention keeps
+				}
+				i++
+				if uniqueUntil > now {
+					continue
+				}
+				v.completed = state == string(contract.StateCompleted)
+				list = append(list, v)
+				if len(list) == contract.PruneBatch {
+					break
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		} else {
+			rows, err := e.QueryContext(ctx, pruneUniqueSQL, queue, now, contract.PruneBatch)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var v victim
+				var state string
+				var finished, uniqueUntil int64
+				if err := rows.Scan(&v.tenant, &v.id, &state, &finished, &uniqueUntil); err != nil {
+					rows.Close()
+					return err
+				}
+				v.completed = true
+				list = append(list, v)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		for _, v := range list {
+			if _, err := e.ExecContext(ctx, itemDeleteSQL, queue, v.tenant, v.id); err != nil {
+				return err
+			}
+			if _, err := e.ExecContext(ctx, eventsDeleteSQL, queue, v.tenant, v.id); err != nil {
+				return err
+			}
+		}
+		if err := finishedAdd(ctx, e, queue, -len(list)); err != nil {
+			return err
+		}
+		var first sql.NullInt64
+		var last int64
+		if err := e.QueryRowContext(ctx, logBoundsSQL, queue).Scan(&first, &last); err != nil {
+			return err
+		}
+		if first.Valid && last-first.Int64 >= contract.QueueEventLog {
+			if _, err := e.ExecContext(ctx, logTrimSQL, queue, last-contract.QueueEventLog); err != nil {
+				return err
+			}
+		}
+		n = len(list)
+		return nil
+	})
+	if err != nil {
+		return 0, queueErr(ctx, err)
+	}
+	return n, nil
+}
+
+// enqueueFound says what an enqueue found at an ID that was taken: a
+// completed item whose window has closed is replaced (replace), any other
+// is a duplicate.
+func enqueueFound(ctx context.Context, e execer, k contract.ItemKey, now int64) (res contract.EnqueueResult, replace bool, err error) {
+	var state string
+	var until int64
+	if err := e.QueryRowContext(ctx, enqueueFoundSQL, k.Queue, k.Tenant, k.ID).Scan(&state, &until); err != nil {
+		return res, false, fmt.Errorf("sqlitestore: the item an enqueue found is gone: %w", err)
+	}
+	if contract.ItemState(state) == contract.StateCompleted && until <= now {
+		return res, true, nil
+	}
+	res = contract.EnqueueResult{Duplicate: true, State: contract.ItemState(state)}
+	if res.State == contract.StateCompleted {
+		res.UniqueUntil = fromNanos(until)
+	}
+	return res, false, nil
+}

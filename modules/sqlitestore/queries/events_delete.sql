@@ -1,0 +1,1 @@
+DELETE FROM adk_events WHERE queue = ?1 AND tenant = ?2 AND id = ?3

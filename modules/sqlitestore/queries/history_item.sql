@@ -1,0 +1,6 @@
+-- An item and the heartbeats counted for it (History).
+SELECT queue, tenant, id, state, payload, metadata, not_before, attempts, last_error,
+       enqueued_at, dead_at, worker, lease_expires_at, token,
+       priority, snoozes, wait_signal, wait_since, wait_until,
+       resumed_signal, resumed_payload, resumed_timed_out, resumed_at, cancelled_at, cancel_reason, unique_for, finished_at, heartbeats
+FROM adk_work WHERE queue = ? AND tenant = ? AND id = ?
