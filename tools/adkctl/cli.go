@@ -32,6 +32,9 @@ type app struct {
 	clock          contract.Clock
 	// open opens the backing a command names; openServer outside tests.
 	open func(context.Context, backing.Config) (*backing.Backing, error)
+	// sleep waits between the reads of events --follow; nil means a
+	// timer. Tests count the waits instead.
+	sleep func(context.Context, time.Duration) error
 }
 
 // errNoServer: adkctl runs in a process of its own, so the in-memory
@@ -77,7 +80,10 @@ type command struct {
 	queue   string
 	// hasQueue: the verb is about one queue (--queue).
 	hasQueue bool
-	b        *backing.Backing // once opened
+	// unbounded: --timeout bounds each call of the verb's body, not the
+	// whole run (events --follow).
+	unbounded bool
+	b         *backing.Backing // once opened
 }
 
 func (a *app) command(name, help string, withQueue bool) *command {
@@ -143,8 +149,11 @@ func (c *command) parse(args []string) (code int, done bool) {
 // Verify is refused (its tables cannot be read) and a Redis server that
 // fails preflight is warned about.
 func (c *command) exec(ctx context.Context, inspect bool, body func(ctx context.Context) error) int {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
+	if !c.unbounded {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	b, err := c.open(ctx, c.backing)
 	if err != nil {
 		return c.report(err)

@@ -14,12 +14,14 @@ import (
 
 const itemHelp = `usage: adkctl item --tenant NAME --id ID [--queue NAME] [flags]
 
-One item: its state (queued, leased, waiting, dead or cancelled), priority,
+One item: its state (queued, leased, waiting, dead, cancelled or completed), priority,
 attempts, snoozes, last error, times, payload and metadata, its lease when
 leased ("cancel pending" when it was cancelled while leased), what it waits
 for when waiting, how its last wait ended, when and why it was cancelled,
 and the run of the same tenant and id when the state store has one. Exit 3
-when there is no such item (a completed item is gone).
+when there is no such item (a completed item is gone unless its queue's
+retention or its uniqueness window keeps it; adkctl history shows its
+events).
 
 example:
   adkctl item --tenant acme --id run-42 --json
@@ -75,7 +77,7 @@ func (a *app) item(ctx context.Context, args []string) int {
 		key := contract.ItemKey{Tenant: *tenant, Queue: c.queue, ID: *id}
 		info, err := c.b.Inspector.Item(ctx, key)
 		if errors.Is(err, contract.ErrNotFound) {
-			return &notFoundError{fmt.Sprintf("no item %s / %s in queue %s (a completed item is gone; check --queue)",
+			return &notFoundError{fmt.Sprintf("no item %s / %s in queue %s (a completed item is gone unless its queue keeps finished items; check --queue)",
 				quoteIfNeeded(clean(*tenant)), quoteIfNeeded(clean(*id)), quoteIfNeeded(clean(c.queue)))}
 		}
 		if err != nil {

@@ -4,7 +4,10 @@
 // requeue, purge), tenant limits (show, set, clear), lifecycle controls
 // (pause and resume a queue or a tenant, cancel one item or a filtered
 // bulk, signal a waiting item, list what waits, purge cancelled items),
-// one item, health — prints, applies and verifies the PostgreSQL schema,
+// one item, finished items and their history (retention, an item's
+// events, the finished listing, find by id, the queue's event log, tailed
+// with --follow, and prune), health — prints, applies and verifies the
+// PostgreSQL schema,
 // and moves Redis queues an earlier release wrote into the current key
 // layout:
 //
@@ -18,6 +21,9 @@
 //	adkctl cancel --match --tenant acme --dry-run
 //	adkctl signal --tenant acme --id run-42 --signal approval --payload '{"ok":true}'
 //	adkctl waiting --queue agent
+//	adkctl retention set --queue agent --age 168h --events 50
+//	adkctl history --tenant acme --id run-42
+//	adkctl events --queue agent --follow
 //	adkctl health
 //	adkctl schema apply --dsn URL
 //	adkctl redis migrate-layout --yes
@@ -26,7 +32,7 @@
 // demo, or from --redis / --postgres; DSNs are never printed. Every verb
 // takes --json. Exit codes: 0 done, 1 failure or refusal (health red, a bulk
 // action without --yes, a signal the item does not wait for, a backing
-// without lifecycle controls), 2 usage error (a bad value, named with its
+// without lifecycle controls or history), 2 usage error (a bad value, named with its
 // fix), 3 not found. See tools/README.md.
 package main
 
@@ -91,6 +97,18 @@ verbs (adkctl <verb> --help for the flags and more examples):
                                adkctl purge-cancelled --queue agent --older-than 168h
   item                       one item by tenant and id, with its lease and its run
                                adkctl item --tenant acme --id run-42
+  retention show|set         what a queue keeps of its finished items, and whether it records events
+                               adkctl retention set --queue agent --age 168h --count 100000 --events 50
+  history                    one item and its recorded events, oldest first
+                               adkctl history --tenant acme --id run-42
+  finished                   finished (completed, cancelled) items, newest first, filtered and paged
+                               adkctl finished --queue agent --state cancelled --since 24h
+  find                       every item of a queue with an id, whatever its tenant and state
+                               adkctl find --queue agent --id run-42
+  events                     the queue's event log; --follow tails it
+                               adkctl events --queue agent --follow
+  prune                      remove the finished items the retention no longer keeps
+                               adkctl prune --queue agent
   health                     the backing's checks and its preflight/verify verdict
                                adkctl health
   schema print|apply|verify  the PostgreSQL schema of pgstore
@@ -101,9 +119,9 @@ verbs (adkctl <verb> --help for the flags and more examples):
 exit codes:
   0  done (health: no check failed)
   1  a failure or refusal: server unreachable or unfit, health red, bulk action or migration without --yes,
-     a signal for an item that does not wait for it, a backing without the verb's controls
+     a signal for an item that does not wait for it, a backing without the verb's controls or history
   2  usage error: unknown verb or flag, bad value (the field and the fix are named), no backing named
-  3  not found: no such item or dead letter
+  3  not found: no such item or dead letter, no item with the id (find)
 `
 
 // run executes one command line and returns the exit code.
@@ -142,6 +160,18 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.purgeCancelled(ctx, args[1:])
 	case "item":
 		return a.item(ctx, args[1:])
+	case "retention":
+		return a.retention(ctx, args[1:])
+	case "history":
+		return a.history(ctx, args[1:])
+	case "finished":
+		return a.finished(ctx, args[1:])
+	case "find":
+		return a.find(ctx, args[1:])
+	case "events":
+		return a.events(ctx, args[1:])
+	case "prune":
+		return a.prune(ctx, args[1:])
 	case "health":
 		return a.health(ctx, args[1:])
 	case "schema":
@@ -152,6 +182,6 @@ func (a *app) run(ctx context.Context, args []string) int {
 		fmt.Fprint(a.stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, limits, pause, resume, paused, cancel, signal, waiting, purge-cancelled, item, health, schema, redis (adkctl --help)\n", args[0])
+	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, limits, pause, resume, paused, cancel, signal, waiting, purge-cancelled, item, retention, history, finished, find, events, prune, health, schema, redis (adkctl --help)\n", args[0])
 	return exitUsage
 }

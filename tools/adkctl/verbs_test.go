@@ -33,6 +33,8 @@ type fixture struct {
 	name    string
 	// opened is the config the last command opened its backing with.
 	opened backing.Config
+	// sleep replaces the waits of events --follow.
+	sleep func(context.Context, time.Duration) error
 }
 
 const hostile = "rtl\u202Eevil.exe"
@@ -95,7 +97,7 @@ func (f *fixture) must(err error) {
 func (f *fixture) run(args ...string) (code int, stdout, stderr string) {
 	f.t.Helper()
 	var out, errb bytes.Buffer
-	a := &app{stdout: &out, stderr: &errb, clock: f.clock,
+	a := &app{stdout: &out, stderr: &errb, clock: f.clock, sleep: f.sleep,
 		getenv: func(k string) string {
 			if k == backing.EnvRedisDSN {
 				return "redis://app:hunter2@cache.internal:6379/0"
