@@ -39,6 +39,12 @@ type workload struct {
 	// more: every item was completed.
 	lifecycle    *lifecycleLoad
 	checkDrained bool
+	// retention, on our backings, is set on the bench queue before the
+	// load (the history scenario); the backing must keep history. When
+	// it keeps completed items, stop checks that the first item's
+	// history is there, completed (with its claimed and completed events
+	// when events are on).
+	retention *contract.Retention
 }
 
 // backing is one queue under test. A measurement calls prepare, enqueue

@@ -161,6 +161,13 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 					h.lifecyclePairs(ctx, ob, c0)
 				}
 			}
+		case "history":
+			for _, b := range bs {
+				// pg-poll claims with the very statement pg-listen uses.
+				if ob, ok := b.(*ourBacking); ok && ob.label != "pg-poll" {
+					h.historyScenario(ctx, ob, c0)
+				}
+			}
 		case "physical":
 			h.physical(ctx, c0)
 		case "burndown":

@@ -34,17 +34,24 @@ type config struct {
 	completeAndClaim bool
 	// burndown and burndownConc are the burndown scenario's queued items
 	// and worker count (River's published benchmark: a million, 2,000).
-	burndown      int
-	burndownConc  int
-	timeout       time.Duration
-	cpuProfile    string
-	riverCooldown time.Duration
-	sqliteDir     string
-	redisURL      string
-	pgDSN         string
+	burndown     int
+	burndownConc int
+	// historyRetained is how many finished items the history scenario
+	// keeps for its claim-latency comparison; historyRate,
+	// historyDuration and historyAge set its prune-flat run.
+	historyRetained int
+	historyRate     int
+	historyDuration time.Duration
+	historyAge      time.Duration
+	timeout         time.Duration
+	cpuProfile      string
+	riverCooldown   time.Duration
+	sqliteDir       string
+	redisURL        string
+	pgDSN           string
 }
 
-var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap", "limits-scale", "lifecycle"}
+var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap", "limits-scale", "lifecycle", "history"}
 var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq", "sqlite", "riversqlite"}
 
 func main() {
@@ -73,6 +80,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.batch, "batch", 100, "most items one claim of our backings asks for")
 	fs.IntVar(&c.pairs, "pairs", 3, "idle, runner, limits and lifecycle scenarios on our backings: interleaved pairs (e.g. one tenant, then 49 idle beside it) whose median ratio is reported")
 	fs.BoolVar(&c.completeAndClaim, "complete-and-claim", false, "our workers (the runner with CarryCompletes, and the harness pool) carry handled items into their next claim (CompleteAndClaim) where the backing offers it")
+	fs.IntVar(&c.historyRetained, "history-retained", 10_000, "history scenario: finished items kept for the claim-latency comparison (the issue's figure: 1000000)")
+	fs.IntVar(&c.historyRate, "history-rate", 200, "history scenario: items enqueued per second in the prune-flat run")
+	fs.DurationVar(&c.historyDuration, "history-duration", 20*time.Second, "history scenario: length of the prune-flat run (the issue's figure: 10m)")
+	fs.DurationVar(&c.historyAge, "history-age", 2*time.Second, "history scenario: retention age in the prune-flat run")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "limit for one measurement")
 	fs.StringVar(&c.sqliteDir, "sqlite-dir", "", "where the sqlite and riversqlite backings make their files (default: the temporary directory); both on the same disk")
 	fs.DurationVar(&c.riverCooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown (River's default is 100ms, its floor 1ms)")
@@ -97,10 +108,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.quick {
 		c.items, c.depth, c.wakeItems, c.pairs = 2000, 5000, 50, 1
 		c.burndown, c.burndownConc = 5000, 200
+		c.historyRetained, c.historyDuration, c.historyAge = 2000, 4*time.Second, 500*time.Millisecond
 		c.wakeRate = max(c.wakeRate, 100)
 	}
-	if c.items < 1 || c.depth < 1 || c.wakeItems < 1 || c.wakeRate < 1 || c.claimers < 1 || c.batch < 1 || c.pairs < 1 || c.burndown < 1 || c.burndownConc < 1 {
-		return c, fmt.Errorf("counts must be positive")
+	if c.items < 1 || c.depth < 1 || c.wakeItems < 1 || c.wakeRate < 1 || c.claimers < 1 || c.batch < 1 || c.pairs < 1 || c.burndown < 1 || c.burndownConc < 1 ||
+		c.historyRetained < 0 || c.historyRate < 1 || c.historyDuration <= 0 || c.historyAge < time.Millisecond {
+		return c, fmt.Errorf("counts and durations must be positive (-history-age at least 1ms, -history-retained may be 0)")
 	}
 	c.batch = min(c.batch, 1000)
 	return c, nil

@@ -25,6 +25,10 @@ type instance struct {
 	// load (the depth scenario measures claims there, not the server's
 	// catching up with a million fresh rows).
 	settle func(ctx context.Context) error
+	// size, when set, reads how big the store is (what it names: Redis
+	// keys of the namespace, PostgreSQL bytes of the schema's tables,
+	// SQLite bytes in use), for the history scenario's prune-flat run.
+	size func(ctx context.Context) (what string, n int64, err error)
 	// serverMicros, when set, reads the server's own time in the queue's
 	// scripts so far (Redis: INFO commandstats), so a row can say what
 	// the server spent per item while the workers ran.
@@ -108,6 +112,15 @@ func (b *ourBacking) prepare(ctx context.Context, w workload) error {
 	if w.lifecycle != nil {
 		if _, ok := contract.AsLifecycleController(inst.q); !ok {
 			return fmt.Errorf("%s has no lifecycle controls (its queue's Capabilities().Lifecycle is false): the lifecycle scenario needs priorities and Snooze", b.label)
+		}
+	}
+	if w.retention != nil {
+		hk, ok := contract.AsHistoryKeeper(inst.q)
+		if !ok {
+			return fmt.Errorf("%s: %w", b.label, errNoHistory)
+		}
+		if err := hk.SetRetention(ctx, benchQueue, *w.retention); err != nil {
+			return fmt.Errorf("set retention: %w", err)
 		}
 	}
 	if len(w.limits) == 0 {
@@ -220,6 +233,11 @@ func (b *ourBacking) stop(ctx context.Context) error {
 	}
 	if b.w.checkDrained {
 		if err := checkDrained(ctx, b.inst.q); err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+	}
+	if r := b.w.retention; r != nil && r.Keeps() {
+		if err := checkKept(ctx, b.inst.q, contract.ItemKey{Tenant: tenantName(0), Queue: benchQueue, ID: "0"}, r.Events > 0); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 	}

@@ -85,7 +85,14 @@ func newPGBacking(dsn string, listen bool, claimers, batch int) backing {
 			}
 			return fail(err)
 		}
-		return &instance{q: q, waker: q, close: func(ctx context.Context) error {
+		size := func(ctx context.Context) (string, int64, error) {
+			var n int64
+			err := pool.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+				FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+				WHERE s.nspname = $1 AND c.relkind = 'r'`, schema).Scan(&n)
+			return "pg table bytes", n, err
+		}
+		return &instance{q: q, waker: q, size: size, close: func(ctx context.Context) error {
 			if l != nil {
 				l.Close()
 			}

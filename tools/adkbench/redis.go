@@ -29,7 +29,11 @@ func newRedisBacking(o *redis.Options, claimers, batch int) backing {
 				c.Close()
 				return nil, err
 			}
-			return &instance{q: q, waker: q, serverMicros: func(ctx context.Context) (int64, error) { return scriptMicros(ctx, c) }, close: func(ctx context.Context) error {
+			size := func(ctx context.Context) (string, int64, error) {
+				n, err := countMatching(ctx, c, "*"+ns+"*")
+				return "redis keys", n, err
+			}
+			return &instance{q: q, waker: q, size: size, serverMicros: func(ctx context.Context) (int64, error) { return scriptMicros(ctx, c) }, close: func(ctx context.Context) error {
 				err := q.Close()
 				if derr := deleteMatching(ctx, c, "*"+ns+"*"); err == nil {
 					err = derr
@@ -69,4 +73,15 @@ func scriptMicros(ctx context.Context, c *redis.Client) (int64, error) {
 		}
 	}
 	return total, nil
+}
+
+// countMatching counts the keys matching pattern in c's database (SCAN:
+// it walks the whole database, a sampler's pace at most).
+func countMatching(ctx context.Context, c *redis.Client, pattern string) (int64, error) {
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+	var n int64
+	for iter.Next(ctx) {
+		n++
+	}
+	return n, iter.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -35,7 +36,7 @@ func TestSmoke(t *testing.T) {
 	var out bytes.Buffer
 	var scen []string
 	for _, s := range allScenarios {
-		if !slices.Contains(limitScenarios, s) && s != "lifecycle" {
+		if !slices.Contains(limitScenarios, s) && s != "lifecycle" && s != "history" {
 			scen = append(scen, s)
 		}
 	}
@@ -247,5 +248,76 @@ func TestSmokeCompleteAndClaim(t *testing.T) {
 			t.Errorf("%s/%s c=%d: error %q, processed %d of %d, %d duplicates, %d worker errors",
 				r.Scenario, r.Backing, r.Concurrency, r.Error, r.Processed, r.Expected, r.Duplicates, r.Errors)
 		}
+	}
+}
+
+// historyBackings are the backings TestSmokeHistory runs the history
+// scenario on: every backing of ours (pg-poll claims as pg-listen does).
+var historyBackings = []string{"memstore", "redis", "pg-listen", "sqlite"}
+
+// TestSmokeHistory runs the history scenario with tiny counts, one
+// subtest per backing. A backing whose queue keeps history must give
+// every row of it: the throughput pair (every item handled once, the
+// queue left without live items, the first item kept with its events)
+// with its ratio to the load without retention, the claim latencies with
+// none and with some finished items kept, and the prune-flat rows (Prune
+// removed items, the sizes sampled). A backing whose queue keeps none
+// gives the one row saying "not supported", which the test reports; it
+// is the scenario's answer for that backing, not a skipped test.
+func TestSmokeHistory(t *testing.T) {
+	for _, b := range historyBackings {
+		t.Run(b, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var out bytes.Buffer
+			args := []string{"-quick", "-json", "-timeout", "90s", "-concurrency", "10", "-sqlite-dir", t.TempDir(), "-backings", b, "-scenarios", "history"}
+			if err := run(ctx, args, &out, io.Discard); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			var res result
+			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+				t.Fatalf("decode the JSON table: %v\n%s", err, out.String())
+			}
+			if len(res.Rows) == 1 && strings.HasPrefix(res.Rows[0].Note, "not supported") && res.Rows[0].Error == "" {
+				t.Logf("history/%s: %s", b, res.Rows[0].Note)
+				return
+			}
+			metrics := map[string]row{}
+			for _, r := range res.Rows {
+				if r.Scenario != "history" || r.Backing != b {
+					t.Errorf("row %s/%s, want history/%s", r.Scenario, r.Backing, b)
+				}
+				if r.Error != "" {
+					t.Errorf("history/%s %s: %s", b, r.Metric, r.Error)
+				}
+				if r.Duplicates != 0 || r.Errors != 0 || (r.Expected > 0 && r.Processed != r.Expected) {
+					t.Errorf("history/%s %s: processed %d of %d, %d duplicates, %d worker errors", b, r.Metric, r.Processed, r.Expected, r.Duplicates, r.Errors)
+				}
+				metrics[r.Metric] = r
+			}
+			tp, ok := metrics["claim→complete"]
+			if !ok || tp.Value <= 0 || tp.Ratio <= 0 || tp.RatioOf != "vs retention and events off" || tp.Met == nil {
+				t.Errorf("history/%s: throughput row %+v; want a throughput with its ratio to the load without retention", b, tp)
+			}
+			for _, m := range []string{"claim p50 @0 finished kept", "claim p99 @0 finished kept", "claim p50 @2000 finished kept", "claim p99 @2000 finished kept"} {
+				if r, ok := metrics[m]; !ok || r.Value <= 0 {
+					t.Errorf("history/%s: no %q figure (%+v)", b, m, r)
+				}
+			}
+			if r := metrics["claim p50 @2000 finished kept"]; r.Ratio <= 0 || r.Met == nil {
+				t.Errorf("history/%s: the p50 with items kept has no ratio to none kept: %+v", b, r)
+			}
+			flat, ok := metrics["finished kept, late/early peak"]
+			if !ok || flat.Ratio <= 0 || !strings.Contains(flat.Note, "pruned in") {
+				t.Errorf("history/%s: prune-flat row %+v; want the kept items' late/early ratio and the prune counts", b, flat)
+			}
+			want := 7 // the store's size row too
+			if b == "memstore" {
+				want = 6 // memstore has no size reading
+			}
+			if len(metrics) != want {
+				t.Errorf("history/%s: %d metrics (%v), want %d", b, len(metrics), slices.Collect(maps.Keys(metrics)), want)
+			}
+		})
 	}
 }

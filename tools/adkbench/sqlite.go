@@ -40,7 +40,12 @@ func newSQLiteBacking(dir string, claimers, batch int) backing {
 			os.RemoveAll(d)
 			return nil, err
 		}
-		return &instance{q: q, waker: q, close: func(context.Context) error {
+		size := func(ctx context.Context) (string, int64, error) {
+			var pages, free, pageSize int64
+			err := db.QueryRowContext(ctx, "SELECT (SELECT page_count FROM pragma_page_count), (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_size FROM pragma_page_size)").Scan(&pages, &free, &pageSize)
+			return "sqlite bytes in use", (pages - free) * pageSize, err
+		}
+		return &instance{q: q, waker: q, size: size, close: func(context.Context) error {
 			err := db.Close()
 			os.RemoveAll(d)
 			return err
