@@ -40,11 +40,12 @@ type workload struct {
 	lifecycle    *lifecycleLoad
 	checkDrained bool
 	// retention, on our backings, is set on the bench queue before the
-	// load (the history scenario); the backing must keep history. When
-	// it keeps completed items, stop checks that the first item's
-	// history is there, completed (with its claimed and completed events
-	// when events are on).
+	// load (the history scenario); the backing must keep history.
+	// checkKept makes stop check that the first item's history is there,
+	// completed (with its claimed and completed events when events are
+	// on).
 	retention *contract.Retention
+	checkKept bool
 }
 
 // backing is one queue under test. A measurement calls prepare, enqueue

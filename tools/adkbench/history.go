@@ -74,7 +74,7 @@ func historySupported(ctx context.Context, b *ourBacking) error {
 // with its events.
 func (h *harness) measureHistory(ctx context.Context, b *ourBacking, conc int, r *contract.Retention) row {
 	jobs, rec := throughputJobs(h.cfg.items, 1, 0, false)
-	w := workload{tenants: 1, busy: 1, conc: conc, rec: rec, checkDrained: true, retention: r}
+	w := workload{tenants: 1, busy: 1, conc: conc, rec: rec, checkDrained: true, retention: r, checkKept: r != nil}
 	note := "retention and events off"
 	if r != nil {
 		note = fmt.Sprintf("completed items kept (Age %v), the latest %d events of each recorded", r.Age, r.Events)
@@ -113,15 +113,14 @@ func checkKept(ctx context.Context, q contract.WorkQueue, key contract.ItemKey, 
 // historyLatency times claims (Max 1, then Complete) on a queue under
 // historyOn with no finished item kept, then on the same queue once
 // historyRetained more items have been enqueued and completed (all kept).
-// Each side has the same items queued (1,000 plus those the samples
-// take), its load settled as in depth; each reports, of its rounds a
+// Each side has the same items queued (1,000, 200 with -quick, plus
+// those the samples take), its load settled as in depth; each reports, of its rounds a
 // second apart, the quietest round's p50 and p99.
 func (h *harness) historyLatency(ctx context.Context, b *ourBacking) {
-	rounds, perRound := 5, 60
+	rounds, perRound, queued := 5, 60, 1000
 	if h.cfg.quick {
-		rounds, perRound = 2, 40
+		rounds, perRound, queued = 2, 40, 200
 	}
-	const queued = 1000
 	side := queued + rounds*perRound
 	n := h.cfg.historyRetained
 	rec := newRecorder(2*side + n)

@@ -69,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	concs := fs.String("concurrency", "10,100", "worker counts for the throughput scenario (the first one serves the other scenarios)")
 	scen := fs.String("scenarios", "all", "comma-separated: "+strings.Join(allScenarios, ","))
 	back := fs.String("backings", "all", "comma-separated: "+strings.Join(allBackings, ","))
-	fs.BoolVar(&c.quick, "quick", false, "tiny counts for a smoke run (overrides -items, -depth, -wake-items)")
+	fs.BoolVar(&c.quick, "quick", false, "tiny counts for a smoke run (for -items, -depth, -wake-items, -pairs, -burndown*, -history-*, unless given)")
 	fs.BoolVar(&c.json, "json", false, "print the results as JSON instead of a text table")
 	fs.IntVar(&c.depth, "depth", 1_000_000, "queued items for the deep half of the depth scenario")
 	fs.IntVar(&c.burndown, "burndown", 1_000_000, "items queued first in the burndown scenario (pg-listen and river), then drained")
@@ -106,9 +106,23 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	if c.quick {
-		c.items, c.depth, c.wakeItems, c.pairs = 2000, 5000, 50, 1
-		c.burndown, c.burndownConc = 5000, 200
-		c.historyRetained, c.historyDuration, c.historyAge = 2000, 4*time.Second, 500*time.Millisecond
+		// A count given on the command line wins over -quick's.
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		quick := func(name string, set func()) {
+			if !given[name] {
+				set()
+			}
+		}
+		quick("items", func() { c.items = 2000 })
+		quick("depth", func() { c.depth = 5000 })
+		quick("wake-items", func() { c.wakeItems = 50 })
+		quick("pairs", func() { c.pairs = 1 })
+		quick("burndown", func() { c.burndown = 5000 })
+		quick("burndown-concurrency", func() { c.burndownConc = 200 })
+		quick("history-retained", func() { c.historyRetained = 2000 })
+		quick("history-duration", func() { c.historyDuration = 4 * time.Second })
+		quick("history-age", func() { c.historyAge = 500 * time.Millisecond })
 		c.wakeRate = max(c.wakeRate, 100)
 	}
 	if c.items < 1 || c.depth < 1 || c.wakeItems < 1 || c.wakeRate < 1 || c.claimers < 1 || c.batch < 1 || c.pairs < 1 || c.burndown < 1 || c.burndownConc < 1 ||

@@ -236,7 +236,7 @@ func (b *ourBacking) stop(ctx context.Context) error {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
-	if r := b.w.retention; r != nil && r.Keeps() {
+	if r := b.w.retention; r != nil && b.w.checkKept {
 		if err := checkKept(ctx, b.inst.q, contract.ItemKey{Tenant: tenantName(0), Queue: benchQueue, ID: "0"}, r.Events > 0); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}

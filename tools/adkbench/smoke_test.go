@@ -270,7 +270,10 @@ func TestSmokeHistory(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			var out bytes.Buffer
-			args := []string{"-quick", "-json", "-timeout", "90s", "-concurrency", "10", "-sqlite-dir", t.TempDir(), "-backings", b, "-scenarios", "history"}
+			// Smaller than -quick alone: SQLite under -race handles some 70
+			// items a second with events on.
+			args := []string{"-quick", "-json", "-timeout", "90s", "-concurrency", "10", "-sqlite-dir", t.TempDir(), "-backings", b, "-scenarios", "history",
+				"-items", "500", "-history-retained", "500", "-history-rate", "100", "-history-duration", "3s"}
 			if err := run(ctx, args, &out, io.Discard); err != nil {
 				t.Fatalf("run: %v", err)
 			}
@@ -299,12 +302,12 @@ func TestSmokeHistory(t *testing.T) {
 			if !ok || tp.Value <= 0 || tp.Ratio <= 0 || tp.RatioOf != "vs retention and events off" || tp.Met == nil {
 				t.Errorf("history/%s: throughput row %+v; want a throughput with its ratio to the load without retention", b, tp)
 			}
-			for _, m := range []string{"claim p50 @0 finished kept", "claim p99 @0 finished kept", "claim p50 @2000 finished kept", "claim p99 @2000 finished kept"} {
+			for _, m := range []string{"claim p50 @0 finished kept", "claim p99 @0 finished kept", "claim p50 @500 finished kept", "claim p99 @500 finished kept"} {
 				if r, ok := metrics[m]; !ok || r.Value <= 0 {
 					t.Errorf("history/%s: no %q figure (%+v)", b, m, r)
 				}
 			}
-			if r := metrics["claim p50 @2000 finished kept"]; r.Ratio <= 0 || r.Met == nil {
+			if r := metrics["claim p50 @500 finished kept"]; r.Ratio <= 0 || r.Met == nil {
 				t.Errorf("history/%s: the p50 with items kept has no ratio to none kept: %+v", b, r)
 			}
 			flat, ok := metrics["finished kept, late/early peak"]
