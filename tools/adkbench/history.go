@@ -378,7 +378,7 @@ func (h *harness) pruneFlat(ctx context.Context, b *ourBacking, conc int) {
 			return fmt.Errorf("sampling sizes: %w", sampleErr)
 		}
 		if pruned.Load() == 0 {
-			return fmt.Errorf("Prune removed nothing in %v under an age of %v", dur, age)
+			return fmt.Errorf("no item pruned in %v under an age of %v", dur, age)
 		}
 		return nil
 	}()
