@@ -72,10 +72,15 @@ var queueKeySuffixes = [...]string{
 // namespace's two so that the earlier positions keep their meaning.
 var lifecycleKeySuffixes = [...]string{"life", "waits", "parked", "cancels", "pdelay"}
 
+// historyKeySuffixes are the queue's history keys (history.go): its
+// finished items by finish time, its ID index, the items' events and the
+// queue's event log, declared after the lifecycle keys.
+var historyKeySuffixes = [...]string{"fin", "ids", "evs", "elog"}
+
 // nQueueKeys is how many keys a queue script declares: the queue's own,
 // then the namespace's fencing token and queue list, then the queue's
-// lifecycle keys.
-const nQueueKeys = len(queueKeySuffixes) + 2 + len(lifecycleKeySuffixes)
+// lifecycle keys and its history keys.
+const nQueueKeys = len(queueKeySuffixes) + 2 + len(lifecycleKeySuffixes) + len(historyKeySuffixes)
 
 // list returns the keys of queue name in script order.
 func (k queueKeys) list(name string) []string {
@@ -88,20 +93,25 @@ func (k queueKeys) list(name string) []string {
 	for _, s := range lifecycleKeySuffixes {
 		out = append(out, p+s)
 	}
+	for _, s := range historyKeySuffixes {
+		out = append(out, p+s)
+	}
 	return out
 }
 
 // completeKeys returns the keys the complete step of queue name touches
 // (its records, lease values and lease expiries, then its flow flag,
 // flow state and live leases by tenant, then its lifecycle hash and
-// cancelled items), in the order complete_lib.lua reads them.
+// cancelled items, then its history keys), in the order complete_lib.lua
+// reads them.
 func (k queueKeys) completeKeys(name string) []string {
 	p := k.queue(name)
-	return []string{p + "items", p + "lease", p + "leases", p + "flow", p + "fstate", p + "tleases", p + "life", p + "cancels"}
+	return []string{p + "items", p + "lease", p + "leases", p + "flow", p + "fstate", p + "tleases", p + "life", p + "cancels",
+		p + "fin", p + "ids", p + "evs", p + "elog"}
 }
 
 // nCompleteKeys is how many keys completeKeys returns.
-const nCompleteKeys = 8
+const nCompleteKeys = 12
 
 // hex16 is n as 16 lower-case hex digits: the fixed-width form in which
 // due times and sequence numbers sort as strings in the ready and dead

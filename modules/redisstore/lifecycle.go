@@ -19,17 +19,20 @@ var (
 )
 
 // ext is an item record's lifecycle extension (record_lib.lua's EXT):
-// every field a string, "" for unset; times are unix ns, cu unix us.
+// every field a string, "" for unset; times are unix ns, cu, the
+// uniqueness window and the finish time unix us.
 type ext struct {
 	priority, snoozes                      string
 	waitSignal, waitSince, waitUntil       string
 	resSignal, resPayload, resTimedOut, at string
 	cancelledAt, cancelReason, cancelledUs string
+	uniqueFor, finishedUs                  string
 }
 
-func (x ext) fields() []*string {
+func (x *ext) fields() []*string {
 	return []*string{&x.priority, &x.snoozes, &x.waitSignal, &x.waitSince, &x.waitUntil,
-		&x.resSignal, &x.resPayload, &x.resTimedOut, &x.at, &x.cancelledAt, &x.cancelReason, &x.cancelledUs}
+		&x.resSignal, &x.resPayload, &x.resTimedOut, &x.at, &x.cancelledAt, &x.cancelReason, &x.cancelledUs,
+		&x.uniqueFor, &x.finishedUs}
 }
 
 // encode is the extension as a record stores it.
@@ -44,8 +47,7 @@ func (x ext) encode() string {
 // parseExt decodes an extension; fields it lacks stay "".
 func parseExt(v string) ext {
 	var x ext
-	fs := []*string{&x.priority, &x.snoozes, &x.waitSignal, &x.waitSince, &x.waitUntil,
-		&x.resSignal, &x.resPayload, &x.resTimedOut, &x.at, &x.cancelledAt, &x.cancelReason, &x.cancelledUs}
+	fs := x.fields()
 	rest := v
 	for _, f := range fs {
 		seg, tail, ok := cutLP(rest)
@@ -74,6 +76,27 @@ func (x ext) fill(it *contract.Item) {
 	if x.cancelledAt != "" {
 		it.CancelledAt, it.CancelReason = nsTime(x.cancelledAt), x.cancelReason
 	}
+	if x.uniqueFor != "" {
+		it.UniqueFor = time.Duration(atoi64(x.uniqueFor)) * time.Microsecond
+	}
+	switch it.State {
+	case contract.StateCompleted:
+		it.FinishedAt = usTime(x.finishedUs)
+	case contract.StateCancelled:
+		if x.finishedUs != "" {
+			it.FinishedAt = usTime(x.finishedUs)
+		} else {
+			it.FinishedAt = usTime(x.cancelledUs)
+		}
+	}
+}
+
+// usTime is a decimal count of unix us as a time (zero for "").
+func usTime(v string) time.Time {
+	if v == "" {
+		return time.Time{}
+	}
+	return time.UnixMicro(atoi64(v))
 }
 
 // notePaused reports whether a claim reply says the queue is paused,
@@ -147,6 +170,8 @@ func stateOfLetter(s string) contract.ItemState {
 		return contract.StateDead
 	case "c":
 		return contract.StateCancelled
+	case "k":
+		return contract.StateCompleted
 	}
 	return ""
 }

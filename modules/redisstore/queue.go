@@ -185,10 +185,24 @@ func nanos(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
 
 // Enqueue adds the items. Items of one queue go in one script call per
 // chunk (500 items or 8 MiB), each chunk atomic; an item whose ID is
-// queued, leased or dead is left as it is, so a retried call is harmless.
+// queued, leased, waiting, dead or cancelled, or completed within its
+// uniqueness window, is left as it is, so a retried call is harmless.
 func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
+	_, err := q.enqueue(ctx, items, false)
+	return err
+}
+
+// enqueue is Enqueue, returning what each item's enqueue did when report
+// is set.
+func (q *workQueue) enqueue(ctx context.Context, items []contract.Item, report bool) ([]contract.EnqueueResult, error) {
 	now := q.clock.Now()
 	byQueue := map[string][]any{}
+	at := map[string][]int{} // the positions in items of each queue's pending args
+	unique := map[string]bool{}
+	var out []contract.EnqueueResult
+	if report {
+		out = make([]contract.EnqueueResult, len(items))
+	}
 	var order []string
 	sizes := map[string]int{}
 	flush := func(name string) error {
@@ -196,14 +210,30 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		if len(args) == 0 {
 			return nil
 		}
-		head := []any{nowMicros(now), nanos(now), wakeChannel(q.settings.Namespace, name), name}
-		_, err := q.run(ctx, scriptEnqueue, q.queueKeys(name), append(head, args...)...)
-		byQueue[name] = nil
-		sizes[name] = 0
-		return err
+		u := "0"
+		if unique[name] {
+			u = "1"
+		}
+		head := []any{nowMicros(now), nanos(now), wakeChannel(q.settings.Namespace, name), name, u}
+		res, err := q.run(ctx, scriptEnqueue, q.queueKeys(name), append(head, args...)...)
+		if err != nil {
+			return err
+		}
+		if report {
+			rows, _ := res.([]any)
+			for k, i := range at[name] {
+				if k < len(rows) {
+					s, _ := rows[k].(string)
+					out[i] = enqueueResult(s)
+				}
+			}
+		}
+		byQueue[name], at[name] = nil, nil
+		sizes[name], unique[name] = 0, false
+		return nil
 	}
 	ea := nanos(now)
-	for _, it := range items {
+	for i, it := range items {
 		name := it.Queue
 		if _, ok := byQueue[name]; !ok {
 			order = append(order, name)
@@ -212,7 +242,7 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		if len(it.Metadata) > 0 {
 			b, err := json.Marshal(it.Metadata)
 			if err != nil {
-				return fmt.Errorf("redisstore: metadata: %w", err)
+				return nil, fmt.Errorf("redisstore: metadata: %w", err)
 			}
 			md = string(b)
 		}
@@ -225,24 +255,44 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		ref := itemRef(it.Tenant, it.ID)
 		head := record{fState: "q", fAttempts: "0", fNotBefore: nb, fEnqueuedAt: ea, fTenant: it.Tenant, fID: it.ID, fMetadata: md, fPayload: string(it.Payload)}
 		rec := head.encodeHead()
-		x := ""
+		var x ext
 		if it.Priority != 0 {
-			x = ext{priority: strconv.Itoa(it.Priority)}.encode()
+			x.priority = strconv.Itoa(it.Priority)
 		}
-		byQueue[name] = append(byQueue[name], it.Tenant, ref, rec, dueMicros(it.NotBefore, now), dueHex(it.NotBefore, now), x)
+		if it.UniqueFor > 0 {
+			x.uniqueFor = strconv.FormatInt(int64((it.UniqueFor+time.Microsecond-1)/time.Microsecond), 10)
+			unique[name] = true
+		}
+		xs := ""
+		if x != (ext{}) {
+			xs = x.encode()
+		}
+		byQueue[name] = append(byQueue[name], it.Tenant, ref, rec, dueMicros(it.NotBefore, now), dueHex(it.NotBefore, now), xs, nb)
+		at[name] = append(at[name], i)
 		sizes[name] += len(rec)
-		if len(byQueue[name]) >= 500*6 || sizes[name] >= 8<<20 {
+		if len(byQueue[name]) >= 500*7 || sizes[name] >= 8<<20 {
 			if err := flush(name); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	for _, name := range order {
 		if err := flush(name); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// enqueueResult decodes one item's reply of the enqueue script.
+func enqueueResult(s string) contract.EnqueueResult {
+	switch {
+	case s == "n" || s == "":
+		return contract.EnqueueResult{}
+	case s[0] == 'k':
+		return contract.EnqueueResult{Duplicate: true, State: contract.StateCompleted, UniqueUntil: usTime(s[1:])}
+	}
+	return contract.EnqueueResult{Duplicate: true, State: stateOfLetter(s)}
 }
 
 var _ contract.CompleteClaimer = (*RedisWorkQueue)(nil)
@@ -443,8 +493,8 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 	for start := 0; start < len(leases); start += 1000 {
 		chunk := leases[start:min(start+1000, len(leases))]
 		now := q.clock.Now()
-		keys, args, order := q.completeArgs(make([]string, 0, nCompleteKeys), append(make([]any, 0, 4+2*len(chunk)),
-			nowMicros(now), nextMicrosHex(now)), chunk)
+		keys, args, order := q.completeArgs(make([]string, 0, nCompleteKeys), append(make([]any, 0, 5+2*len(chunk)),
+			nowMicros(now), nextMicrosHex(now), nanos(now)), chunk)
 		res, err := q.run(ctx, scriptComplete, keys, args...)
 		if err != nil {
 			return err
@@ -651,6 +701,8 @@ func (r record) item(queue string) contract.Item {
 		it.State = contract.StateWaiting
 	case "c":
 		it.State = contract.StateCancelled
+	case "k":
+		it.State = contract.StateCompleted
 	}
 	if r[fExt] != "" {
 		parseExt(r[fExt]).fill(&it)

@@ -25,10 +25,11 @@ var (
 	scriptStateList = loadScript("state_list")
 )
 
-// Queue scripts share a prelude (key names and the rotation helpers), kept
-// in scripts/queue_lib.lua and prepended when the script is built.
+// Queue scripts share a prelude (key names, the rotation helpers and the
+// history helpers), kept in scripts/queue_lib.lua and history_lib.lua and
+// prepended when the script is built.
 func loadQueueScript(name string, libs ...string) *redis.Script {
-	return loadWith(name, append([]string{"record_lib", "queue_lib"}, libs...)...)
+	return loadWith(name, append([]string{"record_lib", "queue_lib", "history_lib"}, libs...)...)
 }
 
 // loadWith builds script name from the function libraries libs (files of
@@ -65,7 +66,7 @@ var (
 	scriptReapScan  = loadQueueScript("reap_scan", "flow_lib")
 	scriptDeadPage  = loadQueueScript("dead_page")
 	scriptDeadMove  = loadQueueScript("dead_move")
-	scriptComplete  = loadWith("complete", "record_lib", "flow_lib", "complete_lib")
+	scriptComplete  = loadWith("complete", "record_lib", "flow_lib", "history_lib", "complete_lib")
 	// complete_claim runs the complete step, then the claim step.
 	scriptCompleteClaim = loadQueueScript("complete_claim", "flow_lib", "complete_lib", "claim_lib")
 
@@ -81,4 +82,11 @@ var (
 	scriptPark           = loadQueueScript("park", "lifecycle_lib")
 	scriptSignal         = loadQueueScript("signal")
 	scriptPurgeCancelled = loadQueueScript("purge_cancelled")
+)
+
+// The history scripts (history.go).
+var (
+	scriptSetRetention = loadQueueScript("set_retention", "lifecycle_lib")
+	scriptPrune        = loadQueueScript("prune")
+	scriptQueueEvents  = loadScript("queue_events")
 )

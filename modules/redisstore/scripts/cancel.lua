@@ -9,8 +9,9 @@
 -- ARGV[6] wake channel, then refs.
 -- Returns per ref the letter of the state it was in when it was
 -- cancelled or marked, 'c' for one already cancelled (left as it is),
--- 'n' for no record, and '' for one skipped (a state not allowed, or a
--- lease marked already).
+-- 'n' for no record, 'k' for a completed one (left as it is, when a
+-- lease already marked is reported) and '' for one skipped (a state not
+-- allowed, or a lease marked already).
 local allowed = ARGV[4]
 local out, todo, seen = {}, {}, {}
 local vals = redis.call('HMGET', ITEMS, unpack(ARGV, 7))
@@ -26,7 +27,9 @@ for k = 7, #ARGV do
     if s == 'q' and redis.call('HEXISTS', LEASE, ref) == 1 then
       s = 'l'
     end
-    if string.find(allowed, s, 1, true) then
+    if s == 'k' then
+      st = ARGV[5] == '1' and 'k' or ''
+    elseif string.find(allowed, s, 1, true) then
       if s == 'c' then
         st = 'c'
       elseif s == 'l' and marked(r) then
@@ -77,6 +80,8 @@ for _, t in ipairs(ts) do
   end
 end
 
+local E = newEvents(histCfg(LIFE), QK, ARGV[2])
+
 -- Writes from here on.
 lifePlaceholders()
 for _, c in ipairs(todo) do
@@ -98,7 +103,7 @@ for _, c in ipairs(todo) do
       redis.call('ZREM', DEAD, ref)
       redis.call('ZREM', TDEAD, lp(r.t) .. hex16(tonumber(r.ds) or 0) .. ref)
     end
-    intoCancelled(ref, r)
+    intoCancelled(ref, r, ARGV[1], E)
   end
 end
 for _, l in ipairs(leave) do
@@ -109,4 +114,5 @@ for _, l in ipairs(leave) do
     redis.call('ZREM', WAIT, l[1])
   end
 end
+evFlush(E)
 return out

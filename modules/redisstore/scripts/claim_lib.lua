@@ -45,6 +45,9 @@ end
 -- sections are then read), PAUSEN when some tenant is paused (the claim
 -- then takes the walk, which passes paused tenants over).
 local PRI, PAUSEN = false, false
+-- EVC is the queue's events cap while it records events (LIFE's 're',
+-- read with the lifecycle flags, so a queue without events pays nothing).
+local EVC = 0
 -- dueRange returns up to n due members of tenant lt from offset off, in
 -- claim order: without priorities the plain lex range; with them the
 -- ranks above 0 (the priority section's members before 'p64'), the
@@ -129,10 +132,12 @@ local function endWaits()
   local P = newPushes()
   P.now = tonumber(ARGV[1])
   local recs = {}
+  local E = EVC > 0 and newEvents({ev = EVC}, QK, ARGV[3])
   for k, ref in ipairs(refs) do
     local r = decode(vals[k])
     if r and r.s == 'w' then
       local X = xget(r)
+      evAdd(E, ref, r.t, r.i, ev('timed_out', ARGV[3], {sig = X.ws}))
       X.rs, X.rp, X.rt, X.ra = X.ws, '', '1', X.wu
       X.ws, X.wsi, X.wu = '', '', ''
       xput(r, X)
@@ -155,6 +160,7 @@ local function endWaits()
     redis.call('SET', SEQ, string.format('%d', seq))
     apply(P, P.now)
   end
+  evFlush(E)
 end
 
 -- promoteDue moves the delayed prioritised items that fell due by now
@@ -752,11 +758,12 @@ local function claimRead(freed)
   -- Lifecycle controls: a paused queue claims nothing; waits that timed
   -- out and prioritised items that fell due are queued first (their own
   -- writes, each complete in itself, before the claim reads the head).
-  local life = redis.call('HMGET', LIFE, 'q', 'n', 'p', 'w')
+  local life = redis.call('HMGET', LIFE, 'q', 'n', 'p', 'w', 're')
   if life[1] == '1' then
     return {reply = {'paused'}}
   end
   PAUSEN, PRI = (tonumber(life[2]) or 0) > 0, life[3] == '1'
+  EVC = tonumber(life[5]) or 0
   if life[4] == '1' then
     endWaits()
   end
@@ -1046,6 +1053,19 @@ local function claimLease(c)
   local all = table.concat(got)
   remember(ARGV[9], stok .. ':' .. all)
   redis.call('ZADD', LEASES, unpack(lz))
+  if EVC > 0 then
+    -- A claimed event per item: its execution is its attempts so far
+    -- plus one.
+    local E = newEvents({ev = EVC}, QK, ARGV[3])
+    for j = 1, n do
+      local r = decode(out[j + 1])
+      if r then
+        evAdd(E, got[j], r.t, r.i, ev('claimed', ARGV[3], {w = ARGV[6], a = string.format('%d', tonumber(r.a) + 1), tok = stok}))
+        E.claim[got[j]] = ARGV[3]
+      end
+    end
+    evFlush(E)
+  end
   -- One log entry per claim; the log keeps as many claims as turns are
   -- wanted (each claim holds one turn or more), trimmed in steps of 64.
   local keep = tonumber(ARGV[8])

@@ -1,6 +1,6 @@
 -- Completes the leases from ARGV[11] on (grouped by queue, with their keys
--- from KEYS[28] on, as complete reads them), then claims as claim does
--- with ARGV[1..10] and KEYS[1..27]; max 0 only completes. One call instead
+-- from KEYS[32] on, as complete reads them), then claims as claim does
+-- with ARGV[1..10] and KEYS[1..31]; max 0 only completes. One call instead
 -- of two is the point: a worker loop spends most of its time in round
 -- trips.
 --
@@ -21,7 +21,7 @@ if #ARGV > 10 then
       lost[#lost + 1] = tonumber(p)
     end
   else
-    lost, drops = completeRead(11, 28)
+    lost, drops = completeRead(11, 32)
   end
 end
 local freed -- the refs of this queue the complete half ends

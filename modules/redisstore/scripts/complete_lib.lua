@@ -3,12 +3,12 @@
 -- read with one HMGET and dropped with one HDEL of the records, one of the
 -- leases and one ZREM.
 --
--- complete reads groups of one queue each: from KEYS[fk] on, eight keys
--- per group (the queue's ITEMS, LEASE, LEASES, FLAG, FSTATE, TLEASES, LIFE
--- and CANCELS), and
+-- complete reads groups of one queue each: from KEYS[fk] on, twelve keys
+-- per group (the queue's ITEMS, LEASE, LEASES, FLAG, FSTATE, TLEASES, LIFE,
+-- CANCELS, FIN, IDS, EVS and ELOG), and
 -- from ARGV[fa] on, how many leases the group has, the queue's wake
 -- channel, then ref and token per lease (ARGV[1] and ARGV[2] are the
--- caller's: now). It returns the 1-based positions (counted
+-- caller's: now (us) and now+1us as 16 hex digits; ARGV[3] is now (ns)). It returns the 1-based positions (counted
 -- over all groups) of the leases that were lost, ascending. Every group
 -- is read before the first is written: completeRead reads and returns the
 -- positions lost and what to drop, completeWrite drops it.
@@ -16,6 +16,12 @@
 -- A lease that carries a cancel mark (LIFE's 'm' counts them, so a queue
 -- without marks reads one field more) is not completed: its item is
 -- cancelled, and its position is returned negated.
+--
+-- The same read of LIFE gives the queue's history flag (history_lib.lua):
+-- without it the records are not read and only the IDS members go with
+-- them. With it, an item the retention keeps, or that asked for a
+-- uniqueness window, stays as completed (in FIN by its finish time), and
+-- with events on each gets its completed event.
 --
 -- A queue without limits (FLAG not '1') costs one GET more than it did
 -- before flow control. One with limits also drops the leases from
@@ -51,9 +57,21 @@ local function completeRead(fa, fk)
         lost[#lost + 1] = k
       end
     end
-    local cancel
-    if #ok > 0 and (tonumber(redis.call('HGET', KEYS[key + 6], 'm')) or 0) > 0 then
-      local recs = redis.call('HMGET', KEYS[key], unpack(ok))
+    local cancel, keep, hk, hist, E, recs, claims
+    local marked = false
+    if #ok > 0 then
+      local lf = redis.call('HMGET', KEYS[key + 6], 'm', 'h', 'ra', 'rc', 're')
+      hist = histOf(lf[2], lf[3], lf[4], lf[5])
+      marked = (tonumber(lf[1]) or 0) > 0
+      if marked or hist then
+        recs = redis.call('HMGET', KEYS[key], unpack(ok))
+      end
+      if hist then
+        hk = {life = KEYS[key + 6], fin = KEYS[key + 8], ids = KEYS[key + 9], evs = KEYS[key + 10], elog = KEYS[key + 11]}
+        E = newEvents(hist, hk, ARGV[3])
+      end
+    end
+    if marked then
       local keep, kpos = {}, {}
       for j, ref in ipairs(ok) do
         local r = decode(recs[j])
@@ -65,14 +83,51 @@ local function completeRead(fa, fk)
           keep[#keep + 1], kpos[#kpos + 1] = ref, okPos[j]
         end
       end
-      ok = keep
+      ok, recs = keep, nil
+    end
+    local gone = ok
+    if hist then
+      -- Which of the completed stay, and their events.
+      local lrefs = {}
+      for j = 1, n do
+        lrefs[refs[j]] = vals[j]
+      end
+      local rs = #ok > 0 and (recs or redis.call('HMGET', KEYS[key], unpack(ok))) or {}
+      if E and #ok > 0 then
+        claims = redis.call('HMGET', hk.evs, unpack(ok))
+      end
+      keep, gone = {}, {}
+      for j, ref in ipairs(ok) do
+        local r = decode(rs[j])
+        if r then
+          local X = xget(r)
+          local stay = hist.keeps or X.uf ~= ''
+          if E then
+            local w = lrefs[ref] and string.match(lrefs[ref], '^%d+|%d+|%d+|%d*|[^|]*|(.*)$')
+            local at = claims and claimedAt(claims[j])
+            local f = {w = w or '', a = string.format('%d', tonumber(r.a) + 1)}
+            if at then
+              f.rt = nsSince(ARGV[3], at)
+            end
+            evAdd(E, ref, r.t, r.i, ev('completed', E.now, f), not stay)
+          end
+          if stay then
+            keep[#keep + 1] = {ref, r}
+          else
+            gone[#gone + 1] = ref
+          end
+        else
+          gone[#gone + 1] = ref
+        end
+      end
     end
     if #ok > 0 or cancel then
       local marks = flow and #ok > 0 and capMarked(KEYS[key + 4], ok) or {}
-      drops[#drops + 1] = {key, ok, flow = flow, marks = marks, wake = (#marks > 0 or cancel) and ARGV[i + 1], cancel = cancel}
+      drops[#drops + 1] = {key, ok, flow = flow, marks = marks, wake = (#marks > 0 or cancel) and ARGV[i + 1], cancel = cancel,
+        gone = gone, keep = keep, E = E, hk = hk}
     end
     i = i + 2 + 2 * n
-    key = key + 8
+    key = key + 12
   end
   return lost, drops
 end
@@ -81,8 +136,28 @@ local function completeWrite(drops)
   local woken = {}
   for _, d in ipairs(drops) do
     local key, ok = d[1], d[2]
+    local hk = d.hk or {life = KEYS[key + 6], fin = KEYS[key + 8], ids = KEYS[key + 9], evs = KEYS[key + 10], elog = KEYS[key + 11]}
+    if #d.gone > 0 then
+      redis.call('HDEL', KEYS[key], unpack(d.gone))
+      histDrop(hk, d.gone, d.hk ~= nil)
+    end
+    if d.keep and #d.keep > 0 then
+      local set, fin = {}, {}
+      for _, kr in ipairs(d.keep) do
+        local ref, r = kr[1], kr[2]
+        local X = xget(r)
+        X.fa = ARGV[1]
+        xput(r, X)
+        r.s = 'k'
+        set[#set + 1] = ref
+        set[#set + 1] = encode(r)
+        fin[#fin + 1] = 0
+        fin[#fin + 1] = finMember(ARGV[1], r.t, r.i)
+      end
+      redis.call('HSET', KEYS[key], unpack(set))
+      redis.call('ZADD', hk.fin, unpack(fin))
+    end
     if #ok > 0 then
-      redis.call('HDEL', KEYS[key], unpack(ok))
       redis.call('HDEL', KEYS[key + 1], unpack(ok))
       redis.call('ZREM', KEYS[key + 2], unpack(ok))
       if d.flow then
@@ -98,15 +173,19 @@ local function completeWrite(drops)
       if X.cu == '' then
         X.cu = string.sub(X.ca, 1, #X.ca - 3)
       end
+      X.fa = ARGV[1]
       xput(r, X)
       r.s = 'c'
       redis.call('HSET', KEYS[key], ref, encode(r))
+      redis.call('ZADD', hk.fin, 0, finMember(ARGV[1], r.t, r.i))
+      evAdd(d.E, ref, r.t, r.i, ev('cancelled', d.E and d.E.now or '', {why = X.cr}))
       redis.call('HDEL', KEYS[key + 1], ref)
       redis.call('ZREM', KEYS[key + 2], ref)
       redis.call('ZREM', KEYS[key + 5], ref)
       redis.call('HINCRBY', KEYS[key + 6], 'm', -1)
       redis.call('ZADD', KEYS[key + 7], X.cu, ref)
     end
+    evFlush(d.E)
     if d.wake and not woken[d.wake] then
       woken[d.wake] = true
       redis.call('PUBLISH', d.wake, '1')

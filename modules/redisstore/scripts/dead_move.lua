@@ -36,6 +36,12 @@ if #moved == 0 then
   return 0
 end
 plan(P)
+local E = newEvents(histCfg(LIFE), QK, ARGV[4])
+if requeue then
+  for j = 1, #recs, 2 do
+    evAdd(E, recs[j], recs[j + 1].t, recs[j + 1].i, ev('requeued', ARGV[4], {}))
+  end
+end
 
 -- Writes from here on.
 redis.call('ZREM', DEAD, unpack(moved))
@@ -50,5 +56,7 @@ if requeue then
   redis.call('PUBLISH', ARGV[5], '1')
 else
   redis.call('HDEL', ITEMS, unpack(purged))
+  histDrop(QK, purged, true)
 end
+evFlush(E)
 return #moved

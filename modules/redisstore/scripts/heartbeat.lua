@@ -17,11 +17,18 @@ end
 if l.tok ~= ARGV[2] or tonumber(l.x) <= tonumber(ARGV[3]) then
   return -1
 end
--- The record is read only while some lease of the queue carries a mark.
-local r = (tonumber(redis.call('HGET', LIFE, 'm')) or 0) > 0 and decode(redis.call('HGET', ITEMS, ref))
+-- The record is read only while some lease of the queue carries a mark;
+-- the heartbeat is counted while the queue records events.
+local lf = redis.call('HMGET', LIFE, 'm', 're')
+local r = (tonumber(lf[1]) or 0) > 0 and decode(redis.call('HGET', ITEMS, ref))
 if r and marked(r) then
-  endMarked(ref, r)
+  local E = newEvents(histCfg(LIFE), QK, ARGV[3] .. '000')
+  endMarked(ref, r, ARGV[3], E)
+  evFlush(E)
   return -2
+end
+if (tonumber(lf[2]) or 0) > 0 then
+  redis.call('HINCRBY', EVS, 'h' .. ref, 1)
 end
 local tok, stok = nextToken()
 redis.call('HSET', LEASE, ref, stok .. '|' .. ARGV[4] .. '|' .. ARGV[5] .. '|' .. ARGV[2] .. '|' .. ARGV[6] .. '|' .. l.w)

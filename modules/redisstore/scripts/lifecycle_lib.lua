@@ -21,26 +21,31 @@ local function usOfNs(ns)
 end
 
 -- intoCancelled makes r (of ref, out of every other index already)
--- cancelled as its extension's ca/cr say, and writes it.
-local function intoCancelled(ref, r)
+-- cancelled as its extension's ca/cr say, finished at now (us), and
+-- writes it, with its cancelled event into E (history_lib.lua) when the
+-- queue records events.
+local function intoCancelled(ref, r, now, E)
   local X = xget(r)
   X.ws, X.wsi, X.wu = '', '', ''
   if X.cu == '' then
     X.cu = usOfNs(X.ca)
   end
+  X.fa = now
   xput(r, X)
   r.s = 'c'
   redis.call('HSET', ITEMS, ref, encode(r))
   redis.call('ZADD', CANCELS, X.cu, ref)
+  redis.call('ZADD', FIN, 0, finMember(now, r.t, r.i))
+  evAdd(E, ref, r.t, r.i, ev('cancelled', E and E.now or '', {why = X.cr}))
 end
 
 -- endMarked ends the marked lease of ref and cancels its item r.
-local function endMarked(ref, r)
+local function endMarked(ref, r, now, E)
   redis.call('HDEL', LEASE, ref)
   redis.call('ZREM', LEASES, ref)
   redis.call('ZREM', TLEASES, ref)
   redis.call('HINCRBY', LIFE, 'm', -1)
-  intoCancelled(ref, r)
+  intoCancelled(ref, r, now, E)
 end
 
 -- marked reports whether the record r carries a cancel mark.

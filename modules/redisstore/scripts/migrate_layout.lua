@@ -4,7 +4,7 @@
 -- into READY, and its dead set Q..'dead:'..lp(t) (score dead seq, member
 -- the ref) into TDEAD; and writes the placeholders the queue's first
 -- enqueue would have (a queue the earlier release created has none).
--- KEYS[28] and KEYS[29] are the tenant's two old keys; called with the 27
+-- KEYS[32] and KEYS[33] are the tenant's two old keys; called with the 31
 -- queue keys only, it sees to the placeholders and nothing else.
 --
 -- ARGV[1] tenant   ARGV[2] now (us)   ARGV[3] most entries taken from each
@@ -31,7 +31,7 @@
 -- Everything is read before the first write, and what moved leaves the
 -- old sets in the same step, so a call refused, interrupted or repeated
 -- leaves nothing half-moved and the next call takes what is left.
-local OLDREADY, OLDDEAD = KEYS[28], KEYS[29]
+local OLDREADY, OLDDEAD = KEYS[32], KEYS[33]
 local t, now = ARGV[1], tonumber(ARGV[2])
 local most, budget = tonumber(ARGV[3]), tonumber(ARGV[4])
 local apply = ARGV[5] == '1'

@@ -19,8 +19,10 @@ end
 if not r or not l or l.tok ~= tok or r.s ~= 'q' then
   return 0
 end
+local E = newEvents(histCfg(LIFE), QK, ARGV[2])
 if marked(r) then
-  endMarked(ref, r)
+  endMarked(ref, r, ARGV[1], E)
+  evFlush(E)
   redis.call('PUBLISH', ARGV[3], '1')
   return 2
 end
@@ -41,13 +43,16 @@ if ARGV[7] == 's' then
     add(P, r, ref, ARGV[10], ARGV[11], seq)
     plan(P)
     wake = tonumber(ARGV[10]) <= now
+    evAdd(E, ref, r.t, r.i, ev('snoozed', ARGV[2], {w = l.w, nd = ARGV[12]}))
   else
     r.e, r.s, r.da, r.ds = ARGV[13], 'd', ARGV[2], string.format('%d', seq)
+    evAdd(E, ref, r.t, r.i, ev('dead', ARGV[2], {w = l.w, a = string.format('%d', tonumber(r.a) + 1), e = r.e}))
   end
 else
   X.ws, X.wsi, X.wu = ARGV[8], ARGV[2], ARGV[9]
   xput(r, X)
   r.s = 'w'
+  evAdd(E, ref, r.t, r.i, ev('waiting', ARGV[2], {w = l.w, sig = ARGV[8], nd = ARGV[9]}))
 end
 r.fn = ARGV[6]
 -- A snooze due now is work, and with limits on the queue a lease ending
@@ -84,6 +89,7 @@ else
   redis.call('ZADD', PARKED, ARGV[1], ref)
   redis.call('HSET', LIFE, 'w', '1')
 end
+evFlush(E)
 if wake then
   redis.call('PUBLISH', ARGV[3], '1')
 end

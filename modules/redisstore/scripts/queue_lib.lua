@@ -1,9 +1,9 @@
 -- Shared prelude of the queue scripts (prepended to each when loaded).
 --
--- Every key a queue script touches is declared: KEYS[1..27] are the keys
+-- Every key a queue script touches is declared: KEYS[1..31] are the keys
 -- of one queue and its namespace, in the order below (the lifecycle keys
--- LIFE..PDELAY come last, after TOKEN and QUEUES) (keys.go builds the
--- list). Redis Cluster then routes the script by all of them, and while
+-- LIFE..PDELAY come after TOKEN and QUEUES, the history keys FIN..ELOG
+-- last; history_lib.lua describes them) (keys.go builds the list). Redis Cluster then routes the script by all of them, and while
 -- the queue's slot is being migrated it refuses the call whole (ASK or
 -- TRYAGAIN, which the caller retries) unless every key is on the node it
 -- reached. Inside the script a key that does not exist at that moment is
@@ -80,6 +80,7 @@
 local READY, ROT, WAIT, TURNS, TURN, SEQ, ITEMS, LEASE, LEASES, DEAD, TDEAD, SERVED, TENANTS, LOG, CLAIMS, RECENT,
   FLAG, LIMITS, FSTATE, TLEASES, TOKEN, QUEUES = unpack(KEYS, 1, 22)
 local LIFE, WAITS, PARKED, CANCELS, PDELAY = unpack(KEYS, 23, 27)
+local FIN, IDS, EVS, ELOG = unpack(KEYS, 28, 31)
 local function lp(s) return #s .. ':' .. s end
 
 -- refsIn splits s from position pos into refs (each lp(tenant) lp(id),

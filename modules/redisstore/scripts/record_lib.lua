@@ -3,7 +3,8 @@
 -- The record is one string rather than a hash: a claim reads it with one
 -- GET (several times cheaper than HGETALL) and returns it untouched; the
 -- rarer settles decode, change and re-encode it.
--- s state (q queued, d dead, w waiting, c cancelled; a leased item is q
+-- s state (q queued, d dead, w waiting, c cancelled, k completed and
+-- kept (history_lib.lua); a leased item is q
 -- with an entry in LEASE)  a attempts  e last error  nb not-before
 -- ea enqueued  da dead at  ds dead seq  m ready member  fn last settle
 -- nonce  t tenant  i id  md metadata JSON  p payload  (m last of the
@@ -18,8 +19,9 @@ local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p'
 -- since (ns)  wu waiting until (ns)  rs the resuming signal  rp its
 -- payload  rt '1' when the wait timed out  ra resumed at (ns)
 -- ca cancelled at (ns; on a leased item, the cancel mark)  cr the reason
--- cu cancelled at (us, the CANCELS score)
-local EXT = {'pr', 'sn', 'ws', 'wsi', 'wu', 'rs', 'rp', 'rt', 'ra', 'ca', 'cr', 'cu'}
+-- cu cancelled at (us, the CANCELS score)  uf the uniqueness window (us)
+-- fa finished at (us: completed, or became cancelled)
+local EXT = {'pr', 'sn', 'ws', 'wsi', 'wu', 'rs', 'rp', 'rt', 'ra', 'ca', 'cr', 'cu', 'uf', 'fa'}
 
 local function decode(v)
   if not v or v == '' then

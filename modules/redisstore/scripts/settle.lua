@@ -25,6 +25,7 @@ local drops, recs, dead, tdead, seen = {}, {}, {}, {}, {}
 -- lease ending of a tenant a claim passed over for its cap wakes the
 -- claimers (capMarked in flow_lib.lua).
 local flow = redis.call('GET', FLAG) == '1'
+local E = newEvents(histCfg(LIFE), QK, ARGV[2])
 for i = 4, #ARGV, 10 do
   local ref, tok, maxs = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local r = decode(redis.call('HGET', ITEMS, ref))
@@ -47,11 +48,16 @@ for i = 4, #ARGV, 10 do
     r.e = ARGV[i + 8]
     r.fn = ARGV[i + 9]
     seq = seq + 1
+    -- A worker's Fail names it; a reap (a lease score bound) names none.
+    local f = {a = r.a, e = r.e, w = maxs == '+inf' and l.w or ''}
     if ARGV[i + 4] == '1' then
       r.nb = ARGV[i + 7]
       add(P, r, ref, ARGV[i + 5], ARGV[i + 6], seq)
       wake = true
+      f.nd = ARGV[i + 7]
+      evAdd(E, ref, r.t, r.i, ev('failed', ARGV[2], f))
     else
+      evAdd(E, ref, r.t, r.i, ev('dead', ARGV[2], f))
       local s = string.format('%d', seq)
       r.s, r.da, r.ds = 'd', ARGV[2], s
       dead[#dead + 1] = s
@@ -86,7 +92,7 @@ if #drops > 0 then
 end
 apply(P, now)
 for _, c in ipairs(cancels) do
-  endMarked(c[1], c[2])
+  endMarked(c[1], c[2], ARGV[1], E)
 end
 if #cancels > 0 then
   wake = true
@@ -95,6 +101,7 @@ if #dead > 0 then
   redis.call('ZADD', DEAD, unpack(dead))
   redis.call('ZADD', TDEAD, unpack(tdead))
 end
+evFlush(E)
 if wake then
   redis.call('PUBLISH', ARGV[3], '1')
 end

@@ -39,11 +39,15 @@ P.now = now
 add(P, r, ref, ARGV[1], ARGV[3], seq)
 plan(P)
 
+local E = newEvents(histCfg(LIFE), QK, ARGV[2])
+evAdd(E, ref, r.t, r.i, ev('signalled', ARGV[2], {sig = ARGV[6]}))
+
 -- Writes from here on.
 redis.call('ZREM', WAITS, ref)
 redis.call('ZREM', PARKED, ref)
 redis.call('HSET', ITEMS, ref, encode(r))
 redis.call('SET', SEQ, string.format('%d', seq))
 apply(P, now)
+evFlush(E)
 redis.call('PUBLISH', ARGV[4], '1')
 return {1}
