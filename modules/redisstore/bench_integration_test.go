@@ -34,7 +34,30 @@ func BenchmarkClaimComplete(b *testing.B) {
 	}
 }
 
+// BenchmarkClaimCompleteHistory is the batch-10 loop of
+// BenchmarkClaimComplete on a queue without retention, then on one that
+// keeps every completed item and records ten events per item (the
+// claimed and completed events, written by the claim and complete
+// scripts), then with items that ask for a uniqueness window.
+func BenchmarkClaimCompleteHistory(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		r      contract.Retention
+		unique time.Duration
+	}{
+		{"off", contract.Retention{}, 0},
+		{"keep+events", contract.Retention{Age: time.Hour, Events: 10}, 0},
+		{"unique", contract.Retention{}, time.Hour},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchClaimCompleteWith(b, 10, 0, 10, c.r, c.unique) })
+	}
+}
+
 func benchClaimComplete(b *testing.B, workers, idle, batch int) {
+	benchClaimCompleteWith(b, workers, idle, batch, contract.Retention{}, 0)
+}
+
+func benchClaimCompleteWith(b *testing.B, workers, idle, batch int, r contract.Retention, unique time.Duration) {
 	ctx := context.Background()
 	client := redistest.Client(b)
 	q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: redistest.Namespace(b, client)})
@@ -42,6 +65,11 @@ func benchClaimComplete(b *testing.B, workers, idle, batch int) {
 		b.Fatal(err)
 	}
 	defer q.Close()
+	if r != (contract.Retention{}) {
+		if err := q.SetRetention(ctx, "", r); err != nil {
+			b.Fatal(err)
+		}
+	}
 	// Idle tenants: each had one item, claimed and completed.
 	for i := range idle {
 		if err := q.Enqueue(ctx, contract.Item{Tenant: "idle-" + strconv.Itoa(i), ID: "once"}); err != nil {
@@ -62,7 +90,7 @@ func benchClaimComplete(b *testing.B, workers, idle, batch int) {
 	}
 	items := make([]contract.Item, 0, 500)
 	for i := range b.N {
-		items = append(items, contract.Item{Tenant: "busy", ID: strconv.Itoa(i), Payload: []byte(`{"run":"r"}`)})
+		items = append(items, contract.Item{Tenant: "busy", ID: strconv.Itoa(i), Payload: []byte(`{"run":"r"}`), UniqueFor: unique})
 		if len(items) == cap(items) || i == b.N-1 {
 			if err := q.Enqueue(ctx, items...); err != nil {
 				b.Fatal(err)

@@ -51,6 +51,25 @@
 // the lease score it saw, so a reaper that lost the race to a heartbeat
 // writes nothing.
 //
+// # History
+//
+// The queue implements [contract.HistoryKeeper]. A queue's Retention
+// lives in its lifecycle hash, next to a flag that says whether the
+// queue keeps anything; the claim and complete scripts read that flag
+// in the lifecycle read they already make, so a queue without retention
+// whose items ask for no uniqueness window pays no extra call on the
+// claim and one ZREM per completed batch (the ID index Find reads). A
+// completed item the retention keeps, or that asked for a uniqueness
+// window, stays as StateCompleted in a finished index (a sorted set by
+// finish time, then tenant, then ID, which Finished pages by keyset
+// cursors); Prune trims at most PruneBatch of it per call, oldest first,
+// reading at most four times that many. Events are written by the
+// script of the transition they record: into a capped per-item string
+// in one hash (with the time of the last claim, for the completed
+// event's run time) and into a capped list that is the queue's log. The
+// enqueue script checks uniqueness windows. All these keys are the
+// queue's, in its slot, and declared by every script.
+//
 // # Failures
 //
 // Lease arithmetic uses the injected [contract.Clock], never the server's

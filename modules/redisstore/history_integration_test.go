@@ -279,3 +279,118 @@ func TestHistoryPruneCountAndPaging(t *testing.T) {
 		t.Fatalf("kept = %+v", left.Items)
 	}
 }
+
+// TestHistoryLifecycleEvents: snooze, wait and signal, a wait that times
+// out, a reaped lease that dead-letters, its requeue, and a cancel of a
+// queued item each record their event, in the queue's log too.
+func TestHistoryLifecycleEvents(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	q, clock := historyQueue(t, client, policy.Policy{MaxAttempts: 1})
+	if err := q.SetRetention(ctx, "", contract.Retention{Events: 100}); err != nil {
+		t.Fatal(err)
+	}
+	key := contract.ItemKey{Tenant: "a", ID: "x"}
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Snooze(ctx, claimOne(t, q, "w"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if err := q.Wait(ctx, claimOne(t, q, "w"), contract.WaitRequest{Signal: "go", Timeout: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Signal(ctx, key, "go", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Wait(ctx, claimOne(t, q, "w"), contract.WaitRequest{Signal: "later", Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	claimOne(t, q, "w") // ends the timed-out wait, then claims it
+	clock.Advance(2 * time.Minute)
+	if n, err := q.Reap(ctx, ""); err != nil || n != 1 {
+		t.Fatalf("Reap = %d, %v", n, err)
+	}
+	if n, err := q.Requeue(ctx, contract.DeadLetterFilter{}); err != nil || n != 1 {
+		t.Fatalf("Requeue = %d, %v", n, err)
+	}
+	if st, err := q.Cancel(ctx, key, "enough"); err != nil || st != contract.StateQueued {
+		t.Fatalf("Cancel = %s, %v", st, err)
+	}
+	h, err := q.History(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "enqueued,claimed,snoozed,claimed,waiting,signalled,claimed,waiting,timed_out,claimed,dead,requeued,cancelled"
+	if got := kinds(h.Events); got != want {
+		t.Fatalf("events = %s\nwant     %s", got, want)
+	}
+	if e := h.Events[10]; e.Worker != "" || e.Error == "" || e.Attempt != 1 {
+		t.Fatalf("dead by reap = %+v", e)
+	}
+	if e := h.Events[4]; e.Signal != "go" || e.Worker != "w" || e.NextDue.IsZero() {
+		t.Fatalf("waiting = %+v", e)
+	}
+	if h.Item.State != contract.StateCancelled || h.Item.FinishedAt.IsZero() {
+		t.Fatalf("item = %+v", h.Item)
+	}
+	page, err := q.QueueEvents(ctx, "", "", 5)
+	if err != nil || len(page.Events) != 5 {
+		t.Fatalf("QueueEvents = %+v, %v", page, err)
+	}
+	rest, err := q.QueueEvents(ctx, "", page.Next, 100)
+	if err != nil || kinds(append(page.Events, rest.Events...)) != want {
+		t.Fatalf("QueueEvents rest = %+v, %v", rest, err)
+	}
+	// Cancelled items stay under a retention that keeps nothing.
+	if n, err := q.Prune(ctx, ""); err != nil || n != 0 {
+		t.Fatalf("Prune = %d, %v", n, err)
+	}
+	if n, err := q.PurgeCancelled(ctx, "", clock.Now().Add(time.Second)); err != nil || n != 1 {
+		t.Fatalf("PurgeCancelled = %d, %v", n, err)
+	}
+	if found, _ := q.Find(ctx, "", "x"); len(found) != 0 {
+		t.Fatalf("Find after purge = %+v", found)
+	}
+	if fp, _ := q.Finished(ctx, contract.FinishedQuery{}); len(fp.Items) != 0 {
+		t.Fatalf("Finished after purge = %+v", fp)
+	}
+}
+
+// TestHistoryQueueLogGap: the log keeps its latest QueueEventLog events; a
+// cursor from before them reads on with Gap set.
+func TestHistoryQueueLogGap(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	q, _ := historyQueue(t, client, policy.Default())
+	if err := q.SetRetention(ctx, "", contract.Retention{Events: 1}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := q.QueueEvents(ctx, "", "", 10)
+	if err != nil || first.Next == "" || len(first.Events) != 0 {
+		t.Fatalf("empty log = %+v, %v", first, err)
+	}
+	items := make([]contract.Item, 0, 500)
+	for i := range contract.QueueEventLog + 10 {
+		items = append(items, contract.Item{Tenant: "a", ID: fmt.Sprint(i)})
+		if len(items) == cap(items) {
+			if err := q.Enqueue(ctx, items...); err != nil {
+				t.Fatal(err)
+			}
+			items = items[:0]
+		}
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	page, err := q.QueueEvents(ctx, "", first.Next, 10)
+	if err != nil || !page.Gap || len(page.Events) != 10 || page.Events[0].ID != "10" {
+		t.Fatalf("after the cut = gap %v, %d events, %v", page.Gap, len(page.Events), err)
+	}
+	all, err := q.QueueEvents(ctx, "", "", 10)
+	if err != nil || all.Gap || all.Events[0].ID != "10" {
+		t.Fatalf("from the oldest = %+v, %v", all.Events[:1], err)
+	}
+}

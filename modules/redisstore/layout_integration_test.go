@@ -394,7 +394,7 @@ func TestMigrateLayoutResumes(t *testing.T) {
 }
 
 // tenantCalls counts the migration's calls for one tenant (the scripts
-// that declare 29 keys: the queue's 27 and the tenant's 2 old ones) once
+// that declare 33 keys: the queue's 31 and the tenant's 2 old ones) once
 // armed, and from the cutAfter-th on, when set, lets them run but returns
 // context.Canceled instead of their reply: a migration cut off mid-way.
 type tenantCalls struct {
@@ -409,7 +409,7 @@ func (h *tenantCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func (h *tenantCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if name := cmd.Name(); h.armed && (name == "evalsha" || name == "eval") && err == nil && len(cmd.Args()) > 2 && fmt.Sprint(cmd.Args()[2]) == "29" {
+		if name := cmd.Name(); h.armed && (name == "evalsha" || name == "eval") && err == nil && len(cmd.Args()) > 2 && fmt.Sprint(cmd.Args()[2]) == "33" {
 			if h.n++; h.cutAfter > 0 && h.n >= h.cutAfter {
 				return context.Canceled
 			}
