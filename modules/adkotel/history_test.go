@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/adkit/adk/modules/adkotel"
 	"github.com/adkit/adk/modules/contract"
@@ -187,5 +188,31 @@ func TestPruneUpkeepSpanAndHistoryForwarded(t *testing.T) {
 	}
 	if got := len(r.spans.Ended()); got != before {
 		t.Errorf("History made %d spans, want none (forwarded as the Inspector is)", got-before)
+	}
+}
+
+// Over memstore's own HistoryKeeper: an ID completed within its
+// uniqueness window is counted as a duplicate.
+func TestEnqueueReportOverMemstore(t *testing.T) {
+	r := newRig(t, policy.Policy{})
+	hk, ok := contract.AsHistoryKeeper(r.queue)
+	if !ok {
+		t.Fatal("the wrapped memstore is no HistoryKeeper")
+	}
+	ctx := context.Background()
+	it := contract.Item{Tenant: "a", ID: "u", UniqueFor: time.Hour}
+	if _, err := hk.EnqueueReport(ctx, it); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.queue.Complete(ctx, claimOne(t, r.queue, "")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := hk.EnqueueReport(ctx, it)
+	if err != nil || !res[0].Duplicate || res[0].State != contract.StateCompleted {
+		t.Fatalf("EnqueueReport = %+v, %v; want a completed duplicate", res, err)
+	}
+	wantAttrs(t, r.ended("send default")[1], adkotel.DuplicatesKey.Int(1))
+	if got := sumInt(t, r.collect(t), adkotel.MetricDuplicates, semconv.MessagingDestinationName("default")); got != 1 {
+		t.Errorf("%s = %d, want 1", adkotel.MetricDuplicates, got)
 	}
 }

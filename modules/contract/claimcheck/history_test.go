@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/claimcheck"
@@ -221,5 +222,49 @@ func TestWrapHistoryReadsShowReferences(t *testing.T) {
 	}
 	for _, it := range page.Items {
 		check("Finished", it)
+	}
+}
+
+// Over memstore's own HistoryKeeper: an item completed within its
+// uniqueness window is a duplicate whose new blob is deleted; the kept
+// record shows its reference, its blob gone with the Complete; once the
+// window closes the ID is enqueued afresh, with a blob of its own.
+func TestWrapEnqueueReportOverMemstore(t *testing.T) {
+	f := newFixture(t)
+	hk, ok := contract.AsHistoryKeeper(f.q)
+	if !ok {
+		t.Fatal("the wrapped memstore is no HistoryKeeper")
+	}
+	item := contract.Item{Tenant: "a", ID: "u", Payload: big("first "), UniqueFor: time.Hour}
+	if res, err := hk.EnqueueReport(f.ctx, item); err != nil || res[0].Duplicate {
+		t.Fatalf("EnqueueReport = %+v, %v", res, err)
+	}
+	if err := f.q.Complete(f.ctx, f.claim(t, 1)...); err != nil {
+		t.Fatal(err)
+	}
+	if f.cc.Len() != 0 {
+		t.Fatalf("%d blobs after Complete, want 0", f.cc.Len())
+	}
+	item.Payload = big("second ")
+	res, err := hk.EnqueueReport(f.ctx, item)
+	if err != nil || !res[0].Duplicate || res[0].State != contract.StateCompleted || res[0].UniqueUntil.IsZero() {
+		t.Fatalf("EnqueueReport within the window = %+v, %v; want a completed duplicate", res, err)
+	}
+	if f.cc.Len() != 0 {
+		t.Fatalf("the duplicate left %d blobs", f.cc.Len())
+	}
+	h, err := hk.History(f.ctx, contract.ItemKey{Tenant: "a", Queue: contract.DefaultQueue, ID: "u"})
+	if err != nil || h.Item.State != contract.StateCompleted || len(h.Item.Payload) != 0 || h.Item.Metadata[claimcheck.MetadataKey] == "" {
+		t.Fatalf("History = %+v, %v; want the completed record with its reference", h.Item, err)
+	}
+	f.clock.Advance(2 * time.Hour)
+	if res, err := hk.EnqueueReport(f.ctx, item); err != nil || res[0].Duplicate {
+		t.Fatalf("EnqueueReport after the window = %+v, %v; want a new item", res, err)
+	}
+	if f.cc.Len() != 1 {
+		t.Fatalf("%d blobs, want the new item's", f.cc.Len())
+	}
+	if l := f.claim(t, 1); !bytes.Equal(l[0].Item.Payload, big("second ")) {
+		t.Fatal("the new item's payload was not restored")
 	}
 }

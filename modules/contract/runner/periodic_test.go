@@ -462,3 +462,53 @@ func TestPeriodicTickItemsAskForUniqueness(t *testing.T) {
 		}
 	}
 }
+
+// A tick that ran is not enqueued again by a process whose clock lags
+// the queue's by more than Lead: over a queue that keeps history, the
+// tick's uniqueness window makes that enqueue a duplicate.
+func TestPeriodicFinishedTickNotEnqueuedAgain(t *testing.T) {
+	clock := contracttest.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	store := newStore(clock)
+	if _, ok := contract.AsHistoryKeeper(store); !ok {
+		t.Fatal("memstore keeps no history")
+	}
+	scheds := []runner.Schedule{{Name: "tick", Every: 10 * time.Second}}
+	ahead, err := runner.NewPeriodic(store, runner.PeriodicConfig{Clock: clock, Schedules: scheds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Five seconds behind the queue: more than the 2s Lead.
+	lagging, err := runner.NewPeriodic(store, runner.PeriodicConfig{Clock: skewedClock{clock, -5 * time.Second}, Schedules: scheds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := ahead.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tick := clock.Now().Add(10 * time.Second)
+	clock.Advance(11 * time.Second) // the tick is due by the queue's clock
+	seen := map[string]int{}
+	drainDue(t, store, "", seen)
+	if seen[tickID("tick", tick)] != 1 {
+		t.Fatalf("ran %v; want the tick at %v once", seen, tick)
+	}
+	// The lagging process reads 00:00:06 and passes over (00:00:08,
+	// 00:00:18]: the tick that just ran is in it.
+	if err := lagging.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := store.History(ctx, contract.ItemKey{Tenant: runner.DefaultScheduleTenant, Queue: contract.DefaultQueue, ID: tickID("tick", tick)})
+	if err != nil || h.Item.State != contract.StateCompleted {
+		t.Fatalf("the tick that ran: %+v, %v; want it kept as completed", h.Item.State, err)
+	}
+	clock.Advance(time.Minute)
+	drainDue(t, store, "", seen)
+	if n := seen[tickID("tick", tick)]; n != 1 {
+		t.Errorf("the tick at %v ran %d times, want once", tick, n)
+	}
+	// Its window closed, a prune removes it.
+	if n, err := store.Prune(ctx, contract.DefaultQueue); err != nil || n < 1 {
+		t.Errorf("Prune after the window = %d, %v; want the finished ticks removed", n, err)
+	}
+}

@@ -204,3 +204,45 @@ func TestReaperPrunesOnlyQueuesThatKeepHistory(t *testing.T) {
 		t.Fatalf("%d Prune calls, want none", n)
 	}
 }
+
+// Over memstore, the reaper prunes what the queue's retention lets go
+// once the fake clock passes it, and never a live item.
+func TestReaperPrunesFinishedItemsPastTheRetention(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	ctx := context.Background()
+	if err := store.SetRetention(ctx, "", contract.Retention{Age: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"1", "2", "3"} {
+		if err := store.Enqueue(ctx, item("a", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Enqueue(ctx, contract.Item{Tenant: "a", ID: "later", NotBefore: clock.Now().Add(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	finished := func() int {
+		page, err := store.Finished(ctx, contract.FinishedQuery{Page: contract.PageRequest{Limit: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Items)
+	}
+	cfg := fastConfig(clock)
+	cfg.ReapInterval = 5 * time.Millisecond
+	r, err := runner.New(store, func(context.Context, contract.Lease) error { return nil }, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, r)
+	waitFor(t, "three items completed and kept", func() bool { return finished() == 3 })
+	clock.Advance(2 * time.Hour)
+	waitFor(t, "the reaper's prune", func() bool { return finished() == 0 })
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := itemInfo(t, store, "a", "later"); !ok || info.Item.State != contract.StateQueued {
+		t.Errorf("the live item: %+v, %v; want it still queued", info.Item.State, ok)
+	}
+}
