@@ -52,7 +52,11 @@ func checkForwarding(t *testing.T, q, w contract.WorkQueue, system string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	want := contract.CapabilitiesOf(q)
-	if want != (contract.Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: true, Lifecycle: true, Backing: system}) {
+	// History comes to the backings one by one: it is checked below
+	// where the backing has it, and the wrapper must report it exactly
+	// when the backing does.
+	every := contract.Capabilities{Inspector: true, Waker: true, Stats: true, CompleteAndClaim: true, Flow: true, Lifecycle: true, History: want.History, Backing: system}
+	if want != every {
 		t.Fatalf("the backing reports %+v; want every capability and Backing %q", want, system)
 	}
 	if got := contract.CapabilitiesOf(w); got != want {
@@ -137,5 +141,44 @@ func checkForwarding(t *testing.T, q, w contract.WorkQueue, system string) {
 	innerLC, _ := contract.AsLifecycleController(q)
 	if ps, err := innerLC.Paused(ctx, ""); err != nil || !ps.TenantPaused("globex") {
 		t.Errorf("the backing's pauses after a Pause through the wrapper: %+v, %v", ps, err)
+	}
+
+	// HistoryKeeper: a retention set through the wrapper is the
+	// backing's, and the wrapper's reads and reports are the backing's.
+	hk, okH := contract.AsHistoryKeeper(w)
+	if okH != want.History {
+		t.Fatalf("AsHistoryKeeper through the wrapper: %v; the backing keeps history: %v", okH, want.History)
+	}
+	if !want.History {
+		t.Logf("the %s backing keeps no history yet: HistoryKeeper forwarding not exercised", system)
+		return
+	}
+	r := contract.Retention{Age: time.Hour, Events: 10}
+	if err := hk.SetRetention(ctx, "", r); err != nil {
+		t.Fatalf("SetRetention through the wrapper: %v", err)
+	}
+	innerHK, _ := contract.AsHistoryKeeper(q)
+	if got, err := innerHK.Retention(ctx, ""); err != nil || got != r {
+		t.Errorf("the backing's retention after a SetRetention through the wrapper: %+v, %v", got, err)
+	}
+	res, err := hk.EnqueueReport(ctx, contract.Item{Tenant: "acme", ID: next[0].Item.ID, Payload: []byte("a payload past the threshold")},
+		contract.Item{Tenant: "acme", ID: "three"})
+	if err != nil || len(res) != 2 || !res[0].Duplicate || res[1].Duplicate {
+		t.Fatalf("EnqueueReport through the wrapper: %+v, %v; want the leased item a duplicate, three new", res, err)
+	}
+	if found, err := hk.Find(ctx, "", "three"); err != nil || len(found) != 1 || found[0].Tenant != "acme" {
+		t.Errorf("Find through the wrapper: %+v, %v", found, err)
+	}
+	if h, err := hk.History(ctx, contract.ItemKey{Tenant: "acme", ID: "three"}); err != nil || len(h.Events) != 1 || h.Events[0].Kind != contract.EventEnqueued {
+		t.Errorf("History through the wrapper: %+v, %v; want its enqueued event", h, err)
+	}
+	if page, err := hk.QueueEvents(ctx, "", "", 10); err != nil || len(page.Events) == 0 {
+		t.Errorf("QueueEvents through the wrapper: %+v, %v", page, err)
+	}
+	if _, err := hk.Finished(ctx, contract.FinishedQuery{Page: contract.PageRequest{Limit: 10}}); err != nil {
+		t.Errorf("Finished through the wrapper: %v", err)
+	}
+	if _, err := hk.Prune(ctx, ""); err != nil {
+		t.Errorf("Prune through the wrapper: %v", err)
 	}
 }
