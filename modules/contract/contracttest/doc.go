@@ -182,4 +182,19 @@
 //     and comes back with no attempt charged; a held tenant keeps its
 //     place at the head of the rotation; FlowStatus and the claim's
 //     ClaimReport say who is held and why.
+//   - History (skipped, once, while a backing reports no HistoryKeeper):
+//     every transition appends its event with its fields (enqueued,
+//     claimed, failed, dead, requeued, snoozed, waiting, signalled,
+//     timed_out, cancelled, completed, by Complete, CompleteAndClaim,
+//     CancelMatching and Reap alike); the per-item cap keeps the newest N
+//     and counts the dropped; heartbeats are counted; a retention by age
+//     (on the FakeClock) or by count prunes exactly the oldest items it
+//     lets go, never a live one, at most PruneBatch per call; without
+//     retention a completed item is gone; a uniqueness window holds and
+//     expires (the re-enqueue is a new life); duplicates are reported
+//     with their state; Find spans tenants and states; the finished
+//     listing filters, orders newest first and pages both ways, stable
+//     while items finish; the queue's log follows with cursors that are
+//     never "", and reports a gap past QueueEventLog; bad input is a
+//     *ValidationError and changes nothing.
 package contracttest

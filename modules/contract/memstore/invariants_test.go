@@ -23,6 +23,7 @@ func checkInvariants(t *testing.T, st *Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	perQueue := map[string]int{}
+	perFinished := map[string]int{}
 	for k, e := range s.items {
 		if k != e.item.Key() {
 			t.Fatalf("item under key %v says it is %v", k, e.item.Key())
@@ -30,6 +31,9 @@ func checkInvariants(t *testing.T, st *Store) {
 		q := s.queues[k.Queue]
 		tq := q.tenants[k.Tenant]
 		perQueue[k.Queue]++
+		if e.item.State == contract.StateCompleted || e.item.State == contract.StateCancelled {
+			perFinished[k.Queue]++
+		}
 		switch e.item.State {
 		case contract.StateQueued:
 			get := tq.ready.Get
@@ -72,6 +76,21 @@ func checkInvariants(t *testing.T, st *Store) {
 	for name, q := range s.queues {
 		if q.items != perQueue[name] {
 			t.Fatalf("queue %s counts %d items, holds %d", name, q.items, perQueue[name])
+		}
+		if q.finished.Len() != perFinished[name] {
+			t.Fatalf("queue %s holds %d finished items, its finished index %d", name, perFinished[name], q.finished.Len())
+		}
+		indexed := 0
+		for id, e := range q.ids {
+			for ; e != nil; e = e.nextID {
+				if e.item.ID != id || s.items[e.item.Key()] != e {
+					t.Fatalf("queue %s indexes %v under ID %q, which the items map does not hold there", name, e.item.Key(), id)
+				}
+				indexed++
+			}
+		}
+		if indexed != q.items {
+			t.Fatalf("queue %s indexes %d items by ID, holds %d", name, indexed, q.items)
 		}
 		leased, dead, placed, waiting, cancelled := 0, 0, 0, 0, 0
 		for _, tq := range q.tenants {
@@ -141,6 +160,11 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	var held []contract.Lease
 	queues := []string{"", "q2"}
+	// q2 keeps its finished items and records events; the default queue
+	// keeps only those with a uniqueness window.
+	if err := s.SetRetention(ctx, "q2", contract.Retention{Age: 3 * time.Second, Count: 10, Events: 5}); err != nil {
+		t.Fatal(err)
+	}
 	for step := range 2500 {
 		qn := queues[r.IntN(2)]
 		switch op := r.IntN(16); op {
@@ -182,6 +206,9 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 			it := contract.Item{Tenant: fmt.Sprintf("t%d", r.IntN(6)), ID: fmt.Sprint(r.IntN(40)), Queue: qn, Priority: r.IntN(5) - 2}
 			if r.IntN(3) == 0 {
 				it.NotBefore = clock.Now().Add(time.Duration(r.IntN(5000)) * time.Millisecond)
+			}
+			if r.IntN(4) == 0 {
+				it.UniqueFor = time.Duration(1+r.IntN(3)) * time.Second
 			}
 			if err := s.Enqueue(ctx, it); err != nil {
 				t.Fatal(err)
@@ -227,6 +254,9 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 			}
 		case 9:
 			clock.Advance(time.Duration(r.IntN(1500)) * time.Millisecond)
+			if _, err := s.Prune(ctx, qn); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if step%4 == 0 {
 			checkInvariants(t, s)

@@ -14,7 +14,8 @@ import (
 )
 
 // Store is an in-process StateStore, WorkQueue, Inspector, Waker,
-// StatsSource and CompleteClaimer. All its methods are safe for concurrent
+// StatsSource, CompleteClaimer, FlowController, LifecycleController and
+// HistoryKeeper. All its methods are safe for concurrent
 // use. Everything it holds is lost when the process exits.
 //
 // Its queue and state methods are the contract's front doors, which check
