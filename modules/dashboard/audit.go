@@ -116,6 +116,8 @@ func (s *Server) audited(a action) echo.MiddlewareFunc {
 				describeLimits(c, &e)
 			case actPause, actResume, actCancel, actCancelMatching, actSignal, actPurgeCancelled:
 				describeLifecycle(c, a, &e)
+			case actSetRetention, actPrune:
+				describeHistory(c, a, &e)
 			default:
 				describeAction(c, &e)
 			}

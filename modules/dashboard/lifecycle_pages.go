@@ -25,6 +25,10 @@ func (s *Server) queuePage(c echo.Context) (view.QueuePage, int, error) {
 	p := view.QueuePage{Chrome: s.chrome(c, "Queue controls", view.NavQueue, queue), Queue: queue,
 		PausedTenants: []string{}, Tenants: []view.PausedTenant{}}
 	p.Chrome.Refresh = 0 // people act on this page
+	if err := s.queueHistory(c, &p); err != nil {
+		return p, 0, err
+	}
+	p.CanQueue, p.QueueReason = s.mayActOnQueue(c, queue)
 	lc, ok := s.lifecycle()
 	if !ok {
 		p.Note = view.NoLifecycleNote
@@ -48,7 +52,6 @@ func (s *Server) queuePage(c echo.Context) (view.QueuePage, int, error) {
 		p.Cancelled += t.Cancelled
 	}
 	slices.SortFunc(p.Tenants, func(a, b view.PausedTenant) int { return cmp.Compare(a.Tenant, b.Tenant) })
-	p.CanQueue, p.QueueReason = s.mayActOnQueue(c, queue)
 	p.Form = view.CancelForm{Tenant: c.QueryParam("tenant"), State: c.QueryParam("state"), IDPrefix: c.QueryParam("id_prefix")}
 	return p, http.StatusOK, nil
 }

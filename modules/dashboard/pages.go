@@ -407,6 +407,9 @@ func (f flash) message() string {
 	if m := f.lifecycleMessage(); m != "" {
 		return m
 	}
+	if m := f.historyMessage(); m != "" {
+		return m
+	}
 	verb := map[string]string{string(actRequeue): "Requeued", string(actPurge): "Purged"}[f.Action]
 	if verb == "" {
 		return ""
@@ -486,6 +489,18 @@ func (s *Server) item(c echo.Context) (view.ItemView, int, error) {
 	p.Asked = true
 	info, err := s.insp(c).Item(ctx, key)
 	if errors.Is(err, contract.ErrNotFound) {
+		// A completed item kept for the record is read from its history
+		// when the Inspector does not list it.
+		if hk, ok := s.historyKeeper(); ok {
+			if h, herr := hk.History(ctx, key); herr == nil {
+				info, err = contract.ItemInfo{Item: h.Item}, nil
+			}
+		}
+	}
+	if errors.Is(err, contract.ErrNotFound) {
+		if _, ok := s.historyKeeper(); !ok {
+			p.HistoryNote = view.NoHistoryNote
+		}
 		return p, http.StatusNotFound, nil
 	}
 	if err != nil {
@@ -493,6 +508,10 @@ func (s *Server) item(c echo.Context) (view.ItemView, int, error) {
 	}
 	it := info.Item
 	p.Found = true
+	p.FinishedAt = it.FinishedAt
+	if err := s.itemHistory(c, &p, key); err != nil {
+		return p, 0, err
+	}
 	p.State, p.Attempts, p.LastError = string(it.State), it.Attempts, scrub(it.LastError, s.cfg.DSN)
 	p.EnqueuedAt, p.NotBefore, p.DeadAt = it.EnqueuedAt, it.NotBefore, it.DeadAt
 	p.Payload, p.PayloadBytes = preview(it.Payload), len(it.Payload)

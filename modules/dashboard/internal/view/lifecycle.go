@@ -65,6 +65,15 @@ type QueuePage struct {
 	CanQueue    bool       `json:"-"`
 	QueueReason string     `json:"-"`
 	Form        CancelForm `json:"-"`
+	// History is false on a backing that keeps none (HistoryNote then
+	// says so); Retention is what the queue keeps. RetentionForm,
+	// RetentionProblem and RetentionField bring a refused change back.
+	History          bool           `json:"history"`
+	HistoryNote      string         `json:"history_note,omitempty"`
+	Retention        *RetentionView `json:"retention,omitempty"`
+	RetentionForm    RetentionForm  `json:"-"`
+	RetentionProblem string         `json:"-"`
+	RetentionField   string         `json:"-"`
 }
 
 // CancelConfirm is the step before a bulk cancel: what it will touch,

@@ -392,6 +392,17 @@ type ItemView struct {
 	CancelledAt   time.Time   `json:"cancelled_at,omitzero"`
 	CancelReason  string      `json:"cancel_reason,omitempty"`
 	CancelPending bool        `json:"cancel_pending,omitempty"`
+	// FinishedAt is when a completed or cancelled item finished.
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// The history: History is false on a backing that keeps none
+	// (HistoryNote then says so); Events are the item's recorded
+	// transitions, oldest first, Dropped the older ones its cap let go,
+	// Heartbeats the heartbeats its leases received while recording.
+	History     bool       `json:"history"`
+	HistoryNote string     `json:"history_note,omitempty"`
+	Events      []EventRow `json:"events,omitempty"`
+	Dropped     int64      `json:"events_dropped"`
+	Heartbeats  int64      `json:"heartbeats"`
 }
 
 // Cancellable reports whether the item page offers to cancel the item.
