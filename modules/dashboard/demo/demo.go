@@ -30,6 +30,10 @@ const (
 	HostileID     = "hostile-payload"
 )
 
+// DefaultRetention is what the demo's queue keeps: an hour of finished
+// items, at most 10,000 of them, and each item's latest 50 events.
+var DefaultRetention = contract.Retention{Age: time.Hour, Count: 10_000, Events: 50}
+
 // NoisyTenant is the tenant with the large backlog.
 const NoisyTenant = "bigcorp-noisy"
 
@@ -78,6 +82,12 @@ type Config struct {
 	// LeaseFor is the runners' lease; expired leases are reaped at this
 	// interval too (default 5s).
 	LeaseFor time.Duration
+	// History keeps the queue's finished items and events; nil means
+	// Queue's when its backing keeps history. Retention is set on the
+	// queue at the start (nil means DefaultRetention; a zero Retention
+	// turns history off); the runners' reaper prunes what is past it.
+	History   contract.HistoryKeeper
+	Retention *contract.Retention
 	// Seed makes the random choices repeatable; 0 picks one.
 	Seed uint64
 	// Clock must be the queue's clock; nil means the wall clock.
@@ -130,6 +140,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.LeaseFor <= 0 {
 		c.LeaseFor = 5 * time.Second
 	}
+	if c.History == nil {
+		if hk, ok := contract.AsHistoryKeeper(c.Queue); ok {
+			c.History = hk
+		}
+	}
+	if c.Retention == nil {
+		r := DefaultRetention
+		c.Retention = &r
+	}
 	if c.Seed == 0 {
 		c.Seed = rand.Uint64()
 	}
@@ -158,6 +177,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	w := &workload{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), tenants: Tenants(cfg.Tenants)}
+	if cfg.History != nil {
+		if err := cfg.History.SetRetention(ctx, cfg.QueueName, *cfg.Retention); err != nil {
+			return err
+		}
+	}
 	if err := w.seed(ctx); err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/adkit/adk/modules/adkotel"
 	"github.com/adkit/adk/modules/adkotel/otelsetup"
 	"github.com/adkit/adk/modules/backing"
+	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/runner"
 	"github.com/adkit/adk/modules/dashboard"
 	"github.com/adkit/adk/modules/dashboard/demo"
@@ -179,6 +180,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			// The workload's enqueues, claims and settles become spans,
 			// and each handler call a process span linked to its producer.
 			dc.Queue = adkotel.WrapQueue(b.Queue)
+			if hk, ok := contract.AsHistoryKeeper(b.Queue); ok {
+				dc.History = hk
+			}
 			dc.Middleware = []runner.Middleware{adkotel.ProcessMiddleware()}
 		}
 		go func() {
