@@ -284,7 +284,7 @@ func checkHistory(ev ItemEvidence, allow *Allowance) historyVerdict {
 		case !ok && allow.inFlight(e):
 			forgive("%s %s held token %d (attempt %d), whose claim the server lost with the crash", what, e.Worker, e.Token, e.Attempts+1)
 		case !ok:
-			violate("%s %s held token %d (attempt %d), but no claimed event records it", e.Worker, what, e.Token, e.Attempts+1)
+			violate("%s %s held token %d (attempt %d), but no claimed event records it", what, e.Worker, e.Token, e.Attempts+1)
 		case c.Attempt != e.Attempts+1 || c.Worker != e.Worker:
 			violate("token %d: claimed event says attempt %d by %q, the %s says attempt %d by %q", e.Token, c.Attempt, c.Worker, what, e.Attempts+1, e.Worker)
 		}

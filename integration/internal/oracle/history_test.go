@@ -1,11 +1,15 @@
 package oracle
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/contract/memstore"
+	"github.com/adkit/adk/modules/policy"
 )
 
 // The history judge must be able to fail: each case below is a history a
@@ -221,4 +225,123 @@ func TestHistoryJudgeCatchesDroppedEvents(t *testing.T) {
 	ev := evidence(contract.StateCompleted, 1<<0, []contract.Event{enq(), claimed("w1", 1, 10), completed("w1", 1)}, lease("w1", 0, 10))
 	ev.History.Dropped = 3
 	wantHistoryViolation(t, checkHistory(ev, nil), "3 events dropped")
+}
+
+// historyScene is the in-memory scene with the suite's retention on and
+// every lease a claim hands out reported, as the workers report them.
+func historyScene(t *testing.T, k int) (*scene, *[]Event) {
+	clock := contracttest.NewFakeClock(time.Time{})
+	mem := memstore.New(clock, memstore.Settings{Policy: policy.Policy{MaxAttempts: 5, Jitter: policy.Fixed(0)}})
+	sc := &scene{t: t, ctx: context.Background(), clock: clock, mem: mem,
+		s: &Stores{State: mem, Queue: mem, Inspector: mem}, specs: Plan(k)}
+	if ok, err := KeepHistory(sc.ctx, sc.s); err != nil || !ok {
+		t.Fatalf("memstore keeps no history (kept %v, err %v)", ok, err)
+	}
+	if err := Seed(sc.ctx, sc.s, sc.specs); err != nil {
+		t.Fatal(err)
+	}
+	return sc, new([]Event)
+}
+
+func reportLease(leases *[]Event, l contract.Lease) {
+	*leases = append(*leases, Event{Kind: "lease", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, Worker: l.Worker})
+}
+
+func judgeHistory(t *testing.T, sc *scene, leases []Event) HistoryReport {
+	t.Helper()
+	r, err := JudgeHistory(sc.ctx, sc.s, sc.specs, leases, sc.acks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestJudgeHistoryOnMemory(t *testing.T) {
+	t.Run("clean run", func(t *testing.T) {
+		sc, leases := historyScene(t, 60)
+		sc.work(func(l contract.Lease) bool { reportLease(leases, l); return true })
+		r := judgeHistory(t, sc, *leases)
+		if !r.OK() || r.Items != 60 || r.Claims != 60 || r.Unseen != 0 {
+			t.Fatalf("clean run judged %s: %q", r.Summary(), r.Violations)
+		}
+		if base := sc.judge(nil); !base.OK() {
+			t.Fatalf("the verdict on a kept load: %s: %q", base.Summary(), base.Violations)
+		}
+	})
+	t.Run("a claim nobody saw, reaped", func(t *testing.T) {
+		sc, leases := historyScene(t, 10)
+		first := true
+		sc.work(func(l contract.Lease) bool {
+			if first && l.Item.ID == "item:0" {
+				// The claim's reply is lost: nobody reports or runs it.
+				first = false
+				sc.clock.Advance(2 * time.Minute)
+				if _, err := sc.mem.Reap(sc.ctx, ""); err != nil {
+					t.Fatal(err)
+				}
+				sc.clock.Advance(time.Hour)
+				return false
+			}
+			reportLease(leases, l)
+			return true
+		})
+		r := judgeHistory(t, sc, *leases)
+		if !r.OK() || r.Unseen != 1 {
+			t.Fatalf("an unseen reaped claim judged %s: %q", r.Summary(), r.Violations)
+		}
+	})
+	t.Run("a claim nobody reported, yet its effect is stored", func(t *testing.T) {
+		sc, leases := historyScene(t, 10)
+		sc.work(func(l contract.Lease) bool {
+			if l.Item.ID != "item:3" {
+				reportLease(leases, l)
+				return true
+			}
+			// Worked and completed, though no worker said it held it.
+			sc.execute(l, false)
+			if err := sc.mem.Complete(sc.ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			return false
+		})
+		r := judgeHistory(t, sc, *leases)
+		if r.OK() {
+			t.Fatalf("an unreported claim that was worked and completed judged %s", r.Summary())
+		}
+		wantSubstr(t, r.Violations, "rather than by expiring")
+	})
+	t.Run("a lease reported with a wrong token", func(t *testing.T) {
+		sc, leases := historyScene(t, 10)
+		sc.work(func(l contract.Lease) bool {
+			if l.Item.ID == "item:5" {
+				l.Token += 1000
+			}
+			reportLease(leases, l)
+			return true
+		})
+		wantSubstr(t, judgeHistory(t, sc, *leases).Violations, "no claimed event records it")
+	})
+	t.Run("a finished item not kept", func(t *testing.T) {
+		sc, leases := historyScene(t, 10)
+		sc.work(func(l contract.Lease) bool { reportLease(leases, l); return true })
+		hk, _ := contract.AsHistoryKeeper(sc.s.Queue)
+		if err := hk.SetRetention(sc.ctx, contract.DefaultQueue, contract.Retention{Age: time.Millisecond, Events: 10}); err != nil {
+			t.Fatal(err)
+		}
+		sc.clock.Advance(time.Second)
+		if _, err := hk.Prune(sc.ctx, contract.DefaultQueue); err != nil {
+			t.Fatal(err)
+		}
+		wantSubstr(t, judgeHistory(t, sc, *leases).Violations, "no history")
+	})
+}
+
+func wantSubstr(t *testing.T, vs []string, substr string) {
+	t.Helper()
+	for _, v := range vs {
+		if strings.Contains(v, substr) {
+			return
+		}
+	}
+	t.Fatalf("no violation mentions %q; violations %q", substr, vs)
 }

@@ -57,7 +57,8 @@ func (sc *scene) execute(l contract.Lease, ack bool) {
 		sc.t.Fatal(err)
 	}
 	if ack {
-		sc.acks = append(sc.acks, Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, At: sc.clock.Now().UnixNano(), Started: sc.clock.Now().UnixNano()})
+		sc.acks = append(sc.acks, Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, Worker: l.Worker,
+			At: sc.clock.Now().UnixNano(), Started: sc.clock.Now().UnixNano()})
 	}
 }
 
