@@ -22,7 +22,7 @@ local seq = tonumber(seq0 or '0')
 local P = newPushes()
 P.now = now
 local added, wake = 0, false
-local cfg = histCfg(LIFE)
+local cfg, hp = histCfg(LIFE)
 local E = newEvents(cfg, QK, ARGV[2])
 -- Which items exist already: one HMGET for the batch (and a table for ids
 -- repeated within it), then one HSET of the new records.
@@ -113,6 +113,8 @@ if not seq0 then
   redis.call('ZADD', PARKED, '+inf', '')
   redis.call('ZADD', CANCELS, '+inf', '')
   redis.call('ZADD', PDELAY, '+inf', '')
+end
+if not hp then
   histPlaceholders(QK)
 end
 redis.call('HSET', ITEMS, unpack(recs))

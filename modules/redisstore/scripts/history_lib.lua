@@ -17,7 +17,8 @@
 --   EVS   hash  ref -> dropped ':' last claim (ns) ':' then its events,
 --               each lp(event); 'h'..ref -> its heartbeats
 --   ELOG  list  the queue's latest events (QUEUELOG), oldest first, each
---               lp(seq) lp(tenant) lp(id) then the event
+--               lp(seq) lp(tenant) lp(id) then the event; its placeholder,
+--               an empty entry at its head, goes once the log is full
 --
 -- An event is lp of each of: kind, at (ns), worker, attempt, token,
 -- error, next due (ns), signal, reason, run time (ns).
@@ -55,10 +56,11 @@ local function histOf(h, ra, rc, re)
   return c
 end
 
--- histCfg reads the queue's history state from its LIFE key life.
+-- histCfg reads the queue's history state from its LIFE key life, and
+-- whether its history placeholders were written.
 local function histCfg(life)
-  local v = redis.call('HMGET', life, 'h', 'ra', 'rc', 're')
-  return histOf(v[1], v[2], v[3], v[4])
+  local v = redis.call('HMGET', life, 'h', 'ra', 'rc', 're', 'hp')
+  return histOf(v[1], v[2], v[3], v[4]), v[5] == '1'
 end
 
 local function ev(kind, at, f)
@@ -191,11 +193,18 @@ local function histDrop(k, refs, evs)
 end
 
 -- histPlaceholders writes the placeholders of the history keys (see the
--- prelude) for a queue an earlier release created.
+-- prelude), ELOG's an empty entry at its head while it has none, and
+-- LIFE's 'hp', which says they were written: a queue an earlier release
+-- created gets them from its next enqueue, so that no declared key of the
+-- queue is missing while its slot migrates.
 local function histPlaceholders(k)
   redis.call('ZADD', k.fin, 'NX', 0, '')
   redis.call('ZADD', k.ids, 'NX', 0, '')
   redis.call('HSETNX', k.evs, '', '')
+  if redis.call('EXISTS', k.elog) == 0 then
+    redis.call('RPUSH', k.elog, '')
+  end
+  redis.call('HSET', k.life, 'hp', '1')
 end
 
 -- finishedUs is when a finished record r finished (us): its 'fa', or for

@@ -5,7 +5,13 @@
 -- Returns {the seq of the log's last event, 1 when events after the
 -- cursor were dropped before being read else 0, the entries}.
 local last = tonumber(redis.call('HGET', KEYS[2], 'ls') or '0')
+-- The log's placeholder (an empty entry at its head) is skipped.
+local base = 0
 local head = redis.call('LINDEX', KEYS[1], 0)
+if head == '' then
+  base = 1
+  head = redis.call('LINDEX', KEYS[1], 1)
+end
 local first = last + 1
 if head then
   local c = string.find(head, ':', 1, true)
@@ -21,6 +27,6 @@ if ARGV[1] ~= '' then
 end
 local rows = {}
 if from <= last then
-  rows = redis.call('LRANGE', KEYS[1], from - first, from - first + tonumber(ARGV[2]) - 1)
+  rows = redis.call('LRANGE', KEYS[1], base + from - first, base + from - first + tonumber(ARGV[2]) - 1)
 end
 return {string.format('%d', last), gap, rows}
