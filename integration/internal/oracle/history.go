@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -90,7 +92,7 @@ func JudgeHistory(ctx context.Context, s *Stores, specs []Spec, leases, acks []E
 		if err != nil {
 			return r, fmt.Errorf("read run of %q/%q: %w", sp.Tenant, sp.ID, err)
 		}
-		ev.Bits = run.Counters.InputTokens
+		ev.Bits, ev.Executions = run.Counters.InputTokens, run.Counters.Iterations
 		h, err := hk.History(ctx, sp.Key())
 		switch {
 		case errors.Is(err, contract.ErrNotFound):
@@ -123,11 +125,16 @@ func JudgeHistory(ctx context.Context, s *Stores, specs []Spec, leases, acks []E
 type ItemEvidence struct {
 	Spec    Spec
 	History contract.History
-	// Bits is the item run's InputTokens: bit 2^attempts for each claim
-	// generation whose effect reached the store.
-	Bits   int64
-	Leases []Event // leases of it a Claim returned to a worker
-	Acks   []Event // its acknowledged executions
+	// Bits is the item run's InputTokens: each execution that reached
+	// the store added 2^attempts, so while the population count equals
+	// Executions (the run's Iterations) each set bit is one claim
+	// generation's effect. Otherwise one generation ran twice and the
+	// bits carried (Judge's verdict, a violation or forgiven): they name
+	// no generation, and the checks on them are left out.
+	Bits       int64
+	Executions int64
+	Leases     []Event // leases of it a Claim returned to a worker
+	Acks       []Event // its acknowledged executions
 }
 
 type historyVerdict struct {
@@ -154,7 +161,8 @@ type historyVerdict struct {
 //   - a claim no worker reported was never worked: its lease ended by
 //     expiring (or by a cancel) and no effect of its generation is in the
 //     store;
-//   - every claim generation whose effect is in the store was claimed.
+//   - every claim generation whose effect is in the store was claimed
+//     (when the run's bits name the generations; see ItemEvidence.Bits).
 //
 // Within an allowance, a reported lease or an effect whose claim the
 // server lost (claimed inside the loss window) is forgiven and listed.
@@ -295,6 +303,7 @@ func checkHistory(ev ItemEvidence, allow *Allowance) historyVerdict {
 	for _, e := range ev.Acks {
 		check(e, "acknowledged execution")
 	}
+	bitsExact := int64(bits.OnesCount64(uint64(ev.Bits))) == ev.Executions
 	// Claims no worker reported, and what they left behind.
 	seenAttempts := map[int]bool{}
 	for tok, c := range claims {
@@ -323,7 +332,7 @@ func checkHistory(ev ItemEvidence, allow *Allowance) historyVerdict {
 		default:
 			violate("token %d (attempt %d) claimed by %q, which no worker reported, but ended %s by %q rather than by expiring", e.Token, e.Attempt, e.Worker, end.Kind, end.Worker)
 		}
-		if b := e.Attempt - 1; b >= 0 && b < 63 && !seenAttempts[e.Attempt] && ev.Bits&(1<<b) != 0 {
+		if b := e.Attempt - 1; bitsExact && b >= 0 && b < 63 && !seenAttempts[e.Attempt] && ev.Bits&(1<<b) != 0 {
 			violate("token %d (attempt %d) claimed by %q, which no worker reported, yet the effect of attempt %d is in the store", e.Token, e.Attempt, e.Worker, e.Attempt)
 		}
 	}
@@ -333,7 +342,7 @@ func checkHistory(ev ItemEvidence, allow *Allowance) historyVerdict {
 		claimedAttempts[c.Attempt] = true
 	}
 	for b := range 63 {
-		if ev.Bits&(1<<b) == 0 || claimedAttempts[b+1] {
+		if !bitsExact || ev.Bits&(1<<b) == 0 || claimedAttempts[b+1] {
 			continue
 		}
 		if inFlightAttempt(ev.Leases, b, allow) || inFlightAttempt(ev.Acks, b, allow) {
@@ -342,7 +351,33 @@ func checkHistory(ev ItemEvidence, allow *Allowance) historyVerdict {
 		}
 		violate("the effect of attempt %d is in the store, but no claimed event of attempt %d is recorded", b+1, b+1)
 	}
+	if len(v.violations) > 0 {
+		// Each violation carries the history it was found in.
+		tail := " [history: " + describeEvents(h.Events) + "]"
+		for i := range v.violations {
+			v.violations[i] += tail
+		}
+	}
 	return v
+}
+
+// describeEvents renders events compactly: kind(worker,attempt,token).
+func describeEvents(events []contract.Event) string {
+	parts := make([]string, 0, len(events))
+	for _, e := range events {
+		var f []string
+		if e.Worker != "" {
+			f = append(f, e.Worker)
+		}
+		if e.Attempt != 0 {
+			f = append(f, fmt.Sprintf("a%d", e.Attempt))
+		}
+		if e.Token != 0 {
+			f = append(f, fmt.Sprintf("t%d", e.Token))
+		}
+		parts = append(parts, fmt.Sprintf("%s(%s)", e.Kind, strings.Join(f, ",")))
+	}
+	return strings.Join(parts, " ")
 }
 
 // inFlightAttempt reports whether a reported lease or execution of

@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"context"
+	mbits "math/bits"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func ack(w string, attempts int, tok int64) Event {
 }
 
 func evidence(state contract.ItemState, bits int64, events []contract.Event, reports ...Event) ItemEvidence {
-	ev := ItemEvidence{Spec: hSpec, Bits: bits, History: contract.History{Item: contract.Item{Tenant: hSpec.Tenant, ID: hSpec.ID, State: state}, Events: events}}
+	ev := ItemEvidence{Spec: hSpec, Bits: bits, Executions: int64(mbits.OnesCount64(uint64(bits))), History: contract.History{Item: contract.Item{Tenant: hSpec.Tenant, ID: hSpec.ID, State: state}, Events: events}}
 	for _, r := range reports {
 		if r.Kind == "lease" {
 			ev.Leases = append(ev.Leases, r)
@@ -344,4 +345,18 @@ func wantSubstr(t *testing.T, vs []string, substr string) {
 		}
 	}
 	t.Fatalf("no violation mentions %q; violations %q", substr, vs)
+}
+
+func TestHistoryJudgeLeavesCarriedBitsToTheVerdict(t *testing.T) {
+	// One generation ran twice (the server lost its settle): 1+1 carried
+	// into bit 1, which names no attempt. The history judge must not
+	// read it as attempt 2's effect; Judge rules on the double run.
+	ev := evidence(contract.StateCompleted, 1<<0+1<<0,
+		[]contract.Event{enq(), claimed("w1", 1, 10), completed("w1", 1)},
+		lease("w1", 0, 10), ack("w1", 0, 10))
+	ev.Executions = 2
+	wantClean(t, checkHistory(ev, nil))
+	// With the bits exact, the same bit is attempt 2's effect, unclaimed.
+	ev.Executions = 1
+	wantHistoryViolation(t, checkHistory(ev, nil), "effect of attempt 2 is in the store")
 }
