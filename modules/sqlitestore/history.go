@@ -231,7 +231,9 @@ func scanEvent(row scanner, before ...any) (contract.Event, error) {
 	return ev, err
 }
 
-// Find returns the queue's items with this ID, by tenant.
+// Find returns the queue's items with this ID, by tenant. It probes the
+// key once per tenant of the queue's rotation rather than keep an index
+// of every item by ID, which every enqueue and complete would write.
 func (q *workQueue) Find(ctx context.Context, queue, id string) ([]contract.Item, error) {
 	out := []contract.Item{}
 	err := q.db.read(ctx, func(ctx context.Context, e execer) error {
