@@ -131,6 +131,9 @@ func TestBrowser(t *testing.T) {
 		{"dead-errors", "/dead/errors", []string{"errors-table", "error-group"}},
 		{"dead-confirm", "/dead/confirm?action=requeue&scope=filter&error=schema", []string{"confirm-count"}},
 		{"item", hostile, []string{"item-result"}},
+		{"finished", "/finished", []string{"finished-table", "finished-row"}},
+		{"events", "/events", []string{"events-table", "events-row"}},
+		{"find", "/find?id=" + demo.HostileID, []string{"find-row"}},
 		{"health", "/health", []string{"health-table"}},
 		{"login", "/login", []string{"login-form"}},
 		{"not-found", "/nosuch", []string{"error-page"}},
@@ -180,8 +183,48 @@ func TestBrowser(t *testing.T) {
 
 	// Stop the workers so what the clicks move stays where it lands.
 	stop()
+	historyTour(t, b)
 	deadControls(t, b, store)
 	b.noConsoleErrors()
+}
+
+// historyTour opens the newest finished item from the Finished page and
+// reads its timeline, pages to older finished items, and finds an item
+// by its id alone from the search box in the header.
+func historyTour(t *testing.T, b *browserTab) {
+	t.Helper()
+	b.open("/finished?state=completed", "finished-row")
+	if got := b.text("finished-state-badge"); got != "completed" {
+		t.Errorf("the newest finished item is %q", got)
+	}
+	id := b.text("finished-item")
+	b.click("finished-item", "item-timeline")
+	if got := b.text("item-state"); got != "completed" {
+		t.Errorf("the finished item's page says %q", got)
+	}
+	n := b.count(`[data-testid="timeline-row"]`)
+	last := b.count(`[data-testid="timeline-row"]:last-child[data-kind="completed"]`)
+	claimed := b.count(`[data-testid="timeline-row"][data-kind="claimed"]`)
+	if n < 3 || last != 1 || claimed < 1 {
+		t.Errorf("the timeline of %s: %d rows, completed last %d, claimed %d", id, n, last, claimed)
+	}
+	b.shoot("item-timeline", modes[0])
+	b.open("/finished", "finished-row")
+	if b.count(`[data-testid="finished-older"]`) == 1 {
+		first := b.text("finished-item")
+		b.click("finished-older", "finished-row")
+		if b.text("finished-item") == first || b.count(`[data-testid="finished-newer"]`) != 1 {
+			t.Errorf("older: the page starts with %q again, or offers no way back", first)
+		}
+	}
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(css("id-search-input"), id)); err != nil {
+		t.Fatal(err)
+	}
+	b.click("id-search-go", "find-row")
+	if got := b.text("find-item"); got != id {
+		t.Errorf("the search for %q found %q", id, got)
+	}
+	b.click("find-item", "item-timeline")
 }
 
 // deadControls signs in and clicks through the dead-letter controls:

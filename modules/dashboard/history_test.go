@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -651,4 +652,118 @@ func docOf(t *testing.T, body string) *goquery.Document {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// TestHistoryOnMemstore: the pages over a backing's own history. An item
+// enqueued, failed once and completed under a retention shows its whole
+// timeline, is listed as finished, found by its id alone and seen in the
+// queue's log; a prune past the retention's age removes it.
+func TestHistoryOnMemstore(t *testing.T) {
+	f := newFixture(t, testToken)
+	if _, ok := contract.AsHistoryKeeper(f.store); !ok {
+		t.Fatal("memstore keeps no history")
+	}
+	ctx := t.Context()
+	f.must(f.store.SetRetention(ctx, "jobs", contract.Retention{Age: time.Hour, Count: 100, Events: 50}))
+	f.must(f.store.Enqueue(ctx, contract.Item{Tenant: "acme", Queue: "jobs", ID: "job-1", Payload: []byte("x")}))
+	claim := func() contract.Lease {
+		t.Helper()
+		ls, err := f.store.Claim(ctx, contract.ClaimRequest{Queue: "jobs", Worker: "w-9", LeaseFor: time.Minute, Max: 1})
+		f.must(err)
+		if len(ls) != 1 {
+			t.Fatalf("claimed %d", len(ls))
+		}
+		return ls[0]
+	}
+	_, err := f.store.Fail(ctx, claim(), errors.New("flaky upstream"))
+	f.must(err)
+	f.clock.Advance(10 * time.Second)
+	l := claim()
+	f.clock.Advance(2 * time.Second)
+	f.must(f.store.Complete(ctx, l))
+
+	doc := f.page(nil, "/item?queue=jobs&tenant=acme&id=job-1", http.StatusOK)
+	if got := testids(doc, "item-state").Text(); got != "completed" {
+		t.Errorf("state %q", got)
+	}
+	var kinds []string
+	testids(doc, "timeline-row").Each(func(_ int, r goquerySel) { kinds = append(kinds, r.AttrOr("data-kind", "")) })
+	if strings.Join(kinds, ",") != "enqueued,claimed,failed,claimed,completed" {
+		t.Errorf("timeline %v", kinds)
+	}
+	var item view.ItemView
+	f.api(nil, "/api/item?queue=jobs&tenant=acme&id=job-1", http.StatusOK, &item)
+	if n := len(item.Events); n != 5 || item.Events[2].Error != "flaky upstream" || item.Events[4].RunTimeSeconds != 2 || item.Events[4].Attempt != 2 {
+		t.Errorf("api timeline: %+v", item.Events)
+	}
+
+	var fin view.Finished
+	f.api(nil, "/api/finished?queue=jobs", http.StatusOK, &fin)
+	if len(fin.Rows) != 1 || fin.Rows[0].ID != "job-1" || fin.Rows[0].State != "completed" || fin.Next != "" || fin.Prev != "" {
+		t.Errorf("finished: %+v", fin)
+	}
+	doc = f.page(nil, "/finished?queue=jobs&state=completed", http.StatusOK)
+	if testids(doc, "finished-row").Length() != 1 {
+		t.Errorf("finished page rows: %d", testids(doc, "finished-row").Length())
+	}
+	var found view.Find
+	f.api(nil, "/api/find?id=job-1", http.StatusOK, &found)
+	if len(found.Rows) != 1 || found.Rows[0].Queue != "jobs" || !slices.Contains(found.Searched, "default") {
+		t.Errorf("find: %+v", found)
+	}
+	var ev view.Events
+	f.api(nil, "/api/events?queue=jobs", http.StatusOK, &ev)
+	if len(ev.Rows) != 5 || ev.Rows[0].Kind != "completed" || ev.Rows[0].ID != "job-1" || ev.Rows[4].Kind != "enqueued" {
+		t.Errorf("events: %+v", ev.Rows)
+	}
+
+	f.clock.Advance(2 * time.Hour)
+	code, body := f.postJSON(testToken, "/api/prune", `{"queue":"jobs"}`)
+	var pr PruneResult
+	if err := jsonOf(body, &pr); code != http.StatusOK || err != nil || pr.Count != 1 || pr.More {
+		t.Errorf("prune: %d %s", code, body)
+	}
+	f.page(nil, "/item?queue=jobs&tenant=acme&id=job-1", http.StatusNotFound)
+}
+
+// TestHistoryScoped: a token scoped to tenants sees its own tenants'
+// finished items, events and timelines only.
+func TestHistoryScoped(t *testing.T) {
+	f, kh := newHistoryFixture(t, func(c *Config) { c.Tokens = scopedTokens })
+	now := f.clock.Now()
+	finishedItems(kh, now, 20)
+	kh.ret[contract.DefaultQueue] = contract.Retention{Events: 5}
+	kh.log = []contract.Event{{Kind: contract.EventClaimed, At: now, Tenant: "acme", ID: "a"}, {Kind: contract.EventClaimed, At: now, Tenant: "globex", ID: "g"}}
+	kh.hist[contract.ItemKey{Tenant: "globex", Queue: "default", ID: "f-001"}] = contract.History{Item: kh.finished[1]}
+	get := func(secret, path string) (int, string) {
+		resp, body := f.do(nil, http.MethodGet, path, nil, map[string]string{"Authorization": "Bearer " + secret})
+		return resp.StatusCode, body
+	}
+	var fin view.Finished
+	code, body := get(acmeROSecret, "/api/finished")
+	if err := jsonOf(body, &fin); code != http.StatusOK || err != nil || len(fin.Rows) != 10 {
+		t.Fatalf("acme's finished: %d %s", code, body)
+	}
+	for _, r := range fin.Rows {
+		if r.Tenant != "acme" {
+			t.Errorf("acme's token sees %s's item", r.Tenant)
+		}
+	}
+	if code, body := get(acmeGlxSecret, "/api/finished"); code != http.StatusBadRequest || !strings.Contains(body, "tenant") {
+		t.Errorf("a token of two tenants naming none: %d %s", code, body)
+	}
+	if code, _ := get(acmeROSecret, "/api/finished?tenant=globex"); code != http.StatusForbidden {
+		t.Errorf("acme's token asking for globex: %d", code)
+	}
+	var ev view.Events
+	code, body = get(acmeROSecret, "/api/events")
+	if err := jsonOf(body, &ev); code != http.StatusOK || err != nil || len(ev.Rows) != 1 || ev.Rows[0].Tenant != "acme" {
+		t.Errorf("acme's events: %d %s", code, body)
+	}
+	if code, _ := get(acmeROSecret, "/api/item?tenant=globex&id=f-001"); code != http.StatusForbidden {
+		t.Errorf("acme's token reading globex's timeline: %d", code)
+	}
+	if code, _ := get(roSecret, "/api/item?tenant=globex&id=f-001"); code != http.StatusOK {
+		t.Errorf("an all-tenant token reading globex's finished item: %d", code)
+	}
 }

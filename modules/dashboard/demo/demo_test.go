@@ -68,6 +68,18 @@ func TestRunProducesTheShowcase(t *testing.T) {
 	if served <= 300 || dead <= 2 || !hostileDead || !reaped {
 		t.Fatalf("after the deadline: served %d, dead %d, hostile dead %v, reaped %v", served, dead, hostileDead, reaped)
 	}
+	// The queue keeps its finished items and their events.
+	if r, err := store.Retention(ctx, contract.DefaultQueue); err != nil || r != demo.DefaultRetention {
+		t.Errorf("retention %+v (%v), want %+v", r, err, demo.DefaultRetention)
+	}
+	fin, err := store.Finished(ctx, contract.FinishedQuery{Queue: contract.DefaultQueue, State: contract.StateCompleted, Page: contract.PageRequest{Limit: 1}})
+	if err != nil || len(fin.Items) != 1 {
+		t.Fatalf("finished items kept: %+v (%v)", fin, err)
+	}
+	h, err := store.History(ctx, fin.Items[0].Key())
+	if err != nil || len(h.Events) < 3 || h.Events[len(h.Events)-1].Kind != contract.EventCompleted {
+		t.Errorf("a completed item's history: %+v (%v)", h, err)
+	}
 	if got := demo.Tenants(20); len(got) != 20 || got[0] != demo.NoisyTenant {
 		t.Errorf("Tenants(20) = %v", got)
 	}
