@@ -59,13 +59,21 @@
 //
 // [PostgresWorkQueue] is a [contract.LifecycleController]: pauses,
 // cancels, priorities, snoozes and waits for a signal are rows and
-// columns of the schema (version 3, [MigrationFile] brings a version 2
-// database there); the README describes each statement and its cost.
+// columns of the schema (version 3, schema/migrations/003_lifecycle.sql
+// brings a version 2 database there); the README describes each statement and its cost.
+//
+// # History
+//
+// [PostgresWorkQueue] is a [contract.HistoryKeeper]: retention per queue
+// is a row of the schema (version 4, [MigrationFile] brings a version 3
+// database there), read by every statement that records a transition, so
+// it holds for every process; events are written by the transition's own
+// statement; completed items are kept by the Complete statement itself.
 //
 // # Flow control
 //
 // [PostgresWorkQueue] is a [contract.FlowController]. Limits are rows of
-// the schema (version 2, [MigrationFile] brings a version 1 database
+// the schema (version 2, schema/migrations/002_flow_control.sql brings a version 1 database
 // there), so they survive restarts and hold for every process on the
 // database. A queue without limits is claimed by the same statement as
 // before; a queue with limits by one that checks each tenant's cap, rate

@@ -25,3 +25,9 @@ func SchemaV2(t StateTables) string {
 	t, _ = t.normalized()
 	return render(t, readSQL(schemaFS, "schema/002_schema.sql"))
 }
+
+// SchemaV3 is the version 3 schema rendered for t, for the migration test.
+func SchemaV3(t StateTables) string {
+	t, _ = t.normalized()
+	return render(t, readSQL(schemaFS, "schema/003_schema.sql"))
+}

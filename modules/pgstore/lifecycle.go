@@ -131,9 +131,7 @@ func (q *workQueue) Cancel(ctx context.Context, key contract.ItemKey, reason str
 func (q *workQueue) CancelMatching(ctx context.Context, f contract.CancelFilter, reason string) (int, error) {
 	var n int
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		tag, err := e.Exec(ctx, q.q.cancelMatching, f.Queue, f.Tenant, f.IDPrefix, string(f.State), q.clock.Now(), reason)
-		n = int(tag.RowsAffected())
-		return err
+		return e.QueryRow(ctx, q.q.cancelMatching, f.Queue, f.Tenant, f.IDPrefix, string(f.State), q.clock.Now(), reason).Scan(&n)
 	})
 	return n, queueErr(err)
 }
@@ -151,9 +149,7 @@ func (q *workQueue) CountMatching(ctx context.Context, f contract.CancelFilter) 
 func (q *workQueue) PurgeCancelled(ctx context.Context, queue string, before time.Time) (int, error) {
 	var n int
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		tag, err := e.Exec(ctx, q.q.purgeCancelled, queue, before)
-		n = int(tag.RowsAffected())
-		return err
+		return e.QueryRow(ctx, q.q.purgeCancelled, queue, before).Scan(&n)
 	})
 	return n, queueErr(err)
 }
@@ -200,7 +196,7 @@ func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duratio
 		}
 		var n, woke int
 		err := e.QueryRow(ctx, q.q.snooze, k.Queue, k.Tenant, k.ID, l.Token, dec.Retry, due, notBefore, now, q.channel,
-			contract.SnoozeLimitText(h.snoozes)).Scan(&n, &woke)
+			contract.SnoozeLimitText(h.snoozes), h.worker).Scan(&n, &woke)
 		if err == nil && n == 0 {
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 		}
@@ -215,9 +211,10 @@ func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duratio
 // Wait ends the lease and parks the item until a signal or its timeout.
 func (q *workQueue) Wait(ctx context.Context, l contract.Lease, w contract.WaitRequest) error {
 	k := l.Key()
-	return q.settleHeld(ctx, l, func(ctx context.Context, e Executor, _ heldLease, now time.Time) error {
-		tag, err := e.Exec(ctx, q.q.wait, k.Queue, k.Tenant, k.ID, l.Token, w.Signal, now, now.Add(w.Timeout))
-		if err == nil && tag.RowsAffected() == 0 {
+	return q.settleHeld(ctx, l, func(ctx context.Context, e Executor, h heldLease, now time.Time) error {
+		var n int
+		err := e.QueryRow(ctx, q.q.wait, k.Queue, k.Tenant, k.ID, l.Token, w.Signal, now, now.Add(w.Timeout), h.worker).Scan(&n)
+		if err == nil && n == 0 {
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 		}
 		return err

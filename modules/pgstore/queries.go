@@ -8,6 +8,24 @@ import (
 // Each statement is embedded into a variable of its own, so a query file
 // that is missing or misnamed fails the build instead of a claim.
 var (
+	//go:embed queries/retention_set.sql
+	retentionSetSQL string
+	//go:embed queries/retention_get.sql
+	retentionGetSQL string
+	//go:embed queries/history_item.sql
+	historyItemSQL string
+	//go:embed queries/history_events.sql
+	historyEventsSQL string
+	//go:embed queries/finished_older.sql
+	finishedOlderSQL string
+	//go:embed queries/finished_newer.sql
+	finishedNewerSQL string
+	//go:embed queries/find.sql
+	findSQL string
+	//go:embed queries/queue_events.sql
+	queueEventsSQL string
+	//go:embed queries/prune.sql
+	pruneSQL string
 	//go:embed queries/blob_delete.sql
 	blobDeleteSQL string
 	//go:embed queries/blob_get.sql
@@ -206,11 +224,30 @@ type queries struct {
 	waitTimeouts     string
 	waitTimeoutsLock string
 	waitingList      string
+
+	retentionSet  string
+	retentionGet  string
+	historyItem   string
+	historyEvents string
+	finishedOlder string
+	finishedNewer string
+	find          string
+	queueEvents   string
+	prune         string
 }
 
 func loadQueries(t StateTables) queries {
 	r := renderer(t)
 	return queries{
+		retentionSet:      r(retentionSetSQL),
+		retentionGet:      r(retentionGetSQL),
+		historyItem:       r(historyItemSQL),
+		historyEvents:     r(historyEventsSQL),
+		finishedOlder:     r(finishedOlderSQL),
+		finishedNewer:     r(finishedNewerSQL),
+		find:              r(findSQL),
+		queueEvents:       r(queueEventsSQL),
+		prune:             r(pruneSQL),
 		blobDelete:        r(blobDeleteSQL),
 		blobGet:           r(blobGetSQL),
 		blobPut:           r(blobPutSQL),
@@ -290,7 +327,9 @@ func renderer(t StateTables) func(string) string {
 		pairs = append(pairs, "{"+name+"}", fragment(readSQL(fragmentFS, "queries/fragments/"+e.Name())))
 	}
 	withFragments := strings.NewReplacer(pairs...)
-	return func(sql string) string { return render(t, withFragments.Replace(sql)) }
+	// Twice: a fragment may hold another (complete_done holds
+	// record_events).
+	return func(sql string) string { return render(t, withFragments.Replace(withFragments.Replace(sql))) }
 }
 
 // fragment is a shared piece of SQL (queries/fragments) without its

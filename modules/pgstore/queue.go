@@ -109,9 +109,17 @@ func (q *PostgresWorkQueue) Bound(tx pgx.Tx) *PostgresWorkQueue {
 }
 
 // Enqueue adds the items in one statement, all or none. An ID already
-// queued, leased, waiting, dead or cancelled in its queue is left as it
-// is, as is a repeat within the batch.
+// queued, leased, waiting, dead or cancelled in its queue, or completed
+// within its uniqueness window, is left as it is, as is a repeat within
+// the batch; a completed item past its window is replaced.
 func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
+	_, err := q.enqueue(ctx, items, false)
+	return err
+}
+
+// enqueue runs enqueue.sql and, when report is set, says item by item
+// what it did.
+func (q *workQueue) enqueue(ctx context.Context, items []contract.Item, report bool) ([]contract.EnqueueResult, error) {
 	now := q.clock.Now()
 	n := len(items)
 	var (
@@ -120,21 +128,25 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		metas                = make([]*string, 0, n)
 		notBefore, due       = make([]*time.Time, 0, n), make([]time.Time, 0, n)
 		priorities           = make([]int32, 0, n)
-		seen                 = make(map[contract.ItemKey]bool, n)
+		uniqueFor            = make([]int64, 0, n)
+		seen                 = make(map[contract.ItemKey]int, n)
+		first                = make([]int, n) // the index in the statement of each item's first entry
 	)
-	for _, it := range items {
+	for i, it := range items {
 		k := it.Key()
-		if seen[k] {
+		if j, ok := seen[k]; ok {
+			first[i] = -1 - j
 			continue
 		}
-		seen[k] = true
+		seen[k] = len(queues)
+		first[i] = len(queues)
 		queues, tenants, ids = append(queues, k.Queue), append(tenants, k.Tenant), append(ids, k.ID)
 		payloads = append(payloads, it.Payload)
 		var meta *string
 		if len(it.Metadata) > 0 {
 			b, err := json.Marshal(it.Metadata)
 			if err != nil {
-				return &contract.ValidationError{Field: "Item.Metadata", Problem: err.Error()}
+				return nil, &contract.ValidationError{Field: "Item.Metadata", Problem: err.Error()}
 			}
 			s := string(b)
 			meta = &s
@@ -148,13 +160,58 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 		}
 		due = append(due, later(it.NotBefore, now))
 		priorities = append(priorities, int32(it.Priority))
+		uniqueFor = append(uniqueFor, it.UniqueFor.Microseconds())
 	}
 	lockQueues, lockTenants := distinctTenants(queues, tenants)
 	share := stmt{sql: q.q.turnsShare, args: []any{lockQueues, lockTenants}}
-	args := []any{queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel, priorities}
-	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		return q.db.plannedRows(ctx, e, q.q.enqueue, "", args, func(pgx.Rows) error { return nil }, share)
-	}))
+	args := []any{queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel, priorities, uniqueFor, report}
+	results := make([]contract.EnqueueResult, len(queues))
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		return q.db.plannedRows(ctx, e, q.q.enqueue, "", args, func(rows pgx.Rows) error {
+			var (
+				ord         int64
+				added       bool
+				state       *string
+				uniqueUntil *time.Time
+				woke        int64
+			)
+			if err := rows.Scan(&ord, &added, &state, &uniqueUntil, &woke); err != nil {
+				return err
+			}
+			if !report || ord < 1 || int(ord) > len(results) {
+				return nil
+			}
+			r := contract.EnqueueResult{}
+			if !added {
+				r.Duplicate, r.State = true, contract.StateQueued
+				if state != nil {
+					r.State = contract.ItemState(*state)
+				}
+				if uniqueUntil != nil && r.State == contract.StateCompleted {
+					r.UniqueUntil = utc(*uniqueUntil)
+				}
+			}
+			results[ord-1] = r
+			return nil
+		}, share)
+	})
+	if err != nil || !report {
+		return nil, queueErr(err)
+	}
+	out := make([]contract.EnqueueResult, n)
+	for i, f := range first {
+		if f >= 0 {
+			out[i] = results[f]
+			continue
+		}
+		// A repeat within the batch: a duplicate of the entry that won.
+		r := results[-1-f]
+		if !r.Duplicate {
+			r = contract.EnqueueResult{Duplicate: true, State: contract.StateQueued}
+		}
+		out[i] = r
+	}
+	return out, nil
 }
 
 // distinctTenants returns each (queue, tenant) pair of the parallel
@@ -420,12 +477,12 @@ func newCompletion(leases []contract.Lease) *completion {
 // of a retried call starts from none.
 func (c *completion) stmt(q *workQueue) stmt {
 	clear(c.done)
-	sql, args := q.q.complete, []any{c.queues, c.tenants, c.ids, c.tokens}
+	sql, args := q.q.complete, []any{c.queues, c.tenants, c.ids, c.tokens, q.clock.Now()}
 	for _, name := range c.queues {
 		if q.limited.get(name) {
 			// A queue with limits: the statement also wakes claimers when
 			// a capped tenant's lease ends.
-			sql, args = q.q.completeFlow, append(args, q.channel, q.clock.Now())
+			sql, args = q.q.completeFlow, append(args, q.channel)
 			break
 		}
 	}
@@ -466,6 +523,7 @@ func compareKeys(a, b contract.ItemKey) int {
 // failed is one lease to settle as failed.
 type failed struct {
 	tenant, id string
+	worker     string // "" for an expired lease
 	token      int64
 	decision   policy.Decision
 	lastError  string
@@ -490,7 +548,7 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 		}
 		now := q.clock.Now()
 		d = q.settings.Policy.Decide(held.attempts+1, cause, now)
-		settled, err := q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, token: l.Token, decision: d, lastError: contract.ErrorText(cause)}})
+		settled, err := q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, worker: held.worker, token: l.Token, decision: d, lastError: contract.ErrorText(cause)}})
 		if err == nil && settled == 0 {
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 		}
@@ -508,6 +566,7 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 // heldLease is a lease locked by queries/lease_lock.sql.
 type heldLease struct {
 	attempts, snoozes int
+	worker            string
 }
 
 // lockLease locks the lease l in e's transaction. A lost lease is a
@@ -517,7 +576,7 @@ func (q *workQueue) lockLease(ctx context.Context, e Executor, l contract.Lease)
 	k := l.Key()
 	var h heldLease
 	var marked bool
-	err := e.QueryRow(ctx, q.q.leaseLock, k.Queue, k.Tenant, k.ID, l.Token).Scan(&h.attempts, &h.snoozes, &marked)
+	err := e.QueryRow(ctx, q.q.leaseLock, k.Queue, k.Tenant, k.ID, l.Token).Scan(&h.attempts, &h.snoozes, &marked, &h.worker)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return h, &contract.LeaseLostError{Items: []contract.ItemKey{k}}
@@ -537,9 +596,9 @@ func (q *workQueue) lockLease(ctx context.Context, e Executor, l contract.Lease)
 func (q *workQueue) settle(ctx context.Context, e Executor, queue string, now time.Time, fs []failed) (int, error) {
 	n := len(fs)
 	tenants, ids, tokens := make([]string, n), make([]string, n), make([]int64, n)
-	retry, due, errs := make([]bool, n), make([]time.Time, n), make([]string, n)
+	retry, due, errs, workers := make([]bool, n), make([]time.Time, n), make([]string, n), make([]string, n)
 	for i, f := range fs {
-		tenants[i], ids[i], tokens[i] = f.tenant, f.id, f.token
+		tenants[i], ids[i], tokens[i], workers[i] = f.tenant, f.id, f.token, f.worker
 		retry[i], errs[i] = f.decision.Retry, f.lastError
 		due[i] = now
 		if f.decision.Retry {
@@ -554,7 +613,7 @@ func (q *workQueue) settle(ctx context.Context, e Executor, queue string, now ti
 			return 0, err
 		}
 	}
-	rows, err := e.Query(ctx, q.q.settleFailed, queue, tenants, ids, tokens, retry, due, errs, now, q.channel)
+	rows, err := e.Query(ctx, q.q.settleFailed, queue, tenants, ids, tokens, retry, due, errs, now, q.channel, workers)
 	if err != nil {
 		return 0, err
 	}
@@ -841,16 +900,22 @@ func scanLeaseAfter(rows pgx.Rows, before []any, extra ...any) (contract.Lease, 
 		worker                       *string
 		token                        *int64
 		lc                           lifecycleColumns
+		uniqueForUS                  int64
+		finishedAt                   *time.Time
 	)
 	dest := append(append(before, &it.Queue, &it.Tenant, &it.ID, &state, &it.Payload, &meta, &notBefore, &it.Attempts,
 		&it.LastError, &it.EnqueuedAt, &deadAt, &worker, &expiresAt, &token,
 		&it.Priority, &it.Snoozes, &lc.waitSignal, &lc.waitSince, &lc.waitUntil, &lc.resumedSignal, &lc.resumedPayload,
-		&lc.resumedTimedOut, &lc.resumedAt, &lc.cancelledAt, &lc.cancelReason), extra...)
+		&lc.resumedTimedOut, &lc.resumedAt, &lc.cancelledAt, &lc.cancelReason, &uniqueForUS, &finishedAt), extra...)
 	if err := rows.Scan(dest...); err != nil {
 		return l, err
 	}
 	it.State = contract.ItemState(state)
 	lc.fill(it)
+	it.UniqueFor = time.Duration(uniqueForUS) * time.Microsecond
+	if finishedAt != nil {
+		it.FinishedAt = utc(*finishedAt)
+	}
 	if len(meta) > 0 && string(meta) != "null" {
 		if err := json.Unmarshal(meta, &it.Metadata); err != nil {
 			return l, err

@@ -10,16 +10,16 @@ import (
 
 // SchemaVersion is the version of the schema this release reads. Verify
 // refuses a database whose adk_schema holds another.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // MigrationFile names the published up-migration that brings a database
-// from the previous schema version (2) to SchemaVersion: the file in this
+// from the previous schema version (3) to SchemaVersion: the file in this
 // module, also rendered by [Migration].
-const MigrationFile = "schema/migrations/003_lifecycle.sql"
+const MigrationFile = "schema/migrations/004_history.sql"
 
 // migrationFiles are the up-migrations in order: the one at index i
 // brings version i+1 to version i+2.
-var migrationFiles = []string{"schema/migrations/002_flow_control.sql", MigrationFile}
+var migrationFiles = []string{"schema/migrations/002_flow_control.sql", "schema/migrations/003_lifecycle.sql", MigrationFile}
 
 //go:embed schema/*.sql schema/migrations/*.sql
 var schemaFS embed.FS
@@ -38,20 +38,21 @@ func Schema(tables StateTables) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return render(t, readSQL(schemaFS, "schema/003_schema.sql")), nil
+	return render(t, readSQL(schemaFS, "schema/004_schema.sql")), nil
 }
 
 // Migration returns the up-migration from schema version from to
 // SchemaVersion, with the given table names, for the deployment's
-// migration tool: [MigrationFile] from version 2, and from version 1 the
-// migration to version 2 followed by it. The library never runs them.
+// migration tool: [MigrationFile] from version 3, and from an earlier
+// version the migrations in between followed by it. The library never
+// runs them.
 func Migration(tables StateTables, from int) (string, error) {
 	t, err := tables.normalized()
 	if err != nil {
 		return "", err
 	}
 	if from < 1 || from >= SchemaVersion {
-		return "", &contract.ValidationError{Field: "from", Problem: fmt.Sprintf("is %d; this release publishes the migrations from versions 1 and %d to %d", from, SchemaVersion-1, SchemaVersion)}
+		return "", &contract.ValidationError{Field: "from", Problem: fmt.Sprintf("is %d; this release publishes the migrations from versions 1 to %d to version %d", from, SchemaVersion-1, SchemaVersion)}
 	}
 	var b strings.Builder
 	for _, f := range migrationFiles[from-1:] {

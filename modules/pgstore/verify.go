@@ -21,7 +21,8 @@ const applyFix = "apply ExpectedSchema with your migration tool (adkctl schema a
 // no adk_schema table or a version other than SchemaVersion
 // (*contract.SchemaError; for an earlier version its fix names the
 // up-migrations, [MigrationFile] last), one of the tables (with version
-// 3's {work}_pauses) or the live-lease function missing (*contract.SchemaError),
+// 3's {work}_pauses and version 4's {work}_retention, {work}_events and
+// {work}_log) or the live-lease function missing (*contract.SchemaError),
 // or a statement_timeout of 0 (*contract.PreflightError: a statement that
 // can run forever holds a pooled connection until the process dies). It
 // only reads; it never creates or changes anything.
@@ -90,7 +91,8 @@ func Verify(ctx context.Context, exec Executor, tables StateTables) error {
 		return &contract.SchemaError{Object: "adk_schema.version", Found: strconv.Itoa(version), Want: strconv.Itoa(SchemaVersion),
 			Fix: "run the migration that brings the schema to this release's version, or use the release written for version " + strconv.Itoa(version)}
 	}
-	for _, name := range []string{t.Runs, t.Work, t.Turns, t.Blobs, t.Work + "_limits", t.Work + "_usage", t.Work + "_pauses"} {
+	for _, name := range []string{t.Runs, t.Work, t.Turns, t.Blobs, t.Work + "_limits", t.Work + "_usage", t.Work + "_pauses",
+		t.Work + "_retention", t.Work + "_events", t.Work + "_log"} {
 		var found *string
 		if err := e.QueryRow(ctx, "SELECT to_regclass($1)::text", name).Scan(&found); err != nil {
 			return fail("look up table "+name, err)

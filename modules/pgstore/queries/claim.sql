@@ -32,6 +32,11 @@
 -- twice. Locks are taken on items only; nothing here waits for a lock, so
 -- concurrent claims cannot deadlock.
 WITH RECURSIVE
+-- History (schema version 4): the queue's Retention.Events when it
+-- records events, else no row; one probe of the retention's primary key.
+ret AS (
+    SELECT r.events AS keep FROM {work}_retention r WHERE r.queue = $1 AND r.events > 0
+),
 -- pos orders the rotation (turn_pos is below 1024: a claim serves at most
 -- 1,000 tenants); tenants that share a pos are ordered by name. Read in
 -- the order of the turns index, the rotation needs no sort. A parked
@@ -82,14 +87,22 @@ picked AS (
 -- pick found there.
 leased AS (
     UPDATE {work} w
-    SET state = 'leased', worker = $4, lease_expires_at = $5, token = nextval('{work}_token_seq')
+    SET state = 'leased', worker = $4, lease_expires_at = $5, token = nextval('{work}_token_seq'),
+        claimed_at = $2, events = w.events + (SELECT count(*)::integer FROM ret)
     FROM picked p
     WHERE w.ctid = ANY (ARRAY(SELECT row_id FROM picked)) AND w.ctid = p.row_id
       AND w.tenant = p.tenant AND w.id = p.id
     RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
-              w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason,
+              w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason, w.unique_for_us, w.finished_at, w.events,
               p.round, p.pos, p.sub
 ),
+-- The claimed events, when the queue records them (fragments/record_events.sql).
+ev AS (
+    SELECT l.queue, l.tenant, l.id, l.events AS n, r.keep, true AS item, 'claimed' AS kind, $2::timestamptz AS at, $4::text AS worker,
+           l.attempts + 1 AS attempt, l.token, NULL AS error, NULL AS next_due, NULL AS signal, NULL AS reason, NULL AS run_time_us
+    FROM leased l, ret r
+),
+{record_events},
 ordered AS (
     SELECT tenant, id, round, pos, row_number() OVER (ORDER BY round, pos, tenant, sub) AS ord
     FROM leased
@@ -126,12 +139,12 @@ UNION ALL
 -- nothing was claimed, and this one row says to claim with
 -- claim_flow.sql instead.
 SELECT 'limited', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
-       0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+       0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL
 WHERE EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1) OR EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1)
 UNION ALL
 -- Waits of the queue have timed out: the queue makes them due
 -- (wait_timeouts.sql), and this row says so.
 SELECT 'timeouts', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
-       0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+       0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL
 WHERE EXISTS (SELECT 1 FROM {work} w WHERE w.queue = $1 AND w.state = 'waiting' AND w.due_at <= $2)
 ORDER BY round, pos, tenant, sub

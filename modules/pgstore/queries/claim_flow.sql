@@ -38,6 +38,11 @@
 -- served items complete a turn, and otherwise keeps its place and the
 -- credit. For w = 1 that is claim.sql's behaviour.
 WITH RECURSIVE
+-- History (schema version 4): the queue's Retention.Events when it
+-- records events, else no row; one probe of the retention's primary key.
+ret AS (
+    SELECT r.events AS keep FROM {work}_retention r WHERE r.queue = $1 AND r.events > 0
+),
 dflt AS MATERIALIZED (
     SELECT max_leased, rate, burst, weight, budget_cost, budget_tokens, budget_window_ms
     FROM {work}_limits WHERE queue = $1 AND tenant = ''
@@ -137,14 +142,22 @@ picked AS (
 -- anything.
 leased AS (
     UPDATE {work} w
-    SET state = 'leased', worker = $4, lease_expires_at = $5, token = nextval('{work}_token_seq')
+    SET state = 'leased', worker = $4, lease_expires_at = $5, token = nextval('{work}_token_seq'),
+        claimed_at = $2, events = w.events + (SELECT count(*)::integer FROM ret)
     FROM picked p
     WHERE w.ctid = ANY (ARRAY(SELECT row_id FROM picked)) AND w.ctid = p.row_id
       AND w.tenant = p.tenant AND w.id = p.id
     RETURNING w.queue, w.tenant, w.id, w.state, w.payload, w.metadata, w.not_before, w.attempts, w.last_error, w.enqueued_at, w.dead_at, w.worker, w.lease_expires_at, w.token,
-              w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason,
+              w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason, w.unique_for_us, w.finished_at, w.events,
               p.round, p.pos, p.sub, p.gated, p.w, p.credit0, p.rate
 ),
+-- The claimed events, when the queue records them (fragments/record_events.sql).
+ev AS (
+    SELECT l.queue, l.tenant, l.id, l.events AS n, r.keep, true AS item, 'claimed' AS kind, $2::timestamptz AS at, $4::text AS worker,
+           l.attempts + 1 AS attempt, l.token, NULL AS error, NULL AS next_due, NULL AS signal, NULL AS reason, NULL AS run_time_us
+    FROM leased l, ret r
+),
+{record_events},
 ordered AS (
     SELECT tenant, id, round, pos, gated, w, credit0, rate, row_number() OVER (ORDER BY round, pos, tenant, sub) AS ord
     FROM leased
@@ -296,28 +309,28 @@ SELECT 'lease' AS kind, {item_columns}, NULL::text AS reason, NULL::float8 AS ra
        NULL::bigint[] AS at_ms, NULL::bigint[] AS costs, NULL::bigint[] AS tokens, round, pos, sub
 FROM leased
 UNION ALL
-SELECT 'held', $1, h.tenant, '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'held', $1, h.tenant, '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL,
        h.reason, h.rate_tat, h.max_leased, h.rate, h.burst, h.weight, h.budget_cost, h.budget_tokens, h.budget_window_ms,
        h.at_ms, h.costs, h.tokens, NULL, NULL, NULL
 FROM held h
 UNION ALL
-SELECT 'held', $1, h.tenant, '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'held', $1, h.tenant, '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL,
        'paused', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM held_paused h, fin
 UNION ALL
 -- No limits or pauses left on the queue: the next claim may go back to
 -- claim.sql.
-SELECT 'free', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'free', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 WHERE NOT EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1) AND NOT EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1)
 UNION ALL
 -- The whole queue is paused: it claimed nothing.
-SELECT 'paused', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'paused', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 WHERE EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = '')
 UNION ALL
 -- Waits of the queue have timed out (see claim.sql).
-SELECT 'timeouts', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'timeouts', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 WHERE EXISTS (SELECT 1 FROM {work} w WHERE w.queue = $1 AND w.state = 'waiting' AND w.due_at <= $2)
 ORDER BY round, pos, tenant, sub

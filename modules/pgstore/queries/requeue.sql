@@ -4,13 +4,23 @@
 -- $7 the tenants requeue_lock.sql locked in the statement before: only
 -- their dead letters move (one that died since is left for the next
 -- requeue).
-WITH moved AS (
+WITH ret AS (
+    SELECT r.events AS keep FROM {work}_retention r WHERE r.queue = $1 AND r.events > 0
+),
+moved AS (
     UPDATE {work}
     SET state = 'queued', attempts = 0, dead_at = NULL, not_before = NULL,
-        due_at = $5, enqueued_at = $5, seq = nextval('{work}_seq')
+        due_at = $5, enqueued_at = $5, seq = nextval('{work}_seq'),
+        events = events + (SELECT count(*)::integer FROM ret)
     WHERE {dead_match} AND tenant = ANY($7::text[])
-    RETURNING tenant
+    RETURNING tenant, id, events
 ),
+ev AS (
+    SELECT $1::text AS queue, m.tenant, m.id, m.events AS n, r.keep, true AS item, 'requeued' AS kind, $5::timestamptz AS at, NULL AS worker,
+           NULL AS attempt, NULL AS token, NULL AS error, NULL AS next_due, NULL AS signal, NULL AS reason, NULL AS run_time_us
+    FROM moved m, ret r
+),
+{record_events},
 -- Their tenants wake now if parked.
 woken AS (
     SELECT DISTINCT $1::text AS queue, tenant, $5::timestamptz AS due_at FROM moved

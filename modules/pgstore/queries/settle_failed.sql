@@ -1,10 +1,14 @@
 -- Settle failed leases as the policy decided, fenced on their tokens:
 -- $1 queue, $2..$7 parallel arrays (tenant, id, token, retry, due_at,
--- last_error), $8 now, $9 the notification channel. A retried item goes
+-- last_error), $8 now, $9 the notification channel, $10 the failing
+-- workers (parallel to $2..$7; '' for an expired lease). A retried item goes
 -- back to the queue at its due time with one more attempt; the others go
 -- to the dead letter. Returns one row per settled item. When any item is
 -- retried, the statement runs after turns_share.sql in its transaction.
-WITH settled AS (
+WITH ret AS (
+    SELECT r.events AS keep FROM {work}_retention r WHERE r.queue = $1 AND r.events > 0
+),
+settled AS (
     UPDATE {work} w
     SET state            = CASE WHEN f.retry THEN 'queued' ELSE 'dead' END,
         due_at           = CASE WHEN f.retry THEN f.due_at ELSE w.due_at END,
@@ -15,12 +19,22 @@ WITH settled AS (
         seq              = nextval('{work}_seq'),
         worker           = NULL,
         lease_expires_at = NULL,
-        token            = NULL
-    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::boolean[], $6::timestamptz[], $7::text[])
-         AS f(tenant, id, token, retry, due_at, last_error)
+        token            = NULL,
+        events           = w.events + (SELECT count(*)::integer FROM ret)
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::boolean[], $6::timestamptz[], $7::text[], $10::text[])
+         AS f(tenant, id, token, retry, due_at, last_error, worker)
     WHERE w.queue = $1 AND w.tenant = f.tenant AND w.id = f.id AND w.state = 'leased' AND w.token = f.token
-    RETURNING w.tenant, w.id, f.retry, w.due_at
+    RETURNING w.tenant, w.id, f.retry, w.due_at, w.attempts, w.last_error, w.events, f.worker
 ),
+-- A failed or dead event each, when the queue records events.
+ev AS (
+    SELECT $1::text AS queue, s.tenant, s.id, s.events AS n, r.keep, true AS item,
+           CASE WHEN s.retry THEN 'failed' ELSE 'dead' END AS kind, $8::timestamptz AS at, s.worker,
+           s.attempts AS attempt, NULL AS token, s.last_error AS error, CASE WHEN s.retry THEN s.due_at END AS next_due,
+           NULL AS signal, NULL AS reason, NULL AS run_time_us
+    FROM settled s, ret r
+),
+{record_events},
 -- A retried item wakes its tenant if it is parked (the transaction took
 -- the tenant's turn lock before this statement).
 woken AS (

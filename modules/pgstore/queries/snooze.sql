@@ -5,7 +5,10 @@
 -- goes back to the queue with one more snooze and no attempt charged
 -- (the statement then runs after turns_share.sql); the other goes to the
 -- dead letter. Claimers are woken when it is due at once.
-WITH snoozed AS (
+WITH ret AS (
+    SELECT r.events AS keep FROM {work}_retention r WHERE r.queue = $1 AND r.events > 0
+),
+snoozed AS (
     UPDATE {work} w
     SET state            = CASE WHEN $5::boolean THEN 'queued' ELSE 'dead' END,
         due_at           = CASE WHEN $5::boolean THEN $6::timestamptz ELSE w.due_at END,
@@ -16,10 +19,22 @@ WITH snoozed AS (
         seq              = nextval('{work}_seq'),
         worker           = NULL,
         lease_expires_at = NULL,
-        token            = NULL
+        token            = NULL,
+        events = w.events + (SELECT count(*)::integer FROM ret)
     WHERE w.queue = $1 AND w.tenant = $2 AND w.id = $3 AND w.state = 'leased' AND w.token = $4
-    RETURNING w.queue, w.tenant, w.due_at
+    RETURNING w.queue, w.tenant, w.id, w.due_at, w.not_before, w.attempts, w.last_error, w.events
 ),
+-- A snoozed (or dead) event, when the queue records events; $11 is the
+-- worker that held the lease.
+ev AS (
+    SELECT s.queue, s.tenant, s.id, s.events AS n, r.keep, true AS item,
+           CASE WHEN $5::boolean THEN 'snoozed' ELSE 'dead' END AS kind, $8::timestamptz AS at, $11::text AS worker,
+           CASE WHEN $5::boolean THEN NULL ELSE s.attempts + 1 END AS attempt, NULL AS token,
+           CASE WHEN $5::boolean THEN NULL ELSE s.last_error END AS error, CASE WHEN $5::boolean THEN s.due_at END AS next_due,
+           NULL AS signal, NULL AS reason, NULL AS run_time_us
+    FROM snoozed s, ret r
+),
+{record_events},
 woken AS (
     SELECT queue, tenant, due_at FROM snoozed WHERE $5::boolean
 ),
