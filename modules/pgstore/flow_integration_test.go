@@ -454,7 +454,8 @@ func TestSchemaMigrationFromV1(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
 	v1 := func(t *testing.T) *testDB {
 		s := pgstoretestBare(t)
-		if _, err := s.pool.Exec(ctx, pgstore.SchemaV1(pgstore.StateTables{})); err != nil {
+		// Not ctx: the suite below runs longer than its minute.
+		if _, err := s.pool.Exec(context.Background(), pgstore.SchemaV1(pgstore.StateTables{})); err != nil {
 			t.Fatal(err)
 		}
 		return s

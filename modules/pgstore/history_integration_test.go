@@ -304,6 +304,7 @@ func TestSchemaMigrationFromV3(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
 	v3 := func(t *testing.T) *testDB {
 		s := pgstoretestBare(t)
+		// Not ctx: the suite below runs longer than its minute.
 		if _, err := s.pool.Exec(context.Background(), pgstore.SchemaV3(pgstore.StateTables{})); err != nil {
 			t.Fatal(err)
 		}

@@ -875,9 +875,7 @@ func (q *workQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (i
 func (q *workQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
 	var n int
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		tag, err := e.Exec(ctx, q.q.purge, f.Queue, f.Tenant, f.ID, f.ErrorContains)
-		n = int(tag.RowsAffected())
-		return err
+		return e.QueryRow(ctx, q.q.purge, f.Queue, f.Tenant, f.ID, f.ErrorContains).Scan(&n)
 	})
 	return n, queueErr(err)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -547,7 +548,7 @@ func TestClaimPlanUsesIndex(t *testing.T) {
 	}
 	// And the statements that settle a batch.
 	for name, sql := range map[string]string{"complete": pgstore.CompleteSQL(pgstore.StateTables{})} {
-		rows, err := d.pool.Query(ctx, "EXPLAIN (COSTS OFF) "+sql, []string{"default"}, []string{"tenant-1"}, []string{"item-1"}, []int64{1})
+		rows, err := d.pool.Query(ctx, "EXPLAIN (COSTS OFF) "+sql, []string{"default"}, []string{"tenant-1"}, []string{"item-1"}, []int64{1}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -555,7 +556,9 @@ func TestClaimPlanUsesIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if plan := strings.Join(lines, "\n"); strings.Contains(plan, "Seq Scan on adk_work") {
+		// The work table itself, by its exact name (the history tables
+		// beside it are small and may be read whole).
+		if plan := strings.Join(lines, "\n"); regexp.MustCompile(`Seq Scan on adk_work( |$)`).MatchString(plan) {
 			t.Errorf("%s plans a sequential scan of adk_work:\n%s", name, plan)
 		}
 	}

@@ -49,7 +49,7 @@ gone_events AS (
 ),
 ev AS (
     SELECT queue, tenant, id, events + 1 AS n, keep, kept AS item, 'completed' AS kind, $5::timestamptz AS at, worker,
-           attempts + 1 AS attempt, token, NULL AS error, NULL AS next_due, NULL AS signal, NULL AS reason,
+           attempts + 1 AS attempt, NULL AS token, NULL AS error, NULL AS next_due, NULL AS signal, NULL AS reason,
            CASE WHEN claimed_at IS NULL THEN 0 ELSE (extract(epoch FROM ($5::timestamptz - claimed_at)) * 1000000)::bigint END AS run_time_us
     FROM fate WHERE keep > 0
 ),
