@@ -62,6 +62,24 @@ func TestPagesOnRedis(t *testing.T) {
 	}
 }
 
+// TestHistoryPagesOnRedis: the history pages over Redis's own history.
+func TestHistoryPagesOnRedis(t *testing.T) {
+	client := redistest.Client(t)
+	ns := redistest.Namespace(t, client)
+	clock := contracttest.NewFakeClock(time.Time{})
+	settings := redisstore.Settings{Namespace: ns, Policy: fixturePolicy}
+	q, err := redisstore.NewQueue(client, clock, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	st, err := redisstore.NewState(client, clock, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkHistoryPages(t, newFixtureOn(t, testToken, clock, "redis", q, q, st))
+}
+
 func TestPagesOnPostgres(t *testing.T) {
 	dsn := pgstoretest.DSN(t)
 	for _, c := range backingChecks {

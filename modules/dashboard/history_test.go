@@ -658,29 +658,33 @@ func docOf(t *testing.T, body string) *goquery.Document {
 // enqueued, failed once and completed under a retention shows its whole
 // timeline, is listed as finished, found by its id alone and seen in the
 // queue's log; a prune past the retention's age removes it.
-func TestHistoryOnMemstore(t *testing.T) {
-	f := newFixture(t, testToken)
-	if _, ok := contract.AsHistoryKeeper(f.store); !ok {
-		t.Fatal("memstore keeps no history")
+func TestHistoryOnMemstore(t *testing.T) { checkHistoryPages(t, newFixture(t, testToken)) }
+
+// checkHistoryPages runs the history pages over the fixture's backing,
+// which must keep history.
+func checkHistoryPages(t *testing.T, f *fixture) {
+	hk, ok := contract.AsHistoryKeeper(f.q)
+	if !ok {
+		t.Fatal("the backing keeps no history")
 	}
 	ctx := t.Context()
-	f.must(f.store.SetRetention(ctx, "jobs", contract.Retention{Age: time.Hour, Count: 100, Events: 50}))
-	f.must(f.store.Enqueue(ctx, contract.Item{Tenant: "acme", Queue: "jobs", ID: "job-1", Payload: []byte("x")}))
+	f.must(hk.SetRetention(ctx, "jobs", contract.Retention{Age: time.Hour, Count: 100, Events: 50}))
+	f.must(f.q.Enqueue(ctx, contract.Item{Tenant: "acme", Queue: "jobs", ID: "job-1", Payload: []byte("x")}))
 	claim := func() contract.Lease {
 		t.Helper()
-		ls, err := f.store.Claim(ctx, contract.ClaimRequest{Queue: "jobs", Worker: "w-9", LeaseFor: time.Minute, Max: 1})
+		ls, err := f.q.Claim(ctx, contract.ClaimRequest{Queue: "jobs", Worker: "w-9", LeaseFor: time.Minute, Max: 1})
 		f.must(err)
 		if len(ls) != 1 {
 			t.Fatalf("claimed %d", len(ls))
 		}
 		return ls[0]
 	}
-	_, err := f.store.Fail(ctx, claim(), errors.New("flaky upstream"))
+	_, err := f.q.Fail(ctx, claim(), errors.New("flaky upstream"))
 	f.must(err)
 	f.clock.Advance(10 * time.Second)
 	l := claim()
 	f.clock.Advance(2 * time.Second)
-	f.must(f.store.Complete(ctx, l))
+	f.must(f.q.Complete(ctx, l))
 
 	doc := f.page(nil, "/item?queue=jobs&tenant=acme&id=job-1", http.StatusOK)
 	if got := testids(doc, "item-state").Text(); got != "completed" {
@@ -707,9 +711,17 @@ func TestHistoryOnMemstore(t *testing.T) {
 		t.Errorf("finished page rows: %d", testids(doc, "finished-row").Length())
 	}
 	var found view.Find
-	f.api(nil, "/api/find?id=job-1", http.StatusOK, &found)
-	if len(found.Rows) != 1 || found.Rows[0].Queue != "jobs" || !slices.Contains(found.Searched, "default") {
-		t.Errorf("find: %+v", found)
+	f.api(nil, "/api/find?id=job-1&queue=jobs", http.StatusOK, &found)
+	if len(found.Rows) != 1 || found.Rows[0].Queue != "jobs" || !slices.Equal(found.Searched, []string{"jobs"}) {
+		t.Errorf("find in jobs: %+v", found)
+	}
+	if f.store != nil {
+		// memstore lists a queue holding only kept items among its queues,
+		// so the search of every queue reaches it.
+		f.api(nil, "/api/find?id=job-1", http.StatusOK, &found)
+		if len(found.Rows) != 1 || found.Rows[0].Queue != "jobs" || !slices.Contains(found.Searched, "default") {
+			t.Errorf("find in every queue: %+v", found)
+		}
 	}
 	var ev view.Events
 	f.api(nil, "/api/events?queue=jobs", http.StatusOK, &ev)
