@@ -100,6 +100,23 @@ func TestPagesOnPostgres(t *testing.T) {
 	}
 }
 
+// TestHistoryPagesOnPostgres: the history pages over PostgreSQL's own
+// history.
+func TestHistoryPagesOnPostgres(t *testing.T) {
+	pool := postgresSchema(t, pgstoretest.DSN(t))
+	clock := contracttest.NewFakeClock(time.Time{})
+	settings := pgstore.Settings{Policy: fixturePolicy}
+	q, err := pgstore.NewQueue(pool, clock, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := pgstore.NewState(pool, clock, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkHistoryPages(t, newFixtureOn(t, testToken, clock, "postgresql", q, q, st))
+}
+
 // postgresSchema gives the test a schema of its own, with the expected
 // tables applied, dropped when the test ends.
 func postgresSchema(t *testing.T, dsn string) *pgxpool.Pool {
