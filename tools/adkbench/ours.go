@@ -26,7 +26,7 @@ type instance struct {
 	// catching up with a million fresh rows).
 	settle func(ctx context.Context) error
 	// size, when set, reads how big the store is (what it names: Redis
-	// keys of the namespace, PostgreSQL bytes of the schema's tables,
+	// bytes of the namespace's keys, PostgreSQL bytes of the schema's tables,
 	// SQLite bytes in use), for the history scenario's prune-flat run.
 	size func(ctx context.Context) (what string, n int64, err error)
 	// serverMicros, when set, reads the server's own time in the queue's

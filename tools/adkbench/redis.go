@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -30,8 +31,8 @@ func newRedisBacking(o *redis.Options, claimers, batch int) backing {
 				return nil, err
 			}
 			size := func(ctx context.Context) (string, int64, error) {
-				n, err := countMatching(ctx, c, "*"+ns+"*")
-				return "redis keys", n, err
+				n, err := memoryMatching(ctx, c, "*"+ns+"*")
+				return "redis bytes", n, err
 			}
 			return &instance{q: q, waker: q, size: size, serverMicros: func(ctx context.Context) (int64, error) { return scriptMicros(ctx, c) }, close: func(ctx context.Context) error {
 				err := q.Close()
@@ -75,13 +76,19 @@ func scriptMicros(ctx context.Context, c *redis.Client) (int64, error) {
 	return total, nil
 }
 
-// countMatching counts the keys matching pattern in c's database (SCAN:
-// it walks the whole database, a sampler's pace at most).
-func countMatching(ctx context.Context, c *redis.Client, pattern string) (int64, error) {
+// memoryMatching sums MEMORY USAGE (every element counted, SAMPLES 0)
+// over the keys matching pattern in c's database: the queue keeps an item
+// as fields and members of a few keys, so their count says nothing of its
+// size. SCAN walks the whole database: a sampler's pace at most.
+func memoryMatching(ctx context.Context, c *redis.Client, pattern string) (int64, error) {
 	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
 	var n int64
 	for iter.Next(ctx) {
-		n++
+		b, err := c.MemoryUsage(ctx, iter.Val(), 0).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return n, err
+		}
+		n += b
 	}
 	return n, iter.Err()
 }
