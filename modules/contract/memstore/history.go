@@ -87,7 +87,11 @@ func (s *store) EnqueueReport(ctx context.Context, items ...contract.Item) ([]co
 // queue's log. Callers check q.ret.Events > 0 first.
 func (s *store) record(q *queue, e *entry, ev contract.Event, now time.Time) {
 	ev.At = now
-	h := e.history()
+	if e.hist == nil {
+		// enqueued, claimed and completed: most lives need no more.
+		e.hist = &itemHistory{events: make([]contract.Event, 0, min(q.ret.Events, 4))}
+	}
+	h := e.hist
 	if n := q.ret.Events; len(h.events) >= n {
 		drop := len(h.events) - n + 1
 		h.events = append(h.events[:0], h.events[drop:]...)

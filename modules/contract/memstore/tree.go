@@ -68,8 +68,28 @@ func (t *tree[K, V]) Put(k K, v V) {
 		n.val = v
 		return
 	}
-	l, r := t.split(t.root, k)
-	t.root = merge(merge(l, &node[K, V]{key: k, val: v, prio: t.priority(), size: 1}), r)
+	t.root = t.insert(t.root, &node[K, V]{key: k, val: v, prio: t.priority(), size: 1})
+}
+
+// insert adds nn, whose key n does not hold, to n in one descent: down
+// to where nn's priority puts it, where the subtree below is split
+// around its key.
+func (t *tree[K, V]) insert(n, nn *node[K, V]) *node[K, V] {
+	if n == nil {
+		return nn
+	}
+	if nn.prio > n.prio {
+		nn.left, nn.right = t.split(n, nn.key)
+		nn.fix()
+		return nn
+	}
+	if t.cmp(nn.key, n.key) < 0 {
+		n.left = t.insert(n.left, nn)
+	} else {
+		n.right = t.insert(n.right, nn)
+	}
+	n.size++
+	return n
 }
 
 func (t *tree[K, V]) find(k K) *node[K, V] {
