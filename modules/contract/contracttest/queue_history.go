@@ -38,14 +38,14 @@ func queueHistoryCases() []subtest[QueueFactory] {
 	}
 }
 
-// runHistoryGroup runs the History area, or skips it once, naming the
-// backing, when the queue keeps no history.
+// runHistoryGroup runs the History area; a queue that keeps no history
+// fails it once, naming the backing: every backing must keep one.
 func runHistoryGroup(t *testing.T, f QueueFactory) {
 	t.Helper()
 	t.Run("History", func(t *testing.T) {
 		q, _ := newQueue(t, f, testPolicy())
 		if caps := contract.CapabilitiesOf(q); !caps.History {
-			t.Skipf("backing %q (%T) has no HistoryKeeper (Capabilities().History is false)", caps.Backing, q)
+			t.Fatalf("backing %q (%T) has no HistoryKeeper (contract.HistoryKeeper, Capabilities().History): every backing must", caps.Backing, q)
 		}
 		for _, c := range queueHistoryCases() {
 			t.Run(c.name, func(t *testing.T) { c.run(t, f) })
