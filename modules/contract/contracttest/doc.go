@@ -182,7 +182,7 @@
 //     and comes back with no attempt charged; a held tenant keeps its
 //     place at the head of the rotation; FlowStatus and the claim's
 //     ClaimReport say who is held and why.
-//   - History (skipped, once, while a backing reports no HistoryKeeper):
+//   - History (a queue that keeps no history fails it, once):
 //     every transition appends its event with its fields (enqueued,
 //     claimed, failed, dead, requeued, snoozed, waiting, signalled,
 //     timed_out, cancelled, completed, by Complete, CompleteAndClaim,
