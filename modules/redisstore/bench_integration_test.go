@@ -36,7 +36,8 @@ func BenchmarkClaimComplete(b *testing.B) {
 
 // BenchmarkClaimCompleteHistory is the batch-10 loop of
 // BenchmarkClaimComplete on a queue without retention, then on one that
-// keeps every completed item and records ten events per item (the
+// keeps every completed item, one that records ten events per item, one
+// that does both (the
 // claimed and completed events, written by the claim and complete
 // scripts), then with items that ask for a uniqueness window.
 func BenchmarkClaimCompleteHistory(b *testing.B) {
@@ -46,6 +47,8 @@ func BenchmarkClaimCompleteHistory(b *testing.B) {
 		unique time.Duration
 	}{
 		{"off", contract.Retention{}, 0},
+		{"keep", contract.Retention{Age: time.Hour}, 0},
+		{"events", contract.Retention{Events: 10}, 0},
 		{"keep+events", contract.Retention{Age: time.Hour, Events: 10}, 0},
 		{"unique", contract.Retention{}, time.Hour},
 	} {

@@ -1058,7 +1058,14 @@ local function claimLease(c)
     -- plus one.
     local E = newEvents({ev = EVC}, QK, ARGV[3])
     for j = 1, n do
-      local r = decode(out[j + 1])
+      -- The ref gives the tenant and id, so only the attempts are read.
+      local a = recAttempts(out[j + 1])
+      local r = a and {a = a}
+      if r then
+        r.t, r.i = refParts(got[j])
+      else
+        r = decode(out[j + 1])
+      end
       if r then
         evAdd(E, got[j], r.t, r.i, ev('claimed', ARGV[3], {w = ARGV[6], a = string.format('%d', tonumber(r.a) + 1), tok = stok}))
         E.claim[got[j]] = ARGV[3]

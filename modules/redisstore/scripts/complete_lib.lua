@@ -57,11 +57,12 @@ local function completeRead(fa, fk)
         lost[#lost + 1] = k
       end
     end
-    local cancel, keep, hk, hist, E, recs, claims
+    local cancel, keep, hk, hist, E, recs, claims, anyUnique
     local marked = false
     if #ok > 0 then
-      local lf = redis.call('HMGET', KEYS[key + 6], 'm', 'h', 'ra', 'rc', 're')
+      local lf = redis.call('HMGET', KEYS[key + 6], 'm', 'h', 'ra', 'rc', 're', 'u')
       hist = histOf(lf[2], lf[3], lf[4], lf[5])
+      anyUnique = lf[6] == '1'
       marked = (tonumber(lf[1]) or 0) > 0
       if marked or hist then
         recs = redis.call('HMGET', KEYS[key], unpack(ok))
@@ -98,10 +99,35 @@ local function completeRead(fa, fk)
       end
       keep, gone = {}, {}
       for j, ref in ipairs(ok) do
-        local r = decode(rs[j])
+        -- The record as completed is made from its string where it can
+        -- be (recFinish), without decoding and re-encoding it.
+        -- A queue that keeps nothing, none of whose items ever asked for
+        -- a uniqueness window, keeps none of these: their events need
+        -- only the attempts (the ref gives tenant and id).
+        local v = rs[j]
+        local pk, nv, uf
+        if not hist.keeps and not anyUnique then
+          local a = recAttempts(v)
+          if a then
+            pk, uf = {a = a}, ''
+            pk.t, pk.i = refParts(ref)
+            nv = true
+          end
+        else
+          pk = recPeek(v)
+          if pk then
+            nv, uf = recFinish(v, pk, ARGV[1])
+          end
+        end
+        local r
+        if nv then
+          r = pk
+        else
+          r = decode(v)
+          uf = r and xget(r).uf
+        end
         if r then
-          local X = xget(r)
-          local stay = hist.keeps or X.uf ~= ''
+          local stay = hist.keeps or uf ~= ''
           if E then
             local w = lrefs[ref] and string.match(lrefs[ref], '^%d+|%d+|%d+|%d*|[^|]*|(.*)$')
             local at = claims and claimedAt(claims[j])
@@ -109,10 +135,13 @@ local function completeRead(fa, fk)
             if at then
               f.rt = nsSince(ARGV[3], at)
             end
+            if claims and claims[j] then
+              E.cur[ref] = claims[j]
+            end
             evAdd(E, ref, r.t, r.i, ev('completed', E.now, f), not stay)
           end
           if stay then
-            keep[#keep + 1] = {ref, r}
+            keep[#keep + 1] = {ref, r, nv}
           else
             gone[#gone + 1] = ref
           end
@@ -144,13 +173,16 @@ local function completeWrite(drops)
     if d.keep and #d.keep > 0 then
       local set, fin = {}, {}
       for _, kr in ipairs(d.keep) do
-        local ref, r = kr[1], kr[2]
-        local X = xget(r)
-        X.fa = ARGV[1]
-        xput(r, X)
-        r.s = 'k'
+        local ref, r, nv = kr[1], kr[2], kr[3]
+        if not nv then
+          local X = xget(r)
+          X.fa = ARGV[1]
+          xput(r, X)
+          r.s = 'k'
+          nv = encode(r)
+        end
         set[#set + 1] = ref
-        set[#set + 1] = encode(r)
+        set[#set + 1] = nv
         fin[#fin + 1] = 0
         fin[#fin + 1] = finMember(ARGV[1], r.t, r.i)
       end

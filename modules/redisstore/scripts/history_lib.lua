@@ -24,7 +24,19 @@
 -- error, next due (ns), signal, reason, run time (ns).
 local QUEUELOG = 10000
 
-local function lp(s) return #s .. ':' .. s end
+-- lp is s length-prefixed. Turning a number into a string is the
+-- dearest step of it in the server's Lua, so each length's prefix is made
+-- once per script run.
+local LPN = {}
+local function lp(s)
+  local n = #s
+  local h = LPN[n]
+  if not h then
+    h = n .. ':'
+    LPN[n] = h
+  end
+  return h .. s
+end
 
 local function finMember(us, t, i)
   return string.format('%016x', tonumber(us)) .. t .. '\0' .. i
@@ -75,7 +87,7 @@ local function newEvents(cfg, k, now)
   if not cfg or cfg.ev <= 0 then
     return nil
   end
-  return {cap = cfg.ev, life = k.life, evs = k.evs, elog = k.elog, now = now, by = {}, order = {}, log = {}, claim = {}, gone = {}}
+  return {cap = cfg.ev, life = k.life, evs = k.evs, elog = k.elog, now = now, by = {}, order = {}, log = {}, claim = {}, gone = {}, cur = {}}
 end
 
 -- evAdd records event e (from ev) of item ref (tenant t, id i); gone:
@@ -111,12 +123,25 @@ local function evFlush(E)
     end
   end
   if #keep > 0 then
-    local cur = redis.call('HMGET', E.evs, unpack(keep))
+    -- Values the script already read (E.cur) are not read again.
+    local miss = {}
+    for _, ref in ipairs(keep) do
+      if E.cur[ref] == nil then
+        miss[#miss + 1] = ref
+      end
+    end
+    if #miss > 0 then
+      local got = redis.call('HMGET', E.evs, unpack(miss))
+      for k, ref in ipairs(miss) do
+        E.cur[ref] = got[k]
+      end
+    end
     local set = {}
-    for k, ref in ipairs(keep) do
+    for _, ref in ipairs(keep) do
       local dropped, claim, body = 0, '', ''
-      if cur[k] then
-        local d, c, b = string.match(cur[k], '^(%d+):(%d*):(.*)$')
+      local cv = E.cur[ref]
+      if cv then
+        local d, c, b = string.match(cv, '^(%d+):(%d*):(.*)$')
         if d then
           dropped, claim, body = tonumber(d), c, b
         end

@@ -89,3 +89,103 @@ local function xput(r, X)
   r.X = X
   r.x = any and table.concat(parts) or ''
 end
+
+-- recSkip returns the position after the n length-prefixed fields of v
+-- that start at pos, or nil when v has fewer: it makes no strings.
+local function recSkip(v, pos, n)
+  for _ = 1, n do
+    local c = string.find(v, ':', pos, true)
+    if not c then
+      return nil
+    end
+    local l = tonumber(string.sub(v, pos, c - 1))
+    if not l then
+      return nil
+    end
+    pos = c + l + 1
+  end
+  return pos
+end
+
+-- recField reads the field of v at pos: its value and the position after
+-- it, or nil.
+local function recField(v, pos)
+  local c = string.find(v, ':', pos, true)
+  if not c then
+    return nil
+  end
+  local l = tonumber(string.sub(v, pos, c - 1))
+  if not l then
+    return nil
+  end
+  return string.sub(v, c + 1, c + l), c + l + 1
+end
+
+-- recAttempts is the attempts field of record v, without decoding the
+-- rest, or nil.
+local function recAttempts(v)
+  local p = v and recSkip(v, 1, 1)
+  return p and recField(v, p)
+end
+
+-- recPeek reads, without decoding the whole record v, its attempts,
+-- tenant and id: a table {a, t, i}, or nil when decode would give nil.
+local function recPeek(v)
+  if not v or v == '' then
+    return nil
+  end
+  local p = recSkip(v, 1, 1)
+  local a
+  if p then
+    a, p = recField(v, p)
+  end
+  p = p and recSkip(v, p, 6)
+  local t, i
+  if p then
+    t, p = recField(v, p)
+  end
+  if p then
+    i, p = recField(v, p)
+  end
+  -- md, p and m come before the optional extension.
+  local x = p and recSkip(v, p, 3)
+  if not x or x - 1 > #v then
+    return nil
+  end
+  return {a = a, t = t, i = i, xat = x}
+end
+
+-- recFinish is what decode, setting the extension's fa to us and the
+-- state to k, xput and encode make of record v (recPeek's pk), and its
+-- extension's uf; nil when v is not in the shape it handles (then decode
+-- the record instead).
+local function recFinish(v, pk, us)
+  if string.sub(v, 1, 2) ~= '1:' then
+    return nil
+  end
+  local head = '1:k' .. string.sub(v, 4, pk.xat - 1)
+  local x = ''
+  if pk.xat <= #v then
+    local rest
+    x, rest = recField(v, pk.xat)
+    if not x or rest <= #v then
+      return nil
+    end
+  end
+  -- The extension's first 13 fields as they are (absent ones empty),
+  -- then fa.
+  local pos, n, uf = 1, 0, ''
+  while n < 13 and pos <= #x do
+    local f, nxt = recField(x, pos)
+    if not f then
+      return nil
+    end
+    n = n + 1
+    if n == 13 then
+      uf = f
+    end
+    pos = nxt
+  end
+  local body = string.sub(x, 1, pos - 1) .. string.rep('0:', 13 - n) .. #us .. ':' .. us
+  return head .. #body .. ':' .. body, uf
+end
