@@ -120,7 +120,20 @@ func (b *bouncer) tables(t testing.TB, n int64) pgstore.StateTables {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		drop := fmt.Sprintf("DROP TABLE %s, %s, %s, %s; DROP SEQUENCE %s_seq, %s_token_seq, %s_seq", tb.Runs, tb.Work, tb.Turns, tb.Blobs, tb.Work, tb.Work, tb.Turns)
+		// Every relation of the set goes, the work table's satellites
+		// (limits, pauses, usage, retention, events, log) and their
+		// sequences too, whatever the schema version adds.
+		drop := fmt.Sprintf(`DO $$
+DECLARE kind text; names text;
+BEGIN
+	FOREACH kind IN ARRAY ARRAY['r', 'S'] LOOP
+		SELECT string_agg(format('%%I', relname), ', ') INTO names FROM pg_class
+		WHERE relnamespace = to_regnamespace(current_schema()) AND relkind = kind::"char" AND starts_with(relname, 's%d_');
+		IF names IS NOT NULL THEN
+			EXECUTE CASE kind WHEN 'r' THEN 'DROP TABLE ' ELSE 'DROP SEQUENCE ' END || names || ' CASCADE';
+		END IF;
+	END LOOP;
+END $$`, n)
 		if err := b.role.Exec(ctx, drop); err != nil {
 			t.Errorf("drop tables: %v", err)
 		}
