@@ -148,7 +148,10 @@ local function evFlush(E)
       end
       claim = E.claim[ref] or claim
       body = body .. table.concat(E.by[ref])
-      local starts, pos = {}, 1
+      -- A stored event is at least 23 bytes (ten prefixed fields, then
+      -- its own prefix), so a shorter body holds no more than the cap
+      -- and is not walked.
+      local starts, pos = {}, #body < (E.cap + 1) * 23 and #body + 1 or 1
       while pos <= #body do
         local c = string.find(body, ':', pos, true)
         starts[#starts + 1] = pos
