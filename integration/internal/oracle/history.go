@@ -96,8 +96,14 @@ func JudgeHistory(ctx context.Context, s *Stores, specs []Spec, leases, acks []E
 		h, err := hk.History(ctx, sp.Key())
 		switch {
 		case errors.Is(err, contract.ErrNotFound):
-			if at, ok := allow.lostEnqueue(sp.Tenant, sp.ID); ok && run.Counters.Iterations == 0 {
-				r.Forgiven = append(r.Forgiven, fmt.Sprintf("%q/%q: no history: its acknowledged enqueue was lost by the server (acknowledged %v before the crash)", sp.Tenant, sp.ID, allow.To.Sub(at).Round(time.Millisecond)))
+			if at, ok := allow.lostEnqueue(sp.Tenant, sp.ID); ok {
+				// The item's whole record, its history with it, lived only
+				// on the server that lost it. It may still have run there
+				// first: a handler's state write that failed with the
+				// server was retried on its successor, so its run shows
+				// the execution (which Judge rules on) though the item and
+				// its events are gone.
+				r.Forgiven = append(r.Forgiven, fmt.Sprintf("%q/%q: no history: its acknowledged enqueue was lost by the server (acknowledged %v before the crash; %d executions in its run)", sp.Tenant, sp.ID, allow.To.Sub(at).Round(time.Millisecond), run.Counters.Iterations))
 				continue
 			}
 			r.Violations = append(r.Violations, fmt.Sprintf("%q/%q: no history (ErrNotFound), though the queue keeps every finished item for %v", sp.Tenant, sp.ID, HistoryRetention.Age))
