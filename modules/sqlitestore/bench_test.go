@@ -25,7 +25,9 @@ import (
 // lifecycle load does), so its ratio to "none" is what serving by
 // priority costs; "lifecycle" adds a snooze (of 0) to every 100th item's
 // first run. The rows of one tenant in claims of 10 are adkbench's
-// lifecycle load.
+// lifecycle load. "retention" sets no limit but keeps the queue's
+// finished items for a day with the latest 50 events of each (adkbench's
+// history scenario), so its ratio to "none" is what keeping history costs.
 // The file runs with DurabilityNormal, so the figure is the claim's work
 // rather than the disk's fsync. Besides items/s it reports the process's
 // CPU time per item (cpu-µs/item), which a machine shared with other work
@@ -51,6 +53,8 @@ func BenchmarkClaim(b *testing.B) {
 		{1, "none", 10},
 		{1, "priority", 10},
 		{1, "lifecycle", 10},
+		{1000, "retention", 10},
+		{1, "retention", 10},
 	} {
 		b.Run(fmt.Sprintf("tenants=%d/limits=%s/max=%d", c.tenants, c.limits, c.max), func(b *testing.B) {
 			benchClaim(b, c.tenants, c.limits, c.max)
@@ -70,7 +74,16 @@ func benchClaim(b *testing.B, tenants int, limits string, max int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if limits != "none" && limits != "priority" && limits != "lifecycle" {
+	if limits == "retention" {
+		h, ok := contract.AsHistoryKeeper(q)
+		if !ok {
+			b.Skip("this build of the queue keeps no history")
+		}
+		if err := h.SetRetention(ctx, "", contract.Retention{Age: 24 * time.Hour, Events: 50}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if limits != "none" && limits != "priority" && limits != "lifecycle" && limits != "retention" {
 		fl, ok := contract.AsFlowController(q)
 		if !ok {
 			b.Skip("this build of the queue has no flow control")
