@@ -79,11 +79,12 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 	if _, err := e.ExecContext(ctx, queueSetSQL, name, stamp, turn); err != nil {
 		return claimed{}, err
 	}
+	var b eventBatch
 	for _, l := range out.leases {
-		ev := contract.Event{Kind: contract.EventClaimed, At: now, Worker: l.Worker, Attempt: l.Item.Attempts + 1, Token: l.Token}
-		if err := record(ctx, e, events, l.Item.Key(), ev, false); err != nil {
-			return claimed{}, err
-		}
+		b.add(events, l.Item.Key(), contract.Event{Kind: contract.EventClaimed, At: now, Worker: l.Worker, Attempt: l.Item.Attempts + 1, Token: l.Token}, false)
+	}
+	if err := b.flush(ctx, e); err != nil {
+		return claimed{}, err
 	}
 	return out, nil
 }

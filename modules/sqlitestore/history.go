@@ -64,6 +64,182 @@ func record(ctx context.Context, e execer, capN int, key contract.ItemKey, ev co
 	return nil
 }
 
+// eventBatch holds the events of a batch's transitions (a claim's, a
+// complete's) and the finished items they count, for flush to write
+// together: the events of a run of one queue's by one multi-row INSERT
+// into adk_events and one into adk_event_log, their log numbers taken by
+// one UPDATE and the log trimmed once. What it writes is what record
+// would have written event by event, in the same order.
+type eventBatch struct {
+	rows     []pendingEvent
+	finished map[string]int
+}
+
+// pendingEvent is an event record would write.
+type pendingEvent struct {
+	capN    int
+	key     contract.ItemKey
+	ev      contract.Event
+	logOnly bool
+}
+
+// add holds ev for flush, as record(ctx, e, capN, key, ev, logOnly).
+func (b *eventBatch) add(capN int, key contract.ItemKey, ev contract.Event, logOnly bool) {
+	if capN > 0 {
+		b.rows = append(b.rows, pendingEvent{capN: capN, key: key, ev: ev, logOnly: logOnly})
+	}
+}
+
+// finish counts one more finished item of the queue.
+func (b *eventBatch) finish(queue string) {
+	if b.finished == nil {
+		b.finished = map[string]int{}
+	}
+	b.finished[queue]++
+}
+
+// flush writes what the batch holds and empties it.
+func (b *eventBatch) flush(ctx context.Context, e execer) error {
+	for queue, n := range b.finished {
+		if err := finishedAdd(ctx, e, queue, n); err != nil {
+			return err
+		}
+	}
+	b.finished = nil
+	rows := b.rows
+	b.rows = nil
+	for i := 0; i < len(rows); {
+		j := i + 1
+		for j < len(rows) && rows[j].key.Queue == rows[i].key.Queue && rows[j].capN == rows[i].capN {
+			j++
+		}
+		if err := writeEvents(ctx, e, rows[i:j]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// eventChunk is how many events one INSERT writes at most (14 variables
+// each, well under SQLite's limit).
+const eventChunk = 64
+
+// writeEvents writes the events of one queue, all with the same cap.
+func writeEvents(ctx context.Context, e execer, rows []pendingEvent) error {
+	queue, capN := rows[0].key.Queue, rows[0].capN
+	// The item's own events. An item's number is read from the rows
+	// before the statement, so a chunk holds an item at most once.
+	var chunk []pendingEvent
+	seen := map[contract.ItemKey]bool{}
+	for i := 0; i <= len(rows); i++ {
+		if i == len(rows) || len(chunk) == eventChunk || (!rows[i].logOnly && seen[rows[i].key]) {
+			if err := insertItemEvents(ctx, e, capN, chunk); err != nil {
+				return err
+			}
+			chunk = chunk[:0]
+			clear(seen)
+		}
+		if i < len(rows) && !rows[i].logOnly {
+			chunk = append(chunk, rows[i])
+			seen[rows[i].key] = true
+		}
+	}
+	// The queue's log: len(rows) numbers taken at once, the latest
+	// contract.QueueEventLog kept.
+	var last int64
+	if err := e.QueryRowContext(ctx, logTakeManySQL, queue, len(rows)).Scan(&last); err != nil {
+		return err
+	}
+	seq := last - int64(len(rows)) + 1
+	for i := 0; i < len(rows); i += eventChunk {
+		part := rows[i:min(i+eventChunk, len(rows))]
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO adk_event_log (queue, seq, tenant, id, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ")
+		args := make([]any, 0, 14*len(part))
+		for r, p := range part {
+			if r > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			ev := p.ev
+			args = append(args, queue, seq, p.key.Tenant, p.key.ID, string(ev.Kind), nanos(ev.At), ev.Worker, ev.Attempt, ev.Token,
+				ev.Error, eventDue(ev), ev.Signal, ev.Reason, int64(ev.RunTime))
+			seq++
+		}
+		if _, err := e.ExecContext(ctx, sb.String(), args...); err != nil {
+			return err
+		}
+	}
+	if last > contract.QueueEventLog {
+		if _, err := e.ExecContext(ctx, logTrimSQL, queue, last-contract.QueueEventLog); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertItemEvents appends each event to its item's own events, numbered
+// after the item's latest, and deletes the oldest beyond the cap of the
+// items that now have more.
+func insertItemEvents(ctx context.Context, e execer, capN int, chunk []pendingEvent) error {
+	if len(chunk) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO adk_events (queue, tenant, id, n, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ")
+	args := make([]any, 0, 13*len(chunk))
+	for r, p := range chunk {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		b := 13 * r
+		fmt.Fprintf(&sb, "(?%[1]d, ?%[2]d, ?%[3]d, coalesce((SELECT max(n) FROM adk_events WHERE queue = ?%[1]d AND tenant = ?%[2]d AND id = ?%[3]d), 0) + 1, ?%[4]d, ?%[5]d, ?%[6]d, ?%[7]d, ?%[8]d, ?%[9]d, ?%[10]d, ?%[11]d, ?%[12]d, ?%[13]d)",
+			b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8, b+9, b+10, b+11, b+12, b+13)
+		ev := p.ev
+		args = append(args, p.key.Queue, p.key.Tenant, p.key.ID, string(ev.Kind), nanos(ev.At), ev.Worker, ev.Attempt, ev.Token,
+			ev.Error, eventDue(ev), ev.Signal, ev.Reason, int64(ev.RunTime))
+	}
+	sb.WriteString(" RETURNING tenant, id, n")
+	rows, err := e.QueryContext(ctx, sb.String(), args...)
+	if err != nil {
+		return err
+	}
+	type over struct {
+		tenant, id string
+		n          int64
+	}
+	var trim []over
+	for rows.Next() {
+		var o over
+		if err := rows.Scan(&o.tenant, &o.id, &o.n); err != nil {
+			rows.Close()
+			return err
+		}
+		if o.n > int64(capN) {
+			trim = append(trim, o)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, o := range trim {
+		if _, err := e.ExecContext(ctx, eventTrimSQL, chunk[0].key.Queue, o.tenant, o.id, o.n-int64(capN)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eventDue is the event's NextDue in nanoseconds, 0 for none.
+func eventDue(ev contract.Event) int64 {
+	if ev.NextDue.IsZero() {
+		return 0
+	}
+	return nanos(ev.NextDue)
+}
+
 // eventsCap reads the queue's cap of events per item (0: none recorded).
 func eventsCap(ctx context.Context, e execer, queue string) (int, error) {
 	var n int
@@ -101,7 +277,11 @@ func readRetention(ctx context.Context, e execer, queue string) (retention, erro
 // records events for, or which asked for a uniqueness window (the items
 // the complete's DELETE leaves). It reports false when l does not hold a
 // live, unmarked lease on its item.
-func completeKept(ctx context.Context, e execer, l contract.Lease, now time.Time) (bool, error) {
+//
+// Its events and its count of finished items go to b; retains says the
+// queue keeps or records events, so that no complete's DELETE removes
+// its items (known only when the lease held its item).
+func completeKept(ctx context.Context, e execer, b *eventBatch, l contract.Lease, now time.Time) (kept, retains bool, err error) {
 	k := l.Key()
 	var (
 		worker            string
@@ -109,18 +289,19 @@ func completeKept(ctx context.Context, e execer, l contract.Lease, now time.Time
 		uniqueFor, age    int64
 		count, eventsCapN int
 	)
-	err := e.QueryRowContext(ctx, completeReadSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&worker, &attempts, &uniqueFor, &age, &count, &eventsCapN)
+	err = e.QueryRowContext(ctx, completeReadSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&worker, &attempts, &uniqueFor, &age, &count, &eventsCapN)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
+	retains = age > 0 || count > 0 || eventsCapN > 0
 	ev := contract.Event{Kind: contract.EventCompleted, At: now, Worker: worker, Attempt: attempts + 1}
 	if eventsCapN > 0 {
 		var claimedAt sql.NullInt64
 		if err := e.QueryRowContext(ctx, eventLastClaimSQL, k.Queue, k.Tenant, k.ID).Scan(&claimedAt); err != nil {
-			return false, err
+			return false, false, err
 		}
 		if claimedAt.Valid {
 			if d := nanos(now) - claimedAt.Int64; d > 0 {
@@ -131,20 +312,20 @@ func completeKept(ctx context.Context, e execer, l contract.Lease, now time.Time
 	keep := age > 0 || count > 0 || uniqueFor > 0
 	if !keep {
 		if _, err := e.ExecContext(ctx, itemDeleteSQL, k.Queue, k.Tenant, k.ID); err != nil {
-			return false, err
+			return false, false, err
 		}
 		if _, err := e.ExecContext(ctx, eventsDeleteSQL, k.Queue, k.Tenant, k.ID); err != nil {
-			return false, err
+			return false, false, err
 		}
-		return true, record(ctx, e, eventsCapN, k, ev, true)
+		b.add(eventsCapN, k, ev, true)
+		return true, retains, nil
 	}
 	if _, err := e.ExecContext(ctx, completeKeepSQL, k.Queue, k.Tenant, k.ID, nanos(now), uniqueFor); err != nil {
-		return false, err
+		return false, false, err
 	}
-	if err := finishedAdd(ctx, e, k.Queue, 1); err != nil {
-		return false, err
-	}
-	return true, record(ctx, e, eventsCapN, k, ev, false)
+	b.finish(k.Queue)
+	b.add(eventsCapN, k, ev, false)
+	return true, retains, nil
 }
 
 // SetRetention sets what the queue keeps, and counts its finished items

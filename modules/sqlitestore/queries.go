@@ -128,6 +128,8 @@ var (
 	logReadSQL string
 	//go:embed queries/log_take.sql
 	logTakeSQL string
+	//go:embed queries/log_take_many.sql
+	logTakeManySQL string
 	//go:embed queries/log_trim.sql
 	logTrimSQL string
 	//go:embed queries/pause_queue.sql

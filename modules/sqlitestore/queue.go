@@ -388,24 +388,34 @@ type settled struct {
 // a cancel: then its item is cancelled.
 func complete(ctx context.Context, e execer, leases []contract.Lease, now time.Time) (settled, error) {
 	var s settled
+	var b eventBatch
+	retains := map[string]bool{} // queues whose items no complete's DELETE removes
 	for _, l := range leases {
 		k := l.Key()
-		res, err := e.ExecContext(ctx, completeSQL, k.Queue, k.Tenant, k.ID, l.Token)
-		if err != nil {
-			return settled{}, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return settled{}, err
-		}
-		if n == 0 {
-			kept, err := completeKept(ctx, e, l, now)
+		n := int64(0)
+		if !retains[k.Queue] {
+			res, err := e.ExecContext(ctx, completeSQL, k.Queue, k.Tenant, k.ID, l.Token)
 			if err != nil {
 				return settled{}, err
+			}
+			if n, err = res.RowsAffected(); err != nil {
+				return settled{}, err
+			}
+		}
+		if n == 0 {
+			kept, r, err := completeKept(ctx, e, &b, l, now)
+			if err != nil {
+				return settled{}, err
+			}
+			if r {
+				retains[k.Queue] = true
 			}
 			if kept {
 				s.ended = append(s.ended, tenantKey{k.Queue, k.Tenant})
 				continue
+			}
+			if err := b.flush(ctx, e); err != nil {
+				return settled{}, err
 			}
 			marked, err := settleMarked(ctx, e, l, nil, now)
 			if err != nil {
@@ -418,6 +428,9 @@ func complete(ctx context.Context, e execer, leases []contract.Lease, now time.T
 			s.cancelled = append(s.cancelled, k)
 		}
 		s.ended = append(s.ended, tenantKey{k.Queue, k.Tenant})
+	}
+	if err := b.flush(ctx, e); err != nil {
+		return settled{}, err
 	}
 	return s, nil
 }
