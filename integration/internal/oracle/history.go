@@ -295,7 +295,7 @@ func checkHistory(ev ItemEvidence, allow *Allowance) historyVerdict {
 		reported[e.Token] = e
 		c, ok := claims[e.Token]
 		switch {
-		case !ok && allow.inFlight(e):
+		case !ok && allow.claimedBeforeCrash(e):
 			forgive("%s %s held token %d (attempt %d), whose claim the server lost with the crash", what, e.Worker, e.Token, e.Attempts+1)
 		case !ok:
 			violate("%s %s held token %d (attempt %d), but no claimed event records it", what, e.Worker, e.Token, e.Attempts+1)
@@ -395,4 +395,17 @@ func inFlightAttempt(reports []Event, b int, allow *Allowance) bool {
 		}
 	}
 	return false
+}
+
+// claimedBeforeCrash reports whether e's claim was served before the
+// crash of a server that loses acknowledged writes. Its claimed event can
+// be lost even when the claim came a little before the allowance opened:
+// replication is asynchronous, so a replica cut off at From may not yet
+// have had the writes acknowledged just before.
+func (a *Allowance) claimedBeforeCrash(e Event) bool {
+	begin := e.Claimed
+	if begin == 0 {
+		begin = e.Started
+	}
+	return a != nil && begin <= a.To.UnixNano()
 }
