@@ -172,8 +172,8 @@ func TestPgBouncerSuites(t *testing.T) {
 			if _, err := pgstore.OpenQueue(ctx, pool, nil, pgstore.Settings{}); err != nil {
 				t.Fatalf("OpenQueue through PgBouncer with %s: %v", mode, err)
 			}
-			contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
-				s, err := pgstore.NewState(pool, clock, pgstore.Settings{Tables: b.tables(t, n.Add(1))})
+			contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
+				s, err := pgstore.NewState(pool, clock, pgstore.Settings{Tables: b.tables(t, n.Add(1)), Runs: p})
 				if err != nil {
 					t.Fatal(err)
 				}

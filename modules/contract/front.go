@@ -2,6 +2,8 @@ package contract
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/adkit/adk/modules/policy"
@@ -550,23 +552,43 @@ func (f QueueFront) Waiting(ctx context.Context, queue string, page PageRequest)
 }
 
 // StateFront is the front door of a backing's state store: it checks every
-// call once, here, then calls the backing's [StateDriver].
+// call once, here, then calls the backing's [StateDriver]. It has the
+// [RunKeeper] methods too, answering errors.ErrUnsupported while the
+// driver has none.
 type StateFront struct {
 	d        StateDriver
+	rk       RunKeeper // d's, when it fences deletes and keeps versions
 	maxBytes int
+	policy   RunPolicy
+	bad      error // p's *ValidationError: every call answers it
 }
 
 // NewStateFront returns the front door of d, refusing run data above
-// maxValueBytes (zero or less: DefaultMaxValueBytes).
-func NewStateFront(d StateDriver, maxValueBytes int) StateFront {
+// maxValueBytes (zero or less: DefaultMaxValueBytes) and unfenced writes
+// when p requires a fence. The backing checks p with ValidateRunPolicy
+// when it is opened, and its driver keeps versions as p says; a front
+// given a p that fails ValidateRunPolicy answers every call with that
+// *ValidationError.
+func NewStateFront(d StateDriver, maxValueBytes int, p RunPolicy) StateFront {
 	if maxValueBytes <= 0 {
 		maxValueBytes = DefaultMaxValueBytes
 	}
-	return StateFront{d: d, maxBytes: maxValueBytes}
+	rk, _ := d.(RunKeeper)
+	return StateFront{d: d, rk: rk, maxBytes: maxValueBytes, policy: p, bad: ValidateRunPolicy("Settings.Runs", p)}
 }
+
+// RunPolicy returns the policy the store was opened with.
+func (f StateFront) RunPolicy() RunPolicy { return f.policy }
+
+// KeepsRuns reports whether the RunKeeper methods answer (see
+// [AsRunKeeper]).
+func (f StateFront) KeepsRuns() bool { return f.rk != nil }
 
 // GetRun implements [StateStore].
 func (f StateFront) GetRun(ctx context.Context, tenant, id string) (*Run, error) {
+	if f.bad != nil {
+		return nil, f.bad
+	}
 	if err := ValidateRunKey(tenant, id); err != nil {
 		return nil, err
 	}
@@ -575,7 +597,13 @@ func (f StateFront) GetRun(ctx context.Context, tenant, id string) (*Run, error)
 
 // PutRun implements [StateStore].
 func (f StateFront) PutRun(ctx context.Context, run Run) (*Run, error) {
+	if f.bad != nil {
+		return nil, f.bad
+	}
 	if err := ValidateRun(run, f.maxBytes); err != nil {
+		return nil, err
+	}
+	if err := ValidateFence("Run.Fence", run.Fence, f.policy); err != nil {
 		return nil, err
 	}
 	return f.d.PutRun(ctx, run)
@@ -583,10 +611,16 @@ func (f StateFront) PutRun(ctx context.Context, run Run) (*Run, error) {
 
 // PatchRun implements [StateStore].
 func (f StateFront) PatchRun(ctx context.Context, tenant, id string, patch Patch) (*Run, error) {
+	if f.bad != nil {
+		return nil, f.bad
+	}
 	if err := ValidateRunKey(tenant, id); err != nil {
 		return nil, err
 	}
 	if err := ValidatePatch(patch); err != nil {
+		return nil, err
+	}
+	if err := ValidateFence("Patch.Fence", patch.Fence, f.policy); err != nil {
 		return nil, err
 	}
 	return f.d.PatchRun(ctx, tenant, id, patch)
@@ -594,6 +628,9 @@ func (f StateFront) PatchRun(ctx context.Context, tenant, id string, patch Patch
 
 // ListRuns implements [StateStore].
 func (f StateFront) ListRuns(ctx context.Context, tenant string, page PageRequest) (RunPage, error) {
+	if f.bad != nil {
+		return RunPage{}, f.bad
+	}
 	if err := ValidateName("tenant", tenant); err != nil {
 		return RunPage{}, err
 	}
@@ -607,6 +644,9 @@ func (f StateFront) ListRuns(ctx context.Context, tenant string, page PageReques
 
 // ListSessionRuns implements [StateStore].
 func (f StateFront) ListSessionRuns(ctx context.Context, tenant, session string, page PageRequest) (RunPage, error) {
+	if f.bad != nil {
+		return RunPage{}, f.bad
+	}
 	if err := ValidateName("tenant", tenant); err != nil {
 		return RunPage{}, err
 	}
@@ -621,10 +661,101 @@ func (f StateFront) ListSessionRuns(ctx context.Context, tenant, session string,
 	return f.d.ListSessionRuns(ctx, tenant, session, page)
 }
 
-// DeleteRun implements [StateStore].
+// DeleteRun implements [StateStore]. A store that requires a fence
+// refuses it: use DeleteRunFenced.
 func (f StateFront) DeleteRun(ctx context.Context, tenant, id string) error {
+	if f.bad != nil {
+		return f.bad
+	}
 	if err := ValidateRunKey(tenant, id); err != nil {
 		return err
 	}
+	if err := ValidateFence("fence", 0, f.policy); err != nil {
+		return err
+	}
 	return f.d.DeleteRun(ctx, tenant, id)
+}
+
+func (f StateFront) keeper() (RunKeeper, error) {
+	if f.rk == nil {
+		return nil, fmt.Errorf("contract: this state store has no RunKeeper: %w", errors.ErrUnsupported)
+	}
+	return f.rk, nil
+}
+
+// DeleteRunFenced implements [RunKeeper].
+func (f StateFront) DeleteRunFenced(ctx context.Context, tenant, id string, fence int64) error {
+	if f.bad != nil {
+		return f.bad
+	}
+	if err := ValidateRunKey(tenant, id); err != nil {
+		return err
+	}
+	if err := ValidateFence("fence", fence, f.policy); err != nil {
+		return err
+	}
+	rk, err := f.keeper()
+	if err != nil {
+		return err
+	}
+	return rk.DeleteRunFenced(ctx, tenant, id, fence)
+}
+
+// ListRunVersions implements [RunKeeper].
+func (f StateFront) ListRunVersions(ctx context.Context, tenant, id string, page PageRequest) (RunVersionPage, error) {
+	if f.bad != nil {
+		return RunVersionPage{}, f.bad
+	}
+	if err := ValidateRunKey(tenant, id); err != nil {
+		return RunVersionPage{}, err
+	}
+	limit, err := ValidatePage(page)
+	if err != nil {
+		return RunVersionPage{}, err
+	}
+	page.Limit = limit
+	rk, err := f.keeper()
+	if err != nil {
+		return RunVersionPage{}, err
+	}
+	return rk.ListRunVersions(ctx, tenant, id, page)
+}
+
+// GetRunVersion implements [RunKeeper].
+func (f StateFront) GetRunVersion(ctx context.Context, tenant, id string, version int64) (*Run, error) {
+	if f.bad != nil {
+		return nil, f.bad
+	}
+	if err := ValidateRunKey(tenant, id); err != nil {
+		return nil, err
+	}
+	if err := ValidateVersion(version); err != nil {
+		return nil, err
+	}
+	rk, err := f.keeper()
+	if err != nil {
+		return nil, err
+	}
+	return rk.GetRunVersion(ctx, tenant, id, version)
+}
+
+// ForkRun implements [RunKeeper].
+func (f StateFront) ForkRun(ctx context.Context, tenant, id string, version int64, newID string) (*Run, error) {
+	if f.bad != nil {
+		return nil, f.bad
+	}
+	if err := ValidateRunKey(tenant, id); err != nil {
+		return nil, err
+	}
+	if err := ValidateName("newID", newID); err != nil {
+		return nil, err
+	}
+	if err := ValidateVersion(version); err != nil {
+		return nil, err
+	}
+	rk, err := f.keeper()
+	if err != nil {
+		return nil, err
+	}
+	return rk.ForkRun(ctx, tenant, id, version, newID)
 }

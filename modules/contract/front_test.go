@@ -62,7 +62,8 @@ func TestFrontRefusesBeforeTheDriver(t *testing.T) {
 	ctx := context.Background()
 	r := &recorder{}
 	q := contract.NewQueueFront(r, 16, "test")
-	s := contract.NewStateFront(r, 16)
+	s := contract.NewStateFront(r, 16, contract.RunPolicy{})
+	fenced := contract.NewStateFront(r, 16, contract.RunPolicy{RequireFence: true})
 	bad := contract.Lease{Item: contract.Item{ID: "x"}} // no tenant
 	ok := contract.ClaimRequest{LeaseFor: time.Second, Max: 1}
 	for name, call := range map[string]func() error{
@@ -97,6 +98,23 @@ func TestFrontRefusesBeforeTheDriver(t *testing.T) {
 		},
 		"ListSessionRuns": func() error { _, err := s.ListSessionRuns(ctx, "a", "", contract.PageRequest{}); return err },
 		"DeleteRun":       func() error { return s.DeleteRun(ctx, "a", "") },
+		"PutRun negative fence": func() error {
+			_, err := s.PutRun(ctx, contract.Run{Tenant: "a", ID: "b", Fence: -1})
+			return err
+		},
+		"PatchRun negative fence":     func() error { _, err := s.PatchRun(ctx, "a", "b", contract.Patch{Fence: -2}); return err },
+		"DeleteRunFenced negative":    func() error { return s.DeleteRunFenced(ctx, "a", "b", -1) },
+		"PutRun unfenced, required":   func() error { _, err := fenced.PutRun(ctx, contract.Run{Tenant: "a", ID: "b"}); return err },
+		"PatchRun unfenced, required": func() error { _, err := fenced.PatchRun(ctx, "a", "b", contract.Patch{}); return err },
+		"DeleteRun, fence required":   func() error { return fenced.DeleteRun(ctx, "a", "b") },
+		"DeleteRunFenced 0, required": func() error { return fenced.DeleteRunFenced(ctx, "a", "b", 0) },
+		"ListRunVersions": func() error {
+			_, err := s.ListRunVersions(ctx, "a", "b", contract.PageRequest{Limit: -1})
+			return err
+		},
+		"GetRunVersion 0":  func() error { _, err := s.GetRunVersion(ctx, "a", "b", 0); return err },
+		"ForkRun no newID": func() error { _, err := s.ForkRun(ctx, "a", "b", 1, ""); return err },
+		"ForkRun version":  func() error { _, err := s.ForkRun(ctx, "a", "b", -1, "c"); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := call()
@@ -106,5 +124,36 @@ func TestFrontRefusesBeforeTheDriver(t *testing.T) {
 				t.Errorf("got %v; want a *contract.ValidationError (a too_large refusal for a payload)", err)
 			}
 		})
+	}
+}
+
+// TestFrontBadRunPolicy: a front opened with a policy out of range
+// answers every state call with the policy's *ValidationError, naming the
+// field, and never calls the driver (which would panic).
+func TestFrontBadRunPolicy(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		p     contract.RunPolicy
+		field string
+	}{
+		{contract.RunPolicy{KeepVersions: -1}, "Settings.Runs.KeepVersions"},
+		{contract.RunPolicy{KeepVersions: contract.MaxRunVersions + 1}, "Settings.Runs.KeepVersions"},
+		{contract.RunPolicy{VersionAge: -time.Second}, "Settings.Runs.VersionAge"},
+	} {
+		s := contract.NewStateFront(&recorder{}, 16, tt.p)
+		for name, call := range map[string]func() error{
+			"GetRun": func() error { _, err := s.GetRun(ctx, "a", "b"); return err },
+			"PutRun": func() error { _, err := s.PutRun(ctx, contract.Run{Tenant: "a", ID: "b"}); return err },
+			"ListRunVersions": func() error {
+				_, err := s.ListRunVersions(ctx, "a", "b", contract.PageRequest{})
+				return err
+			},
+			"DeleteRun": func() error { return s.DeleteRun(ctx, "a", "b") },
+		} {
+			err := call()
+			if ve, ok := errors.AsType[*contract.ValidationError](err); !ok || ve.Field != tt.field {
+				t.Errorf("%+v %s: got %v; want a *contract.ValidationError on %s", tt.p, name, err, tt.field)
+			}
+		}
 	}
 }

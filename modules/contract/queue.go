@@ -104,7 +104,12 @@ type Lease struct {
 	Worker    string    `json:"worker"`
 	ExpiresAt time.Time `json:"expires_at"`
 	// Token is the fencing token: issued by the claim (and anew by every
-	// heartbeat), never issued twice for the same item.
+	// heartbeat), never issued twice for the same item. Tokens increase:
+	// every token issued for an item is greater than every token issued
+	// for it before, by any claim or heartbeat, across restarts of the
+	// backing's server, so the newest execution of an item holds its
+	// largest token (what a fenced run write needs, see [RunPolicy]).
+	// Tokens are positive.
 	Token int64 `json:"token"`
 }
 

@@ -70,6 +70,11 @@ type Run struct {
 	// version (0 to create); a mismatch is a *StateConflictError.
 	Version  int64    `json:"version"`
 	Counters Counters `json:"counters"`
+	// Fence is the lease token of the execution writing the run (see
+	// [RunPolicy] and [StaleFenceError]); 0 writes unfenced. In a run the
+	// store returns it is the highest fence that has written the run, 0
+	// when only unfenced writes have.
+	Fence int64 `json:"fence,omitempty"`
 	// Seq is assigned by the store when the run is created and never
 	// rewritten; ListRuns pages by it.
 	Seq       int64     `json:"seq"`
@@ -83,6 +88,9 @@ type Run struct {
 type Patch struct {
 	Counters Counters
 	Status   string
+	// Fence is the lease token of the execution doing the patch, as
+	// Run.Fence is for PutRun; 0 patches unfenced.
+	Fence int64
 }
 
 // PageRequest asks for one page of a listing. Cursor is the Next of the

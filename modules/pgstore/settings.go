@@ -34,6 +34,10 @@ type Settings struct {
 	// MaxValueBytes caps a run's Data and an item's Payload, checked
 	// before anything is sent. Zero means contract.DefaultMaxValueBytes.
 	MaxValueBytes int
+	// Runs says how the state store treats fences and versions of runs
+	// (contract.RunPolicy); the zero value keeps no versions and lets
+	// unfenced writes land.
+	Runs contract.RunPolicy
 	// Policy decides retries and dead letters for the queue.
 	Policy policy.Policy
 	// AcquireTimeout bounds the wait for a connection from a
@@ -63,6 +67,9 @@ func (s Settings) normalized() (Settings, error) {
 		return s, err
 	}
 	s.Tables = t
+	if err := contract.ValidateRunPolicy("Settings.Runs", s.Runs); err != nil {
+		return s, err
+	}
 	if s.MaxValueBytes <= 0 {
 		s.MaxValueBytes = contract.DefaultMaxValueBytes
 	}

@@ -78,7 +78,7 @@ func NewState(exec Executor, clock contract.Clock, s Settings) (*PostgresStateSt
 }
 
 func (s *stateStore) front() *PostgresStateStore {
-	return &PostgresStateStore{StateFront: contract.NewStateFront(s, s.settings.MaxValueBytes), d: s}
+	return &PostgresStateStore{StateFront: contract.NewStateFront(s, s.settings.MaxValueBytes, s.settings.Runs), d: s}
 }
 
 // Bound returns a store that runs every call inside tx, the caller's

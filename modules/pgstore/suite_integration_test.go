@@ -13,9 +13,9 @@ import (
 )
 
 func TestStateStoreContract(t *testing.T) {
-	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
+	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
 		d := newTestDB(t)
-		s, err := pgstore.NewState(d.pool, clock, pgstore.Settings{})
+		s, err := pgstore.NewState(d.pool, clock, pgstore.Settings{Runs: p})
 		if err != nil {
 			t.Fatal(err)
 		}

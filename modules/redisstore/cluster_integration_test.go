@@ -52,8 +52,8 @@ func TestCluster(t *testing.T) {
 	tenants := map[string]bool{}
 	inner := stateFactory(client)
 	t.Run("StateStore", func(t *testing.T) {
-		contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
-			return tenantRecorder{StateStore: inner(t, clock), mu: &mu, tenants: tenants}
+		contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
+			return tenantRecorder{StateStore: inner(t, clock, p), mu: &mu, tenants: tenants}
 		})
 	})
 	namespaces := map[string]bool{}

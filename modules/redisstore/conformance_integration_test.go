@@ -23,8 +23,8 @@ import (
 // stateFactory makes stores over client, each in a namespace of its own
 // that is deleted when the subtest ends.
 func stateFactory(client redis.UniversalClient) contracttest.StateFactory {
-	return func(t *testing.T, clock contract.Clock) contract.StateStore {
-		s, err := redisstore.NewState(client, clock, redisstore.Settings{Namespace: redistest.Namespace(t, client)})
+	return func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
+		s, err := redisstore.NewState(client, clock, redisstore.Settings{Namespace: redistest.Namespace(t, client), Runs: p})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -91,6 +91,10 @@ type Settings struct {
 	// contract.DefaultMaxValueBytes). Larger values are refused before
 	// anything is sent.
 	MaxValueBytes int
+	// Runs says how the state store treats fences and versions of runs
+	// (contract.RunPolicy); the zero value keeps no versions and lets
+	// unfenced writes land.
+	Runs contract.RunPolicy
 	// Volatile lets Preflight accept a server that keeps nothing on disk
 	// (no AOF, no RDB save points): for development, and for a queue
 	// whose work can be recreated elsewhere. It is the "not durable"
@@ -141,6 +145,9 @@ func (s Settings) normalized() (Settings, error) {
 		s.MaxValueBytes = contract.DefaultMaxValueBytes
 	case s.MaxValueBytes < 0 || s.MaxValueBytes > 512<<20:
 		return s, &contract.ValidationError{Field: "Settings.MaxValueBytes", Problem: fmt.Sprintf("is %d; give 1 to %d bytes, or 0 for the default", s.MaxValueBytes, 512<<20)}
+	}
+	if err := contract.ValidateRunPolicy("Settings.Runs", s.Runs); err != nil {
+		return s, err
 	}
 	switch {
 	case s.RecentTurns == 0:

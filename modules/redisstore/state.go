@@ -57,7 +57,7 @@ func NewState(client redis.UniversalClient, clock contract.Clock, settings Setti
 		return nil, err
 	}
 	d := &stateStore{client: client, clock: clock, settings: s, retry: r, window: replayWindowFor(s.RetryBudget)}
-	return &RedisStateStore{StateFront: contract.NewStateFront(d, s.MaxValueBytes), d: d}, nil
+	return &RedisStateStore{StateFront: contract.NewStateFront(d, s.MaxValueBytes, s.Runs), d: d}, nil
 }
 
 // OpenState runs Preflight against the server (waiting out a failover

@@ -51,6 +51,10 @@ type Settings struct {
 	// MaxValueBytes caps a run's Data and an item's Payload, checked
 	// before anything is written. Zero means contract.DefaultMaxValueBytes.
 	MaxValueBytes int
+	// Runs says how the state store treats fences and versions of runs
+	// (contract.RunPolicy); the zero value keeps no versions and lets
+	// unfenced writes land.
+	Runs contract.RunPolicy
 	// Policy decides retries and dead letters for the queue.
 	Policy policy.Policy
 	// Durability is what OpenDB asks of every connection, and what Open
@@ -67,6 +71,9 @@ type Settings struct {
 }
 
 func (s Settings) normalized() (Settings, error) {
+	if err := contract.ValidateRunPolicy("Settings.Runs", s.Runs); err != nil {
+		return s, err
+	}
 	if s.MaxValueBytes <= 0 {
 		s.MaxValueBytes = contract.DefaultMaxValueBytes
 	}

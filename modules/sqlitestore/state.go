@@ -76,7 +76,7 @@ func NewState(d *sql.DB, clock contract.Clock, s Settings) (*SQLiteStateStore, e
 }
 
 func (s *stateStore) front() *SQLiteStateStore {
-	return &SQLiteStateStore{StateFront: contract.NewStateFront(s, s.settings.MaxValueBytes), d: s}
+	return &SQLiteStateStore{StateFront: contract.NewStateFront(s, s.settings.MaxValueBytes, s.settings.Runs), d: s}
 }
 
 // Bound returns a store that runs every call inside tx, the caller's

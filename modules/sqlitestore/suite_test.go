@@ -28,8 +28,8 @@ func newFile(t testing.TB, s sqlitestore.Settings) *sql.DB {
 }
 
 func TestStateStoreContract(t *testing.T) {
-	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
-		s, err := sqlitestore.NewState(newFile(t, sqlitestore.Settings{}), clock, sqlitestore.Settings{})
+	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
+		s, err := sqlitestore.NewState(newFile(t, sqlitestore.Settings{}), clock, sqlitestore.Settings{Runs: p})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,11 +30,17 @@ func testPolicy() policy.Policy {
 	return policy.Policy{MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: policy.Fixed(1)}
 }
 
-// newState calls the factory with a fresh clock.
+// newState calls the factory with a fresh clock and the zero RunPolicy.
 func newState(t *testing.T, f StateFactory) (contract.StateStore, *FakeClock) {
 	t.Helper()
+	return newStatePolicy(t, f, contract.RunPolicy{})
+}
+
+// newStatePolicy calls the factory with a fresh clock and policy p.
+func newStatePolicy(t *testing.T, f StateFactory, p contract.RunPolicy) (contract.StateStore, *FakeClock) {
+	t.Helper()
 	clock := NewFakeClock(FakeEpoch)
-	s := f(t, clock)
+	s := f(t, clock, p)
 	if s == nil {
 		t.Fatal("StateFactory returned a nil StateStore")
 	}

@@ -20,8 +20,8 @@ const faultEnv = "ADK_CONTRACTTEST_FAULT"
 
 func TestStateStore(t *testing.T) {
 	fault := os.Getenv(faultEnv)
-	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
-		return newFaulty(clock, fault)
+	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
+		return newFaulty(clock, fault, memstore.Settings{Runs: p})
 	})
 }
 

@@ -16,8 +16,8 @@ func newStore(t *testing.T, clock contract.Clock, s memstore.Settings) *memstore
 }
 
 func TestStateStore(t *testing.T) {
-	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
-		return newStore(t, clock, memstore.Settings{})
+	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
+		return newStore(t, clock, memstore.Settings{Runs: p})
 	})
 }
 

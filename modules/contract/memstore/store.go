@@ -34,6 +34,7 @@ type store struct {
 	policy      policy.Policy
 	maxBytes    int
 	recentTurns int
+	runPolicy   contract.RunPolicy // fences and versions of runs
 
 	mu sync.Mutex
 
@@ -86,6 +87,11 @@ type Settings struct {
 	// RecentTurns is how many of the latest turns each queue keeps for
 	// [Store.Rotation]. Zero or less means DefaultRecentTurns.
 	RecentTurns int
+	// Runs says how the state store treats fences and versions of runs;
+	// the zero value keeps no versions and lets unfenced writes land. A
+	// policy that fails contract.ValidateRunPolicy makes every state call
+	// answer its *contract.ValidationError.
+	Runs contract.RunPolicy
 }
 
 // New returns an empty store that reads time from clock (the wall clock
@@ -107,6 +113,7 @@ func New(clock contract.Clock, settings Settings) *Store {
 		policy:      settings.Policy,
 		maxBytes:    settings.MaxValueBytes,
 		recentTurns: settings.RecentTurns,
+		runPolicy:   settings.Runs,
 		runs:        make(map[runKey]*contract.Run),
 		tenantRuns:  make(map[string]*tree[int64, *contract.Run]),
 		sessionRuns: make(map[runKey]*tree[int64, *contract.Run]),
@@ -116,7 +123,7 @@ func New(clock contract.Clock, settings Settings) *Store {
 	}
 	return &Store{
 		QueueFront: contract.NewQueueFront(s, s.maxBytes, "memory"),
-		StateFront: contract.NewStateFront(s, s.maxBytes),
+		StateFront: contract.NewStateFront(s, s.maxBytes, settings.Runs),
 		s:          s,
 	}
 }
