@@ -188,7 +188,14 @@ const (
 	replyDone     = 1 // written, by this call or an earlier try of it
 	replySession  = 2 // the run is in another session: call again declaring its index
 	replyOverflow = 3 // a counter would leave the int64 range
+	replyFenced   = 4 // the run's fence is above the write's: nothing written
 )
+
+// staleFence is the refusal of a write under fence by a run whose fence,
+// the first of vals, is above it.
+func staleFence(tenant, id string, fence int64, vals []any) error {
+	return &contract.StaleFenceError{Tenant: tenant, ID: id, Fence: fence, Stored: atoi64(replyString(vals))}
+}
 
 // PutRun writes the run's Session, Status and Data, version-checked. Each
 // call carries a nonce, so a put sent again after its reply was lost
@@ -203,12 +210,14 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 	for range sessionTries {
 		status, vals, err := s.write(ctx, scriptStatePut,
 			writeKeys(k, run.ID, k.index(), k.seq(), k.session(run.Session), k.session(stored)),
-			s.writeArgs(id, now, run.ID, run.Version, run.Session, stored, run.Status, []byte(run.Data), now.UnixNano())...)
+			s.writeArgs(id, now, run.ID, run.Version, run.Session, stored, run.Status, []byte(run.Data), now.UnixNano(), run.Fence)...)
 		switch {
 		case err != nil:
 			return nil, err
 		case status == replyDone:
 			return decodeRun(run.Tenant, run.ID, vals)
+		case status == replyFenced:
+			return nil, staleFence(run.Tenant, run.ID, run.Fence, vals)
 		case status == replyMissing:
 			return nil, &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version, Actual: atoi64(replyString(vals))}
 		case status == replySession:
@@ -237,12 +246,14 @@ func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, patch cont
 	deltas := [5]int64{c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor}
 	now := s.clock.Now()
 	status, vals, err := s.write(ctx, scriptStatePatch, writeKeys(k, id),
-		s.writeArgs(nonce(), now, id, deltas[0], deltas[1], deltas[2], deltas[3], deltas[4], patch.Status, now.UnixNano())...)
+		s.writeArgs(nonce(), now, id, deltas[0], deltas[1], deltas[2], deltas[3], deltas[4], patch.Status, now.UnixNano(), patch.Fence)...)
 	switch {
 	case err != nil:
 		return nil, err
 	case status == replyDone:
 		return decodeRun(tenant, id, vals)
+	case status == replyFenced:
+		return nil, staleFence(tenant, id, patch.Fence, vals)
 	case status == replyMissing:
 		return nil, contract.ErrNotFound
 	case status == replyOverflow && len(vals) == 2:
@@ -334,6 +345,16 @@ func (s *stateStore) list(ctx context.Context, tenant string, k stateKeys, index
 // sent again after its reply was lost finds its record (which outlives
 // the run) and answers nil, and does not remove a run created meanwhile.
 func (s *stateStore) DeleteRun(ctx context.Context, tenant, id string) error {
+	return s.deleteRun(ctx, tenant, id, 0)
+}
+
+// DeleteRunFenced is DeleteRun under fence: a run whose fence is above it
+// is left as it is, and the call answers a *contract.StaleFenceError.
+func (s *stateStore) DeleteRunFenced(ctx context.Context, tenant, id string, fence int64) error {
+	return s.deleteRun(ctx, tenant, id, fence)
+}
+
+func (s *stateStore) deleteRun(ctx context.Context, tenant, id string, fence int64) error {
 	ctx, cancel := s.resendable(ctx)
 	defer cancel()
 	k := newStateKeys(s.settings.Namespace, tenant)
@@ -343,12 +364,14 @@ func (s *stateStore) DeleteRun(ctx context.Context, tenant, id string) error {
 	session := ""
 	for range sessionTries {
 		status, vals, err := s.write(ctx, scriptStateDelete, writeKeys(k, id, k.index(), k.patches(id), k.session(session)),
-			s.writeArgs(n, now, id, session)...)
+			s.writeArgs(n, now, id, session, fence)...)
 		switch {
 		case err != nil:
 			return err
 		case status == replyDone:
 			return nil
+		case status == replyFenced:
+			return staleFence(tenant, id, fence, vals)
 		case status == replyMissing:
 			return contract.ErrNotFound
 		case status == replySession:
@@ -380,6 +403,8 @@ func decodeRun(tenant, id string, vals []any) (*contract.Run, error) {
 			r.Version = atoi64(v)
 		case "seq":
 			r.Seq = atoi64(v)
+		case "f":
+			r.Fence = atoi64(v)
 		case "it":
 			r.Counters.InputTokens = atoi64(v)
 		case "ot":

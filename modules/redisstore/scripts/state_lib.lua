@@ -20,7 +20,7 @@
 local NONCE, NOW, FORGET, ID = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 -- The run hash fields a record keeps, in the order it keeps them.
-local RECORDED = {'v', 'seq', 'it', 'ot', 'c', 'i', 'cur', 'ca', 'ua', 'st', 'se'}
+local RECORDED = {'v', 'seq', 'it', 'ot', 'c', 'i', 'cur', 'ca', 'ua', 'st', 'se', 'f'}
 
 -- replayed returns the hash fields an earlier try of this call left, as
 -- it recorded them, or nil when there was none.
@@ -61,6 +61,37 @@ local function remember(kind)
   if #old > 0 then
     redis.call('HDEL', KEYS[4], unpack(old))
     redis.call('ZREM', KEYS[3], unpack(old))
+  end
+end
+
+-- below reports whether a is less than b, both integers in decimal
+-- (fences and nanosecond times: exact where Lua's doubles are not).
+local function below(a, b)
+  local an, bn = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
+  if an ~= bn then
+    return an
+  end
+  if an then
+    a, b = b:sub(2), a:sub(2)
+  end
+  if #a ~= #b then
+    return #a < #b
+  end
+  return a < b
+end
+
+-- stale reports whether a write carrying fence (decimal, '0' unfenced)
+-- must be refused by a run whose stored fence is stored (false, as
+-- HMGET answers a missing field, or '' when none): a fenced write below the highest fence that wrote the run.
+local function stale(stored, fence)
+  return fence ~= '0' and stored and stored ~= '' and below(fence, stored)
+end
+
+-- raise_fence records fence as the run's (hash key) when it is above the
+-- stored one; an unfenced write leaves the stored fence as it is.
+local function raise_fence(key, stored, fence)
+  if fence ~= '0' and (not stored or stored == '' or below(stored, fence)) then
+    redis.call('HSET', key, 'f', fence)
   end
 end
 

@@ -8,9 +8,11 @@
 -- as the client guessed it (a session index key nobody uses when none)
 -- ARGV[5] expected version   ARGV[6] new session   ARGV[7] the session
 -- KEYS[8] belongs to   ARGV[8] status   ARGV[9] data   ARGV[10] now (ns)
+-- ARGV[11] fence ('0' unfenced)
 --
 -- Returns {1, hash fields..., data} when written (or written by an
--- earlier try of this call), {0, stored version} on conflict, and
+-- earlier try of this call), {4, stored fence} when the run exists and
+-- its fence is above the put's, {0, stored version} on conflict, and
 -- {2, stored session} when the run is in a session other than the one
 -- whose index the client declared: nothing was written, and the client
 -- calls again declaring that session's index, so that every key the
@@ -19,8 +21,11 @@ local done = replayed('p')
 if done then
   return reply(done, ARGV[9])
 end
-local h = redis.call('HMGET', KEYS[2], 'v', 'se', 'seq')
-local stored, old, seq = h[1], h[2] or '', h[3]
+local h = redis.call('HMGET', KEYS[2], 'v', 'se', 'seq', 'f')
+local stored, old, seq, fence = h[1], h[2] or '', h[3], ARGV[11]
+if stored and stale(h[4], fence) then
+  return {4, h[4]}
+end
 if (stored or '0') ~= ARGV[5] then
   return {0, stored or '0'}
 end
@@ -33,6 +38,7 @@ if not stored then
   seq = redis.call('INCR', KEYS[6])
   redis.call('HSET', KEYS[2], 'v', 1, 'seq', seq, 'it', 0, 'ot', 0, 'c', 0, 'i', 0, 'cur', 0,
     'ca', now, 'ua', now, 'st', ARGV[8], 'se', session)
+  raise_fence(KEYS[2], false, fence)
   redis.call('ZADD', KEYS[5], seq, ID)
   if session ~= '' then
     redis.call('ZADD', KEYS[7], seq, ID)
@@ -48,6 +54,7 @@ else
   end
   redis.call('HINCRBY', KEYS[2], 'v', 1)
   redis.call('HSET', KEYS[2], 'ua', now, 'st', ARGV[8], 'se', session)
+  raise_fence(KEYS[2], h[4], fence)
   -- The replay marker of earlier releases: one per run, overwritten by
   -- the next put, which is why it could not recognise a replay.
   redis.call('HDEL', KEYS[2], 'wn')
