@@ -8,14 +8,6 @@ import (
 	"github.com/adkit/adk/modules/contract"
 )
 
-// charger is what Charge needs of the item a handler is working on.
-type charger struct {
-	q     contract.WorkQueue
-	lease contract.Lease
-}
-
-type chargeKey struct{}
-
 // ErrNoItem is returned by Charge called with a context that is not (and
 // does not derive from) a handler's.
 var ErrNoItem = errors.New("runner: Charge needs the context the runner passed the handler")
@@ -29,8 +21,8 @@ var ErrNoItem = errors.New("runner: Charge needs the context the runner passed t
 // errors.ErrUnsupported when the queue does not enforce limits and with
 // a *contract.ValidationError for negative usage.
 func Charge(ctx context.Context, u contract.Usage) error {
-	c, ok := ctx.Value(chargeKey{}).(charger)
-	if !ok {
+	c := handlingOf(ctx)
+	if c == nil {
 		return ErrNoItem
 	}
 	fc, ok := contract.AsFlowController(c.q)

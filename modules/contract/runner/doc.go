@@ -52,6 +52,40 @@
 //     the queue's retention and uniqueness windows, a bounded number of
 //     Prune batches per queue each time.
 //
+// # Fenced run state
+//
+// A handler usually writes a run: the agent's state that its item
+// advances. If the worker stalls past its lease (a long pause, a
+// partition), the queue gives the item to another worker while this one
+// may still be running, and both would write the run. Fences keep the
+// newer one's writes: the store remembers the highest lease token that
+// wrote each run and refuses a write carrying a lower one (see
+// [contract.RunPolicy]). [Runs] gives a handler its store with the fence
+// filled in, the latest token of the lease it runs under (the claim's,
+// then each heartbeat's; [Fence] returns it):
+//
+//	func step(ctx context.Context, l contract.Lease) error {
+//		runs := runner.Runs(ctx, store)
+//		run, err := runs.GetRun(ctx, l.Item.Tenant, l.Item.ID)
+//		if err != nil {
+//			return err
+//		}
+//		run.Data = advance(run.Data)
+//		_, err = runs.PutRun(ctx, *run) // fenced by this lease
+//		return err
+//	}
+//
+// A write refused that way (errors.Is(err, contract.ErrFenced)) means the
+// item is someone else's now: the handler should return, and settling
+// its lease is refused as well (the runner reports the lost lease).
+// PutRun and PatchRun through the view carry the fence unless the caller
+// set one, and its DeleteRun is the fenced delete of the store's
+// [contract.RunKeeper]; reads are the store's. A refused write wrote
+// nothing. Tokens of one item only grow, across claims and heartbeats,
+// so the latest execution always holds the highest fence. Over a store
+// with RunPolicy.RequireFence, writes outside Runs (or without a fence of
+// their own) are refused.
+//
 // # Snooze, wait for a signal, cancel
 //
 // Over a queue with lifecycle controls (a [contract.LifecycleController]:

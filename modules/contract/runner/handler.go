@@ -19,8 +19,13 @@ import (
 //
 // The runner owns the lease: it heartbeats it while the handler runs and
 // settles it afterwards, so a handler never calls Complete, Fail or
-// Heartbeat itself. The lease's Token is the one the claim issued; the
-// runner settles with the latest one. ctx is cancelled when the lease is
+// Heartbeat itself. The lease's Token is the one the claim issued; every
+// heartbeat issues a new one, and the runner settles with the latest,
+// which [Fence](ctx) returns. A handler that writes its run should write
+// it through [Runs](ctx, store): its writes then carry that token as
+// their fence, and once the lease is taken back and a newer execution
+// has written the run, this one's writes are refused (a
+// *contract.StaleFenceError) instead of overwriting it. ctx is cancelled when the lease is
 // lost (the cause is the *contract.LeaseLostError), when the item is
 // cancelled (the cause is the *contract.CancelledError, which
 // errors.Is(cause, contract.ErrCancelled) matches; the runner then writes

@@ -53,8 +53,11 @@ type beatSlot struct {
 	// gone is why the lease is no longer this worker's, nil while it
 	// holds it: the *contract.LeaseLostError or *contract.CancelledError
 	// a heartbeat got.
-	gone    error
-	cancel  context.CancelCauseFunc
+	gone   error
+	cancel context.CancelCauseFunc
+	// token is the handler's copy of lease.Token (what Fence reads),
+	// moved on with every heartbeat.
+	token   *atomic.Int64
 	due     time.Duration // the next beat, from heartbeats.base
 	beating bool
 	beat    sync.WaitGroup // a beat in progress
@@ -79,11 +82,11 @@ func (h *heartbeats) newSlot() *beatSlot {
 }
 
 // watch starts heartbeating lease, whose handler's context cancel
-// cancels.
-func (h *heartbeats) watch(s *beatSlot, lease contract.Lease, cancel context.CancelCauseFunc) {
+// cancels; each new token a beat obtains is stored in token.
+func (h *heartbeats) watch(s *beatSlot, lease contract.Lease, cancel context.CancelCauseFunc, token *atomic.Int64) {
 	due := h.now() + h.every
 	s.mu.Lock()
-	s.active, s.lease, s.gone, s.cancel, s.due = true, lease, nil, cancel, due
+	s.active, s.lease, s.gone, s.cancel, s.token, s.due = true, lease, nil, cancel, token, due
 	s.mu.Unlock()
 	// A scan clears isArmed before it reads the slots: either it sees
 	// this item, or this load sees the cleared flag and arms the timer.
@@ -102,7 +105,7 @@ func (h *heartbeats) unwatch(s *beatSlot) (contract.Lease, error) {
 	s.beat.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cancel = nil
+	s.cancel, s.token = nil, nil
 	return s.lease, s.gone
 }
 
@@ -168,6 +171,7 @@ func (h *heartbeats) extend(s *beatSlot) {
 	switch {
 	case err == nil:
 		s.lease = next
+		s.token.Store(next.Token)
 	case gone != nil:
 		s.gone = gone
 	}

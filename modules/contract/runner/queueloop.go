@@ -275,8 +275,10 @@ func (l *queueLoop) work() {
 func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
 	ctx, cancel := context.WithCancelCause(l.rn.handlerCtx)
 	defer cancel(nil)
-	ctx = context.WithValue(ctx, chargeKey{}, charger{q: l.rn.r.q, lease: lease})
-	l.rn.beats.watch(s, lease, cancel)
+	h := &handling{q: l.rn.r.q, lease: lease}
+	h.token.Store(lease.Token)
+	ctx = context.WithValue(ctx, handlingKey{}, h)
+	l.rn.beats.watch(s, lease, cancel, &h.token)
 
 	err := l.call(ctx, lease)
 
