@@ -47,12 +47,18 @@ func loadWith(name string, libs ...string) *redis.Script {
 	return redis.NewScript(string(src))
 }
 
-// The state write scripts share their replay records (state_lib.lua);
-// the patch adds exact int64 sums (state_int64.lua).
+// The state write scripts share their replay records and fences
+// (state_lib.lua) and the versions they keep (state_versions_lib.lua);
+// both use state_int64.lua's exact decimal comparisons, and the patch its
+// exact int64 sums.
 var (
-	scriptStatePut    = loadWith("state_put", "state_lib")
-	scriptStatePatch  = loadWith("state_patch", "state_lib", "state_int64")
-	scriptStateDelete = loadWith("state_delete", "state_lib")
+	scriptStatePut    = loadWith("state_put", "state_int64", "state_lib", "state_versions_lib")
+	scriptStatePatch  = loadWith("state_patch", "state_int64", "state_lib", "state_versions_lib")
+	scriptStateDelete = loadWith("state_delete", "state_int64", "state_lib")
+	scriptStateFork   = loadWith("state_fork", "state_int64", "state_lib", "state_versions_lib")
+
+	scriptVersionGet  = loadWith("state_version_get", "state_int64", "state_versions_lib")
+	scriptVersionList = loadWith("state_version_list", "state_int64", "state_versions_lib")
 )
 
 // flow_lib holds the flow-control encodings and checks (limits rows, rate

@@ -209,8 +209,9 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 	stored := run.Session
 	for range sessionTries {
 		status, vals, err := s.write(ctx, scriptStatePut,
-			writeKeys(k, run.ID, k.index(), k.seq(), k.session(run.Session), k.session(stored)),
-			s.writeArgs(id, now, run.ID, run.Version, run.Session, stored, run.Status, []byte(run.Data), now.UnixNano(), run.Fence)...)
+			writeKeys(k, run.ID, k.index(), k.seq(), k.session(run.Session), k.session(stored), k.versions(run.ID), k.vdata(run.ID)),
+			s.writeArgs(id, now, run.ID, run.Version, run.Session, stored, run.Status, []byte(run.Data), now.UnixNano(), run.Fence,
+				s.keep(), s.cutoff(now))...)
 		switch {
 		case err != nil:
 			return nil, err
@@ -245,8 +246,9 @@ func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, patch cont
 	c := patch.Counters
 	deltas := [5]int64{c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor}
 	now := s.clock.Now()
-	status, vals, err := s.write(ctx, scriptStatePatch, writeKeys(k, id),
-		s.writeArgs(nonce(), now, id, deltas[0], deltas[1], deltas[2], deltas[3], deltas[4], patch.Status, now.UnixNano(), patch.Fence)...)
+	status, vals, err := s.write(ctx, scriptStatePatch, writeKeys(k, id, k.versions(id), k.vdata(id)),
+		s.writeArgs(nonce(), now, id, deltas[0], deltas[1], deltas[2], deltas[3], deltas[4], patch.Status, now.UnixNano(), patch.Fence,
+			s.keep(), s.cutoff(now))...)
 	switch {
 	case err != nil:
 		return nil, err
@@ -363,7 +365,7 @@ func (s *stateStore) deleteRun(ctx context.Context, tenant, id string, fence int
 	// a session costs a second call, which declares the session's index.
 	session := ""
 	for range sessionTries {
-		status, vals, err := s.write(ctx, scriptStateDelete, writeKeys(k, id, k.index(), k.patches(id), k.session(session)),
+		status, vals, err := s.write(ctx, scriptStateDelete, writeKeys(k, id, k.index(), k.patches(id), k.session(session), k.versions(id), k.vdata(id)),
 			s.writeArgs(n, now, id, session, fence)...)
 		switch {
 		case err != nil:

@@ -30,8 +30,8 @@ func TestStateReplayRecords(t *testing.T) {
 	}
 	patch := func(nonce string, iterations, cursor int64) {
 		t.Helper()
-		if _, err := st.d.run(ctx, scriptStatePatch, writeKeys(k, "r"),
-			st.d.writeArgs(nonce, clock.Now(), "r", 0, 0, 0, iterations, cursor, "", clock.Now().UnixNano(), 0)...); err != nil {
+		if _, err := st.d.run(ctx, scriptStatePatch, writeKeys(k, "r", k.versions("r"), k.vdata("r")),
+			st.d.writeArgs(nonce, clock.Now(), "r", 0, 0, 0, iterations, cursor, "", clock.Now().UnixNano(), 0, 0, "")...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,12 +97,12 @@ func TestStateWritesDeclareTheirKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A put moving the run to s2 that declared s2 as the stored session.
-	res, err := st.d.run(ctx, scriptStatePut, writeKeys(k, "r", k.index(), k.seq(), k.session("s2"), k.session("s2")),
-		st.d.writeArgs("put-guess-00001", clock.Now(), "r", 1, "s2", "s2", "", []byte(`2`), clock.Now().UnixNano(), 0)...)
+	res, err := st.d.run(ctx, scriptStatePut, writeKeys(k, "r", k.index(), k.seq(), k.session("s2"), k.session("s2"), k.versions("r"), k.vdata("r")),
+		st.d.writeArgs("put-guess-00001", clock.Now(), "r", 1, "s2", "s2", "", []byte(`2`), clock.Now().UnixNano(), 0, 0, "")...)
 	if status, vals, err2 := writeReply(res); err != nil || err2 != nil || status != replySession || replyString(vals) != "s1" {
 		t.Fatalf("put with the wrong session declared: %v %v; want a request for s1's index", res, err)
 	}
-	res, err = st.d.run(ctx, scriptStateDelete, writeKeys(k, "r", k.index(), k.patches("r"), k.session("")),
+	res, err = st.d.run(ctx, scriptStateDelete, writeKeys(k, "r", k.index(), k.patches("r"), k.session(""), k.versions("r"), k.vdata("r")),
 		st.d.writeArgs("del-guess-00001", clock.Now(), "r", "", 0)...)
 	if status, vals, err2 := writeReply(res); err != nil || err2 != nil || status != replySession || replyString(vals) != "s1" {
 		t.Fatalf("delete with no session declared: %v %v; want a request for s1's index", res, err)

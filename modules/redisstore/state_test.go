@@ -1,8 +1,12 @@
 package redisstore
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/adkit/adk/modules/contract"
 )
 
 // TestReplayWindowCoversTheBudget: a state write stops resending at half
@@ -18,5 +22,19 @@ func TestReplayWindowCoversTheBudget(t *testing.T) {
 	}
 	if w := replayWindowFor(RetryBudget{}.normalized()); w != replayWindow {
 		t.Errorf("the default budget's window is %v, want %v", w, replayWindow)
+	}
+}
+
+// TestPruneBatchIsTheContracts: the scripts delete at most
+// contract.VersionPruneBatch versions per write; the bound is a constant
+// of the Lua, held equal to the contract's here.
+func TestPruneBatchIsTheContracts(t *testing.T) {
+	src, err := scriptFS.ReadFile("scripts/state_versions_lib.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "\nlocal PRUNE_BATCH = " + strconv.Itoa(contract.VersionPruneBatch) + "\n"
+	if !strings.Contains(string(src), want) {
+		t.Errorf("state_versions_lib.lua does not define %q", strings.TrimSpace(want))
 	}
 }

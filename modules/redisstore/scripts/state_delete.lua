@@ -4,6 +4,8 @@
 -- KEYS[5] tenant index   KEYS[6] the run's applied patches of earlier
 -- releases   KEYS[7] the run's session index, as the client guessed it
 -- ARGV[5] the session KEYS[7] belongs to   ARGV[6] fence ('0' unfenced)
+-- KEYS[8], KEYS[9] the run's versions and their records, removed with it
+-- (UNLINK: a run may keep many large versions, freed off the main thread)
 --
 -- The delete's record outlives the run (it is the tenant's), so a delete
 -- sent again after its reply was lost answers 1 and leaves alone a run
@@ -30,6 +32,7 @@ if session ~= '' then
   redis.call('ZREM', KEYS[7], ID)
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[6])
+redis.call('UNLINK', KEYS[8], KEYS[9])
 redis.call('ZREM', KEYS[5], ID)
 remember('d')
 return {1}

@@ -27,3 +27,19 @@ local function fits(stored, delta)
   local limit = dneg and INT64_MIN_ABS or INT64_MAX
   return #sum < #limit or (#sum == #limit and sum <= limit)
 end
+
+-- below reports whether a is less than b, both integers in decimal
+-- (fences and nanosecond times: exact where Lua's doubles are not).
+local function below(a, b)
+  local an, bn = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
+  if an ~= bn then
+    return an
+  end
+  if an then
+    a, b = b:sub(2), a:sub(2)
+  end
+  if #a ~= #b then
+    return #a < #b
+  end
+  return a < b
+end

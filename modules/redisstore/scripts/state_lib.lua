@@ -1,7 +1,8 @@
--- Shared by the state write scripts (put, patch, delete). Each is one
--- step: every read and check comes before the first write, so a script
--- that stops early (refused mid-migration, a conflict, an overflow) has
--- written nothing and can be sent again.
+-- Shared by the state write scripts (put, patch, delete, fork), after
+-- state_int64.lua. Each is one step: every read and check comes before
+-- the first write, so a script that stops early (refused mid-migration,
+-- a conflict, a fence, an overflow) has written nothing and can be sent
+-- again.
 --
 -- KEYS[1] run blob   KEYS[2] run hash
 -- KEYS[3] the tenant's replay set (nonce, scored by the ms it landed)
@@ -64,25 +65,10 @@ local function remember(kind)
   end
 end
 
--- below reports whether a is less than b, both integers in decimal
--- (fences and nanosecond times: exact where Lua's doubles are not).
-local function below(a, b)
-  local an, bn = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
-  if an ~= bn then
-    return an
-  end
-  if an then
-    a, b = b:sub(2), a:sub(2)
-  end
-  if #a ~= #b then
-    return #a < #b
-  end
-  return a < b
-end
-
 -- stale reports whether a write carrying fence (decimal, '0' unfenced)
--- must be refused by a run whose stored fence is stored (false, as
--- HMGET answers a missing field, or '' when none): a fenced write below the highest fence that wrote the run.
+-- must be refused by a run whose fence is stored (false, as HMGET
+-- answers a missing field, or '' when none): a fenced write below the
+-- highest fence that wrote the run. (below is state_int64.lua's.)
 local function stale(stored, fence)
   return fence ~= '0' and stored and stored ~= '' and below(fence, stored)
 end

@@ -6,6 +6,12 @@
 -- ARGV[5..9] deltas: input tokens, output tokens, cost, iterations, cursor
 -- ARGV[10] status ('' keeps it)   ARGV[11] now (unix ns)
 -- ARGV[12] fence ('0' unfenced)
+-- KEYS[5], KEYS[6] the run's versions and their records, ARGV[13] how
+-- many to keep, ARGV[14] the age cutoff (state_versions_lib.lua)
+--
+-- A patch that changes the status keeps the run as it was as a version
+-- (when ARGV[13] is above 0); one that only adds to the counters keeps
+-- none. Either prunes the versions past the bounds.
 --
 -- Every counter is checked before the first HINCRBY (which refuses to
 -- overflow, but only for the counter it is adding to, after the ones
@@ -32,6 +38,11 @@ for n = 1, 5 do
   end
 end
 
+local keep = tonumber(ARGV[13])
+if keep > 0 and ARGV[10] ~= '' and ARGV[10] ~= h[8] then
+  keep_version(redis.call('HGETALL', KEYS[2]), KEYS[1], KEYS[5], KEYS[6])
+end
+prune_versions(KEYS[5], KEYS[6], keep, ARGV[14])
 local counters = {'it', 'ot', 'c', 'i', 'cur'}
 for n, f in ipairs(counters) do
   if ARGV[4 + n] ~= '0' then

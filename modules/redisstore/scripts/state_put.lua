@@ -9,6 +9,11 @@
 -- ARGV[5] expected version   ARGV[6] new session   ARGV[7] the session
 -- KEYS[8] belongs to   ARGV[8] status   ARGV[9] data   ARGV[10] now (ns)
 -- ARGV[11] fence ('0' unfenced)
+-- KEYS[9], KEYS[10] the run's versions and their records, ARGV[12] how
+-- many to keep, ARGV[13] the age cutoff (state_versions_lib.lua)
+--
+-- A put of an existing run keeps the run as it was as a version when
+-- ARGV[12] is above 0, and prunes the versions past the bounds.
 --
 -- Returns {1, hash fields..., data} when written (or written by an
 -- earlier try of this call), {4, stored fence} when the run exists and
@@ -44,6 +49,11 @@ if not stored then
     redis.call('ZADD', KEYS[7], seq, ID)
   end
 else
+  local keep = tonumber(ARGV[12])
+  if keep > 0 then
+    keep_version(redis.call('HGETALL', KEYS[2]), KEYS[1], KEYS[9], KEYS[10])
+  end
+  prune_versions(KEYS[9], KEYS[10], keep, ARGV[13])
   if old ~= session then
     if old ~= '' then
       redis.call('ZREM', KEYS[8], ID)

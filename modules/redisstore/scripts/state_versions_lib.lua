@@ -1,0 +1,103 @@
+-- The kept versions of a run (after state_int64.lua). Two keys of the
+-- run, in its tenant's slot like the rest of it:
+--
+--   versions   zset, score the version: member '<version>:<updated ns>',
+--              so pruning by age reads no record
+--   vdata      hash: '<version>' -> the run's hash fields as they were
+--              (a cjson list of field, value, ...), '<version>:d' -> its
+--              blob, the same value the run held (within MaxValueBytes)
+--
+-- A version is kept while it is one of the run's newest `keep` versions
+-- and its updated time is after `cutoff` (unix ns, '' for no age limit).
+-- Reads apply both bounds themselves; writes delete what is past them,
+-- at most PRUNE_BATCH versions per write.
+
+-- PRUNE_BATCH is contract.VersionPruneBatch (a unit test holds them
+-- equal).
+local PRUNE_BATCH = 100
+
+-- expired reports whether the version of member m is past cutoff.
+local function expired(m, cutoff)
+  return cutoff ~= '' and not below(cutoff, m:match(':(%-?%d+)$'))
+end
+
+local function version_of(m)
+  return m:match('^(%d+):')
+end
+
+-- field returns the value of field f in the flat list h (HGETALL's).
+local function field(h, f)
+  for i = 1, #h, 2 do
+    if h[i] == f then
+      return h[i + 1]
+    end
+  end
+  return nil
+end
+
+-- keep_version keeps the run as it is now (its hash h, read with
+-- HGETALL, and its blob key) as a version, before a write changes it.
+local function keep_version(h, blob, versions, vdata)
+  local v = field(h, 'v')
+  redis.call('HSET', vdata, v, cjson.encode(h), v .. ':d', redis.call('GET', blob) or '')
+  redis.call('ZADD', versions, v, v .. ':' .. (field(h, 'ua') or '0'))
+end
+
+-- prune_versions deletes up to PRUNE_BATCH versions past the bounds: the
+-- oldest beyond the newest keep, then the oldest by version while their
+-- time is past cutoff. A version past the age behind a younger older one
+-- (clients whose clocks disagree) waits for that one; reads skip it.
+local function prune_versions(versions, vdata, keep, cutoff)
+  local n = redis.call('ZCARD', versions)
+  if n == 0 then
+    return
+  end
+  local drop = {}
+  if n > keep then
+    drop = redis.call('ZRANGE', versions, 0, math.min(n - keep, PRUNE_BATCH) - 1)
+  end
+  if cutoff ~= '' and #drop < PRUNE_BATCH and #drop < n then
+    local first = redis.call('ZRANGE', versions, #drop, #drop)
+    if expired(first[1], cutoff) then
+      for _, m in ipairs(redis.call('ZRANGE', versions, #drop, PRUNE_BATCH - 1)) do
+        if not expired(m, cutoff) then
+          break
+        end
+        drop[#drop + 1] = m
+      end
+    end
+  end
+  if #drop == 0 then
+    return
+  end
+  local fields = {}
+  for _, m in ipairs(drop) do
+    local v = version_of(m)
+    fields[#fields + 1] = v
+    fields[#fields + 1] = v .. ':d'
+  end
+  redis.call('HDEL', vdata, unpack(fields))
+  redis.call('ZREM', versions, unpack(drop))
+end
+
+-- kept_member returns the member of version v (decimal) when it is kept
+-- under the bounds, else nil.
+local function kept_member(versions, v, keep, cutoff)
+  if keep == 0 then
+    return nil
+  end
+  local m = redis.call('ZRANGE', versions, v, v, 'BYSCORE')[1]
+  if not m or expired(m, cutoff) then
+    return nil
+  end
+  if redis.call('ZCOUNT', versions, '(' .. v, '+inf') >= keep then
+    return nil
+  end
+  return m
+end
+
+-- version_record returns version v's hash fields (a flat list) and blob.
+local function version_record(vdata, v)
+  local got = redis.call('HMGET', vdata, v, v .. ':d')
+  return cjson.decode(got[1]), got[2] or ''
+end
