@@ -93,15 +93,15 @@ func TestRunVersionsKept(t *testing.T) {
 	}
 	first := *r
 	clock.Advance(time.Second)
-	if r, err = st.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{InputTokens: 10}}); err != nil { // v2, keeps none
+	if _, err = st.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{InputTokens: 10}}); err != nil { // v2, keeps none
 		t.Fatal(err)
 	}
-	if r, err = st.PatchRun(ctx, "acme", "r", contract.Patch{Status: "new", Counters: contract.Counters{InputTokens: 1}}); err != nil { // v3, same status: none
+	if _, err = st.PatchRun(ctx, "acme", "r", contract.Patch{Status: "new", Counters: contract.Counters{InputTokens: 1}}); err != nil { // v3, same status: none
 		t.Fatal(err)
 	}
 	sameVersions(t, "after counter-only patches", versionsOf(t, rk, "r", 10), 3)
 	clock.Advance(time.Second)
-	if r, err = st.PatchRun(ctx, "acme", "r", contract.Patch{Status: "running", Fence: 5}); err != nil { // v4, keeps v3
+	if _, err = st.PatchRun(ctx, "acme", "r", contract.Patch{Status: "running", Fence: 5}); err != nil { // v4, keeps v3
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
@@ -164,7 +164,7 @@ func TestRunVersionsAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(30 * time.Minute)
-	if r, err = st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil { // v2 at 30m, keeps v1
+	if _, err = st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil { // v2 at 30m, keeps v1
 		t.Fatal(err)
 	}
 	clock.Advance(30*time.Minute - time.Nanosecond)
