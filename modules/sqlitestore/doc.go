@@ -25,9 +25,21 @@
 // *contract.SchemaError or *contract.PreflightError that names the fix.
 // A file that holds a schema is never altered: a file of an earlier
 // version is refused, naming the published up-migrations ([Migrations],
-// schema/migrations/) that its owner applies. Version 3 (this release)
-// added the lifecycle controls; its migration from version 2 rebuilds the
-// items' table, since SQLite cannot change a CHECK constraint in place.
+// schema/migrations/) that its owner applies. Version 5 (this release)
+// added fenced run writes and run versions; its migration from version 4
+// only adds a column and a table.
+//
+// # Fences and versions
+//
+// The state store is a contract.RunKeeper. A run's fence is a column of
+// its row, checked by the statement that writes the run (or in Go inside
+// the same transaction, where the write reads the run first), so a
+// refused write has written nothing. With Settings.Runs keeping
+// versions, a put and a patch that changes the status copy the row as it
+// was into adk_run_versions in the write's transaction, and the same
+// transaction deletes at most contract.VersionPruneBatch versions past
+// the policy's bounds. ForkRun on a store given to Bound commits with the
+// work enqueued in the same transaction.
 //
 // # Flow control
 //

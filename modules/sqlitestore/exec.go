@@ -381,10 +381,11 @@ func passThrough(err error) bool {
 		se *contract.SchemaError
 		pe *contract.PreflightError
 		co *contract.CounterOverflowError
+		sf *contract.StaleFenceError
 	)
 	return errors.Is(err, contract.ErrNotFound) || errors.Is(err, contract.ErrEmpty) ||
 		errors.As(err, &v) || errors.As(err, &ll) || errors.As(err, &sc) || errors.As(err, &sp) ||
-		errors.As(err, &qu) || errors.As(err, &se) || errors.As(err, &pe) || errors.As(err, &co)
+		errors.As(err, &qu) || errors.As(err, &se) || errors.As(err, &pe) || errors.As(err, &co) || errors.As(err, &sf)
 }
 
 // interrupted turns SQLite's answer to a cancelled call back into the

@@ -178,6 +178,8 @@ var (
 	retrySQL string
 	//go:embed queries/run_delete.sql
 	runDeleteSQL string
+	//go:embed queries/run_fork.sql
+	runForkSQL string
 	//go:embed queries/run_get.sql
 	runGetSQL string
 	//go:embed queries/run_insert.sql
@@ -190,6 +192,16 @@ var (
 	runPatchSQL string
 	//go:embed queries/run_update.sql
 	runUpdateSQL string
+	//go:embed queries/run_version_get.sql
+	runVersionGetSQL string
+	//go:embed queries/run_version_keep.sql
+	runVersionKeepSQL string
+	//go:embed queries/run_versions_delete.sql
+	runVersionsDeleteSQL string
+	//go:embed queries/run_versions_page.sql
+	runVersionsPageSQL string
+	//go:embed queries/run_versions_prune.sql
+	runVersionsPruneSQL string
 	//go:embed queries/snooze.sql
 	snoozeSQL string
 	//go:embed queries/timeouts_due.sql

@@ -34,6 +34,7 @@ var (
 	_ contract.StateStore  = (*SQLiteStateStore)(nil)
 	_ contract.StatsSource = (*SQLiteStateStore)(nil)
 	_ contract.StateDriver = (*stateStore)(nil)
+	_ contract.RunKeeper   = (*stateStore)(nil)
 )
 
 // prepare checks what a backing is built from and fills the defaults: a
@@ -102,33 +103,51 @@ func (s *stateStore) GetRun(ctx context.Context, tenant, id string) (*contract.R
 
 // PutRun creates the run (Version 0) or replaces its Session, Status and
 // Data when Version equals the stored one; otherwise it returns a
-// *contract.StateConflictError with both versions and writes nothing.
+// *contract.StateConflictError with both versions and writes nothing. A
+// fenced put meeting a run with a higher fence is refused with a
+// *contract.StaleFenceError before the version is looked at. When the
+// store keeps versions, the run as it was is kept in the same
+// transaction.
 func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	var data []byte
 	if len(run.Data) > 0 {
 		data = run.Data
 	}
 	now := nanos(s.clock.Now())
+	keep := run.Version != 0 && s.settings.Runs.KeepsVersions()
 	var out *contract.Run
 	err := s.db.write(ctx, func(ctx context.Context, e execer) error {
 		var row *sql.Row
 		if run.Version == 0 {
-			row = e.QueryRowContext(ctx, runInsertSQL, run.Tenant, run.ID, run.Session, run.Status, data, now)
+			row = e.QueryRowContext(ctx, runInsertSQL, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Fence)
 		} else {
-			row = e.QueryRowContext(ctx, runUpdateSQL, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version)
+			if keep {
+				// Copies nothing when the update below is refused: both
+				// check the version and the fence.
+				if _, err := e.ExecContext(ctx, runVersionKeepSQL, run.Tenant, run.ID, run.Version, run.Fence); err != nil {
+					return err
+				}
+			}
+			row = e.QueryRowContext(ctx, runUpdateSQL, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version, run.Fence)
 		}
 		r, err := scanRun(row)
 		if err == nil {
 			out = r
+			if keep {
+				return s.prune(ctx, e, run.Tenant, run.ID, now)
+			}
 			return nil
 		}
 		if !errors.Is(err, contract.ErrNotFound) {
 			return err
 		}
-		conflict := &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version}
 		stored, err := scanRun(e.QueryRowContext(ctx, runGetSQL, run.Tenant, run.ID))
+		conflict := &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version}
 		switch {
 		case err == nil:
+			if stale := staleFence(run.Tenant, run.ID, run.Fence, stored.Fence); stale != nil {
+				return stale
+			}
 			conflict.Actual = stored.Version
 		case !errors.Is(err, contract.ErrNotFound):
 			return err
@@ -140,7 +159,11 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 
 // PatchRun adds the patch's counters and sets its status when given. A
 // patch that would take a counter past the int64 range is refused whole
-// with a *contract.CounterOverflowError naming the counter.
+// with a *contract.CounterOverflowError naming the counter; a fenced
+// patch meeting a run with a higher fence, with a
+// *contract.StaleFenceError, before the counters are looked at. A patch
+// that changes the status keeps the run as it was as a version when the
+// store keeps versions.
 func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
 	c := p.Counters
 	now := nanos(s.clock.Now())
@@ -150,13 +173,28 @@ func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract
 		if err != nil {
 			return err
 		}
+		if stale := staleFence(tenant, id, p.Fence, stored.Fence); stale != nil {
+			return stale
+		}
 		if err := contract.CheckPatch(tenant, id, stored.Counters, c); err != nil {
 			return err
 		}
+		keep := p.Status != "" && p.Status != stored.Status && s.settings.Runs.KeepsVersions()
+		if keep {
+			if _, err := e.ExecContext(ctx, runVersionKeepSQL, tenant, id, stored.Version, 0); err != nil {
+				return err
+			}
+		}
 		r, err := scanRun(e.QueryRowContext(ctx, runPatchSQL, tenant, id,
-			c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now))
+			c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now, p.Fence))
+		if err != nil {
+			return err
+		}
 		out = r
-		return err
+		if keep {
+			return s.prune(ctx, e, tenant, id, now)
+		}
+		return nil
 	})
 	return out, stateErr(ctx, err)
 }
@@ -208,16 +246,36 @@ func (s *stateStore) list(ctx context.Context, page contract.PageRequest, q func
 	return out, nil
 }
 
-// DeleteRun removes the run, or returns contract.ErrNotFound.
+// DeleteRun removes the run and its versions, or returns
+// contract.ErrNotFound.
 func (s *stateStore) DeleteRun(ctx context.Context, tenant, id string) error {
+	return s.DeleteRunFenced(ctx, tenant, id, 0)
+}
+
+// DeleteRunFenced is DeleteRun under a fence: a run whose fence is above
+// it is left whole and the delete refused with a
+// *contract.StaleFenceError.
+func (s *stateStore) DeleteRunFenced(ctx context.Context, tenant, id string, fence int64) error {
 	return stateErr(ctx, s.db.write(ctx, func(ctx context.Context, e execer) error {
-		res, err := e.ExecContext(ctx, runDeleteSQL, tenant, id)
+		res, err := e.ExecContext(ctx, runDeleteSQL, tenant, id, fence)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err == nil && n == 0 {
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			stored, err := scanRun(e.QueryRowContext(ctx, runGetSQL, tenant, id))
+			if err != nil {
+				return err
+			}
+			if stale := staleFence(tenant, id, fence, stored.Fence); stale != nil {
+				return stale
+			}
 			return contract.ErrNotFound
 		}
+		_, err = e.ExecContext(ctx, runVersionsDeleteSQL, tenant, id)
 		return err
 	}))
 }
@@ -235,7 +293,7 @@ func scanRun(row scanner) (*contract.Run, error) {
 	var created, updated int64
 	c := &r.Counters
 	err := row.Scan(&r.Tenant, &r.ID, &r.Seq, &r.Session, &r.Status, &data, &r.Version,
-		&c.InputTokens, &c.OutputTokens, &c.CostMicros, &c.Iterations, &c.Cursor, &created, &updated)
+		&c.InputTokens, &c.OutputTokens, &c.CostMicros, &c.Iterations, &c.Cursor, &created, &updated, &r.Fence)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, contract.ErrNotFound
 	}

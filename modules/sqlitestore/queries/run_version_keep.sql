@@ -1,0 +1,8 @@
+-- Keeps the run as it is as a version, when it holds the version given
+-- and no fence above the write's (?4, 0 for an unfenced write): the write
+-- that replaces it checks the same, in the same transaction.
+INSERT OR REPLACE INTO adk_run_versions (tenant, id, version, session, status, data,
+    input_tokens, output_tokens, cost_micros, iterations, cursor, fence, updated_at)
+SELECT tenant, id, version, session, status, data,
+    input_tokens, output_tokens, cost_micros, iterations, cursor, fence, updated_at
+FROM adk_runs WHERE tenant = ?1 AND id = ?2 AND version = ?3 AND (?4 = 0 OR fence <= ?4)

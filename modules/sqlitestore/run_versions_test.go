@@ -1,0 +1,529 @@
+package sqlitestore_test
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/sqlitestore"
+)
+
+// runStore opens a state store with policy p on db.
+func runStore(t testing.TB, db *sql.DB, clock contract.Clock, p contract.RunPolicy) *sqlitestore.SQLiteStateStore {
+	t.Helper()
+	s, err := sqlitestore.NewState(db, clock, sqlitestore.Settings{Runs: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// storedVersions counts the rows of a run's versions in the file, kept or
+// not yet deleted.
+func storedVersions(t testing.TB, db *sql.DB, tenant, id string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM adk_run_versions WHERE tenant = ? AND id = ?", tenant, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func isConflict(err error) bool {
+	_, ok := errors.AsType[*contract.StateConflictError](err)
+	return ok
+}
+
+func wantStale(t *testing.T, what string, err error, fence, stored int64) {
+	t.Helper()
+	se, ok := errors.AsType[*contract.StaleFenceError](err)
+	if !ok || se.Fence != fence || se.Stored != stored || !errors.Is(err, contract.ErrFenced) {
+		t.Fatalf("%s: %v, want a *contract.StaleFenceError (fence %d below %d)", what, err, fence, stored)
+	}
+}
+
+// A fence refuses every lower write whole, whatever else is wrong with it
+// (the fence is checked before the version and the counters), lets equal,
+// higher and unfenced writes land, and goes with the run when it is
+// deleted.
+func TestFencedRunWrites(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	s := runStore(t, db, contracttest.NewFakeClock(contracttest.FakeEpoch), contract.RunPolicy{KeepVersions: 5})
+	r, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`1`), Fence: 5})
+	if err != nil || r.Fence != 5 {
+		t.Fatalf("fenced create = %+v, %v", r, err)
+	}
+	before, versions := *r, 0
+	unchanged := func(what string) {
+		t.Helper()
+		got, err := s.GetRun(ctx, "acme", "r")
+		if err != nil || got.Version != before.Version || string(got.Data) != string(before.Data) || got.Fence != before.Fence ||
+			got.Counters != before.Counters || got.Status != before.Status {
+			t.Fatalf("after %s the run is %+v, %v; want %+v", what, got, err, before)
+		}
+		if n := storedVersions(t, db, "acme", "r"); n != versions {
+			t.Fatalf("after %s the run has %d stored versions, want %d", what, n, versions)
+		}
+	}
+	_, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`2`), Version: 1, Fence: 4})
+	wantStale(t, "PutRun fenced below", err, 4, 5)
+	unchanged("a stale PutRun")
+	_, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`2`), Version: 9, Fence: 4})
+	wantStale(t, "PutRun fenced below with a wrong version", err, 4, 5)
+	_, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Fence: 4})
+	wantStale(t, "create fenced below over an existing run", err, 4, 5)
+	_, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Fence: 5})
+	if ce, ok := errors.AsType[*contract.StateConflictError](err); !ok || ce.Actual != 1 {
+		t.Fatalf("create with an equal fence over an existing run: %v, want a conflict at version 1", err)
+	}
+	_, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{Iterations: 1}, Status: "x", Fence: 4})
+	wantStale(t, "PatchRun fenced below", err, 4, 5)
+	_, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{Iterations: -1}, Fence: 4})
+	wantStale(t, "PatchRun fenced below that would underflow", err, 4, 5)
+	wantStale(t, "DeleteRunFenced below", s.DeleteRunFenced(ctx, "acme", "r", 4), 4, 5)
+	unchanged("stale writes")
+
+	r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`2`), Version: 1})
+	if err != nil || r.Fence != 5 || r.Version != 2 {
+		t.Fatalf("unfenced PutRun = %+v, %v; want it to land and keep fence 5", r, err)
+	}
+	r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`3`), Version: 2, Fence: 5})
+	if err != nil || r.Fence != 5 || r.Version != 3 {
+		t.Fatalf("PutRun at the stored fence = %+v, %v", r, err)
+	}
+	r, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{Iterations: 1}, Fence: 8})
+	if err != nil || r.Fence != 8 || r.Counters.Iterations != 1 {
+		t.Fatalf("PatchRun fenced above = %+v, %v; want fence 8", r, err)
+	}
+	r, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "unfenced"})
+	if err != nil || r.Fence != 8 || r.Status != "unfenced" {
+		t.Fatalf("unfenced PatchRun = %+v, %v; want it to land and keep fence 8", r, err)
+	}
+	// Versions 1 and 2 were kept by the puts, 4 by the status patch.
+	before, versions = *r, 3
+	_, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version, Fence: 7})
+	wantStale(t, "PutRun below the raised fence", err, 7, 8)
+	unchanged("a PutRun below the raised fence")
+	if got, err := s.GetRunVersion(ctx, "acme", "r", 1); err != nil || got.Fence != 5 || string(got.Data) != `1` {
+		t.Fatalf("version 1 = %+v, %v; want its data and fence", got, err)
+	}
+
+	if _, err := s.PatchRun(ctx, "acme", "missing", contract.Patch{Fence: 1}); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("fenced PatchRun of a missing run: %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteRunFenced(ctx, "acme", "missing", 1); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("fenced delete of a missing run: %v, want ErrNotFound", err)
+	}
+	if _, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "missing", Version: 3, Fence: 1}); !isConflict(err) {
+		t.Fatalf("fenced PutRun of a missing run at a version: %v, want a conflict", err)
+	}
+	if err := s.DeleteRunFenced(ctx, "acme", "r", 8); err != nil {
+		t.Fatal(err)
+	}
+	if n := storedVersions(t, db, "acme", "r"); n != 0 {
+		t.Fatalf("a deleted run left %d versions", n)
+	}
+	r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Fence: 2})
+	if err != nil || r.Fence != 2 || r.Version != 1 {
+		t.Fatalf("create after the delete = %+v, %v; want the old fence forgotten", r, err)
+	}
+	if p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 1 {
+		t.Fatalf("versions after the delete and create = %+v, %v; want the new run only", p, err)
+	}
+}
+
+// A store that requires a fence refuses unfenced writes and writes
+// nothing.
+func TestRequireFence(t *testing.T) {
+	ctx := t.Context()
+	s := runStore(t, newFile(t, sqlitestore.Settings{}), nil, contract.RunPolicy{RequireFence: true})
+	if _, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r"}); !errors.Is(err, contract.ErrInvalid) {
+		t.Fatalf("unfenced PutRun: %v, want a *contract.ValidationError", err)
+	}
+	if _, err := s.GetRun(ctx, "acme", "r"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("a refused PutRun wrote the run: %v", err)
+	}
+	if _, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Fence: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRun(ctx, "acme", "r"); !errors.Is(err, contract.ErrInvalid) {
+		t.Fatalf("unfenced DeleteRun: %v, want a *contract.ValidationError", err)
+	}
+	if err := s.DeleteRunFenced(ctx, "acme", "r", 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every put and every patch that changes the status keeps the run as it
+// was; counter-only patches keep none; the file holds no more than the
+// policy keeps, and pages list the run first then its versions newest
+// first, stable while the run is written.
+func TestRunVersionsKeptAndPaged(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	s := runStore(t, db, clock, contract.RunPolicy{KeepVersions: 3})
+	r, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`0`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		clock.Advance(time.Second)
+		if r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Status: "running", Data: fmt.Appendf(nil, "%d", i), Version: r.Version}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{InputTokens: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Status: r.Status}); err != nil { // the status it has: no change
+		t.Fatal(err)
+	}
+	if r, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	// The puts kept versions 1-5; 7 and 8 are patches that kept nothing
+	// (counters only, and the status it had), 9 the status patch, which
+	// kept 8 (with the counter sums). The newest three are 8, 5 and 4.
+	if n := storedVersions(t, db, "acme", "r"); n != 3 {
+		t.Fatalf("the file holds %d versions of the run, want 3", n)
+	}
+	var got []int64
+	page := contract.PageRequest{Limit: 2}
+	for {
+		p, err := s.ListRunVersions(ctx, "acme", "r", page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range p.Versions {
+			got = append(got, v.Version)
+			if v.Seq != r.Seq || !v.CreatedAt.Equal(r.CreatedAt) || v.Tenant != "acme" || v.ID != "r" {
+				t.Fatalf("version %+v does not carry the run's key, Seq and CreatedAt", v)
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		// A write between pages keeps a version no later page lists.
+		if r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version, Status: "done"}); err != nil {
+			t.Fatal(err)
+		}
+		page.Cursor = p.Next
+	}
+	if want := []int64{9, 8, 5}; fmt.Sprint(got[:3]) != fmt.Sprint(want) {
+		t.Fatalf("listed versions %v, want %v first", got, want)
+	}
+	v8, err := s.GetRunVersion(ctx, "acme", "r", 8)
+	if err != nil || v8.Counters.InputTokens != 7 || v8.Status != "running" || string(v8.Data) != `5` {
+		t.Fatalf("version 8 = %+v, %v; want the data of the last put and the counter sums", v8, err)
+	}
+	for _, v := range []int64{1, 7, 100} {
+		if _, err := s.GetRunVersion(ctx, "acme", "r", v); !errors.Is(err, contract.ErrNotFound) {
+			t.Fatalf("GetRunVersion(%d): %v, want ErrNotFound", v, err)
+		}
+	}
+	if _, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{Cursor: "x"}); !errors.Is(err, contract.ErrInvalid) {
+		t.Fatalf("a bad cursor: %v, want a *contract.ValidationError", err)
+	}
+	if _, err := s.ListRunVersions(ctx, "acme", "missing", contract.PageRequest{Cursor: "5"}); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("versions of a missing run: %v, want ErrNotFound", err)
+	}
+}
+
+// Versions past their age are never read, by the store's clock, and the
+// next write deletes them.
+func TestRunVersionsAge(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	s := runStore(t, db, clock, contract.RunPolicy{VersionAge: time.Minute})
+	r, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		clock.Advance(20 * time.Second)
+		if r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Versions 1-3 were written at 0, 20 and 40 seconds; at 60 the first
+	// is a minute old, and the put at 60 deleted it.
+	p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{})
+	if err != nil || len(p.Versions) != 3 || p.Versions[2].Version != 2 {
+		t.Fatalf("versions at a minute = %+v, %v; want 4, 3, 2", p, err)
+	}
+	if _, err := s.GetRunVersion(ctx, "acme", "r", 1); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("a version a minute old: %v, want ErrNotFound", err)
+	}
+	if _, err := s.ForkRun(ctx, "acme", "r", 1, "f"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("fork of a version a minute old: %v, want ErrNotFound", err)
+	}
+	if n := storedVersions(t, db, "acme", "r"); n != 2 {
+		t.Fatalf("the file holds %d versions, want 2", n)
+	}
+	clock.Advance(30 * time.Second)
+	if p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 {
+		t.Fatalf("versions at 90 seconds = %+v, %v; want 4, 3", p, err)
+	}
+	if n := storedVersions(t, db, "acme", "r"); n != 2 {
+		t.Fatalf("a read changed the file: %d versions, want 2", n)
+	}
+	clock.Advance(time.Hour)
+	if _, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if n := storedVersions(t, db, "acme", "r"); n != 0 {
+		t.Fatalf("after a write an hour later the file holds %d versions, want 0", n)
+	}
+}
+
+// A write deletes at most contract.VersionPruneBatch versions, however
+// many are past the bounds; reads hide the rest.
+func TestRunVersionsPruneBounded(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{Durability: sqlitestore.DurabilityNormal})
+	wide := runStore(t, db, nil, contract.RunPolicy{KeepVersions: contract.MaxRunVersions})
+	r, err := wide.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const puts = 250
+	for range puts {
+		if r, err = wide.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	narrow := runStore(t, db, nil, contract.RunPolicy{KeepVersions: 1})
+	if p, err := narrow.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 {
+		t.Fatalf("versions under a policy keeping 1 = %d, %v; want the run and one", len(p.Versions), err)
+	}
+	if _, err := narrow.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if n, want := storedVersions(t, db, "acme", "r"), puts+1-contract.VersionPruneBatch; n != want {
+		t.Fatalf("one write left %d versions, want %d (%d deleted)", n, want, contract.VersionPruneBatch)
+	}
+	if p, err := narrow.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 || p.Versions[1].Version != r.Version {
+		t.Fatalf("versions after the write = %+v, %v", p, err)
+	}
+}
+
+// A store keeping no versions keeps none, and lists the run alone.
+func TestRunVersionsOff(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	s := runStore(t, db, nil, contract.RunPolicy{})
+	r, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version, Status: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := storedVersions(t, db, "acme", "r"); n != 0 {
+		t.Fatalf("a store keeping no versions stored %d", n)
+	}
+	if p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 1 || p.Versions[0].Version != 2 || p.Next != "" {
+		t.Fatalf("versions = %+v, %v; want the run alone", p, err)
+	}
+	if got, err := s.GetRunVersion(ctx, "acme", "r", 2); err != nil || got.Status != "x" {
+		t.Fatalf("the current version = %+v, %v", got, err)
+	}
+}
+
+// A fork copies the version's data, status, session and counters, and
+// starts at version 1 without a fence or versions; onto an existing run
+// it is a conflict naming that run's version.
+func TestForkRun(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	s := runStore(t, db, clock, contract.RunPolicy{KeepVersions: 10})
+	if _, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Session: "s", Status: "one", Data: []byte(`{"a":1}`), Fence: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{CostMicros: 5}, Fence: 3}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Status: "two", Data: []byte(`{"a":2}`), Version: 2, Fence: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{CostMicros: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	f, err := s.ForkRun(ctx, "acme", "r", 2, "f")
+	if err != nil || string(f.Data) != `{"a":1}` || f.Status != "one" || f.Session != "s" || f.Counters.CostMicros != 5 ||
+		f.Version != 1 || f.Fence != 0 || f.Seq <= r.Seq || !f.CreatedAt.Equal(clock.Now()) {
+		t.Fatalf("fork of version 2 = %+v, %v", f, err)
+	}
+	if p, err := s.ListRunVersions(ctx, "acme", "f", contract.PageRequest{}); err != nil || len(p.Versions) != 1 {
+		t.Fatalf("the fork's versions = %+v, %v; want itself alone", p, err)
+	}
+	if src, err := s.GetRun(ctx, "acme", "r"); err != nil || src.Version != 4 || src.Counters.CostMicros != 105 {
+		t.Fatalf("the fork changed its source: %+v, %v", src, err)
+	}
+	if _, err := s.GetRunVersion(ctx, "acme", "r", 3); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("version 3, replaced by a counter-only patch: %v, want ErrNotFound", err)
+	}
+	_, err = s.ForkRun(ctx, "acme", "r", 4, "f") // the run as it is
+	if ce, ok := errors.AsType[*contract.StateConflictError](err); !ok || ce.ID != "f" || ce.Expected != 0 || ce.Actual != 1 {
+		t.Fatalf("fork onto an existing run: %v, want a conflict on f at version 1", err)
+	}
+	if _, err := s.ForkRun(ctx, "acme", "r", 9, "g"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("fork of a version never written: %v, want ErrNotFound", err)
+	}
+	if _, err := s.ForkRun(ctx, "acme", "nope", 1, "g"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("fork of a missing run: %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetRun(ctx, "acme", "g"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("a refused fork created its run: %v", err)
+	}
+}
+
+// A fork and the work it enqueues in one transaction commit together, or
+// neither lands.
+func TestBoundForkAndEnqueue(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	runs := runStore(t, db, nil, contract.RunPolicy{KeepVersions: 10})
+	work, err := sqlitestore.NewQueue(db, nil, sqlitestore.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runs.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`1`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runs.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`2`), Version: r.Version}); err != nil {
+		t.Fatal(err)
+	}
+	for _, commit := range []bool{false, true} {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := runs.Bound(tx).ForkRun(ctx, "acme", "r", 1, "f")
+		if err != nil || string(f.Data) != `1` {
+			t.Fatalf("bound fork = %+v, %v", f, err)
+		}
+		if err := work.Bound(tx).Enqueue(ctx, contract.Item{Tenant: "acme", ID: "f"}); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, runErr := runs.GetRun(ctx, "acme", "f")
+		_, itemErr := work.Item(ctx, contract.ItemKey{Tenant: "acme", ID: "f"})
+		if commit && (runErr != nil || itemErr != nil) {
+			t.Fatalf("after commit: fork %v, item %v; want both", runErr, itemErr)
+		}
+		if !commit && (!errors.Is(runErr, contract.ErrNotFound) || !errors.Is(itemErr, contract.ErrNotFound)) {
+			t.Fatalf("after rollback: fork %v, item %v; want neither", runErr, itemErr)
+		}
+	}
+}
+
+// A stale write inside the caller's transaction writes nothing there
+// either: the caller that commits after ignoring the refusal commits
+// nothing of it.
+func TestBoundStaleWriteWritesNothing(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	runs := runStore(t, db, nil, contract.RunPolicy{KeepVersions: 10})
+	r, err := runs.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`1`), Fence: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := runs.Bound(tx)
+	_, err = b.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`2`), Version: r.Version, Fence: 8})
+	wantStale(t, "bound PutRun", err, 8, 9)
+	_, err = b.PatchRun(ctx, "acme", "r", contract.Patch{Status: "x", Fence: 8})
+	wantStale(t, "bound PatchRun", err, 8, 9)
+	wantStale(t, "bound DeleteRunFenced", b.DeleteRunFenced(ctx, "acme", "r", 8), 8, 9)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runs.GetRun(ctx, "acme", "r")
+	if err != nil || got.Version != 1 || string(got.Data) != `1` || got.Status != "" {
+		t.Fatalf("after committing refused writes the run is %+v, %v", got, err)
+	}
+	if n := storedVersions(t, db, "acme", "r"); n != 0 {
+		t.Fatalf("refused writes kept %d versions", n)
+	}
+}
+
+// Tokens of one item keep increasing across closing and reopening the
+// file: a claim, a heartbeat, the file closed and opened again, and a
+// claim after the lease expired is given a greater token than both.
+func TestTokensIncreaseAcrossReopenAndExpiry(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "adk.db")
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	open := func() (*sql.DB, *sqlitestore.SQLiteWorkQueue) {
+		t.Helper()
+		db, err := sqlitestore.OpenDB(path, sqlitestore.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := sqlitestore.OpenQueue(ctx, db, clock, sqlitestore.Settings{})
+		if err != nil {
+			db.Close()
+			t.Fatal(err)
+		}
+		return db, q
+	}
+	db, q := open()
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1}
+	ls, err := q.Claim(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := q.Heartbeat(ctx, ls[0], time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb.Token <= ls[0].Token {
+		t.Fatalf("heartbeat token %d not above the claim's %d", hb.Token, ls[0].Token)
+	}
+	db.Close()
+
+	db, q = open()
+	defer db.Close()
+	clock.Advance(2 * time.Minute)
+	if n, err := q.Reap(ctx, ""); err != nil || n != 1 {
+		t.Fatalf("Reap = %d, %v; want the expired lease", n, err)
+	}
+	clock.Advance(time.Hour) // past the retry's backoff
+	again, err := q.Claim(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].Item.ID != "x" || again[0].Token <= hb.Token {
+		t.Fatalf("claim after reopening and expiry = %+v; want item x with a token above %d", again[0], hb.Token)
+	}
+	// The lease taken back writes nothing under its old token.
+	if _, ok := errors.AsType[*contract.LeaseLostError](q.Complete(ctx, hb)); !ok {
+		t.Fatalf("Complete under the expired lease: want a *contract.LeaseLostError")
+	}
+}
