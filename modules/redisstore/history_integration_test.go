@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -392,5 +393,38 @@ func TestHistoryQueueLogGap(t *testing.T) {
 	all, err := q.QueueEvents(ctx, "", "", 10)
 	if err != nil || all.Gap || all.Events[0].ID != "10" {
 		t.Fatalf("from the oldest = %+v, %v", all.Events[:1], err)
+	}
+}
+
+// TestQueuesListsKeptFinishedItems: a queue whose only items are
+// completed ones kept for the record is still listed by Queues (it holds
+// items, and the dashboard pages its finished items), and stops being
+// listed once they are pruned.
+func TestQueuesListsKeptFinishedItems(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	q, clock := historyQueue(t, client, policy.Policy{})
+	if err := q.SetRetention(ctx, "kept", contract.Retention{Age: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, contract.Item{Queue: "kept", Tenant: "a", ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Queue: "kept", Worker: "w", Max: 1, LeaseFor: time.Minute})
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("Claim = %v, %v", ls, err)
+	}
+	if err := q.Complete(ctx, ls[0]); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := q.Queues(ctx); err != nil || !slices.Equal(names, []string{"kept"}) {
+		t.Fatalf("Queues with one kept completed item = %v, %v; want [kept]", names, err)
+	}
+	clock.Advance(2 * time.Hour)
+	if n, err := q.Prune(ctx, "kept"); err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v; want 1", n, err)
+	}
+	if names, err := q.Queues(ctx); err != nil || len(names) != 0 {
+		t.Fatalf("Queues after the prune = %v, %v; want none", names, err)
 	}
 }

@@ -46,6 +46,9 @@ func (q *workQueue) Queues(ctx context.Context) ([]string, error) {
 				cards[i] = append(cards[i], pipe.ZCount(ctx, p+k, "-inf", "(+inf"))
 			}
 			cards[i] = append(cards[i], pipe.ZCount(ctx, p+"dead", "0", "+inf"))
+			// Finished items kept for the record count too; the set's
+			// placeholder is its empty member, lowest of all.
+			cards[i] = append(cards[i], pipe.ZLexCount(ctx, p+"fin", "(", "+"))
 		}
 		if _, err := pipe.Exec(ctx); err != nil && len(names) > 0 {
 			return err
