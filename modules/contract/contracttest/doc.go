@@ -10,8 +10,8 @@
 // in any order. The factory registers its own clean-up with t.Cleanup:
 //
 //	func TestStateStore(t *testing.T) {
-//		contracttest.StateStore(t, func(t *testing.T, clock contract.Clock) contract.StateStore {
-//			return mystore.NewState(clock, mystore.Namespace(t.Name()))
+//		contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
+//			return mystore.NewState(clock, p, mystore.Namespace(t.Name()))
 //		})
 //	}
 //
@@ -75,6 +75,31 @@
 //     *ValidationError (errors.Is ErrInvalid) and change nothing.
 //   - Context: a cancelled or expired context is returned as such
 //     (errors.Is context.Canceled / DeadlineExceeded) and changes nothing.
+//   - Fencing (needs the store's contract.RunKeeper): a put, patch or
+//     delete whose fence is below the run's is a *StaleFenceError
+//     (errors.Is ErrFenced, Fence and Stored right) and changes nothing,
+//     versions included; equal and higher fences land and the highest is
+//     kept; unfenced writes land and keep the fence, unless RequireFence
+//     refuses them with a *ValidationError; a missing run is ErrNotFound
+//     before the fence is looked at, and the fence is checked before the
+//     version and the counters; a fenced create stores its fence and a
+//     delete forgets it; two executions of one item (tokens t1 < t2)
+//     interleaved end with only the second's writes after the hand-over.
+//   - History (needs the store's contract.RunKeeper): every put and every
+//     status-changing patch keeps the run as it was (Data, Status,
+//     Session, Counters, Fence, Version, UpdatedAt), counter-only patches
+//     keep none; exactly KeepVersions are kept, the newest; VersionAge
+//     drops versions on the FakeClock, on reads before any write prunes;
+//     the current run is listed first, and pages are stable while the run
+//     is written; GetRunVersion answers the current and kept versions and
+//     ErrNotFound otherwise; ForkRun copies that version's blob, status,
+//     session and counters (not later ones) into a new run with Version 1,
+//     Fence 0, a new Seq and no versions, listed like any run; a fork onto
+//     an existing id is a *StateConflictError and of a version not kept
+//     ErrNotFound; a deleted run's versions go with it.
+//
+// While some backing has no RunKeeper, Fencing and History skip a store
+// without one, saying so; they will fail it once every backing has one.
 //
 // # What StateReplay pins
 //
@@ -116,7 +141,9 @@
 //     stale, forged or spent token are *LeaseLostError naming the item and
 //     change nothing; a Reap that lost to a heartbeat writes nothing; a
 //     token is never issued twice for an item, across fail-and-reclaim in
-//     the same instant, heartbeats, reaps and complete-and-re-enqueue.
+//     the same instant, heartbeats, reaps and complete-and-re-enqueue,
+//     and each token is greater than every earlier one for its item (what
+//     fenced run writes rely on).
 //   - Retry: with BaseDelay 1s and jitter pinned, failed items are due
 //     after 1s then 2s and not a millisecond sooner; Fail returns the
 //     policy's Decision; Attempts and LastError are kept; the last attempt

@@ -33,6 +33,15 @@ type faulty struct {
 	// between run after the write took effect.
 	between func()
 	lost    bool
+	// deleted remembers, by run, the fence and versions of a deleted run
+	// (the "deleted-fence-remembered" and "delete-keeps-versions" faults).
+	deleted map[[2]string]deletedRun
+}
+
+// deletedRun is what a careless backing keeps of a deleted run.
+type deletedRun struct {
+	fence    int64
+	versions []contract.Run
 }
 
 // shared is the store the "factory-shares" faults hand out on every call.
@@ -42,6 +51,9 @@ var shared struct {
 }
 
 func newFaulty(clock contract.Clock, fault string, settings ...memstore.Settings) *faulty {
+	if len(settings) > 0 {
+		settings[0].Runs = faultyRunPolicy(fault, settings[0].Runs)
+	}
 	if fault == "factory-shares" {
 		shared.Lock()
 		defer shared.Unlock()
@@ -51,6 +63,29 @@ func newFaulty(clock contract.Clock, fault string, settings ...memstore.Settings
 		return &faulty{Store: shared.store, fault: fault}
 	}
 	return &faulty{Store: memstore.New(clock, firstSettings(settings)), fault: fault}
+}
+
+// faultyRunPolicy is the policy the store is opened with instead of p: a
+// backing that reads its settings wrong.
+func faultyRunPolicy(fault string, p contract.RunPolicy) contract.RunPolicy {
+	switch fault {
+	case "require-fence-ignored":
+		p.RequireFence = false
+	case "keeps-one-more":
+		if p.KeepVersions > 0 {
+			p.KeepVersions++
+		}
+	case "keeps-one-fewer":
+		if p.KeepVersions > 1 {
+			p.KeepVersions--
+		}
+	case "age-ignored":
+		if p.VersionAge > 0 && p.KeepVersions == 0 {
+			p.KeepVersions = contract.MaxRunVersions
+		}
+		p.VersionAge = 0
+	}
+	return p
 }
 
 // blind hides every optional interface of the queue.
@@ -136,7 +171,15 @@ func (f *faulty) PutRun(ctx context.Context, run contract.Run) (*contract.Run, e
 	case "deadline-ignored":
 		ctx = context.WithoutCancel(ctx)
 	}
+	if err := f.putFenceFault(ctx, &run); err != nil {
+		return nil, err
+	}
 	r, err := f.replayed(ctx, run.Tenant, run.ID, func() (*contract.Run, error) { return f.Store.PutRun(ctx, run) })
+	r, err = f.staleFault(ctx, r, err, run.Fence, func() (*contract.Run, error) {
+		unfenced := run
+		unfenced.Fence = 0
+		return f.Store.PutRun(ctx, unfenced)
+	})
 	var ce *contract.StateConflictError
 	if f.fault == "conflict-numbers-swapped" && errors.As(err, &ce) {
 		ce.Expected, ce.Actual = ce.Actual, ce.Expected
@@ -170,13 +213,268 @@ func (f *faulty) PatchRun(ctx context.Context, tenant, id string, p contract.Pat
 	case "deadline-ignored":
 		ctx = context.WithoutCancel(ctx)
 	}
+	if err := f.patchFenceFault(ctx, tenant, id, &p); err != nil {
+		return nil, err
+	}
 	r, err := f.replayed(ctx, tenant, id, func() (*contract.Run, error) { return f.Store.PatchRun(ctx, tenant, id, p) })
+	r, err = f.staleFault(ctx, r, err, p.Fence, func() (*contract.Run, error) {
+		if f.fault == "stale-patch-adds-counters" {
+			return f.Store.PatchRun(ctx, tenant, id, contract.Patch{Counters: p.Counters})
+		}
+		unfenced := p
+		unfenced.Fence = 0
+		return f.Store.PatchRun(ctx, tenant, id, unfenced)
+	})
 	return f.stamp(r), err
 }
 
 func (f *faulty) DeleteRun(ctx context.Context, tenant, id string) error {
+	f.rememberDeleted(ctx, tenant, id)
 	_, err := f.replayed(ctx, tenant, id, func() (*contract.Run, error) { return nil, f.Store.DeleteRun(ctx, tenant, id) })
 	return err
+}
+
+// ---- fence and version faults ----
+
+// current is the run as stored, or nil.
+func (f *faulty) current(ctx context.Context, tenant, id string) *contract.Run {
+	r, err := f.Store.GetRun(ctx, tenant, id)
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+func staleErr(r *contract.Run, fence int64) error {
+	return &contract.StaleFenceError{Tenant: r.Tenant, ID: r.ID, Fence: fence, Stored: r.Fence}
+}
+
+// putFenceFault changes a put, or refuses it, as a careless backing's
+// fence and version checks would.
+func (f *faulty) putFenceFault(ctx context.Context, run *contract.Run) error {
+	cur := f.current(ctx, run.Tenant, run.ID)
+	switch {
+	case f.fault == "fenced-create-drops-fence" && run.Version == 0:
+		run.Fence = 0
+	case f.fault == "version-checked-before-fence" && cur != nil && run.Version != cur.Version:
+		return &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version, Actual: cur.Version}
+	case f.fault == "deleted-fence-remembered" && cur == nil && run.Version == 0:
+		f.mu.Lock()
+		run.Fence = max(run.Fence, f.deleted[[2]string{run.Tenant, run.ID}].fence)
+		f.mu.Unlock()
+	}
+	return f.fenceFault(cur, &run.Fence)
+}
+
+// patchFenceFault is putFenceFault for a patch.
+func (f *faulty) patchFenceFault(ctx context.Context, tenant, id string, p *contract.Patch) error {
+	cur := f.current(ctx, tenant, id)
+	switch {
+	case f.fault == "overflow-checked-before-fence" && cur != nil:
+		if err := contract.CheckPatch(tenant, id, cur.Counters, p.Counters); err != nil {
+			return err
+		}
+	case f.fault == "deleted-fence-remembered" && cur == nil:
+		if err := f.deletedFence(tenant, id, p.Fence); err != nil {
+			return err
+		}
+	case f.fault == "counter-patch-keeps-version" && cur != nil && p.Status == "":
+		// Written as a put and a patch, so the put keeps a version.
+		if _, err := f.Store.PutRun(ctx, *cur); err != nil {
+			return err
+		}
+	}
+	return f.fenceFault(cur, &p.Fence)
+}
+
+// fenceFault applies the faults of the fence comparison itself.
+func (f *faulty) fenceFault(cur *contract.Run, fence *int64) error {
+	if cur == nil {
+		return nil
+	}
+	switch {
+	case f.fault == "equal-fence-refused" && *fence != 0 && *fence == cur.Fence:
+		return staleErr(cur, *fence)
+	case f.fault == "fence-not-raised" && cur.Fence > 0 && *fence > cur.Fence:
+		*fence = cur.Fence
+	case f.fault == "unfenced-refused" && *fence == 0 && cur.Fence > 0:
+		return staleErr(cur, 0)
+	}
+	return nil
+}
+
+// deletedFence is the refusal of a backing that remembers the fence of a
+// deleted run.
+func (f *faulty) deletedFence(tenant, id string, fence int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d, ok := f.deleted[[2]string{tenant, id}]; ok && fence != 0 && fence < d.fence {
+		return &contract.StaleFenceError{Tenant: tenant, ID: id, Fence: fence, Stored: d.fence}
+	}
+	return nil
+}
+
+// rememberDeleted records what the deleted-run faults keep of a run about
+// to be deleted.
+func (f *faulty) rememberDeleted(ctx context.Context, tenant, id string) {
+	if f.fault != "deleted-fence-remembered" && f.fault != "delete-keeps-versions" {
+		return
+	}
+	cur := f.current(ctx, tenant, id)
+	if cur == nil {
+		return
+	}
+	var versions []contract.Run
+	if p, err := f.Store.ListRunVersions(ctx, tenant, id, contract.PageRequest{Limit: contract.MaxPageSize}); err == nil {
+		versions = p.Versions
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.deleted == nil {
+		f.deleted = map[[2]string]deletedRun{}
+	}
+	f.deleted[[2]string{tenant, id}] = deletedRun{fence: cur.Fence, versions: versions}
+}
+
+// staleFault changes what a write refused for its fence answers: it lands
+// anyway (again, unfenced), lands in part, or is reported wrong.
+func (f *faulty) staleFault(ctx context.Context, r *contract.Run, err error, fence int64, unfenced func() (*contract.Run, error)) (*contract.Run, error) {
+	se, ok := errors.AsType[*contract.StaleFenceError](err)
+	switch {
+	case ok && (f.fault == "stale-put-lands" || f.fault == "stale-patch-lands"):
+		return unfenced()
+	case ok && (f.fault == "stale-put-writes-first" || f.fault == "stale-patch-adds-counters"):
+		_, _ = unfenced()
+		return nil, err
+	case ok && f.fault == "stale-fence-untyped":
+		return nil, errors.New(se.Error())
+	case ok && f.fault == "stale-fence-numbers-swapped":
+		se.Fence, se.Stored = se.Stored, se.Fence
+	case err == nil && r != nil && fence == 0 && f.fault == "unfenced-reports-no-fence":
+		r.Fence = 0
+	}
+	return r, err
+}
+
+func (f *faulty) DeleteRunFenced(ctx context.Context, tenant, id string, fence int64) error {
+	cur := f.current(ctx, tenant, id)
+	if f.fault == "deleted-fence-remembered" && cur == nil {
+		if err := f.deletedFence(tenant, id, fence); err != nil {
+			return err
+		}
+	}
+	if err := f.fenceFault(cur, &fence); err != nil {
+		return err
+	}
+	f.rememberDeleted(ctx, tenant, id)
+	err := f.Store.DeleteRunFenced(ctx, tenant, id, fence)
+	if f.fault == "stale-delete-lands" && errors.Is(err, contract.ErrFenced) {
+		return f.Store.DeleteRun(ctx, tenant, id)
+	}
+	_, err = f.staleFault(ctx, nil, err, fence, func() (*contract.Run, error) { return nil, nil })
+	return err
+}
+
+// showCurrent overwrites a field of the kept versions (all but the run as
+// it is) with the run's own: a backing that reads it from the wrong row.
+func (f *faulty) showCurrent(ctx context.Context, v *contract.Run) {
+	cur := f.current(ctx, v.Tenant, v.ID)
+	if cur == nil || v.Version == cur.Version {
+		return
+	}
+	switch f.fault {
+	case "version-counters-current":
+		v.Counters = cur.Counters
+	case "version-fence-current":
+		v.Fence = cur.Fence
+	case "version-updated-current":
+		v.UpdatedAt = cur.UpdatedAt
+	case "version-data-current":
+		v.Data = cur.Data
+	}
+}
+
+func (f *faulty) ListRunVersions(ctx context.Context, tenant, id string, page contract.PageRequest) (contract.RunVersionPage, error) {
+	var p contract.RunVersionPage
+	var err error
+	if f.fault == "version-cursor-by-position" {
+		p, err = f.versionsByPosition(ctx, tenant, id, page)
+	} else {
+		p, err = f.Store.ListRunVersions(ctx, tenant, id, page)
+	}
+	for i := range p.Versions {
+		f.showCurrent(ctx, &p.Versions[i])
+	}
+	switch {
+	case f.fault == "current-not-listed" && page.Cursor == "" && len(p.Versions) > 0:
+		p.Versions = p.Versions[1:]
+	case f.fault == "delete-keeps-versions" && err == nil && p.Next == "":
+		f.mu.Lock()
+		p.Versions = append(p.Versions, f.deleted[[2]string{tenant, id}].versions...)
+		f.mu.Unlock()
+	}
+	return p, err
+}
+
+// versionsByPosition pages by offset into the listing as it is at each
+// call, as a backing whose cursor counts rows would.
+func (f *faulty) versionsByPosition(ctx context.Context, tenant, id string, page contract.PageRequest) (contract.RunVersionPage, error) {
+	all, err := f.Store.ListRunVersions(ctx, tenant, id, contract.PageRequest{Limit: contract.MaxPageSize})
+	if err != nil {
+		return all, err
+	}
+	off := 0
+	if page.Cursor != "" {
+		off, _ = strconv.Atoi(strings.TrimPrefix(page.Cursor, "at-"))
+	}
+	limit := page.Limit
+	if limit == 0 {
+		limit = contract.DefaultPageSize
+	}
+	off = min(off, len(all.Versions))
+	end := min(off+limit, len(all.Versions))
+	out := contract.RunVersionPage{Versions: all.Versions[off:end]}
+	if end < len(all.Versions) {
+		out.Next = "at-" + strconv.Itoa(end)
+	}
+	return out, nil
+}
+
+func (f *faulty) GetRunVersion(ctx context.Context, tenant, id string, version int64) (*contract.Run, error) {
+	r, err := f.Store.GetRunVersion(ctx, tenant, id, version)
+	switch {
+	case f.fault == "get-version-missing-is-current" && errors.Is(err, contract.ErrNotFound):
+		return f.Store.GetRun(ctx, tenant, id)
+	case f.fault == "delete-keeps-versions" && errors.Is(err, contract.ErrNotFound):
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, v := range f.deleted[[2]string{tenant, id}].versions {
+			if v.Version == version {
+				return &v, nil
+			}
+		}
+	case r != nil:
+		f.showCurrent(ctx, r)
+	}
+	return r, err
+}
+
+func (f *faulty) ForkRun(ctx context.Context, tenant, id string, version int64, newID string) (*contract.Run, error) {
+	cur := f.current(ctx, tenant, id)
+	switch {
+	case f.fault == "fork-copies-current" && cur != nil:
+		version = cur.Version
+	case f.fault == "fork-overwrites":
+		_ = f.Store.DeleteRun(ctx, tenant, newID)
+	}
+	r, err := f.Store.ForkRun(ctx, tenant, id, version, newID)
+	if f.fault == "fork-missing-forks-current" && errors.Is(err, contract.ErrNotFound) && cur != nil {
+		return f.Store.ForkRun(ctx, tenant, id, cur.Version, newID)
+	}
+	if ce, ok := errors.AsType[*contract.StateConflictError](err); ok && f.fault == "fork-conflict-names-source" {
+		ce.ID = id
+	}
+	return r, err
 }
 
 // stamp replaces the clock's timestamps with the wall clock's.
@@ -238,6 +536,7 @@ func (f *faulty) Claim(ctx context.Context, req contract.ClaimRequest) ([]contra
 		req.Max = min(req.Max, contract.MaxClaimBatch)
 	}
 	ls, err := f.Store.Claim(ctx, req)
+	f.mirrorTokens(ls)
 	switch f.fault {
 	case "claim-nil-on-empty":
 		if errors.Is(err, contract.ErrEmpty) {
@@ -274,7 +573,10 @@ func (f *faulty) Heartbeat(ctx context.Context, l contract.Lease, extend time.Du
 	if f.fault == "heartbeat-doubles-extend" {
 		extend *= 2
 	}
+	f.mirrorToken(&l)
 	nl, err := f.Store.Heartbeat(ctx, l, extend)
+	f.mirrorToken(&nl)
+	f.mirrorToken(&l)
 	if f.fault == "heartbeat-keeps-token" && err == nil {
 		nl.Token = l.Token
 	}
@@ -303,6 +605,10 @@ func (f *faulty) Complete(ctx context.Context, leases ...contract.Lease) error {
 			leases = append(leases, last[k])
 		}
 	}
+	if f.fault == "tokens-decrease" {
+		leases = slices.Clone(leases)
+		f.mirrorTokens(leases)
+	}
 	err := f.Store.Complete(ctx, leases...)
 	var ll *contract.LeaseLostError
 	if f.fault == "lease-lost-names-all" && errors.As(err, &ll) {
@@ -327,7 +633,31 @@ func (f *faulty) CompleteAndClaim(ctx context.Context, done []contract.Lease, re
 		}
 		return ls, err
 	}
+	if f.fault == "tokens-decrease" {
+		done = slices.Clone(done)
+		f.mirrorTokens(done)
+		ls, err := f.Store.CompleteAndClaim(ctx, done, req)
+		f.mirrorTokens(ls)
+		return ls, err
+	}
 	return f.Store.CompleteAndClaim(ctx, done, req)
+}
+
+// tokenMirror is what "tokens-decrease" subtracts tokens from: the tokens
+// it hands out are unique, and each is smaller than the one before.
+const tokenMirror = 1 << 50
+
+// mirrorToken turns a store's token into the one handed out, and back.
+func (f *faulty) mirrorToken(l *contract.Lease) {
+	if f.fault == "tokens-decrease" && l.Token != 0 {
+		l.Token = tokenMirror - l.Token
+	}
+}
+
+func (f *faulty) mirrorTokens(ls []contract.Lease) {
+	for i := range ls {
+		f.mirrorToken(&ls[i])
+	}
 }
 
 // loseLeaseLost turns a *LeaseLostError into an untyped error.
@@ -343,6 +673,7 @@ func (f *faulty) Fail(ctx context.Context, l contract.Lease, cause error) (polic
 	if f.fault == "permanent-unwrapped" && policy.IsPermanent(cause) {
 		cause = errors.Unwrap(cause)
 	}
+	f.mirrorToken(&l)
 	d, err := f.Store.Fail(ctx, l, cause)
 	if f.fault == "fail-hides-decision" {
 		d = policy.Decision{}

@@ -13,7 +13,7 @@ import (
 
 // queueLeaseCases pin leases on the fake clock: heartbeats keep them,
 // silence loses them to Reap, stale tokens change nothing, and a token is
-// never issued twice for one item.
+// never issued twice for one item: each is greater than every earlier one.
 func queueLeaseCases() []subtest[QueueFactory] {
 	return []subtest[QueueFactory]{
 		{"HeartbeatKeepsLease", testHeartbeatKeeps},
@@ -26,6 +26,7 @@ func queueLeaseCases() []subtest[QueueFactory] {
 		{"ReaperRacesHeartbeat", testReaperRacesHeartbeat},
 		{"CompletedOrForgedTokenLost", testCompletedOrForged},
 		{"TokensNeverReused", testTokensNeverReused},
+		{"TokensIncrease", testTokensIncrease},
 	}
 }
 
@@ -284,6 +285,61 @@ func testTokensNeverReused(t *testing.T, f QueueFactory) {
 		clock.Advance(lease + time.Millisecond)
 		reap(t, q, 1, "expired lease")
 	}
+}
+
+// testTokensIncrease pins the rule fenced run writes rely on: every token
+// issued for an item is greater than every one issued for it before, by a
+// claim or a heartbeat, across expiry and reclaim, fail and reclaim (in the
+// same instant) and complete and re-enqueue.
+func testTokensIncrease(t *testing.T, f QueueFactory) {
+	q, clock := newQueue(t, f, policy.Policy{MaxAttempts: 1000, Jitter: policy.Fixed(0)})
+	var last int64
+	var lastHow string
+	next := func(l contract.Lease, how string) contract.Lease {
+		t.Helper()
+		if l.Token <= last {
+			t.Errorf("token %d issued by %s is not greater than %d, issued before it for the item by %s", l.Token, how, last, lastHow)
+		}
+		last, lastHow = l.Token, how
+		return l
+	}
+	heartbeats := func(l contract.Lease, n int, how string) contract.Lease {
+		t.Helper()
+		for i := range n {
+			clock.Advance(time.Second)
+			hb, err := q.Heartbeat(t.Context(), l, lease)
+			mustNoErr(t, err, "Heartbeat %d after %s", i, how)
+			l = next(hb, fmt.Sprintf("heartbeat %d after %s", i, how))
+		}
+		return l
+	}
+	enqueue(t, q, item("acme", "x"))
+	other := contract.Item{Tenant: "acme", ID: "y", Queue: "other", Payload: []byte("p")}
+	for round := range 4 {
+		l := next(claimOne(t, q, "w"), fmt.Sprintf("claim %d", round))
+		l = heartbeats(l, 3, fmt.Sprintf("claim %d", round))
+		// Tokens issued for other items meanwhile must not matter.
+		enqueue(t, q, other)
+		ol, err := q.Claim(t.Context(), contract.ClaimRequest{Queue: "other", Worker: "o", LeaseFor: lease, Max: 1})
+		mustNoErr(t, err, "Claim of another queue")
+		mustNoErr(t, q.Complete(t.Context(), ol...), "Complete in another queue")
+		switch round % 2 {
+		case 0: // expiry, reap, reclaim
+			clock.Advance(lease + time.Millisecond)
+			reap(t, q, 1, fmt.Sprintf("round %d", round))
+		case 1: // fail, reclaim in the same instant
+			d, err := q.Fail(t.Context(), l, errors.New("again"))
+			mustNoErr(t, err, "Fail in round %d", round)
+			if !d.Retry {
+				t.Fatalf("Fail in round %d: decision %+v, want a retry", round, d)
+			}
+		}
+	}
+	l := next(claimOne(t, q, "w"), "the claim after the rounds")
+	mustNoErr(t, q.Complete(t.Context(), l), "Complete")
+	enqueue(t, q, item("acme", "x"))
+	l = next(claimOne(t, q, "w"), "the claim after complete and re-enqueue")
+	heartbeats(l, 2, "the claim after complete and re-enqueue")
 }
 
 func testReaperRacesHeartbeat(t *testing.T, f QueueFactory) {

@@ -5,7 +5,7 @@ import "testing"
 // StateStore runs the StateStore conformance suite against the stores f
 // makes, one fresh store and FakeClock per subtest. Subtests are grouped by
 // area (CRUD, Concurrency, Atomicity, Paging, Isolation, Limits, Input,
-// Context), so `go test -run 'StateStore/Paging'` selects one area. A
+// Context, Fencing, History), so `go test -run 'StateStore/Paging'` selects one area. A
 // backing whose calls travel to a server also runs [StateReplay].
 func StateStore(t *testing.T, f StateFactory) {
 	t.Helper()
@@ -20,6 +20,8 @@ func StateStore(t *testing.T, f StateFactory) {
 	runGroup(t, f, "Limits", stateLimitsCases())
 	runGroup(t, f, "Input", stateInputCases())
 	runGroup(t, f, "Context", stateContextCases())
+	runKeeperGroup(t, f, "Fencing", stateFencingCases())
+	runKeeperGroup(t, f, "History", stateHistoryCases())
 }
 
 // WorkQueue runs the WorkQueue conformance suite against the queues f

@@ -41,6 +41,9 @@ func (s *store) PutRun(ctx context.Context, run contract.Run) (*contract.Run, er
 	stored, exists := s.runs[k]
 	var actual int64
 	if exists {
+		if err := fenced(stored, run.Fence); err != nil {
+			return nil, err
+		}
 		actual = stored.Version
 	}
 	if run.Version != actual {
@@ -48,22 +51,10 @@ func (s *store) PutRun(ctx context.Context, run contract.Run) (*contract.Run, er
 	}
 	now := s.clock.Now()
 	if !exists {
-		s.runSeq++
-		stored = &contract.Run{
-			Tenant:    run.Tenant,
-			ID:        run.ID,
-			Session:   run.Session,
-			Status:    run.Status,
-			Data:      bytes.Clone(run.Data),
-			Version:   1,
-			Seq:       s.runSeq,
-			CreatedAt: now,
-			UpdatedAt: now,
-		}
-		s.runs[k] = stored
-		s.index(stored)
+		stored = s.create(k, contract.Run{Tenant: run.Tenant, ID: run.ID, Session: run.Session, Status: run.Status, Data: bytes.Clone(run.Data), Fence: run.Fence}, now)
 		return copyRun(stored), nil
 	}
+	s.keep(k, stored, now)
 	if stored.Session != run.Session {
 		s.unindex(stored)
 		stored.Session = run.Session
@@ -71,8 +62,30 @@ func (s *store) PutRun(ctx context.Context, run contract.Run) (*contract.Run, er
 	}
 	stored.Status = run.Status
 	stored.Data = bytes.Clone(run.Data)
-	s.touch(stored, now)
+	s.touch(stored, run.Fence, now)
 	return copyRun(stored), nil
+}
+
+// create stores a new run from r (its Tenant, ID, Session, Status, Data,
+// Counters and Fence), with Version 1 and the next Seq.
+func (s *store) create(k runKey, r contract.Run, now time.Time) *contract.Run {
+	s.runSeq++
+	r.Version, r.Seq = 1, s.runSeq
+	r.CreatedAt, r.UpdatedAt = now, now
+	stored := &r
+	s.runs[k] = stored
+	s.index(stored)
+	return stored
+}
+
+// fenced returns the *contract.StaleFenceError a write with fence must be
+// refused with, or nil when it may land: unfenced, or a fence not below
+// the run's.
+func fenced(stored *contract.Run, fence int64) error {
+	if fence != 0 && fence < stored.Fence {
+		return &contract.StaleFenceError{Tenant: stored.Tenant, ID: stored.ID, Fence: fence, Stored: stored.Fence}
+	}
+	return nil
 }
 
 // PatchRun adds the patch's counters to the run and sets its status when
@@ -82,25 +95,35 @@ func (s *store) PatchRun(ctx context.Context, tenant, id string, patch contract.
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	stored, ok := s.runs[s.runKey(tenant, id)]
+	k := s.runKey(tenant, id)
+	stored, ok := s.runs[k]
 	if !ok {
 		return nil, contract.ErrNotFound
 	}
+	if err := fenced(stored, patch.Fence); err != nil {
+		return nil, err
+	}
 	if err := contract.CheckPatch(tenant, id, stored.Counters, patch.Counters); err != nil {
 		return nil, err
+	}
+	now := s.clock.Now()
+	if patch.Status != "" && patch.Status != stored.Status {
+		s.keep(k, stored, now)
 	}
 	stored.Counters = stored.Counters.Add(patch.Counters)
 	if patch.Status != "" {
 		stored.Status = patch.Status
 	}
-	s.touch(stored, s.clock.Now())
+	s.touch(stored, patch.Fence, now)
 	return copyRun(stored), nil
 }
 
-// touch records a write: a new version and update time. Seq stays.
-func (s *store) touch(r *contract.Run, now time.Time) {
+// touch records a write under fence: a new version and update time, and
+// the fence when it is higher than the run's. Seq stays.
+func (s *store) touch(r *contract.Run, fence int64, now time.Time) {
 	r.Version++
 	r.UpdatedAt = now
+	r.Fence = max(r.Fence, fence)
 }
 
 // ListRuns pages through the tenant's runs in Seq order.
@@ -146,12 +169,30 @@ func (s *store) DeleteRun(ctx context.Context, tenant, id string) error {
 		return err
 	}
 	defer s.mu.Unlock()
+	return s.deleteRun(tenant, id, 0)
+}
+
+// DeleteRunFenced removes the run unless fence is below its fence.
+func (s *store) DeleteRunFenced(ctx context.Context, tenant, id string, fence int64) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	return s.deleteRun(tenant, id, fence)
+}
+
+// deleteRun removes the run and its versions: its fence goes with it.
+func (s *store) deleteRun(tenant, id string, fence int64) error {
 	k := s.runKey(tenant, id)
 	r, ok := s.runs[k]
 	if !ok {
 		return contract.ErrNotFound
 	}
+	if err := fenced(r, fence); err != nil {
+		return err
+	}
 	delete(s.runs, k)
+	delete(s.kept, k)
 	s.unindex(r)
 	return nil
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/adkit/adk/modules/policy"
 )
 
-// Store is an in-process StateStore, WorkQueue, Inspector, Waker,
-// StatsSource, CompleteClaimer, FlowController, LifecycleController and
-// HistoryKeeper. All its methods are safe for concurrent
+// Store is an in-process StateStore, RunKeeper, WorkQueue, Inspector,
+// Waker, StatsSource, CompleteClaimer, FlowController, LifecycleController
+// and HistoryKeeper. All its methods are safe for concurrent
 // use. Everything it holds is lost when the process exits.
 //
 // Its queue and state methods are the contract's front doors, which check
@@ -42,6 +42,7 @@ type store struct {
 	runSeq      int64
 	tenantRuns  map[string]*tree[int64, *contract.Run]
 	sessionRuns map[runKey]*tree[int64, *contract.Run] // keyed by tenant and session
+	kept        map[runKey][]contract.Run              // each run's earlier versions, oldest first (versions.go)
 
 	items  map[contract.ItemKey]*entry
 	queues map[string]*queue
@@ -67,6 +68,9 @@ var (
 
 	_ contract.LifecycleController = (*Store)(nil)
 	_ contract.LifecycleController = (*store)(nil)
+
+	_ contract.RunKeeper = (*Store)(nil)
+	_ contract.RunKeeper = (*store)(nil)
 
 	_ contract.QueueDriver = (*store)(nil)
 	_ contract.StateDriver = (*store)(nil)
@@ -117,6 +121,7 @@ func New(clock contract.Clock, settings Settings) *Store {
 		runs:        make(map[runKey]*contract.Run),
 		tenantRuns:  make(map[string]*tree[int64, *contract.Run]),
 		sessionRuns: make(map[runKey]*tree[int64, *contract.Run]),
+		kept:        make(map[runKey][]contract.Run),
 		items:       make(map[contract.ItemKey]*entry),
 		queues:      make(map[string]*queue),
 		subs:        make(map[string]map[*subscription]struct{}),

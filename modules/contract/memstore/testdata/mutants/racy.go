@@ -35,7 +35,7 @@ func (s *store) patchUnlocked(ctx context.Context, tenant, id string, patch cont
 	if patch.Status != "" {
 		stored.Status = patch.Status
 	}
-	s.touch(stored, s.clock.Now())
+	s.touch(stored, patch.Fence, s.clock.Now())
 	return copyRun(stored), nil
 }
 
