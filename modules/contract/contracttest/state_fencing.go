@@ -423,8 +423,11 @@ func testTwoExecutions(t *testing.T, f StateFactory) {
 		wantStale(t, err, "acme", "r", t1, t2, fmt.Sprintf("round %d: the first execution's patch", round))
 		// The second goes on.
 		second.Data = data("second", fmt.Sprint("step ", round))
-		second = putOK(t, s, *second)
+		put := putOK(t, s, *second)
 		second = patchOK(t, s, "acme", "r", contract.Patch{Counters: contract.Counters{Iterations: 10}, Fence: t2})
+		if second.Version != put.Version+1 {
+			t.Errorf("round %d: the second execution's patch moved the run to Version %d, want %d", round, second.Version, put.Version+1)
+		}
 	}
 	wantStale(t, k.DeleteRunFenced(t.Context(), "acme", "r", t1), "acme", "r", t1, t2, "the first execution's delete")
 

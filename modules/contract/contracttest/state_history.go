@@ -377,8 +377,8 @@ func testForkCopiesVersion(t *testing.T, f StateFactory) {
 func testForkOntoExisting(t *testing.T, f StateFactory) {
 	s, k, clock := newKeeper(t, f, contract.RunPolicy{KeepVersions: 10})
 	writeVersions(t, s, clock, 2)
-	taken := putOK(t, s, contract.Run{Tenant: "acme", ID: "taken", Status: "mine", Data: json.RawMessage(`"mine"`)})
-	taken = patchOK(t, s, "acme", "taken", contract.Patch{Status: "still mine"})
+	putOK(t, s, contract.Run{Tenant: "acme", ID: "taken", Status: "mine", Data: json.RawMessage(`"mine"`)})
+	taken := patchOK(t, s, "acme", "taken", contract.Patch{Status: "still mine"})
 	for _, target := range []string{"taken", "r"} {
 		held := getOK(t, s, "acme", target)
 		got, err := k.ForkRun(t.Context(), "acme", "r", 2, target)
