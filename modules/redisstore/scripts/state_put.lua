@@ -26,7 +26,15 @@ local done = replayed('p')
 if done then
   return reply(done, ARGV[9])
 end
-local h = redis.call('HMGET', KEYS[2], 'v', 'se', 'seq', 'f')
+-- A put that keeps versions reads the whole hash (the version it keeps)
+-- in the same call as the fields it checks.
+local keep, all, h = tonumber(ARGV[12]), nil, nil
+if keep > 0 then
+  all = redis.call('HGETALL', KEYS[2])
+  h = {field(all, 'v') or false, field(all, 'se') or false, field(all, 'seq') or false, field(all, 'f') or false}
+else
+  h = redis.call('HMGET', KEYS[2], 'v', 'se', 'seq', 'f')
+end
 local stored, old, seq, fence = h[1], h[2] or '', h[3], ARGV[11]
 if stored and stale(h[4], fence) then
   return {4, h[4]}
@@ -49,9 +57,8 @@ if not stored then
     redis.call('ZADD', KEYS[7], seq, ID)
   end
 else
-  local keep = tonumber(ARGV[12])
   if keep > 0 then
-    keep_version(redis.call('HGETALL', KEYS[2]), KEYS[1], KEYS[9], KEYS[10])
+    keep_version(all, KEYS[1], KEYS[9], KEYS[10])
   end
   prune_versions(KEYS[9], KEYS[10], keep, ARGV[13])
   if old ~= session then

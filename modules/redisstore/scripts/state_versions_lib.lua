@@ -52,32 +52,36 @@ local function prune_versions(versions, vdata, keep, cutoff)
   if n == 0 then
     return
   end
-  local drop = {}
-  if n > keep then
-    drop = redis.call('ZRANGE', versions, 0, math.min(n - keep, PRUNE_BATCH) - 1)
-  end
-  if cutoff ~= '' and #drop < PRUNE_BATCH and #drop < n then
-    local first = redis.call('ZRANGE', versions, #drop, #drop)
-    if expired(first[1], cutoff) then
-      for _, m in ipairs(redis.call('ZRANGE', versions, #drop, PRUNE_BATCH - 1)) do
-        if not expired(m, cutoff) then
-          break
-        end
-        drop[#drop + 1] = m
-      end
-    end
-  end
-  if #drop == 0 then
-    return
-  end
-  local fields = {}
-  for _, m in ipairs(drop) do
+  local fields, dropped = {}, 0
+  local function forget(m)
     local v = version_of(m)
     fields[#fields + 1] = v
     fields[#fields + 1] = v .. ':d'
+    dropped = dropped + 1
   end
-  redis.call('HDEL', vdata, unpack(fields))
-  redis.call('ZREM', versions, unpack(drop))
+  if n > keep then
+    local popped = redis.call('ZPOPMIN', versions, math.min(n - keep, PRUNE_BATCH))
+    for i = 1, #popped, 2 do
+      forget(popped[i])
+    end
+  end
+  if cutoff ~= '' and dropped < PRUNE_BATCH and dropped < n then
+    local first = redis.call('ZRANGE', versions, 0, 0)
+    if expired(first[1], cutoff) then
+      local aged = {}
+      for _, m in ipairs(redis.call('ZRANGE', versions, 0, PRUNE_BATCH - dropped - 1)) do
+        if not expired(m, cutoff) then
+          break
+        end
+        aged[#aged + 1] = m
+        forget(m)
+      end
+      redis.call('ZREM', versions, unpack(aged))
+    end
+  end
+  if #fields > 0 then
+    redis.call('HDEL', vdata, unpack(fields))
+  end
 end
 
 -- kept_member returns the member of version v (decimal) when it is kept
