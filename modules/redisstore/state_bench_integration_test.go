@@ -4,8 +4,8 @@ package redisstore_test
 
 import (
 	"context"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
