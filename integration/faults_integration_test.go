@@ -61,7 +61,10 @@ func sqliteTarget(t *testing.T) oracle.Target {
 // queue, and they are done again, once, by a survivor. Waits and cancels
 // are mixed into the load: a wait the victim returned is resumed once by
 // the parent's signals, and an item cancelled while the victim held it is
-// cancelled by the reaper, not run again.
+// cancelled by the reaper, not run again. Every execution also writes
+// its item's run fenced by its lease (runner.Runs): the run must end
+// written last by the execution that completed the item, with no write of
+// an execution whose lease was taken back landing after a newer one's.
 func TestFaultWorkerKilled(t *testing.T) {
 	for _, b := range append(slices.Clone(backings), oracle.SQLite) {
 		t.Run(b, func(t *testing.T) {
@@ -83,7 +86,7 @@ func TestFaultWorkerKilled(t *testing.T) {
 				}
 				workers = append(workers, w)
 			}
-			out := runLoad(t, load{target: target, direct: target, workers: workers, lifecycle: true,
+			out := runLoad(t, load{target: target, direct: target, workers: workers, lifecycle: true, fenced: true,
 				inject: func(t *testing.T, ctx context.Context, e *env) []string {
 					f := e.fleet
 					if !waitProgress(ctx, f, K/3) || !waitHolding(ctx, f, "w0", 15*time.Millisecond) {

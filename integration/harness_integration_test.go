@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/integration/internal/oracle"
+	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 	"github.com/adkit/adk/modules/policy"
 )
@@ -67,6 +68,11 @@ func workerDefaults(target oracle.Target, name string) oracle.WorkerConfig {
 	}
 }
 
+// runKeepers are the backings whose state store has a RunKeeper (fenced
+// deletes and run versions): a load with fenced writes judges them there,
+// and fails on a listed backing that has none.
+var runKeepers = map[string]bool{oracle.Redis: true}
+
 // load is one fault test: a target, its workers, and the fault.
 type load struct {
 	target  oracle.Target // what the workers connect to (maybe via a proxy)
@@ -88,6 +94,10 @@ type load struct {
 	// every wait (twice at once) and cancels the planned items once a
 	// quarter of the load is done.
 	lifecycle bool
+	// fenced has every execution write its item's fenced run through
+	// runner.Runs, and judges the fences after (oracle.JudgeFences). The
+	// backing's state store must have a RunKeeper.
+	fenced bool
 }
 
 // env is what a fault injection can reach.
@@ -125,6 +135,21 @@ func runLoad(t *testing.T, l load) outcome {
 	history, err := oracle.KeepHistory(ctx, parent)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := contract.AsRunKeeper(parent.State); l.fenced && !ok {
+		if runKeepers[l.direct.Backing] {
+			t.Fatalf("FENCES %s: the %s state store has no RunKeeper (contract.AsRunKeeper), though it is listed in runKeepers", t.Name(), l.direct.Backing)
+		}
+		t.Logf("FENCES %s: not judged: the %s state store has no RunKeeper yet (contract.AsRunKeeper)", t.Name(), l.direct.Backing)
+		l.fenced = false
+	} else if l.fenced && !runKeepers[l.direct.Backing] {
+		t.Errorf("FENCES %s: the %s state store has a RunKeeper: list it in runKeepers", t.Name(), l.direct.Backing)
+	}
+	if l.fenced {
+		l.workers = slices.Clone(l.workers)
+		for i := range l.workers {
+			l.workers[i].FencedRuns = true
+		}
 	}
 	specs := oracle.Plan(l.k)
 	var lc *oracle.Lifecycle
@@ -221,6 +246,17 @@ func runLoad(t *testing.T, l load) outcome {
 		}
 		rep.Violations = append(rep.Violations, st.Violations...)
 		rep.Forgiven = append(rep.Forgiven, st.Forgiven...)
+	}
+	if l.fenced {
+		fr, err := oracle.JudgeFences(ctx, parent, specs, fleet.FenceEvents())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("FENCES %s %s", t.Name(), fr.Summary())
+		if fr.Landed == 0 || fr.Completed == 0 {
+			t.Errorf("the fenced writes did nothing: %d landed, %d completed items judged", fr.Landed, fr.Completed)
+		}
+		rep.Violations = append(rep.Violations, fr.Violations...)
 	}
 	if history {
 		hr, err := oracle.JudgeHistory(ctx, parent, specs, fleet.Leases(), fleet.Acks(), allow)

@@ -21,6 +21,7 @@ type Fleet struct {
 	leases []Event
 	errs   []Event
 	states []Event
+	fences []Event
 	stats  []Event
 	acked  map[string]bool // tenant+"\x00"+id of items with at least one ack
 	ready  map[string]bool
@@ -119,6 +120,8 @@ func (f *Fleet) record(e Event) {
 		f.errs = append(f.errs, e)
 	case "state":
 		f.states = append(f.states, e)
+	case "fence":
+		f.fences = append(f.fences, e)
 	case "stats":
 		f.stats = append(f.stats, e)
 	}
@@ -151,6 +154,13 @@ func (f *Fleet) StateEvents() []Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Event(nil), f.states...)
+}
+
+// FenceEvents returns the fenced writes the workers reported so far.
+func (f *Fleet) FenceEvents() []Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Event(nil), f.fences...)
 }
 
 // Stats returns the workers' final counts (one per worker that stopped

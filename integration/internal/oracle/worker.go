@@ -62,7 +62,10 @@ type WorkerConfig struct {
 	// StateLoad adds versioned puts and deletes to each execution: it
 	// appends its mark to a log of its tenant and hands the tenant's slot
 	// on (see state.go).
-	StateLoad   bool `json:"state_load"`
+	StateLoad bool `json:"state_load"`
+	// FencedRuns adds a fenced write to each execution: it appends itself
+	// to its item's FenceRunID run through runner.Runs (see fences.go).
+	FencedRuns  bool `json:"fenced_runs"`
 	MaxAttempts int  `json:"max_attempts"`
 }
 
@@ -86,9 +89,15 @@ type Event struct {
 	Took bool   `json:"took,omitempty"`
 	// err: a failed call, by class; state: what the state load saw (see
 	// the classes in state.go), detail in Where; stats: counts by class.
-	Where  string           `json:"w,omitempty"`
-	Class  string           `json:"c,omitempty"`
-	Fenced int              `json:"fenced,omitempty"` // items named by a LeaseLostError
+	Where  string `json:"w,omitempty"`
+	Class  string `json:"c,omitempty"`
+	Fenced int    `json:"fenced,omitempty"` // items named by a LeaseLostError
+	// fence: a fenced write of the item's FenceRunID run (Class
+	// FenceLanded or FenceRefused): Token is the execution's claim token,
+	// Fence the fence the write carried, Stored the run's fence after it
+	// (landed) or when it was refused.
+	Fence  int64            `json:"fence,omitempty"`
+	Stored int64            `json:"stored,omitempty"`
 	Counts map[string]int64 `json:"counts,omitempty"`
 	// Reconnects of the LISTEN connection (stats).
 	Reconnects int64  `json:"reconnects,omitempty"`
@@ -307,6 +316,12 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 	if _, err := w.state.PatchRun(ctx, l.Item.Tenant, AcctID, contract.Patch{Counters: d}); err != nil {
 		w.count("handler_"+errClass(err), 1)
 		return err
+	}
+	if w.cfg.FencedRuns {
+		if err := w.writeFenced(ctx, l); err != nil {
+			w.count("handler_"+errClass(err), 1)
+			return err
+		}
 	}
 	ack := Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, Started: started, Claimed: claimed, Worker: w.cfg.Worker}
 	if w.cfg.StateLoad {
