@@ -168,6 +168,14 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 					h.historyScenario(ctx, ob, c0)
 				}
 			}
+		case "state":
+			for _, b := range bs {
+				// pg-poll's state store is pg-listen's: the listener
+				// wakes claimers, it does nothing for runs.
+				if ob, ok := b.(*ourBacking); ok && ob.openState != nil && (ob.label != "pg-poll" || !has(h.cfg.backings, "pg-listen")) {
+					h.stateScenario(ctx, ob, c0)
+				}
+			}
 		case "physical":
 			h.physical(ctx, c0)
 		case "burndown":

@@ -43,15 +43,17 @@ type config struct {
 	historyRate     int
 	historyDuration time.Duration
 	historyAge      time.Duration
-	timeout         time.Duration
-	cpuProfile      string
-	riverCooldown   time.Duration
-	sqliteDir       string
-	redisURL        string
-	pgDSN           string
+	// stateDuration is how long each side of the state scenario writes.
+	stateDuration time.Duration
+	timeout       time.Duration
+	cpuProfile    string
+	riverCooldown time.Duration
+	sqliteDir     string
+	redisURL      string
+	pgDSN         string
 }
 
-var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap", "limits-scale", "lifecycle", "history"}
+var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap", "limits-scale", "lifecycle", "history", "state"}
 var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq", "sqlite", "riversqlite"}
 
 func main() {
@@ -84,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.historyRate, "history-rate", 200, "history scenario: items enqueued per second in the prune-flat run")
 	fs.DurationVar(&c.historyDuration, "history-duration", 20*time.Second, "history scenario: length of the prune-flat run (the issue's figure: 10m)")
 	fs.DurationVar(&c.historyAge, "history-age", 2*time.Second, "history scenario: retention age in the prune-flat run")
+	fs.DurationVar(&c.stateDuration, "state-duration", 2*time.Second, "state scenario: how long each side of a pair writes")
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "limit for one measurement")
 	fs.StringVar(&c.sqliteDir, "sqlite-dir", "", "where the sqlite and riversqlite backings make their files (default: the temporary directory); both on the same disk")
 	fs.DurationVar(&c.riverCooldown, "river-fetch-cooldown", time.Millisecond, "River's FetchCooldown (River's default is 100ms, its floor 1ms)")
@@ -123,10 +126,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		quick("history-retained", func() { c.historyRetained = 2000 })
 		quick("history-duration", func() { c.historyDuration = 4 * time.Second })
 		quick("history-age", func() { c.historyAge = 500 * time.Millisecond })
+		quick("state-duration", func() { c.stateDuration = 250 * time.Millisecond })
 		c.wakeRate = max(c.wakeRate, 100)
 	}
 	if c.items < 1 || c.depth < 1 || c.wakeItems < 1 || c.wakeRate < 1 || c.claimers < 1 || c.batch < 1 || c.pairs < 1 || c.burndown < 1 || c.burndownConc < 1 ||
-		c.historyRetained < 0 || c.historyRate < 1 || c.historyDuration <= 0 || c.historyAge < time.Millisecond {
+		c.historyRetained < 0 || c.historyRate < 1 || c.historyDuration <= 0 || c.historyAge < time.Millisecond || c.stateDuration <= 0 {
 		return c, fmt.Errorf("counts and durations must be positive (-history-age at least 1ms, -history-retained may be 0)")
 	}
 	c.batch = min(c.batch, 1000)

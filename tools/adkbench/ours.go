@@ -41,6 +41,9 @@ type instance struct {
 type ourBacking struct {
 	label string
 	open  func(ctx context.Context, conc int) (*instance, error)
+	// openState opens a fresh state store of the backing, under policy p,
+	// for conc writers at once (the state scenario).
+	openState func(ctx context.Context, conc int, p contract.RunPolicy) (*stateInstance, error)
 	// poll is the re-poll interval after an empty claim: the safety net
 	// when a waker exists, the only way to see new work otherwise.
 	poll     time.Duration

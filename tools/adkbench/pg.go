@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -108,5 +109,50 @@ func newPGBacking(dsn string, listen bool, claimers, batch int) backing {
 			return err
 		}}, nil
 	}
+	b.openState = func(ctx context.Context, conc int, p contract.RunPolicy) (*stateInstance, error) {
+		n++
+		schema := fmt.Sprintf("adkbench_pgstate_%d_%d", os.Getpid(), n)
+		pool, drop, err := pgScratch(ctx, dsn, schema, int32(conc+2))
+		if err != nil {
+			return nil, err
+		}
+		s, err := pgstore.OpenState(ctx, pool, nil, pgstore.Settings{AcquireTimeout: 10 * time.Second, Runs: p})
+		if err != nil {
+			_ = drop(context.Background())
+			return nil, err
+		}
+		return &stateInstance{s: s, close: drop}, nil
+	}
 	return b
+}
+
+// pgScratch opens a pool of at most maxConns connections whose
+// search_path is a new schema holding pgstore's expected schema; drop
+// removes the schema and closes the pool.
+func pgScratch(ctx context.Context, dsn, schema string, maxConns int32) (*pgxpool.Pool, func(context.Context) error, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = "60000"
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	drop := func(ctx context.Context) error {
+		_, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		pool.Close()
+		return err
+	}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := pool.Exec(ctx, pgstore.ExpectedSchema); err != nil {
+		_ = drop(context.Background())
+		return nil, nil, fmt.Errorf("apply schema: %w", err)
+	}
+	return pool, drop, nil
 }

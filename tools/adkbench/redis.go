@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -39,6 +40,23 @@ func newRedisBacking(o *redis.Options, claimers, batch int) backing {
 				if derr := deleteMatching(ctx, c, "*"+ns+"*"); err == nil {
 					err = derr
 				}
+				c.Close()
+				return err
+			}}, nil
+		},
+		openState: func(ctx context.Context, conc int, p contract.RunPolicy) (*stateInstance, error) {
+			n++
+			ns := fmt.Sprintf("adkbench_state_%d_%d", os.Getpid(), n)
+			oo := *o
+			oo.PoolSize = conc + 10
+			c := redis.NewClient(&oo)
+			s, err := redisstore.NewState(c, nil, redisstore.Settings{Namespace: ns, Runs: p})
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			return &stateInstance{s: s, close: func(ctx context.Context) error {
+				err := deleteMatching(ctx, c, "*"+ns+"*")
 				c.Close()
 				return err
 			}}, nil

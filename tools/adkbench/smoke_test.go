@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adkit/adk/modules/contract"
 	"go.uber.org/goleak"
 )
 
@@ -36,7 +37,7 @@ func TestSmoke(t *testing.T) {
 	var out bytes.Buffer
 	var scen []string
 	for _, s := range allScenarios {
-		if !slices.Contains(limitScenarios, s) && s != "lifecycle" && s != "history" {
+		if !slices.Contains(limitScenarios, s) && s != "lifecycle" && s != "history" && s != "state" {
 			scen = append(scen, s)
 		}
 	}
@@ -323,4 +324,86 @@ func TestSmokeHistory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stateBackings are the backings TestSmokeState runs the state scenario
+// on: every backing of ours (pg-poll's state store is pg-listen's).
+var stateBackings = []string{"memstore", "redis", "pg-listen", "sqlite"}
+
+// TestSmokeState runs the state scenario with tiny counts, one subtest
+// per backing. A backing whose state store has a RunKeeper (fences and
+// versions have landed on it) must give all eight rows, measured: the
+// unfenced and fenced PutRun and PatchRun, without and with history,
+// each variant with its ratio and target, every side's store checked
+// after (the runs carry their fence, the history side lists the run and
+// its 10 earlier versions). A backing without one gives rows saying
+// what it lacks, which the test reports: the scenario's answer for that
+// backing, not a skipped test.
+func TestSmokeState(t *testing.T) {
+	for _, v := range []string{"ADK_TEST_REDIS_URL", "ADK_TEST_POSTGRES_DSN"} {
+		if os.Getenv(v) == "" {
+			t.Fatalf("set %s (see the README's test servers) to run the integration lane", v)
+		}
+	}
+	for _, b := range stateBackings {
+		t.Run(b, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			dir := t.TempDir()
+			keeps := stateKeeper(ctx, t, b, dir)
+			var out bytes.Buffer
+			args := []string{"-quick", "-json", "-concurrency", "10", "-sqlite-dir", dir, "-backings", b, "-scenarios", "state", "-state-duration", "100ms"}
+			if err := run(ctx, args, &out, io.Discard); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			var res result
+			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+				t.Fatalf("decode the JSON table: %v\n%s", err, out.String())
+			}
+			measured := 0
+			for _, r := range res.Rows {
+				if r.Scenario != "state" || r.Backing != b {
+					t.Errorf("row %s/%s, want state/%s", r.Scenario, r.Backing, b)
+				}
+				switch {
+				case r.Error != "":
+					t.Errorf("state/%s %s: %s", b, r.Metric, r.Error)
+				case r.Value == 0 && keeps:
+					t.Errorf("state/%s %s: no figure (%q) though the store has a RunKeeper", b, r.Metric, r.Note)
+				case r.Value == 0:
+					t.Logf("state/%s %s: %s", b, r.Metric, r.Note)
+				case r.Processed <= 0 || r.Concurrency != 10:
+					t.Errorf("state/%s %s: %d writes at concurrency %d", b, r.Metric, r.Processed, r.Concurrency)
+				default:
+					measured++
+				}
+			}
+			if keeps && measured != 8 {
+				t.Errorf("state/%s: %d rows measured, want 8", b, measured)
+			}
+		})
+	}
+}
+
+// stateKeeper opens backing name's state store as the scenario does and
+// reports whether it has a RunKeeper.
+func stateKeeper(ctx context.Context, t *testing.T, name, dir string) bool {
+	t.Helper()
+	h := &harness{cfg: config{backings: []string{name}, sqliteDir: dir, redisURL: os.Getenv("ADK_TEST_REDIS_URL"), pgDSN: os.Getenv("ADK_TEST_POSTGRES_DSN"), claimers: 1, batch: 1}}
+	bs, closeAll, err := h.backings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll()
+	ob, ok := bs[0].(*ourBacking)
+	if !ok || ob.openState == nil {
+		t.Fatalf("%s has no state store to open", name)
+	}
+	inst, err := ob.openState(ctx, 1, contract.RunPolicy{KeepVersions: stateKeep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = inst.close(context.Background()) }()
+	_, keeps := contract.AsRunKeeper(inst.s)
+	return keeps
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/sqlitestore"
 )
 
@@ -46,6 +47,30 @@ func newSQLiteBacking(dir string, claimers, batch int) backing {
 			return "sqlite bytes in use", (pages - free) * pageSize, err
 		}
 		return &instance{q: q, waker: q, size: size, close: func(context.Context) error {
+			err := db.Close()
+			os.RemoveAll(d)
+			return err
+		}}, nil
+	}
+	b.openState = func(ctx context.Context, conc int, p contract.RunPolicy) (*stateInstance, error) {
+		n++
+		d, err := os.MkdirTemp(dir, fmt.Sprintf("adkbench-sqlite-state-%d-", n))
+		if err != nil {
+			return nil, err
+		}
+		s := sqlitestore.Settings{Runs: p}
+		db, err := sqlitestore.OpenDB(filepath.Join(d, "adk.db"), s)
+		if err != nil {
+			os.RemoveAll(d)
+			return nil, err
+		}
+		st, err := sqlitestore.OpenState(ctx, db, nil, s)
+		if err != nil {
+			db.Close()
+			os.RemoveAll(d)
+			return nil, err
+		}
+		return &stateInstance{s: st, close: func(context.Context) error {
 			err := db.Close()
 			os.RemoveAll(d)
 			return err
