@@ -257,7 +257,7 @@ func passThrough(err error) bool {
 		se *contract.SchemaError
 		po *PoolerError
 	)
-	return errors.Is(err, contract.ErrNotFound) || errors.Is(err, contract.ErrEmpty) ||
+	return errors.Is(err, contract.ErrNotFound) || errors.Is(err, contract.ErrEmpty) || errors.Is(err, contract.ErrFenced) ||
 		errors.Is(err, contract.ErrCancelled) || errors.Is(err, contract.ErrNotWaiting) ||
 		errors.As(err, &v) || errors.As(err, &pe) || errors.As(err, &ll) || errors.As(err, &sc) ||
 		errors.As(err, &sp) || errors.As(err, &qu) || errors.As(err, &se) || errors.As(err, &po)

@@ -31,3 +31,15 @@ func SchemaV3(t StateTables) string {
 	t, _ = t.normalized()
 	return render(t, readSQL(schemaFS, "schema/003_schema.sql"))
 }
+
+// SchemaV4 is the version 4 schema rendered for t, for the migration test.
+func SchemaV4(t StateTables) string {
+	t, _ = t.normalized()
+	return render(t, readSQL(schemaFS, "schema/004_schema.sql"))
+}
+
+// RunUpdateKeepSQL is the put statement that keeps a version, rendered for t.
+func RunUpdateKeepSQL(t StateTables) string {
+	t, _ = t.normalized()
+	return loadQueries(t).runUpdateKeep
+}

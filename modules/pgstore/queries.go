@@ -114,6 +114,16 @@ var (
 	runPatchSQL string
 	//go:embed queries/run_update.sql
 	runUpdateSQL string
+	//go:embed queries/run_update_keep.sql
+	runUpdateKeepSQL string
+	//go:embed queries/run_patch_keep.sql
+	runPatchKeepSQL string
+	//go:embed queries/run_version_get.sql
+	runVersionGetSQL string
+	//go:embed queries/run_versions_list.sql
+	runVersionsListSQL string
+	//go:embed queries/run_fork.sql
+	runForkSQL string
 	//go:embed queries/settle_failed.sql
 	settleFailedSQL string
 	//go:embed queries/turns_lock.sql
@@ -205,6 +215,11 @@ type queries struct {
 	runListSession    string
 	runPatch          string
 	runUpdate         string
+	runUpdateKeep     string
+	runPatchKeep      string
+	runVersionGet     string
+	runVersionsList   string
+	runFork           string
 	settleFailed      string
 	turnsLock         string
 	turnsShare        string
@@ -292,6 +307,11 @@ func loadQueries(t StateTables) queries {
 		runListSession:    r(runListSessionSQL),
 		runPatch:          r(runPatchSQL),
 		runUpdate:         r(runUpdateSQL),
+		runUpdateKeep:     r(runUpdateKeepSQL),
+		runPatchKeep:      r(runPatchKeepSQL),
+		runVersionGet:     r(runVersionGetSQL),
+		runVersionsList:   r(runVersionsListSQL),
+		runFork:           r(runForkSQL),
 		settleFailed:      r(settleFailedSQL),
 		turnsLock:         r(turnsLockSQL),
 		turnsShare:        r(turnsShareSQL),

@@ -15,7 +15,10 @@ import (
 // PostgresStateStore is a contract.StateStore on PostgreSQL tables. The
 // counters are columns, so PatchRun adds in SQL and concurrent patches all
 // land; PutRun is optimistic on the version column; runs page by a seq the
-// database gives once. It is safe for concurrent use.
+// database gives once. It is a contract.RunKeeper too: the fence is a
+// column of the run, checked by the write's own statement, and versions
+// (Settings.Runs) are rows of {runs}_versions written by it. It is safe
+// for concurrent use.
 //
 // Its state methods are the contract's front door ([contract.StateFront]),
 // which checks every call before the store's driver sees it.
@@ -34,7 +37,9 @@ type stateStore struct {
 
 var (
 	_ contract.StateStore  = (*PostgresStateStore)(nil)
+	_ contract.RunKeeper   = (*PostgresStateStore)(nil)
 	_ contract.StateDriver = (*stateStore)(nil)
+	_ contract.RunKeeper   = (*stateStore)(nil)
 )
 
 // prepare checks what a store or queue is built from and fills the
@@ -103,24 +108,33 @@ func (s *stateStore) GetRun(ctx context.Context, tenant, id string) (*contract.R
 
 // PutRun creates the run (Version 0) or replaces its Session, Status and
 // Data when Version equals the stored one; otherwise it returns a
-// *contract.StateConflictError with both versions and writes nothing. The
-// stored version is read in the statement whose check failed (see
-// queries/run_update.sql), so the conflict never reports the version the
-// caller held.
+// *contract.StateConflictError with both versions and writes nothing. A
+// fenced put (Run.Fence above 0) whose fence is below the run's is
+// refused with a *contract.StaleFenceError first. Each refusal is decided
+// on the row the statement judged, read in that statement (see
+// queries/run_update.sql and run_update_keep.sql), so it never reports
+// the version the caller held. On a store that keeps versions, an update
+// keeps the run as it was in the same statement.
 func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	var data []byte
 	if len(run.Data) > 0 {
 		data = run.Data
 	}
 	now := s.clock.Now()
+	keep := s.settings.Runs.KeepsVersions()
 	var out *contract.Run
 	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
 		for range settledTries {
 			var row pgx.Row
-			if run.Version == 0 {
-				row = e.QueryRow(ctx, s.q.runInsert, run.Tenant, run.ID, run.Session, run.Status, data, now)
-			} else {
-				row = e.QueryRow(ctx, s.q.runUpdate, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version)
+			switch {
+			case run.Version == 0:
+				row = e.QueryRow(ctx, s.q.runInsert, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Fence)
+			case keep:
+				kept, cut := s.versionBounds(now)
+				row = e.QueryRow(ctx, s.q.runUpdateKeep, run.Tenant, run.ID, kept, cut, contract.VersionPruneBatch,
+					run.Session, run.Status, data, now, run.Version, run.Fence)
+			default:
+				row = e.QueryRow(ctx, s.q.runUpdate, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version, run.Fence)
 			}
 			written, r, err := scanWrite(row)
 			switch {
@@ -129,10 +143,12 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 			case written:
 				out = r
 				return nil
-			case r != nil && r.Version != run.Version:
-				return &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version, Actual: r.Version}
 			case r == nil && run.Version != 0:
 				return &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version}
+			case r != nil && stale(run.Fence, r.Fence):
+				return &contract.StaleFenceError{Tenant: run.Tenant, ID: run.ID, Fence: run.Fence, Stored: r.Fence}
+			case r != nil && r.Version != run.Version:
+				return &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version, Actual: r.Version}
 			}
 			// The run moved on after the statement's snapshot (a create
 			// that collided with a run the snapshot does not hold, or an
@@ -143,6 +159,10 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 	})
 	return out, stateErr(err)
 }
+
+// stale reports whether a write under fence is refused by a run whose
+// stored fence is stored: a fenced write below it.
+func stale(fence, stored int64) bool { return fence != 0 && stored > fence }
 
 // settledTries is how often a write runs again when the run moved on
 // between its statement's snapshot and its check. Each try writes nothing
@@ -158,27 +178,43 @@ func unsettled(tenant, id string) error {
 }
 
 // PatchRun adds the patch's counters and sets its status when given. A
-// patch that would take a counter past the bigint range is refused whole
-// with a *contract.CounterOverflowError naming the counter.
+// fenced patch below the run's fence is refused with a
+// *contract.StaleFenceError; a patch that would take a counter past the
+// bigint range is refused whole with a *contract.CounterOverflowError
+// naming the counter. On a store that keeps versions, a patch that
+// changes the status keeps the run as it was (queries/run_patch_keep.sql);
+// one that only adds to the counters keeps none.
 func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
 	c := p.Counters
+	keep := p.Status != "" && s.settings.Runs.KeepsVersions()
 	var out *contract.Run
 	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
 		for range settledTries {
-			written, r, err := scanWrite(e.QueryRow(ctx, s.q.runPatch, tenant, id,
-				c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, s.clock.Now()))
+			now := s.clock.Now()
+			var row pgx.Row
+			if keep {
+				kept, cut := s.versionBounds(now)
+				row = e.QueryRow(ctx, s.q.runPatchKeep, tenant, id, kept, cut, contract.VersionPruneBatch,
+					c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now, p.Fence)
+			} else {
+				row = e.QueryRow(ctx, s.q.runPatch, tenant, id,
+					c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now, p.Fence)
+			}
+			written, r, err := scanWrite(row)
 			switch {
 			case err != nil:
 				return err
 			case written:
 				out = r
 				return nil
+			case stale(p.Fence, r.Fence):
+				return &contract.StaleFenceError{Tenant: tenant, ID: id, Fence: p.Fence, Stored: r.Fence}
 			}
 			if err := contract.CheckPatch(tenant, id, r.Counters, c); err != nil {
 				return err
 			}
-			// The snapshot's counters fit: a concurrent patch moved the
-			// row on after it. Nothing was written; try again.
+			// The snapshot's run passes both checks: a concurrent write
+			// moved the row on after it. Nothing was written; try again.
 		}
 		return unsettled(tenant, id)
 	})
@@ -233,14 +269,30 @@ func (s *stateStore) list(ctx context.Context, page contract.PageRequest, query 
 	return out, nil
 }
 
-// DeleteRun removes the run, or returns contract.ErrNotFound.
+// DeleteRun removes the run and its versions, or returns
+// contract.ErrNotFound.
 func (s *stateStore) DeleteRun(ctx context.Context, tenant, id string) error {
+	return s.DeleteRunFenced(ctx, tenant, id, 0)
+}
+
+// DeleteRunFenced is DeleteRun under a fence: a fence below the run's is
+// refused with a *contract.StaleFenceError, deleting nothing. The check
+// and the delete are one statement on the run's locked row
+// (queries/run_delete.sql).
+func (s *stateStore) DeleteRunFenced(ctx context.Context, tenant, id string, fence int64) error {
 	return stateErr(s.db.run(ctx, func(ctx context.Context, e Executor) error {
-		tag, err := e.Exec(ctx, s.q.runDelete, tenant, id)
-		if err == nil && tag.RowsAffected() == 0 {
+		var deleted bool
+		var stored *int64
+		if err := e.QueryRow(ctx, s.q.runDelete, tenant, id, fence).Scan(&deleted, &stored); err != nil {
+			return err
+		}
+		switch {
+		case deleted:
+			return nil
+		case stored == nil:
 			return contract.ErrNotFound
 		}
-		return err
+		return &contract.StaleFenceError{Tenant: tenant, ID: id, Fence: fence, Stored: *stored}
 	}))
 }
 
@@ -262,7 +314,7 @@ func scanRunInto(row pgx.Row, lead ...any) (*contract.Run, error) {
 	var data []byte
 	c := &r.Counters
 	err := row.Scan(append(lead, &r.Tenant, &r.ID, &r.Seq, &r.Session, &r.Status, &data, &r.Version,
-		&c.InputTokens, &c.OutputTokens, &c.CostMicros, &c.Iterations, &c.Cursor, &r.CreatedAt, &r.UpdatedAt)...)
+		&c.InputTokens, &c.OutputTokens, &c.CostMicros, &c.Iterations, &c.Cursor, &r.CreatedAt, &r.UpdatedAt, &r.Fence)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, contract.ErrNotFound
 	}

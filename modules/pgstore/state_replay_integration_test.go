@@ -40,9 +40,10 @@ func TestStateReplayContract(t *testing.T) {
 var errReplyLost = fmt.Errorf("postgres reply lost: %w", io.ErrUnexpectedEOF)
 
 // losingExec loses the result of the next write statement once armed.
-// The state store's writes are Exec (DeleteRun) and QueryRow (PutRun,
-// PatchRun), each one statement in its own transaction; reads (GetRun is a
-// QueryRow too) are never sent while armed by the suite.
+// The state store's writes (PutRun, PatchRun, DeleteRun) are each one
+// QueryRow statement in its own transaction (Exec is wrapped too, for
+// any other); reads (GetRun is a QueryRow too) are never sent while armed
+// by the suite.
 type losingExec struct {
 	pgstore.Executor
 	mu      sync.Mutex

@@ -82,14 +82,14 @@ func TestSchemaRendersTableNames(t *testing.T) {
 	if strings.Contains(s, "{") && strings.Contains(s, "{runs}") {
 		t.Error("schema keeps a placeholder")
 	}
-	for _, want := range []string{"autovacuum_vacuum_scale_factor = 0.01", "autovacuum_vacuum_cost_delay = 0", "fillfactor", "INSERT INTO adk_schema (version) VALUES (4)", "CREATE TABLE IF NOT EXISTS adk_work_pauses", "CREATE TABLE IF NOT EXISTS adk_work_retention", "CREATE TABLE IF NOT EXISTS adk_work_events", "CREATE TABLE IF NOT EXISTS adk_work_log", "adk_work_finished", "adk_work_ready_pri",
+	for _, want := range []string{"autovacuum_vacuum_scale_factor = 0.01", "autovacuum_vacuum_cost_delay = 0", "fillfactor", "INSERT INTO adk_schema (version) VALUES (5)", "CREATE TABLE IF NOT EXISTS adk_runs_versions", "FUNCTION adk_runs_drop_versions", "CREATE TABLE IF NOT EXISTS adk_work_pauses", "CREATE TABLE IF NOT EXISTS adk_work_retention", "CREATE TABLE IF NOT EXISTS adk_work_events", "CREATE TABLE IF NOT EXISTS adk_work_log", "adk_work_finished", "adk_work_ready_pri",
 		"CREATE TABLE IF NOT EXISTS adk_work_limits", "CREATE TABLE IF NOT EXISTS adk_work_usage", "FUNCTION adk_work_live_leases"} {
 		if !strings.Contains(pgstore.ExpectedSchema, want) {
 			t.Errorf("ExpectedSchema lacks %q", want)
 		}
 	}
-	if pgstore.SchemaVersion != 4 {
-		t.Errorf("SchemaVersion = %d; the schema file inserts 4", pgstore.SchemaVersion)
+	if pgstore.SchemaVersion != 5 {
+		t.Errorf("SchemaVersion = %d; the schema file inserts 5", pgstore.SchemaVersion)
 	}
 	m, err := pgstore.Migration(pgstore.StateTables{Work: "app_work", Turns: "app_turns"}, 1)
 	if err != nil {
@@ -97,7 +97,7 @@ func TestSchemaRendersTableNames(t *testing.T) {
 	}
 	for _, want := range []string{"ALTER TABLE app_turns", "CREATE TABLE IF NOT EXISTS app_work_limits", "UPDATE adk_schema SET version = 2 WHERE version = 1",
 		"CREATE TABLE IF NOT EXISTS app_work_pauses", "UPDATE adk_schema SET version = 3 WHERE version = 2",
-		"CREATE TABLE IF NOT EXISTS app_work_retention", "UPDATE adk_schema SET version = 4 WHERE version = 3"} {
+		"CREATE TABLE IF NOT EXISTS app_work_retention", "UPDATE adk_schema SET version = 4 WHERE version = 3", "UPDATE adk_schema SET version = 5 WHERE version = 4"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("the migration from version 1 lacks %q", want)
 		}
@@ -114,7 +114,20 @@ func TestSchemaRendersTableNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Contains(m3, "version = 3 WHERE version = 2") || !strings.Contains(m3, "app_work_retention") || !strings.Contains(m3, "app_work_finished") {
-		t.Errorf("the migration from version 3 is not 004_history.sql alone:\n%s", m3)
+		t.Errorf("the migration from version 3 is not 004_history.sql then 005_run_versions.sql:\n%s", m3)
+	}
+	m4, err := pgstore.Migration(pgstore.StateTables{Runs: "app_runs", Work: "app_work", Turns: "app_turns"}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ALTER TABLE app_runs ADD COLUMN IF NOT EXISTS fence", "CREATE TABLE IF NOT EXISTS app_runs_versions",
+		"FUNCTION app_runs_drop_versions", "UPDATE adk_schema SET version = 5 WHERE version = 4"} {
+		if !strings.Contains(m4, want) {
+			t.Errorf("the migration from version 4 lacks %q", want)
+		}
+	}
+	if strings.Contains(m4, "app_work_retention") || strings.Contains(m4, "{") {
+		t.Errorf("the migration from version 4 is not 005_run_versions.sql alone, rendered:\n%s", m4)
 	}
 	if _, err := pgstore.Migration(pgstore.StateTables{}, 0); !errors.Is(err, contract.ErrInvalid) {
 		t.Errorf("Migration from 0: %v, want a validation error", err)

@@ -21,8 +21,9 @@ const applyFix = "apply ExpectedSchema with your migration tool (adkctl schema a
 // no adk_schema table or a version other than SchemaVersion
 // (*contract.SchemaError; for an earlier version its fix names the
 // up-migrations, [MigrationFile] last), one of the tables (with version
-// 3's {work}_pauses and version 4's {work}_retention, {work}_events and
-// {work}_log) or the live-lease function missing (*contract.SchemaError),
+// 3's {work}_pauses, version 4's {work}_retention, {work}_events and
+// {work}_log, and version 5's {runs}_versions), the live-lease function or
+// version 5's {runs}_drop_versions missing (*contract.SchemaError),
 // or a statement_timeout of 0 (*contract.PreflightError: a statement that
 // can run forever holds a pooled connection until the process dies). It
 // only reads; it never creates or changes anything.
@@ -92,7 +93,7 @@ func Verify(ctx context.Context, exec Executor, tables StateTables) error {
 			Fix: "run the migration that brings the schema to this release's version, or use the release written for version " + strconv.Itoa(version)}
 	}
 	for _, name := range []string{t.Runs, t.Work, t.Turns, t.Blobs, t.Work + "_limits", t.Work + "_usage", t.Work + "_pauses",
-		t.Work + "_retention", t.Work + "_events", t.Work + "_log"} {
+		t.Work + "_retention", t.Work + "_events", t.Work + "_log", t.Runs + "_versions"} {
 		var found *string
 		if err := e.QueryRow(ctx, "SELECT to_regclass($1)::text", name).Scan(&found); err != nil {
 			return fail("look up table "+name, err)
@@ -101,12 +102,14 @@ func Verify(ctx context.Context, exec Executor, tables StateTables) error {
 			return &contract.SchemaError{Object: "table " + name, Found: "missing", Want: "present (ExpectedSchema)", Fix: applyFix + ", or check StateTables and search_path"}
 		}
 	}
-	var fn *string
-	if err := e.QueryRow(ctx, "SELECT to_regprocedure($1)::text", t.Work+"_live_leases(text, text, timestamptz)").Scan(&fn); err != nil {
-		return fail("look up function "+t.Work+"_live_leases", err)
-	}
-	if fn == nil {
-		return &contract.SchemaError{Object: "function " + t.Work + "_live_leases", Found: "missing", Want: "present (ExpectedSchema)", Fix: applyFix + ", or check StateTables and search_path"}
+	for _, f := range []struct{ name, args string }{{t.Work + "_live_leases", "(text, text, timestamptz)"}, {t.Runs + "_drop_versions", "(text, text)"}} {
+		var fn *string
+		if err := e.QueryRow(ctx, "SELECT to_regprocedure($1)::text", f.name+f.args).Scan(&fn); err != nil {
+			return fail("look up function "+f.name, err)
+		}
+		if fn == nil {
+			return &contract.SchemaError{Object: "function " + f.name, Found: "missing", Want: "present (ExpectedSchema)", Fix: applyFix + ", or check StateTables and search_path"}
+		}
 	}
 	if err := verifyTimeout(ctx, e, pool.pooled); err != nil {
 		var pe *contract.PreflightError

@@ -5,7 +5,7 @@
 -- run did not exist at the snapshot). Queries name it {written_or_stored}.
 -- (Fragments do not nest: the columns are those of run_columns.sql.)
 ), stored AS (
-  SELECT tenant, id, seq, session, status, data, version, input_tokens, output_tokens, cost_micros, iterations, cursor, created_at, updated_at
+  SELECT tenant, id, seq, session, status, data, version, input_tokens, output_tokens, cost_micros, iterations, cursor, created_at, updated_at, fence
   FROM {runs}
   WHERE tenant = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM written)
 )

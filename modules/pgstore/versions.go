@@ -1,0 +1,138 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/adkit/adk/modules/contract"
+)
+
+// versionBounds returns what the store's RunPolicy keeps, as the version
+// statements take it: how many versions (0 for none) and the age cut (a
+// version updated at or before it is past VersionAge; -infinity when the
+// policy sets no age), by the store's clock at now.
+func (s *stateStore) versionBounds(now time.Time) (int, pgtype.Timestamptz) {
+	p := s.settings.Runs
+	cut := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	if p.VersionAge > 0 {
+		cut = pgtype.Timestamptz{Time: now.Add(-p.VersionAge), Valid: true}
+	}
+	return p.MaxKept(), cut
+}
+
+// ListRunVersions pages through the run's versions, newest first: the
+// run itself on the first page, then the kept versions by descending
+// Version. The cursor is the last Version listed, so versions kept while
+// paging (all newer) appear on no later page.
+func (s *stateStore) ListRunVersions(ctx context.Context, tenant, id string, page contract.PageRequest) (contract.RunVersionPage, error) {
+	before := int64(math.MaxInt64)
+	if page.Cursor != "" {
+		n, err := strconv.ParseInt(page.Cursor, 10, 64)
+		if err != nil || n <= 0 {
+			return contract.RunVersionPage{}, &contract.ValidationError{Field: "PageRequest.Cursor", Problem: "is not a cursor this listing returned; pass \"\" or the Next of the previous page"}
+		}
+		before = n
+	}
+	// The first page gives the run itself one of its places.
+	want := page.Limit
+	if page.Cursor == "" {
+		want--
+	}
+	kept, cut := s.versionBounds(s.clock.Now())
+	var current *contract.Run
+	var versions []contract.Run
+	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
+		current, versions = nil, versions[:0]
+		rows, err := e.Query(ctx, s.q.runVersionsList, tenant, id, kept, cut, before, want+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var kind int
+			r, err := scanRunInto(rows, &kind)
+			if err != nil {
+				return err
+			}
+			if kind == 0 {
+				current = r
+			} else {
+				versions = append(versions, *r)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return contract.RunVersionPage{}, stateErr(err)
+	}
+	if current == nil {
+		return contract.RunVersionPage{}, contract.ErrNotFound
+	}
+	out := contract.RunVersionPage{Versions: make([]contract.Run, 0, page.Limit)}
+	if page.Cursor == "" {
+		out.Versions = append(out.Versions, *current)
+	}
+	more := len(versions) > want
+	if more {
+		versions = versions[:want]
+	}
+	out.Versions = append(out.Versions, versions...)
+	if more {
+		out.Next = strconv.FormatInt(out.Versions[len(out.Versions)-1].Version, 10)
+	}
+	return out, nil
+}
+
+// GetRunVersion returns the run as it was at version: the run itself at
+// its current Version, otherwise a kept version within the policy's
+// bounds, or contract.ErrNotFound.
+func (s *stateStore) GetRunVersion(ctx context.Context, tenant, id string, version int64) (*contract.Run, error) {
+	kept, cut := s.versionBounds(s.clock.Now())
+	var run *contract.Run
+	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
+		r, err := scanRun(e.QueryRow(ctx, s.q.runVersionGet, tenant, id, kept, cut, version))
+		run = r
+		return err
+	})
+	return run, stateErr(err)
+}
+
+// ForkRun creates run tenant/newID from version of run tenant/id, in one
+// statement: on a store bound to a transaction (Bound) the fork commits
+// or rolls back with it. contract.ErrNotFound when the version is not
+// kept; a *contract.StateConflictError (Expected 0, Actual the stored
+// version) when newID exists.
+func (s *stateStore) ForkRun(ctx context.Context, tenant, id string, version int64, newID string) (*contract.Run, error) {
+	var out *contract.Run
+	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
+		for range settledTries {
+			now := s.clock.Now()
+			kept, cut := s.versionBounds(now)
+			var kind int
+			r, err := scanRunInto(e.QueryRow(ctx, s.q.runFork, tenant, id, kept, cut, version, newID, now), &kind)
+			switch {
+			case errors.Is(err, contract.ErrNotFound):
+				// The run newID that refused the insert committed after
+				// the snapshot: nothing was written; try again.
+				continue
+			case err != nil:
+				return err
+			}
+			switch kind {
+			case 1:
+				out = r
+				return nil
+			case 2:
+				return &contract.StateConflictError{Tenant: tenant, ID: newID, Expected: 0, Actual: r.Version}
+			}
+			return contract.ErrNotFound
+		}
+		return unsettled(tenant, newID)
+	})
+	return out, stateErr(err)
+}
