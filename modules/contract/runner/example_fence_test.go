@@ -33,7 +33,7 @@ func ExampleRuns() {
 		if err != nil {
 			return err
 		}
-		fmt.Println("written by the handler:", run.Status)
+		fmt.Println("written by the handler:", run.Status, "fenced by the lease:", run.Fence == fence)
 		return nil
 	}, runner.Config{PollInterval: 10 * time.Millisecond})
 	if err != nil {
@@ -45,5 +45,5 @@ func ExampleRuns() {
 	// Output:
 	// unfenced write refused: Run.Fence
 	// fence is the lease's token: true
-	// written by the handler: planned
+	// written by the handler: planned fenced by the lease: true
 }

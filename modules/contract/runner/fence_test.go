@@ -13,8 +13,9 @@ import (
 )
 
 // fencing keeps the fence rule of contract.RunPolicy over the runs of a
-// StateStore that does not keep fences itself: the highest fence that
-// wrote each run, and a refusal, writing nothing, for a lower one.
+// StateStore (the highest fence that wrote each run, and a refusal,
+// writing nothing, for a lower one) and records the fence of every write
+// that lands, which a store does not tell.
 type fencing struct {
 	contract.StateStore
 	mu     sync.Mutex
@@ -206,7 +207,7 @@ func TestRunsFencesWithTheLease(t *testing.T) {
 func TestRunsUsesTheHeartbeatedToken(t *testing.T) {
 	clock := newClock()
 	q := newStore(clock)
-	state := newFencing(newStore(clock))
+	state := newStore(clock) // memstore keeps fences itself
 	ctx := context.Background()
 	if _, err := state.PutRun(ctx, contract.Run{Tenant: "t", ID: "run-a"}); err != nil {
 		t.Fatal(err)
@@ -258,7 +259,7 @@ func TestRunsUsesTheHeartbeatedToken(t *testing.T) {
 func TestRunsRefusesALostLeasesWrites(t *testing.T) {
 	clock := newClock()
 	q := newStore(clock)
-	state := newFencing(newStore(clock))
+	state := newStore(clock) // memstore keeps fences itself
 	ctx := context.Background()
 	if err := q.Enqueue(ctx, item("t", "a")); err != nil {
 		t.Fatal(err)
