@@ -46,3 +46,37 @@ func ExamplePostgresStateStore_Bound() {
 		log.Fatal(err)
 	}
 }
+
+// A fork and the first work item of the forked run commit together: a
+// run branched from an earlier version, and the step that continues it,
+// exist both or neither.
+func ExamplePostgresStateStore_ForkRun() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("ADK_POSTGRES_DSN"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	// Keep the last 20 versions of every run.
+	settings := pgstore.Settings{Runs: contract.RunPolicy{KeepVersions: 20}}
+	state, err := pgstore.OpenState(ctx, pool, contract.SystemClock{}, settings)
+	if err != nil {
+		log.Fatal(err)
+	}
+	queue, err := pgstore.OpenQueue(ctx, pool, contract.SystemClock{}, settings)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Version 7 of run-42, before the tool call that went wrong.
+		fork, err := state.Bound(tx).ForkRun(ctx, "acme", "run-42", 7, "run-42-retry")
+		if err != nil {
+			return err // ErrNotFound: version 7 is no longer kept; a conflict: run-42-retry exists
+		}
+		return queue.Bound(tx).Enqueue(ctx, contract.Item{Tenant: fork.Tenant, ID: fork.ID + "/step-1"})
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,312 @@
+//go:build integration
+
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/pgstore"
+)
+
+func countVersions(t *testing.T, d *testDB, tenant, id string) int {
+	t.Helper()
+	var n int
+	if err := d.pool.QueryRow(context.Background(), `SELECT count(*) FROM adk_runs_versions WHERE tenant = $1 AND id = $2`, tenant, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func listAll(t *testing.T, k contract.RunKeeper, tenant, id string, limit int) []contract.Run {
+	t.Helper()
+	var out []contract.Run
+	page := contract.PageRequest{Limit: limit}
+	for {
+		p, err := k.ListRunVersions(context.Background(), tenant, id, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p.Versions...)
+		if p.Next == "" {
+			return out
+		}
+		page.Cursor = p.Next
+	}
+}
+
+func versionsOf(rs []contract.Run) []int64 {
+	var v []int64
+	for _, r := range rs {
+		v = append(v, r.Version)
+	}
+	return v
+}
+
+// KeepVersions 3: every put keeps the run it replaced, a status patch
+// keeps one, a counter-only patch none; the store keeps exactly the
+// newest three (and deletes the rest as it writes); the listing pages
+// newest first, the run first; a version past the count is not found.
+func TestVersionsKeepN(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	clock := contracttest.NewFakeClock(t0)
+	s := stateWith(t, d, clock, contract.RunPolicy{KeepVersions: 3})
+	r := mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Session: "s1", Status: "new", Data: []byte(`{"step":1}`)})
+	for step := 2; step <= 6; step++ {
+		clock.Advance(time.Second)
+		r = mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Session: "s1", Status: "new", Version: r.Version, Fence: int64(step), Data: []byte(fmt.Sprintf(`{"step":%d}`, step))})
+	}
+	if r, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{Iterations: 5}}); err != nil || r.Version != 7 {
+		t.Fatalf("counter patch: %+v, %v", r, err)
+	}
+	if n := countVersions(t, d, "acme", "r"); n != 3 {
+		t.Fatalf("%d versions stored after six puts and a counter patch, want 3", n)
+	}
+	all := listAll(t, s, "acme", "r", 2)
+	if got := versionsOf(all); fmt.Sprint(got) != "[7 5 4 3]" {
+		t.Fatalf("versions listed %v, want [7 5 4 3] (the run, then the kept ones newest first)", got)
+	}
+	v5 := all[1]
+	if string(v5.Data) != `{"step":5}` || v5.Fence != 5 || v5.Status != "new" || v5.Session != "s1" || !v5.UpdatedAt.Equal(t0.Add(4*time.Second)) || v5.Seq != all[0].Seq || !v5.CreatedAt.Equal(t0) {
+		t.Fatalf("version 5: %+v", v5)
+	}
+	if _, err := s.GetRunVersion(ctx, "acme", "r", 2); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("version 2 (past the count): %v, want ErrNotFound", err)
+	}
+	if got, err := s.GetRunVersion(ctx, "acme", "r", 7); err != nil || got.Counters.Iterations != 5 {
+		t.Fatalf("the current version: %+v, %v", got, err)
+	}
+	if _, err := s.GetRunVersion(ctx, "acme", "r", 6); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("version 6 (replaced by a counter patch, never kept): %v, want ErrNotFound", err)
+	}
+	// A status patch keeps one; a patch to the same status changes nothing
+	// of it and keeps none.
+	if _, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "done", Counters: contract.Counters{Iterations: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := versionsOf(listAll(t, s, "acme", "r", 100)); fmt.Sprint(got) != "[9 7 5 4]" {
+		t.Fatalf("versions after two status patches %v, want [9 7 5 4]", got)
+	}
+	if _, err := s.ListRunVersions(ctx, "acme", "nobody", contract.PageRequest{}); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("versions of a missing run: %v", err)
+	}
+	for _, c := range []string{"x", "-1", "0"} {
+		if _, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{Cursor: c}); !errors.Is(err, contract.ErrInvalid) {
+			t.Errorf("cursor %q: %v, want a validation error", c, err)
+		}
+	}
+	// A store keeping none lists the run alone; the versions stay stored.
+	off := stateWith(t, d, clock, contract.RunPolicy{})
+	if got := versionsOf(listAll(t, off, "acme", "r", 100)); fmt.Sprint(got) != "[9]" {
+		t.Fatalf("versions on a store that keeps none: %v, want [9]", got)
+	}
+	if err := s.DeleteRun(ctx, "acme", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if n := countVersions(t, d, "acme", "r"); n != 0 {
+		t.Fatalf("%d versions left after DeleteRun", n)
+	}
+}
+
+// VersionAge by the store's clock: a version is not returned once its
+// UpdatedAt is that old, and the next write deletes it.
+func TestVersionsAge(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	clock := contracttest.NewFakeClock(t0)
+	s := stateWith(t, d, clock, contract.RunPolicy{VersionAge: time.Hour})
+	r := mustPut(t, s, contract.Run{Tenant: "acme", ID: "r"})
+	r = mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}) // keeps v1, updated at t0
+	clock.Advance(30 * time.Minute)
+	r = mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}) // keeps v2, updated at t0
+	clock.Advance(20 * time.Minute)
+	r = mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}) // keeps v3, updated at t0+30m
+	if got := versionsOf(listAll(t, s, "acme", "r", 10)); fmt.Sprint(got) != "[4 3 2 1]" {
+		t.Fatalf("at t0+50m: %v", got)
+	}
+	clock.Set(t0.Add(time.Hour)) // v1 and v2 are an hour old
+	if got := versionsOf(listAll(t, s, "acme", "r", 10)); fmt.Sprint(got) != "[4 3]" {
+		t.Fatalf("at t0+1h: %v, want [4 3]", got)
+	}
+	if _, err := s.GetRunVersion(ctx, "acme", "r", 1); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("an expired version: %v", err)
+	}
+	if _, err := s.ForkRun(ctx, "acme", "r", 2, "f"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("fork of an expired version: %v", err)
+	}
+	if n := countVersions(t, d, "acme", "r"); n != 3 {
+		t.Fatalf("%d stored before the next write, want 3 (reads delete nothing)", n)
+	}
+	mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Version: r.Version})
+	if n := countVersions(t, d, "acme", "r"); n != 2 {
+		t.Fatalf("%d stored after the next write, want 2 (v3 and v4)", n)
+	}
+}
+
+// One write deletes at most VersionPruneBatch versions: a run with a
+// backlog (kept under a larger count) is brought down a batch a write,
+// and reads show only what the policy keeps meanwhile.
+func TestVersionsPruneBounded(t *testing.T) {
+	ctx := ctxT(t, 2*time.Minute)
+	d := newTestDB(t)
+	big := stateWith(t, d, nil, contract.RunPolicy{KeepVersions: contract.MaxRunVersions})
+	r := mustPut(t, big, contract.Run{Tenant: "acme", ID: "r"})
+	backlog := 2*contract.VersionPruneBatch + 30
+	// Versions in bulk, as many writes would have kept them.
+	if _, err := d.pool.Exec(ctx, `INSERT INTO adk_runs_versions (tenant, id, version, updated_at)
+		SELECT 'acme', 'r', -g, now() FROM generate_series(1, $1) g`, backlog); err != nil {
+		t.Fatal(err)
+	}
+	small := stateWith(t, d, nil, contract.RunPolicy{KeepVersions: 2})
+	want := backlog
+	for want > 2 {
+		r = mustPut(t, small, contract.Run{Tenant: "acme", ID: "r", Version: r.Version})
+		want = max(2, want+1-contract.VersionPruneBatch)
+		if n := countVersions(t, d, "acme", "r"); n != want {
+			t.Fatalf("%d versions stored after a write, want %d", n, want)
+		}
+		if got := len(listAll(t, small, "acme", "r", 100)); got != 3 {
+			t.Fatalf("%d listed, want the run and 2", got)
+		}
+	}
+}
+
+// ForkRun copies the chosen version's data, status, session and counters
+// (not a later one's) into a new run at version 1, unfenced, with a new
+// seq and no versions; the source is unchanged; a missing version is
+// ErrNotFound and an existing id a conflict naming its version.
+func TestForkRun(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	clock := contracttest.NewFakeClock(t0)
+	s := stateWith(t, d, clock, contract.RunPolicy{KeepVersions: 10})
+	r := mustPut(t, s, contract.Run{Tenant: "acme", ID: "src", Session: "s", Status: "a", Fence: 3, Data: []byte(`{"at":1}`)})
+	if _, err := s.PatchRun(ctx, "acme", "src", contract.Patch{Counters: contract.Counters{InputTokens: 10, CostMicros: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	r = mustPut(t, s, contract.Run{Tenant: "acme", ID: "src", Session: "s", Status: "b", Version: 2, Fence: 4, Data: []byte(`{"at":2}`)})
+	if _, err := s.PatchRun(ctx, "acme", "src", contract.Patch{Counters: contract.Counters{InputTokens: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	f, err := s.ForkRun(ctx, "acme", "src", 2, "fork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(f.Data) != `{"at":1}` || f.Status != "a" || f.Session != "s" || f.Counters != (contract.Counters{InputTokens: 10, CostMicros: 7}) ||
+		f.Version != 1 || f.Fence != 0 || f.Seq <= r.Seq || !f.CreatedAt.Equal(t0.Add(time.Minute)) || f.ID != "fork" {
+		t.Fatalf("fork of version 2: %+v", f)
+	}
+	if got := versionsOf(listAll(t, s, "acme", "fork", 10)); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("the fork's versions %v, want itself alone", got)
+	}
+	// The current version forks too.
+	if f2, err := s.ForkRun(ctx, "acme", "src", 4, "fork2"); err != nil || f2.Counters.InputTokens != 15 || string(f2.Data) != `{"at":2}` {
+		t.Fatalf("fork of the current version: %+v, %v", f2, err)
+	}
+	if src, err := s.GetRun(ctx, "acme", "src"); err != nil || src.Version != 4 || src.Fence != 4 {
+		t.Fatalf("the source after forks: %+v, %v", src, err)
+	}
+	var sc *contract.StateConflictError
+	if _, err := s.ForkRun(ctx, "acme", "src", 2, "fork"); !errors.As(err, &sc) || sc.ID != "fork" || sc.Expected != 0 || sc.Actual != 1 {
+		t.Fatalf("fork onto an existing id: %v, want a conflict naming fork at version 1", err)
+	}
+	for _, v := range []int64{3, 5, 99} {
+		if _, err := s.ForkRun(ctx, "acme", "src", v, "nope"); !errors.Is(err, contract.ErrNotFound) {
+			t.Fatalf("fork of version %d (not kept): %v, want ErrNotFound", v, err)
+		}
+	}
+	if _, err := s.ForkRun(ctx, "acme", "missing", 1, "nope"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("fork of a missing run: %v", err)
+	}
+	if _, err := s.GetRun(ctx, "acme", "nope"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("a refused fork created its run: %v", err)
+	}
+}
+
+// Bound(tx): a fork and the enqueue of its first item commit together,
+// and roll back together.
+func TestForkRunBound(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	s := stateWith(t, d, nil, contract.RunPolicy{KeepVersions: 5})
+	q := newQueue(t, d, pgstore.Settings{})
+	r := mustPut(t, s, contract.Run{Tenant: "acme", ID: "src", Data: []byte(`{"n":1}`)})
+	mustPut(t, s, contract.Run{Tenant: "acme", ID: "src", Version: r.Version, Data: []byte(`{"n":2}`)})
+	errAbort := errors.New("abort")
+	fork := func(id string, fail bool) error {
+		return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+			if _, err := s.Bound(tx).ForkRun(ctx, "acme", "src", 1, id); err != nil {
+				return err
+			}
+			if err := q.Bound(tx).Enqueue(ctx, contract.Item{Tenant: "acme", ID: id + "/step-1"}); err != nil {
+				return err
+			}
+			if fail {
+				return errAbort
+			}
+			return nil
+		})
+	}
+	if err := fork("rolled-back", true); !errors.Is(err, errAbort) {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRun(ctx, "acme", "rolled-back"); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("the fork of a rolled-back transaction: %v", err)
+	}
+	if err := fork("kept", false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetRun(ctx, "acme", "kept")
+	if err != nil || string(got.Data) != `{"n":1}` {
+		t.Fatalf("the committed fork: %+v, %v", got, err)
+	}
+	ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 5})
+	if err != nil || len(ls) != 1 || ls[0].Item.ID != "kept/step-1" {
+		t.Fatalf("claimed %+v, %v; want the committed fork's item alone", ls, err)
+	}
+}
+
+// Paging is stable while the run is written: versions kept after the
+// first page (all newer) appear on no later page, none still kept is
+// skipped or repeated.
+func TestVersionsPageWhileWritten(t *testing.T) {
+	d := newTestDB(t)
+	s := stateWith(t, d, nil, contract.RunPolicy{KeepVersions: 100})
+	r := mustPut(t, s, contract.Run{Tenant: "acme", ID: "r"})
+	for range 20 {
+		r = mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Version: r.Version})
+	}
+	ctx := context.Background()
+	p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := versionsOf(p.Versions)
+	for p.Next != "" {
+		r = mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Version: r.Version})
+		if p, err = s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{Limit: 5, Cursor: p.Next}); err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, versionsOf(p.Versions)...)
+	}
+	for i, v := range seen {
+		if v != int64(21-i) {
+			t.Fatalf("paged %v, want 21 down to 1", seen)
+		}
+	}
+	if len(seen) != 21 {
+		t.Fatalf("paged %v, want 21 down to 1", seen)
+	}
+}
