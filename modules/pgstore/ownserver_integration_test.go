@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/pgstore"
 	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 )
@@ -118,5 +119,97 @@ func TestServerRestart(t *testing.T) {
 	case <-wake:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no wake for an enqueue after the restart")
+	}
+}
+
+// Lease tokens of one item keep increasing across a restart of the
+// server, clean (fast) or a crash (immediate): a claim and a heartbeat
+// before it, the lease left to expire (by the queue's clock), and the
+// item claimed again after it gets a larger token than every one before.
+// Tokens come from a sequence, which the server never hands out twice,
+// whatever stopped it; this is what fencing the item's run relies on.
+func TestTokensIncreaseAcrossRestart(t *testing.T) {
+	s := pgstoretest.StartServer(t, "fsync=off")
+	ctx := ctxT(t, 3*time.Minute)
+	cfg, err := pgxpool.ParseConfig(s.DSN("statement_timeout=30s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, pgstore.ExpectedSchema); err != nil {
+		t.Fatal(err)
+	}
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	q, err := pgstore.OpenQueue(ctx, pool, clock, pgstore.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// again retries a call while the pool replaces the connections the
+	// restart cut (each failed call discards one).
+	again := func(what string, call func() error) {
+		t.Helper()
+		var err error
+		for range 20 {
+			if err = call(); err == nil || !contract.Retryable(err) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	claim := func() contract.Lease {
+		t.Helper()
+		var ls []contract.Lease
+		again("claim", func() (err error) {
+			ls, err = q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Minute, Max: 1, Worker: "w"})
+			return err
+		})
+		if len(ls) != 1 {
+			t.Fatalf("claimed %d items, want the one", len(ls))
+		}
+		return ls[0]
+	}
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "job"}); err != nil {
+		t.Fatal(err)
+	}
+	lease := claim()
+	for _, stop := range []struct {
+		mode string
+		fn   func() error
+	}{{"fast", s.Stop}, {"immediate", s.StopImmediate}} {
+		hb, err := q.Heartbeat(ctx, lease, time.Minute)
+		if err != nil {
+			t.Fatalf("heartbeat before the %s stop: %v", stop.mode, err)
+		}
+		if hb.Token <= lease.Token {
+			t.Fatalf("heartbeat token %d after claim token %d", hb.Token, lease.Token)
+		}
+		if err := stop.fn(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(2 * time.Minute) // the lease has expired
+		again("reap", func() error {
+			n, err := q.Reap(ctx, contract.DefaultQueue)
+			if err == nil && n != 1 {
+				t.Fatalf("reaped %d after the %s restart, want the expired lease", n, stop.mode)
+			}
+			return err
+		})
+		clock.Advance(time.Hour) // past the retry delay the policy gave it
+		next := claim()
+		if next.Token <= hb.Token {
+			t.Fatalf("after a %s stop the item was claimed under token %d, not above the token %d issued before it", stop.mode, next.Token, hb.Token)
+		}
+		t.Logf("%s: claim %d, heartbeat %d, claim after the restart %d", stop.mode, lease.Token, hb.Token, next.Token)
+		lease = next
 	}
 }
