@@ -65,10 +65,22 @@
 // # History
 //
 // [PostgresWorkQueue] is a [contract.HistoryKeeper]: retention per queue
-// is a row of the schema (version 4, [MigrationFile] brings a version 3
-// database there), read by every statement that records a transition, so
-// it holds for every process; events are written by the transition's own
-// statement; completed items are kept by the Complete statement itself.
+// is a row of the schema (version 4, schema/migrations/004_history.sql
+// brings a version 3 database there), read by every statement that
+// records a transition, so it holds for every process; events are written
+// by the transition's own statement; completed items are kept by the
+// Complete statement itself.
+//
+// # Fenced runs and run versions
+//
+// [PostgresStateStore] is a [contract.RunKeeper]. A run's fence is a
+// column of its row and each write checks it in its own statement; kept
+// versions are rows of {runs}_versions, written and pruned by the
+// statement of the write that replaces them (schema version 5,
+// [MigrationFile] brings a version 4 database there). ForkRun is one
+// statement, so inside Bound(tx) a fork commits with the work it
+// enqueues. The README says why each statement holds under concurrent
+// writers.
 //
 // # Flow control
 //
