@@ -249,3 +249,42 @@ func TestDeleteTakesEveryVersion(t *testing.T) {
 		}
 	}
 }
+
+// Writers put one run at once, each from the version it last read, with
+// versions kept: every put that lands keeps exactly the row it replaced,
+// so the kept versions and the run form one chain, each a put apart (the
+// data names the put that wrote it and the version it was written over).
+func TestPutVersionsConcurrent(t *testing.T) {
+	ctx := ctxT(t, 2*time.Minute)
+	d := newTestDB(t)
+	s := stateWith(t, d, nil, contract.RunPolicy{KeepVersions: 1000})
+	mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Data: []byte(`{"over":0}`)})
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			for range 30 {
+				r, err := s.GetRun(ctx, "acme", "r")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version, Status: fmt.Sprint(w), Data: []byte(fmt.Sprintf(`{"over":%d}`, r.Version))})
+				var sc *contract.StateConflictError
+				if err != nil && !errors.As(err, &sc) {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	vs := listAll(t, s, "acme", "r", contract.MaxPageSize)
+	for i := 0; i+1 < len(vs); i++ {
+		if vs[i].Version != vs[i+1].Version+1 || string(vs[i].Data) != fmt.Sprintf(`{"over":%d}`, vs[i+1].Version) {
+			t.Fatalf("version %d (%s) does not follow version %d", vs[i].Version, vs[i].Data, vs[i+1].Version)
+		}
+	}
+	if last := vs[len(vs)-1]; last.Version != 1 || len(vs) < 2 {
+		t.Fatalf("the chain ends at version %d after %d versions, want it to reach version 1", last.Version, len(vs))
+	}
+}

@@ -191,11 +191,11 @@ func TestForkRun(t *testing.T) {
 	d := newTestDB(t)
 	clock := contracttest.NewFakeClock(t0)
 	s := stateWith(t, d, clock, contract.RunPolicy{KeepVersions: 10})
-	r := mustPut(t, s, contract.Run{Tenant: "acme", ID: "src", Session: "s", Status: "a", Fence: 3, Data: []byte(`{"at":1}`)})
+	mustPut(t, s, contract.Run{Tenant: "acme", ID: "src", Session: "s", Status: "a", Fence: 3, Data: []byte(`{"at":1}`)})
 	if _, err := s.PatchRun(ctx, "acme", "src", contract.Patch{Counters: contract.Counters{InputTokens: 10, CostMicros: 7}}); err != nil {
 		t.Fatal(err)
 	}
-	r = mustPut(t, s, contract.Run{Tenant: "acme", ID: "src", Session: "s", Status: "b", Version: 2, Fence: 4, Data: []byte(`{"at":2}`)})
+	r := mustPut(t, s, contract.Run{Tenant: "acme", ID: "src", Session: "s", Status: "b", Version: 2, Fence: 4, Data: []byte(`{"at":2}`)})
 	if _, err := s.PatchRun(ctx, "acme", "src", contract.Patch{Counters: contract.Counters{InputTokens: 5}}); err != nil {
 		t.Fatal(err)
 	}
