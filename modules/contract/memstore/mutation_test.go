@@ -276,7 +276,7 @@ var mutants = []struct {
 	{"delete-keeps-fence", "TestStateStore/Fencing/DeleteForgetsFence",
 		"a deleted run's fence is remembered and given to the run created next under its id",
 		[]edit{
-			{"store.go", "\tkept        map[runKey][]contract.Run", "\tgone        map[runKey]int64\n\tkept        map[runKey][]contract.Run"},
+			{"store.go", "\tkept        map[runKey]*runVersions", "\tgone        map[runKey]int64\n\tkept        map[runKey]*runVersions"},
 			{"state.go", "\tdelete(s.runs, k)\n", "\tif s.gone == nil {\n\t\ts.gone = map[runKey]int64{}\n\t}\n\ts.gone[k] = r.Fence\n\tdelete(s.runs, k)\n"},
 			{"state.go", "\tstored := &r\n", "\tr.Fence = max(r.Fence, s.gone[k])\n\tstored := &r\n"},
 		}, nil},

@@ -42,7 +42,7 @@ type store struct {
 	runSeq      int64
 	tenantRuns  map[string]*tree[int64, *contract.Run]
 	sessionRuns map[runKey]*tree[int64, *contract.Run] // keyed by tenant and session
-	kept        map[runKey][]contract.Run              // each run's earlier versions, oldest first (versions.go)
+	kept        map[runKey]*runVersions                // each run's earlier versions (versions.go)
 
 	items  map[contract.ItemKey]*entry
 	queues map[string]*queue
@@ -121,7 +121,7 @@ func New(clock contract.Clock, settings Settings) *Store {
 		runs:        make(map[runKey]*contract.Run),
 		tenantRuns:  make(map[string]*tree[int64, *contract.Run]),
 		sessionRuns: make(map[runKey]*tree[int64, *contract.Run]),
-		kept:        make(map[runKey][]contract.Run),
+		kept:        make(map[runKey]*runVersions),
 		items:       make(map[contract.ItemKey]*entry),
 		queues:      make(map[string]*queue),
 		subs:        make(map[string]map[*subscription]struct{}),

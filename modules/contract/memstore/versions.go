@@ -13,6 +13,38 @@ import (
 // version shares its Data with nothing that is ever written in place: a
 // put replaces a run's Data slice, it never edits it.
 
+// runVersions are the kept versions of one run: buf[off:], oldest first.
+// Pruning moves off on; an append into a full buffer moves the versions
+// back to its start first, so a run keeping N versions reuses one buffer
+// instead of allocating as its history slides.
+type runVersions struct {
+	buf []contract.Run
+	off int
+}
+
+// list returns the kept versions, oldest first (none for a nil h).
+func (h *runVersions) list() []contract.Run {
+	if h == nil {
+		return nil
+	}
+	return h.buf[h.off:]
+}
+
+func (h *runVersions) add(r contract.Run) {
+	if len(h.buf) == cap(h.buf) && h.off > 0 {
+		n := copy(h.buf, h.buf[h.off:])
+		clear(h.buf[n:])
+		h.buf, h.off = h.buf[:n], 0
+	}
+	h.buf = append(h.buf, r)
+}
+
+// drop forgets the n oldest versions.
+func (h *runVersions) drop(n int) {
+	clear(h.buf[h.off : h.off+n])
+	h.off += n
+}
+
 // keep records the run as it is before a write at now as one of its
 // versions, when the store keeps versions, and prunes the run's versions
 // past the policy's bounds.
@@ -20,18 +52,23 @@ func (s *store) keep(k runKey, r *contract.Run, now time.Time) {
 	if !s.runPolicy.KeepsVersions() {
 		return
 	}
-	s.kept[k] = s.prune(append(s.kept[k], *r), now)
+	h := s.kept[k]
+	if h == nil {
+		h = &runVersions{}
+		s.kept[k] = h
+	}
+	h.add(*r)
+	h.drop(s.prunable(h.list(), now))
 }
 
-// prune drops the oldest of vs while they are past the policy's bounds,
-// at most contract.VersionPruneBatch of them.
-func (s *store) prune(vs []contract.Run, now time.Time) []contract.Run {
+// prunable is how many of the oldest of vs are past the policy's bounds,
+// at most contract.VersionPruneBatch: what one write deletes.
+func (s *store) prunable(vs []contract.Run, now time.Time) int {
 	n := 0
 	for n < len(vs) && n < contract.VersionPruneBatch && !s.within(vs, n, now) {
 		n++
 	}
-	clear(vs[:n])
-	return vs[n:]
+	return n
 }
 
 // within reports whether vs[i] is inside the policy's bounds at now: one
@@ -51,7 +88,7 @@ func (s *store) version(k runKey, r *contract.Run, v int64, now time.Time) *cont
 	if v == r.Version {
 		return r
 	}
-	vs := s.kept[k]
+	vs := s.kept[k].list()
 	for i := len(vs) - 1; i >= 0 && vs[i].Version >= v; i-- {
 		if vs[i].Version == v && s.within(vs, i, now) {
 			return &vs[i]
@@ -91,7 +128,7 @@ func (s *store) ListRunVersions(ctx context.Context, tenant, id string, page con
 	if r.Version < before && !add(r) {
 		return out, nil
 	}
-	vs := s.kept[k]
+	vs := s.kept[k].list()
 	for i := len(vs) - 1; i >= 0; i-- {
 		if vs[i].Version >= before || !s.within(vs, i, now) {
 			continue

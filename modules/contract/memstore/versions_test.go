@@ -28,7 +28,7 @@ func TestVersionsPrunedOnWrite(t *testing.T) {
 	stored := func() int {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.kept[k])
+		return len(s.kept[k].list())
 	}
 	r, err := st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Data: json.RawMessage(`0`)})
 	if err != nil {
