@@ -3,7 +3,10 @@
 -- update), continuing its WITH clause: the run as it was before the write
 -- (old) is kept as a version when the write wrote and old.keeps holds,
 -- and then the run's versions beyond the policy's bounds are deleted,
--- oldest first along the primary key, at most $5 of them
+-- oldest first along the primary key, at most $5 of them: those at or
+-- below the newest-N boundary (a range of the index, so the rows read are
+-- the rows deleted) and, with an age, those of the oldest $5 updated at or
+-- before the cut
 -- (contract.VersionPruneBatch). Its parameters: $1 tenant, $2 id, $3 how
 -- many versions the policy keeps (1 or more), $4 the age cut (a version
 -- updated at or before it is past VersionAge; -infinity without one), $5
@@ -25,11 +28,18 @@ kept AS (
 ), pruned AS (
   DELETE FROM {runs}_versions
   WHERE tenant = $1 AND id = $2 AND EXISTS (SELECT 1 FROM kept) AND version IN (
-    SELECT o.version
-    FROM (SELECT version, updated_at FROM {runs}_versions
-          WHERE tenant = $1 AND id = $2 ORDER BY version LIMIT $5) o
-    WHERE o.version <= coalesce((SELECT version FROM {runs}_versions
-                                 WHERE tenant = $1 AND id = $2 ORDER BY version DESC OFFSET $3 - 1 LIMIT 1), 0)
-       OR o.updated_at <= $4
+    SELECT c.version FROM (
+      (SELECT version FROM {runs}_versions
+       WHERE tenant = $1 AND id = $2
+         AND version <= coalesce((SELECT version FROM {runs}_versions
+                                  WHERE tenant = $1 AND id = $2 ORDER BY version DESC OFFSET $3 - 1 LIMIT 1), 0)
+       ORDER BY version LIMIT $5)
+      UNION
+      (SELECT o.version
+       FROM (SELECT version, updated_at FROM {runs}_versions
+             WHERE tenant = $1 AND id = $2 AND $4::timestamptz > '-infinity' ORDER BY version LIMIT $5) o
+       WHERE o.updated_at <= $4)
+    ) c
+    ORDER BY c.version LIMIT $5
   )
 )
