@@ -37,8 +37,18 @@ const (
 	DuplicatesKey = attribute.Key("adk.duplicates")
 	// RunIDKey is the id of a run in state store spans.
 	RunIDKey = attribute.Key("adk.run.id")
-	// RunVersionKey is the version of a run as stored after a write.
+	// RunVersionKey is the version of a run as stored after a write; on
+	// get_run_version the version asked for, on fork_run the version
+	// forked.
 	RunVersionKey = attribute.Key("adk.run.version")
+	// FenceKey is the fence a run write carries (Run.Fence, Patch.Fence,
+	// the fence of DeleteRunFenced), on the spans of fenced writes only.
+	FenceKey = attribute.Key("adk.run.fence")
+	// StoredFenceKey is the run's fence when a write was fenced out: the
+	// fence of the newer execution that wrote it.
+	StoredFenceKey = attribute.Key("adk.run.fence.stored")
+	// RunNewIDKey is the id of the run ForkRun creates.
+	RunNewIDKey = attribute.Key("adk.run.new_id")
 )
 
 // Operation names: messaging.operation.name values and the first word of

@@ -62,6 +62,8 @@
 //     finished items Prune removed
 //   - messaging.process.duration (s): handler time, from ProcessMiddleware
 //   - adk.state.duration (s): state store calls, by db.operation.name
+//   - adk.run.fenced_out: run writes a newer execution's fence refused
+//     (see [WrapState]), by db.operation.name
 //
 // Observable instruments, read at collection time:
 //   - adk.queue.ready, adk.queue.later, adk.queue.leased, adk.queue.dead:

@@ -2,6 +2,7 @@ package adkotel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -127,4 +128,43 @@ func ExampleWrapState() {
 	// put_run client Unset
 	// patch_run client Unset
 	// put_run client Error
+}
+
+// A worker whose lease was taken back writes under its old fence: the
+// store refuses the write, and its span says whose fence won.
+func ExampleWrapState_fencedOut() {
+	ctx := context.Background()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	st := adkotel.WrapState(memstore.New(nil, memstore.Settings{Runs: contract.RunPolicy{KeepVersions: 10}}),
+		adkotel.WithTracerProvider(tp), adkotel.WithMeterProvider(noop.NewMeterProvider()))
+
+	// The item's second execution (lease token 8) has written the run.
+	if _, err := st.PutRun(ctx, contract.Run{Tenant: "acme", ID: "run-1", Data: []byte(`{"step":1}`), Fence: 8}); err != nil {
+		log.Fatal(err)
+	}
+	// The first (token 5) comes back from a stall and patches it.
+	_, err := st.PatchRun(ctx, "acme", "run-1", contract.Patch{Status: "done", Fence: 5})
+	fmt.Println(errors.Is(err, contract.ErrFenced))
+
+	// The versions are there through the wrapper too.
+	_, keeps := contract.AsRunKeeper(st)
+	fmt.Println(keeps)
+	for _, s := range spans.Ended() {
+		var fence, stored string
+		for _, kv := range s.Attributes() {
+			switch kv.Key {
+			case adkotel.FenceKey:
+				fence = kv.Value.Emit()
+			case adkotel.StoredFenceKey:
+				stored = kv.Value.Emit()
+			}
+		}
+		fmt.Printf("%s %v fence=%s stored=%s\n", s.Name(), s.Status().Code, fence, stored)
+	}
+	// Output:
+	// true
+	// true
+	// put_run Unset fence=8 stored=
+	// patch_run Error fence=5 stored=8
 }

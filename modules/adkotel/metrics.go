@@ -37,6 +37,7 @@ const (
 	MetricListenerReconnects = "adk.listener.reconnects"
 	MetricWakes              = "adk.wakes"
 	MetricStateDuration      = "adk.state.duration"
+	MetricFencedOut          = "adk.run.fenced_out"
 )
 
 // inspectTimeout bounds one collection of the Inspector gauges, so a slow
