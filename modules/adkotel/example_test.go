@@ -155,9 +155,9 @@ func ExampleWrapState_fencedOut() {
 		for _, kv := range s.Attributes() {
 			switch kv.Key {
 			case adkotel.FenceKey:
-				fence = kv.Value.Emit()
+				fence = kv.Value.String()
 			case adkotel.StoredFenceKey:
-				stored = kv.Value.Emit()
+				stored = kv.Value.String()
 			}
 		}
 		fmt.Printf("%s %v fence=%s stored=%s\n", s.Name(), s.Status().Code, fence, stored)

@@ -46,7 +46,7 @@ func TestWrapStateReportsRunKeeper(t *testing.T) {
 			}
 			r := newRig(t, defaultPolicy)
 			w := adkotel.WrapState(c.inner, r.opts...)
-			k, ok := contract.AsRunKeeper(w)
+			_, ok := contract.AsRunKeeper(w)
 			if ok != c.want {
 				t.Fatalf("wrapped AsRunKeeper = %v, want %v", ok, c.want)
 			}
@@ -55,7 +55,7 @@ func TestWrapStateReportsRunKeeper(t *testing.T) {
 			}
 			// Called anyway, the methods answer ErrUnsupported, in an
 			// error span.
-			k, _ = w.(contract.RunKeeper)
+			k, _ := w.(contract.RunKeeper)
 			if _, err := k.GetRunVersion(context.Background(), "acme", "r1", 1); !errors.Is(err, errors.ErrUnsupported) {
 				t.Errorf("GetRunVersion of a store without versions: %v, want ErrUnsupported", err)
 			}
