@@ -40,6 +40,34 @@ func (r tenantRecorder) PatchRun(ctx context.Context, tenant, id string, p contr
 	return r.StateStore.PatchRun(ctx, tenant, id, p)
 }
 
+// The RunKeeper methods pass through, so the Fencing and History areas run
+// on the cluster too.
+
+func (r tenantRecorder) keeper() contract.RunKeeper { return r.StateStore.(contract.RunKeeper) }
+
+func (r tenantRecorder) KeepsRuns() bool {
+	_, ok := contract.AsRunKeeper(r.StateStore)
+	return ok
+}
+
+func (r tenantRecorder) DeleteRunFenced(ctx context.Context, tenant, id string, fence int64) error {
+	r.note(tenant)
+	return r.keeper().DeleteRunFenced(ctx, tenant, id, fence)
+}
+
+func (r tenantRecorder) ListRunVersions(ctx context.Context, tenant, id string, page contract.PageRequest) (contract.RunVersionPage, error) {
+	return r.keeper().ListRunVersions(ctx, tenant, id, page)
+}
+
+func (r tenantRecorder) GetRunVersion(ctx context.Context, tenant, id string, version int64) (*contract.Run, error) {
+	return r.keeper().GetRunVersion(ctx, tenant, id, version)
+}
+
+func (r tenantRecorder) ForkRun(ctx context.Context, tenant, id string, version int64, newID string) (*contract.Run, error) {
+	r.note(tenant)
+	return r.keeper().ForkRun(ctx, tenant, id, version, newID)
+}
+
 // TestCluster runs both suites unchanged against a three-master Redis
 // Cluster this test starts, and checks that the suite's tenants hashed to
 // several slots on several masters.

@@ -98,8 +98,8 @@
 //     an existing id is a *StateConflictError and of a version not kept
 //     ErrNotFound; a deleted run's versions go with it.
 //
-// While some backing has no RunKeeper, Fencing and History skip a store
-// without one, saying so; they will fail it once every backing has one.
+// Fencing and History fail a store without a RunKeeper, naming it: every
+// backing has one.
 //
 // # What StateReplay pins
 //

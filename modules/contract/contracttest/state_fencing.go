@@ -12,12 +12,6 @@ import (
 	"github.com/adkit/adk/modules/contract"
 )
 
-// requireRunKeeper decides what the Fencing and History areas do with a
-// store that has no contract.RunKeeper (see contract.AsRunKeeper): false
-// skips the area, naming the store; true fails it. It is the one switch to
-// flip once every backing implements RunKeeper.
-const requireRunKeeper = false
-
 // stateFencingCases pin fenced writes: a write whose fence is below the
 // run's is refused and changes nothing, equal and higher fences land and
 // the highest is kept, unfenced writes land unless the policy requires a
@@ -38,8 +32,8 @@ func stateFencingCases() []subtest[StateFactory] {
 }
 
 // runKeeperGroup runs an area whose points need the store's
-// contract.RunKeeper. A store without one skips the area (or fails it,
-// with requireRunKeeper), once, naming the store.
+// contract.RunKeeper. A store without one fails the area, once, naming
+// the store: every backing keeps versions and fences deletes.
 func runKeeperGroup(t *testing.T, f StateFactory, group string, cases []subtest[StateFactory]) {
 	t.Helper()
 	t.Run(group, func(t *testing.T) {
@@ -47,10 +41,7 @@ func runKeeperGroup(t *testing.T, f StateFactory, group string, cases []subtest[
 		if _, ok := contract.AsRunKeeper(s); !ok {
 			msg := fmt.Sprintf("state store %T has no contract.RunKeeper (contract.AsRunKeeper is false): "+
 				"fenced deletes and run versions are not implemented, so the %s area cannot run", s, group)
-			if requireRunKeeper {
-				t.Fatal(msg + "; every backing must implement RunKeeper")
-			}
-			t.Skip(msg + "; skipped until every backing implements RunKeeper (contracttest's requireRunKeeper)")
+			t.Fatal(msg + "; every backing must implement RunKeeper")
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) { c.run(t, f) })
