@@ -534,7 +534,8 @@ func (s *Server) item(c echo.Context) (view.ItemView, int, error) {
 	p.CancelPending = it.State == contract.StateLeased && !it.CancelledAt.IsZero()
 	if s.cfg.State != nil {
 		if run, err := s.cfg.State.GetRun(ctx, p.Tenant, p.ID); err == nil {
-			p.Run = &view.RunInfo{Status: run.Status, Version: run.Version, Counters: run.Counters, UpdatedAt: run.UpdatedAt, DataBytes: len(run.Data)}
+			p.Run = &view.RunInfo{Status: run.Status, Version: run.Version, Counters: run.Counters, UpdatedAt: run.UpdatedAt, DataBytes: len(run.Data),
+				Fence: run.Fence, Versions: string(view.Link("/run/versions", "tenant", p.Tenant, "id", p.ID, "queue", queue))}
 		}
 	}
 	return p, http.StatusOK, nil

@@ -186,6 +186,9 @@ func checkItemPage(t *testing.T, f *fixture) {
 	if run := testids(doc, "item-run").Text(); !strings.Contains(run, "status planning") {
 		t.Errorf("run line %q", run)
 	}
+	if href, _ := testids(doc, "item-run-versions").Attr("href"); href != "/run/versions?id=acme-0&queue=default&tenant=acme" {
+		t.Errorf("run line links its versions at %q", href)
+	}
 	f.page(nil, "/item?tenant=acme&id=nope", http.StatusNotFound)
 	var api view.ItemView
 	f.api(nil, "/api/item?tenant=acme&id=acme-0", http.StatusOK, &api)

@@ -457,6 +457,12 @@ type RunInfo struct {
 	Counters  contract.Counters `json:"counters"`
 	UpdatedAt time.Time         `json:"updated_at"`
 	DataBytes int               `json:"data_bytes"`
+	// Fence is the highest lease token that has written the run (0: only
+	// unfenced writes have).
+	Fence int64 `json:"fence,omitempty"`
+	// Versions is the path of the run's versions page (its /api/ twin
+	// is the same path under /api).
+	Versions string `json:"versions"`
 }
 
 // FairRow compares one tenant under adk's rotation and under the FIFO
