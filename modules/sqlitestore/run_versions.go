@@ -41,11 +41,24 @@ func (s *stateStore) versionBounds(now int64) (kept int, after int64) {
 	return p.MaxKept(), after
 }
 
-// prune deletes the run's versions past the policy's bounds, at most
-// contract.VersionPruneBatch of them, inside the write's transaction.
-func (s *stateStore) prune(ctx context.Context, e execer, tenant, id string, now int64) error {
+// pruneEvery is how often a run's writes delete its versions past the
+// bounds: the write that leaves the run at a Version that is a multiple
+// of it. Every write bumps the Version by one, so each run prunes once
+// in pruneEvery writes, whatever their kinds, and holds at most
+// pruneEvery-1 versions past the bounds between (reads never return
+// them). One prune in eight costs a write an eighth of the statement.
+const pruneEvery = 8
+
+// pruneDue deletes, inside the write's transaction, the versions of run
+// r (as the write left it) past the policy's bounds, at most
+// contract.VersionPruneBatch of them, when r's Version says it is the
+// run's turn and the store keeps versions.
+func (s *stateStore) pruneDue(ctx context.Context, e execer, r *contract.Run, now int64) error {
+	if !s.settings.Runs.KeepsVersions() || r.Version%pruneEvery != 0 {
+		return nil
+	}
 	kept, after := s.versionBounds(now)
-	_, err := e.ExecContext(ctx, runVersionsPruneSQL, tenant, id, kept, after, contract.VersionPruneBatch)
+	_, err := e.ExecContext(ctx, runVersionsPruneSQL, r.Tenant, r.ID, kept, after, contract.VersionPruneBatch)
 	return err
 }
 

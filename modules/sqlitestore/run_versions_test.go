@@ -191,8 +191,13 @@ func TestRunVersionsKeptAndPaged(t *testing.T) {
 	// The puts kept versions 1-5; 7 and 8 are patches that kept nothing
 	// (counters only, and the status it had), 9 the status patch, which
 	// kept 8 (with the counter sums). The newest three are 8, 5 and 4.
-	if n := storedVersions(t, db, "acme", "r"); n != 3 {
-		t.Fatalf("the file holds %d versions of the run, want 3", n)
+	// The write to version 8 pruned (its turn: sqlitestore.PruneEvery),
+	// leaving 3, 4 and 5; the status patch kept 8.
+	if sqlitestore.PruneEvery != 8 {
+		t.Fatalf("PruneEvery is %d; the counts below assume 8", sqlitestore.PruneEvery)
+	}
+	if n := storedVersions(t, db, "acme", "r"); n != 4 {
+		t.Fatalf("the file holds %d versions of the run, want 4", n)
 	}
 	var got []int64
 	page := contract.PageRequest{Limit: 2}
@@ -254,7 +259,7 @@ func TestRunVersionsAge(t *testing.T) {
 		}
 	}
 	// Versions 1-3 were written at 0, 20 and 40 seconds; at 60 the first
-	// is a minute old, and the put at 60 deleted it.
+	// is a minute old.
 	p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{})
 	if err != nil || len(p.Versions) != 3 || p.Versions[2].Version != 2 {
 		t.Fatalf("versions at a minute = %+v, %v; want 4, 3, 2", p, err)
@@ -265,22 +270,27 @@ func TestRunVersionsAge(t *testing.T) {
 	if _, err := s.ForkRun(ctx, "acme", "r", 1, "f"); !errors.Is(err, contract.ErrNotFound) {
 		t.Fatalf("fork of a version a minute old: %v, want ErrNotFound", err)
 	}
-	if n := storedVersions(t, db, "acme", "r"); n != 2 {
-		t.Fatalf("the file holds %d versions, want 2", n)
-	}
 	clock.Advance(30 * time.Second)
 	if p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 {
 		t.Fatalf("versions at 90 seconds = %+v, %v; want 4, 3", p, err)
 	}
-	if n := storedVersions(t, db, "acme", "r"); n != 2 {
-		t.Fatalf("a read changed the file: %d versions, want 2", n)
+	if n := storedVersions(t, db, "acme", "r"); n != 3 {
+		t.Fatalf("the file holds %d versions, want 3 (reads delete none)", n)
 	}
+	// An hour later, the writes up to the run's turn to prune keep
+	// versions 4 to 7; the one that leaves it at version 8 deletes 1 to 4,
+	// older than a minute.
 	clock.Advance(time.Hour)
-	if _, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
-		t.Fatal(err)
+	for r.Version < sqlitestore.PruneEvery {
+		if r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if n := storedVersions(t, db, "acme", "r"); n != 0 {
-		t.Fatalf("after a write an hour later the file holds %d versions, want 0", n)
+	if n := storedVersions(t, db, "acme", "r"); n != sqlitestore.PruneEvery-5 {
+		t.Fatalf("after the prune the file holds %d versions, want %d", n, sqlitestore.PruneEvery-5)
+	}
+	if p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != sqlitestore.PruneEvery-4 {
+		t.Fatalf("versions after the prune = %+v, %v", p, err)
 	}
 }
 
@@ -304,13 +314,27 @@ func TestRunVersionsPruneBounded(t *testing.T) {
 	if p, err := narrow.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 {
 		t.Fatalf("versions under a policy keeping 1 = %d, %v; want the run and one", len(p.Versions), err)
 	}
-	if _, err := narrow.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
-		t.Fatal(err)
+	// The writes keep a version each until the run's turn to prune, which
+	// deletes a batch.
+	stored := puts
+	for {
+		if r, err = narrow.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
+			t.Fatal(err)
+		}
+		n := storedVersions(t, db, "acme", "r")
+		if r.Version%sqlitestore.PruneEvery != 0 {
+			if n != stored+1 {
+				t.Fatalf("a write at version %d left %d versions, want %d", r.Version, n, stored+1)
+			}
+			stored = n
+			continue
+		}
+		if want := stored + 1 - contract.VersionPruneBatch; n != want {
+			t.Fatalf("the pruning write left %d versions, want %d (%d deleted)", n, want, contract.VersionPruneBatch)
+		}
+		break
 	}
-	if n, want := storedVersions(t, db, "acme", "r"), puts+1-contract.VersionPruneBatch; n != want {
-		t.Fatalf("one write left %d versions, want %d (%d deleted)", n, want, contract.VersionPruneBatch)
-	}
-	if p, err := narrow.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 || p.Versions[1].Version != r.Version {
+	if p, err := narrow.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 || p.Versions[0].Version != r.Version || p.Versions[1].Version != r.Version-1 {
 		t.Fatalf("versions after the write = %+v, %v", p, err)
 	}
 }

@@ -133,10 +133,7 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 		r, err := scanRun(row)
 		if err == nil {
 			out = r
-			if keep {
-				return s.prune(ctx, e, run.Tenant, run.ID, now)
-			}
-			return nil
+			return s.pruneDue(ctx, e, r, now)
 		}
 		if !errors.Is(err, contract.ErrNotFound) {
 			return err
@@ -191,10 +188,7 @@ func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract
 			return err
 		}
 		out = r
-		if keep {
-			return s.prune(ctx, e, tenant, id, now)
-		}
-		return nil
+		return s.pruneDue(ctx, e, r, now)
 	})
 	return out, stateErr(ctx, err)
 }

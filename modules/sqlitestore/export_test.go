@@ -1,0 +1,4 @@
+package sqlitestore
+
+// PruneEvery is pruneEvery, for the tests of package sqlitestore_test.
+const PruneEvery = pruneEvery
