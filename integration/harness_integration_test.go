@@ -68,11 +68,6 @@ func workerDefaults(target oracle.Target, name string) oracle.WorkerConfig {
 	}
 }
 
-// runKeepers are the backings whose state store has a RunKeeper (fenced
-// deletes and run versions): a load with fenced writes judges them there,
-// and fails on a listed backing that has none.
-var runKeepers = map[string]bool{oracle.Redis: true}
-
 // load is one fault test: a target, its workers, and the fault.
 type load struct {
 	target  oracle.Target // what the workers connect to (maybe via a proxy)
@@ -95,8 +90,8 @@ type load struct {
 	// quarter of the load is done.
 	lifecycle bool
 	// fenced has every execution write its item's fenced run through
-	// runner.Runs, and judges the fences after (oracle.JudgeFences). The
-	// backing's state store must have a RunKeeper.
+	// runner.Runs, and judges the fences after (oracle.JudgeFences). Every
+	// backing's state store has a RunKeeper; one without fails the test.
 	fenced bool
 }
 
@@ -137,13 +132,7 @@ func runLoad(t *testing.T, l load) outcome {
 		t.Fatal(err)
 	}
 	if _, ok := contract.AsRunKeeper(parent.State); l.fenced && !ok {
-		if runKeepers[l.direct.Backing] {
-			t.Fatalf("FENCES %s: the %s state store has no RunKeeper (contract.AsRunKeeper), though it is listed in runKeepers", t.Name(), l.direct.Backing)
-		}
-		t.Logf("FENCES %s: not judged: the %s state store has no RunKeeper yet (contract.AsRunKeeper)", t.Name(), l.direct.Backing)
-		l.fenced = false
-	} else if l.fenced && !runKeepers[l.direct.Backing] {
-		t.Errorf("FENCES %s: the %s state store has a RunKeeper: list it in runKeepers", t.Name(), l.direct.Backing)
+		t.Fatalf("FENCES %s: the %s state store has no RunKeeper (contract.AsRunKeeper): its fenced writes cannot be judged", t.Name(), l.direct.Backing)
 	}
 	if l.fenced {
 		l.workers = slices.Clone(l.workers)
