@@ -26,6 +26,7 @@ var backingChecks = []struct {
 	{"leases", "", checkLeasesPage},
 	{"dead", "", checkDeadPage},
 	{"item", "", checkItemPage},
+	{"run-versions", "", checkRunVersions},
 	{"healthz-metrics", "", checkHealthzMetricsStatic},
 	{"read-only", "", checkReadOnlyRefusesActions},
 	{"token-and-csrf", testToken, checkActionsNeedTokenAndCSRF},
@@ -47,7 +48,7 @@ func TestPagesOnRedis(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ns := redistest.Namespace(t, client)
 			clock := contracttest.NewFakeClock(time.Time{})
-			settings := redisstore.Settings{Namespace: ns, Policy: fixturePolicy}
+			settings := redisstore.Settings{Namespace: ns, Policy: fixturePolicy, Runs: versionsPolicy}
 			q, err := redisstore.NewQueue(client, clock, settings)
 			if err != nil {
 				t.Fatal(err)
@@ -86,7 +87,7 @@ func TestPagesOnPostgres(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			pool := postgresSchema(t, dsn)
 			clock := contracttest.NewFakeClock(time.Time{})
-			settings := pgstore.Settings{Policy: fixturePolicy}
+			settings := pgstore.Settings{Policy: fixturePolicy, Runs: versionsPolicy}
 			q, err := pgstore.NewQueue(pool, clock, settings)
 			if err != nil {
 				t.Fatal(err)
