@@ -230,3 +230,41 @@ type Stats struct {
 type StatsSource interface {
 	Stats() Stats
 }
+
+// ShardStats describes one shard of a queue spread over several (see
+// [ShardReporter]).
+type ShardStats struct {
+	Shard   int    // 0 to the number of shards less one
+	Node    string // the server that holds it (host:port), "" when unknown
+	Slot    int    // its Redis Cluster hash slot, -1 when it has none
+	Tenants int    // tenants with queued or leased items in it
+	Queued  int    // items queued in it (due or delayed)
+	Leased  int    // live leases in it
+	// ClaimRate is items claimed per second from the shard over the last
+	// minute (of its recent turns), 0 when none.
+	ClaimRate float64
+}
+
+// ShardReporter is implemented by queues that spread each queue over
+// several shards (redisstore with Settings.Shards above one): what the
+// dashboard shows per shard.
+type ShardReporter interface {
+	// Shards returns queue's shards in shard order.
+	Shards(ctx context.Context, queue string) ([]ShardStats, error)
+}
+
+// AsShardReporter returns q's ShardReporter, looking through wrappers
+// that Unwrap to the queue they wrap, when one has it.
+func AsShardReporter(q WorkQueue) (ShardReporter, bool) {
+	for q != nil {
+		if r, ok := q.(ShardReporter); ok {
+			return r, true
+		}
+		u, ok := q.(interface{ Unwrap() WorkQueue })
+		if !ok {
+			return nil, false
+		}
+		q = u.Unwrap()
+	}
+	return nil, false
+}

@@ -154,3 +154,60 @@ func cutLP(s string) (seg, rest string, ok bool) {
 
 // wakeChannel is the pub/sub channel enqueues publish on.
 func wakeChannel(ns, queue string) string { return ns + ":wake:" + lp(queue) }
+
+// shardQueueKeys returns the queue keys of shard i of n. One shard is
+// the layout of a queue that never set Shards ("{<ns>:queue}:"). With n
+// above one, shard i is "{<ns>:queue:<i>.<k>}:" with the smallest k whose
+// cluster slot falls in the i-th of n equal slot ranges: a cluster made by
+// redis-cli --cluster create gives each of its masters one such range, so
+// with n equal to the number of masters the shards of a queue start out
+// one per master. The choice depends on the namespace and n alone, so
+// every process of a deployment finds the same keys without asking a
+// server; changing n is a change of layout (see Settings.Shards).
+func shardQueueKeys(ns string, i, n int) queueKeys {
+	if n <= 1 {
+		return newQueueKeys(ns)
+	}
+	lo, hi := i*slotCount/n, (i+1)*slotCount/n
+	base := ns + ":queue:" + strconv.Itoa(i) + "."
+	for k := 0; ; k++ {
+		tag := base + strconv.Itoa(k)
+		if s := keySlot(tag); s >= lo && s < hi {
+			return queueKeys{ns: "{" + tag + "}:"}
+		}
+	}
+}
+
+// slotCount is the number of Redis Cluster hash slots.
+const slotCount = 16384
+
+// keySlot is the cluster slot of a hash tag's content: CRC16-CCITT
+// (XMODEM) modulo 16384, as Redis Cluster computes it.
+func keySlot(tag string) int {
+	var crc uint16
+	for i := 0; i < len(tag); i++ {
+		crc ^= uint16(tag[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc % slotCount)
+}
+
+// shardOf is the shard of n that holds tenant's items: FNV-1a of the
+// tenant's name modulo n, stable across processes and releases.
+func shardOf(tenant string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(tenant); i++ {
+		h ^= uint32(tenant[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -96,5 +97,48 @@ func TestClaimLogRoundTrip(t *testing.T) {
 	}
 	if got := parseClaimLog(lp("w") + "12"); got != nil {
 		t.Errorf("a truncated entry gave %+v", got)
+	}
+}
+
+func TestShardKeysSpreadOverSlotRanges(t *testing.T) {
+	if got := shardQueueKeys("adk", 0, 1); got != newQueueKeys("adk") {
+		t.Fatalf("one shard is %q, want the keys of a queue without shards %q", got.ns, newQueueKeys("adk").ns)
+	}
+	for n := 2; n <= MaxShards; n++ {
+		seen := map[string]bool{}
+		for i := 0; i < n; i++ {
+			k := shardQueueKeys("adk", i, n)
+			tag := strings.TrimSuffix(strings.TrimPrefix(k.ns, "{"), "}:")
+			if s := keySlot(tag); s < i*slotCount/n || s >= (i+1)*slotCount/n {
+				t.Errorf("n=%d shard %d: tag %q is in slot %d, outside its range", n, i, tag, s)
+			}
+			if seen[k.ns] {
+				t.Errorf("n=%d: two shards share %q", n, k.ns)
+			}
+			seen[k.ns] = true
+		}
+	}
+	// The slot function agrees with Redis: CLUSTER KEYSLOT foo is 12182.
+	if s := keySlot("foo"); s != 12182 {
+		t.Errorf("keySlot(foo) = %d, want 12182", s)
+	}
+}
+
+func TestShardOfIsStableAndSpreads(t *testing.T) {
+	if shardOf("anything", 1) != 0 {
+		t.Fatal("one shard must hold every tenant")
+	}
+	counts := make([]int, 3)
+	for i := range 3000 {
+		s := shardOf("tenant-"+strconv.Itoa(i), 3)
+		if s != shardOf("tenant-"+strconv.Itoa(i), 3) {
+			t.Fatal("shardOf is not stable")
+		}
+		counts[s]++
+	}
+	for i, c := range counts {
+		if c < 800 || c > 1200 {
+			t.Errorf("shard %d holds %d of 3000 tenants: %v", i, c, counts)
+		}
 	}
 }

@@ -131,7 +131,22 @@ type Settings struct {
 	// RecentTurns is how many turns the claim script logs for the
 	// Inspector (default 1000, at most 100000).
 	RecentTurns int
+	// Shards splits every queue of the namespace over that many hash tags
+	// (default 1, at most MaxShards), so that on a Redis Cluster one
+	// queue is served by several masters. A tenant belongs to one shard
+	// (a stable hash of its name), so its items, its place in the
+	// rotation and its limits stay in one slot and every script stays
+	// single-slot; a claim takes from the shards in turn. One shard is
+	// the layout of a queue without this setting. Every process of a
+	// deployment must use the same Shards, and changing it is a change of
+	// layout: the queue's keys and each tenant's shard move, so drain the
+	// queues first (queue only; the state store is keyed by tenant
+	// already).
+	Shards int
 }
+
+// MaxShards is the most shards Settings.Shards may ask for.
+const MaxShards = 64
 
 func (s Settings) normalized() (Settings, error) {
 	if s.Namespace == "" {
@@ -154,6 +169,12 @@ func (s Settings) normalized() (Settings, error) {
 		s.RecentTurns = DefaultRecentTurns
 	case s.RecentTurns < 0 || s.RecentTurns > 100000:
 		return s, &contract.ValidationError{Field: "Settings.RecentTurns", Problem: fmt.Sprintf("is %d; give 1 to 100000, or 0 for the default", s.RecentTurns)}
+	}
+	switch {
+	case s.Shards == 0:
+		s.Shards = 1
+	case s.Shards < 0 || s.Shards > MaxShards:
+		return s, &contract.ValidationError{Field: "Settings.Shards", Problem: fmt.Sprintf("is %d; give 1 to %d shards per queue (one per Redis Cluster master is the usual choice), or 0 for one", s.Shards, MaxShards)}
 	}
 	s.RetryBudget = s.RetryBudget.normalized()
 	switch {
