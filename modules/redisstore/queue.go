@@ -77,6 +77,9 @@ func NewQueue(client redis.UniversalClient, clock contract.Clock, settings Setti
 	if client == nil {
 		return nil, &contract.ValidationError{Field: "client", Problem: "is nil; pass a redis.UniversalClient"}
 	}
+	if s.Shards > 1 {
+		return nil, &contract.ValidationError{Field: "Settings.Shards", Problem: "above 1 is not served by this build; leave it 0"}
+	}
 	if clock == nil {
 		clock = contract.SystemClock{}
 	}
