@@ -59,6 +59,12 @@ type Config struct {
 	// cannot start, Open warns and goes on: polling is slower, not wrong.
 	Listen bool
 
+	// Runs is every backing's Settings.Runs: how the state store treats
+	// fences and versions of runs. A tool reading a deployment's runs
+	// (adkctl runs, the dashboard) must use the deployment's policy: a
+	// store shows no version past its own KeepVersions and VersionAge.
+	Runs contract.RunPolicy
+
 	// Clock is handed to every store; nil means the system clock.
 	Clock contract.Clock
 	// Warn receives problems Open works around (a LISTEN connection that
@@ -74,6 +80,9 @@ func (c Config) Validate() error {
 	}
 	if c.SQLitePath != "" && (c.RedisDSN.IsSet() || c.PostgresDSN.IsSet()) {
 		return errors.New("a SQLite path and a server DSN are both set; pick one backing (unset ADK_SQLITE_PATH, or ADK_REDIS_DSN / ADK_POSTGRES_DSN)")
+	}
+	if err := contract.ValidateRunPolicy("Runs", c.Runs); err != nil {
+		return err
 	}
 	if c.ApplySchema && !c.PostgresDSN.IsSet() {
 		return errors.New("--apply-schema needs a PostgreSQL DSN (--postgres or ADK_POSTGRES_DSN)")
@@ -153,7 +162,7 @@ func Open(ctx context.Context, c Config) (*Backing, error) {
 	case SQLite:
 		return openSQLite(ctx, c)
 	}
-	s := memstore.New(c.Clock, memstore.Settings{})
+	s := memstore.New(c.Clock, memstore.Settings{Runs: c.Runs})
 	return &Backing{Name: Memory, Queue: s, Inspector: s, State: s}, nil
 }
 
@@ -170,7 +179,7 @@ func openRedis(ctx context.Context, c Config) (*Backing, error) {
 		_ = b.Close()
 		return nil, fmt.Errorf("cannot reach Redis at %s: %s (check the DSN and that the server is up)", hostOf(dsn), Redact(err.Error(), dsn))
 	}
-	settings := redisstore.Settings{DSN: dsn, Namespace: c.RedisNamespace, Volatile: c.RedisVolatile, AssumeDurable: c.RedisAssumeDurable}
+	settings := redisstore.Settings{DSN: dsn, Namespace: c.RedisNamespace, Volatile: c.RedisVolatile, AssumeDurable: c.RedisAssumeDurable, Runs: c.Runs}
 	// The server answered, so a failed preflight is a verdict on it
 	// (settings, or CONFIG hidden from this user), not a reason to fail.
 	if _, err := redisstore.Preflight(ctx, client, settings); err != nil {
@@ -220,7 +229,7 @@ func openPostgres(ctx context.Context, c Config) (*Backing, error) {
 	if err := pgstore.Verify(ctx, pool, c.Tables); err != nil {
 		b.Verdict = scrubbed(err, dsn)
 	}
-	settings := pgstore.Settings{DSN: dsn, Tables: c.Tables}
+	settings := pgstore.Settings{DSN: dsn, Tables: c.Tables, Runs: c.Runs}
 	if c.Listen {
 		l, err := startListener(ctx, cfg.ConnConfig, pgstore.NotifyChannel(c.Tables))
 		if err != nil {
@@ -243,7 +252,7 @@ func openPostgres(ctx context.Context, c Config) (*Backing, error) {
 // new). A file whose schema or connection settings Prepare refuses is
 // still opened for showing, with the refusal as the verdict.
 func openSQLite(ctx context.Context, c Config) (*Backing, error) {
-	var settings sqlitestore.Settings
+	settings := sqlitestore.Settings{Runs: c.Runs}
 	db, err := sqlitestore.OpenDB(c.SQLitePath, settings)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the SQLite file %s: %w", c.SQLitePath, err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -192,3 +193,40 @@ func (w wrapped) Error() string { return w.msg }
 func (w wrapped) Unwrap() error { return w.err }
 
 func tablesWork(name string) pgstore.StateTables { return pgstore.StateTables{Work: name} }
+
+func TestRunsPolicyReachesTheStore(t *testing.T) {
+	ctx := t.Context()
+	b, err := Open(ctx, Config{Runs: contract.RunPolicy{KeepVersions: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := range 5 {
+		if _, err := b.State.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Status: "s", Version: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rk, ok := contract.AsRunKeeper(b.State)
+	if !ok {
+		t.Fatal("no RunKeeper")
+	}
+	p, err := rk.ListRunVersions(ctx, "acme", "r", contract.PageRequest{})
+	if err != nil || len(p.Versions) != 4 { // the run and the 3 kept before it
+		t.Errorf("versions kept with Runs.KeepVersions 3: %d, %v; want the current run and 3 more", len(p.Versions), err)
+	}
+	if _, err := Open(ctx, Config{Runs: contract.RunPolicy{KeepVersions: -1}}); err == nil || !strings.Contains(err.Error(), "Runs.KeepVersions") {
+		t.Errorf("a bad policy: %v, want it refused naming Runs.KeepVersions", err)
+	}
+}
+
+func TestRunsFlags(t *testing.T) {
+	var c Config
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--keep-versions", "7", "--version-age", "168h", "--require-fence"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Runs != (contract.RunPolicy{KeepVersions: 7, VersionAge: 168 * time.Hour, RequireFence: true}) {
+		t.Errorf("flags gave %+v", c.Runs)
+	}
+}

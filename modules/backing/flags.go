@@ -29,6 +29,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Tables.Work, "work-table", "", "PostgreSQL work table (default adk_work)")
 	fs.StringVar(&c.Tables.Turns, "turns-table", "", "PostgreSQL tenant rotation table (default adk_queue_turns)")
 	fs.StringVar(&c.Tables.Blobs, "blobs-table", "", "PostgreSQL claim-check blob table (default adk_blobs)")
+	fs.IntVar(&c.Runs.KeepVersions, "keep-versions", 0, "run versions the deployment keeps (Settings.Runs.KeepVersions); a store shows none past it")
+	fs.DurationVar(&c.Runs.VersionAge, "version-age", 0, "how long the deployment keeps run versions (Settings.Runs.VersionAge), e.g. 168h")
+	fs.BoolVar(&c.Runs.RequireFence, "require-fence", false, "the deployment refuses unfenced run writes (Settings.Runs.RequireFence)")
 }
 
 // FillFromEnv reads the DSNs from ADK_REDIS_DSN and ADK_POSTGRES_DSN,

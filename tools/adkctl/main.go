@@ -97,6 +97,8 @@ verbs (adkctl <verb> --help for the flags and more examples):
                                adkctl purge-cancelled --queue agent --older-than 168h
   item                       one item by tenant and id, with its lease and its run
                                adkctl item --tenant acme --id run-42
+  runs versions|show|fork    a run's kept versions, one version in full, a new run from one
+                               adkctl runs fork --tenant acme --id run-42 --version 7 --to run-42-retry
   retention show|set         what a queue keeps of its finished items, and whether it records events
                                adkctl retention set --queue agent --age 168h --count 100000 --events 50
   history                    one item and its recorded events, oldest first
@@ -160,6 +162,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.purgeCancelled(ctx, args[1:])
 	case "item":
 		return a.item(ctx, args[1:])
+	case "runs":
+		return a.runs(ctx, args[1:])
 	case "retention":
 		return a.retention(ctx, args[1:])
 	case "history":
@@ -182,6 +186,6 @@ func (a *app) run(ctx context.Context, args []string) int {
 		fmt.Fprint(a.stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, limits, pause, resume, paused, cancel, signal, waiting, purge-cancelled, item, retention, history, finished, find, events, prune, health, schema, redis (adkctl --help)\n", args[0])
+	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, limits, pause, resume, paused, cancel, signal, waiting, purge-cancelled, item, runs, retention, history, finished, find, events, prune, health, schema, redis (adkctl --help)\n", args[0])
 	return exitUsage
 }
