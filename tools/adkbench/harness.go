@@ -176,6 +176,8 @@ func (h *harness) runAll(ctx context.Context) (*result, error) {
 					h.stateScenario(ctx, ob, c0)
 				}
 			}
+		case "cluster":
+			h.clusterScenario(ctx)
 		case "physical":
 			h.physical(ctx, c0)
 		case "burndown":

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,7 @@ type config struct {
 	pgDSN         string
 }
 
-var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap", "limits-scale", "lifecycle", "history", "state"}
+var allScenarios = []string{"physical", "throughput", "runner", "idle", "busy50", "fairness", "wake", "depth", "burndown", "limits", "limits-cap", "limits-scale", "lifecycle", "history", "state", "cluster"}
 var allBackings = []string{"memstore", "redis", "pg-listen", "pg-poll", "river", "asynq", "sqlite", "riversqlite"}
 
 func main() {
@@ -174,8 +175,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	needRedis := has(cfg.backings, "redis") || has(cfg.backings, "asynq")
-	needPG := has(cfg.backings, "pg-listen") || has(cfg.backings, "pg-poll") || has(cfg.backings, "river")
+	// The cluster scenario starts servers of its own: run alone, it needs
+	// neither shared server.
+	shared := slices.ContainsFunc(cfg.scenarios, func(s string) bool { return s != "cluster" })
+	needRedis := shared && (has(cfg.backings, "redis") || has(cfg.backings, "asynq"))
+	needPG := shared && (has(cfg.backings, "pg-listen") || has(cfg.backings, "pg-poll") || has(cfg.backings, "river"))
 	cfg.redisURL = os.Getenv("ADK_TEST_REDIS_URL")
 	cfg.pgDSN = os.Getenv("ADK_TEST_POSTGRES_DSN")
 	if needRedis && cfg.redisURL == "" {

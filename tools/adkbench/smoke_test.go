@@ -37,7 +37,7 @@ func TestSmoke(t *testing.T) {
 	var out bytes.Buffer
 	var scen []string
 	for _, s := range allScenarios {
-		if !slices.Contains(limitScenarios, s) && s != "lifecycle" && s != "history" && s != "state" {
+		if !slices.Contains(limitScenarios, s) && s != "lifecycle" && s != "history" && s != "state" && s != "cluster" {
 			scen = append(scen, s)
 		}
 	}
@@ -406,4 +406,102 @@ func stateKeeper(ctx context.Context, t *testing.T, name, dir string) bool {
 	defer func() { _ = inst.close(context.Background()) }()
 	_, keeps := contract.AsRunKeeper(inst.s)
 	return keeps
+}
+
+// TestSmokeCluster runs the cluster scenario with tiny counts on the
+// 3-master cluster it starts: every row handles all of its items exactly
+// once; the one-shard rows give a throughput and a fairness figure
+// within 60; and the three-shard rows, where this build serves
+// Settings.Shards, give a throughput with its ratio to one shard and a
+// fairness figure checked against 2 × 51, each with the servers' CPU
+// times. Where this build refuses three shards, those rows say so, which
+// the test reports. Afterwards no redis-server it started is left.
+func TestSmokeCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	args := []string{"-quick", "-json", "-timeout", "90s", "-concurrency", "10,100", "-scenarios", "cluster"}
+	if err := run(ctx, args, &out, io.Discard); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var res result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("decode the JSON table: %v\n%s", err, out.String())
+	}
+	rows := map[string]row{}
+	for _, r := range res.Rows {
+		if r.Scenario != "cluster" {
+			t.Errorf("row %s/%s, want cluster rows only", r.Scenario, r.Backing)
+		}
+		if r.Error != "" {
+			t.Errorf("cluster/%s %s: %s", r.Backing, r.Metric, r.Error)
+		}
+		if r.Duplicates != 0 || r.Errors != 0 || (r.Expected > 0 && r.Processed != r.Expected) {
+			t.Errorf("cluster/%s %s: processed %d of %d, %d duplicates, %d worker errors", r.Backing, r.Metric, r.Processed, r.Expected, r.Duplicates, r.Errors)
+		}
+		rows[r.Backing+" "+r.Metric] = r
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d cluster rows (%v), want throughput and fairness for 1 and 3 shards", len(rows), slices.Collect(maps.Keys(rows)))
+	}
+	for _, b := range []string{"redis-shards1", "redis-shards3"} {
+		tp, fair := rows[b+" claim→complete"], rows[b+" max first-claim index"]
+		if b == "redis-shards3" && strings.HasPrefix(tp.Note, "not supported") {
+			if !strings.HasPrefix(fair.Note, "not supported") {
+				t.Errorf("%s: throughput not supported but fairness %+v", b, fair)
+			}
+			t.Logf("%s: %s", b, tp.Note)
+			continue
+		}
+		if tp.Value <= 0 || tp.Concurrency != 100 || tp.Expected == 0 {
+			t.Errorf("%s: throughput row %+v; want a figure at concurrency 100", b, tp)
+		}
+		if fair.Value <= 0 || fair.Concurrency != 10 || fair.Met == nil {
+			t.Errorf("%s: fairness row %+v; want a figure at concurrency 10 with its target", b, fair)
+		}
+		for _, r := range []row{tp, fair} {
+			if !strings.Contains(r.Note, "node2") || !strings.Contains(r.Note, "adkbench") {
+				t.Errorf("%s %s: the note does not give the servers' CPU times: %q", b, r.Metric, r.Note)
+			}
+		}
+		if b == "redis-shards3" {
+			if tp.Ratio <= 0 || tp.RatioOf != "vs 1 shard" || tp.Met == nil {
+				t.Errorf("%s: throughput row %+v; want its ratio to one shard with the target", b, tp)
+			}
+			if !*fair.Met {
+				t.Errorf("%s: fairness %v claims, want at most 2 × 51 (%s)", b, fair.Value, fair.Note)
+			}
+		}
+	}
+	if n := clusterServersLeft(t); n > 0 {
+		t.Errorf("%d redis-server processes of the scenario are still running", n)
+	}
+}
+
+// clusterServersLeft counts this process's redis-server children still
+// alive: the scenario must kill every one it started.
+func clusterServersLeft(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("read /proc: %v", err)
+	}
+	me := fmt.Sprint(os.Getpid())
+	n := 0
+	for _, e := range entries {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || !strings.Contains(s[:i], "(redis-server") {
+			continue
+		}
+		if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == me {
+			n++
+		}
+	}
+	return n
 }

@@ -1,0 +1,450 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// clusterMasters is how many masters the cluster scenario starts, and the
+// Shards its sharded side asks for: one shard per master.
+const clusterMasters = 3
+
+// clusterBusy is how many tenants share the cluster scenario's
+// throughput load: enough for every shard to hold a third of them
+// (tenants t00–t49 fall 16, 17 and 17 over three shards).
+const clusterBusy = 50
+
+// benchCluster is a Redis Cluster of masters the cluster scenario starts
+// for itself on free loopback ports in a temporary directory, with
+// persistence off, and kills when it is done. The shared Redis stays
+// untouched; everything on these servers is the scenario's own.
+type benchCluster struct {
+	dir   string
+	nodes []*clusterNode
+}
+
+// clusterNode is one redis-server process of a benchCluster and a plain
+// client of it (for INFO, FLUSHALL and CLUSTER INFO).
+type clusterNode struct {
+	port   int
+	cmd    *exec.Cmd
+	done   chan struct{}
+	client *redis.Client
+}
+
+func (n *clusterNode) addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+
+// freePort returns a loopback TCP port nothing listens on at the moment.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startBenchCluster starts n masters with cluster mode on, joins them
+// with redis-cli --cluster create (no replicas, so each master gets one
+// of n equal slot ranges, in the order of their addresses), and waits
+// until every node reports cluster_state:ok and knows all n. On an error
+// it stops whatever it had started.
+func startBenchCluster(ctx context.Context, n int) (_ *benchCluster, err error) {
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return nil, fmt.Errorf("%s is not on PATH; install redis-server and redis-tools to run the cluster scenario", bin)
+		}
+	}
+	dir, err := os.MkdirTemp("", "adkbench-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	c := &benchCluster{dir: dir}
+	defer func() {
+		if err != nil {
+			c.stop()
+		}
+	}()
+	for i := range n {
+		if err := c.startNode(filepath.Join(dir, strconv.Itoa(i))); err != nil {
+			return nil, err
+		}
+	}
+	args := []string{"--cluster", "create"}
+	args = append(args, c.addrs()...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(cctx, "redis-cli", args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("redis-cli --cluster create: %v: %s", err, firstLine(out))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	want := fmt.Sprintf("cluster_known_nodes:%d", n)
+	for _, node := range c.nodes {
+		for {
+			info, err := node.client.ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("cluster node %s not ok after 30s: %v %s", node.addr(), err, firstLine([]byte(info)))
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return c, nil
+}
+
+// startNode starts one cluster-enabled redis-server in dir on a free port
+// (its cluster bus on another free port: the default, port+10000, may be
+// taken or past 65535), adds it to c.nodes (so stop kills it whatever
+// happens next) and waits until it answers PING.
+func (c *benchCluster) startNode(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	bus, err := freePort()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("redis-server",
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
+		"--logfile", filepath.Join(dir, "redis.log"),
+		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "5000")
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	node := &clusterNode{port: port, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(node.done) }()
+	node.client = redis.NewClient(&redis.Options{Addr: node.addr(), ReadTimeout: 10 * time.Second})
+	c.nodes = append(c.nodes, node)
+	deadline := time.Now().Add(15 * time.Second)
+	for node.client.Ping(context.Background()).Err() != nil {
+		select {
+		case <-node.done:
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			return fmt.Errorf("redis-server on port %d exited at start: %s", port, strings.TrimSpace(string(log)))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server on port %d did not answer within 15s", port)
+		}
+	}
+	return nil
+}
+
+// addrs returns the nodes' host:port addresses.
+func (c *benchCluster) addrs() []string {
+	out := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.addr()
+	}
+	return out
+}
+
+// stop kills every node, waits for it to exit and removes the directory.
+func (c *benchCluster) stop() {
+	for _, n := range c.nodes {
+		_ = n.client.Close()
+		_ = n.cmd.Process.Kill()
+		<-n.done
+	}
+	c.nodes = nil
+	_ = os.RemoveAll(c.dir)
+}
+
+// flush empties every node: the cluster is the scenario's own, and a
+// measurement starts on empty servers.
+func (c *benchCluster) flush(ctx context.Context) error {
+	for _, n := range c.nodes {
+		if err := n.client.FlushAll(ctx).Err(); err != nil {
+			return fmt.Errorf("flushall %s: %w", n.addr(), err)
+		}
+	}
+	return nil
+}
+
+// cpu returns each node's CPU time so far (INFO cpu: used_cpu_sys plus
+// used_cpu_user, every thread of the process), in node order.
+func (c *benchCluster) cpu(ctx context.Context) ([]time.Duration, error) {
+	out := make([]time.Duration, len(c.nodes))
+	for i, n := range c.nodes {
+		info, err := n.client.Info(ctx, "cpu").Result()
+		if err != nil {
+			return nil, err
+		}
+		out[i], err = infoCPU(info)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.addr(), err)
+		}
+	}
+	return out, nil
+}
+
+// infoCPU is used_cpu_sys plus used_cpu_user of an INFO cpu reply.
+func infoCPU(info string) (time.Duration, error) {
+	var total float64
+	seen := 0
+	for _, line := range strings.Split(info, "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "used_cpu_sys" && name != "used_cpu_user") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu %s: %w", name, err)
+		}
+		total += f
+		seen++
+	}
+	if seen != 2 {
+		return 0, errors.New("INFO cpu has no used_cpu_sys and used_cpu_user")
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}
+
+// scriptMicros sums every node's script time (see scriptMicros).
+func (c *benchCluster) scriptMicros(ctx context.Context) (int64, error) {
+	var total int64
+	for _, n := range c.nodes {
+		us, err := scriptMicros(ctx, n.client)
+		if err != nil {
+			return 0, err
+		}
+		total += us
+	}
+	return total, nil
+}
+
+// processCPU is this process's CPU time so far (user plus system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clusterBacking is redisstore over a cluster client of the scenario's
+// cluster with Settings.Shards set, under a namespace of its own per
+// measurement. Around the workers' run (start to stop) it reads every
+// node's CPU time and this process's, so a row can say which server
+// threads were busy and how much of the two cores the client took.
+type clusterBacking struct {
+	*ourBacking
+	cl     *benchCluster
+	shards int
+
+	t0      time.Time
+	cpuAt   []time.Duration
+	procAt  time.Duration
+	window  time.Duration   // start → stop of the last measurement
+	cpuUsed []time.Duration // each node's CPU time over the window
+	proc    time.Duration   // this process's CPU time over the window
+}
+
+func newClusterBacking(cl *benchCluster, shards, claimers, batch int) *clusterBacking {
+	n := 0
+	b := &clusterBacking{cl: cl, shards: shards}
+	b.ourBacking = &ourBacking{
+		label: fmt.Sprintf("redis-shards%d", shards),
+		open: func(ctx context.Context, conc int) (*instance, error) {
+			n++
+			if err := cl.flush(ctx); err != nil {
+				return nil, err
+			}
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.addrs(), PoolSize: conc + 20})
+			q, err := redisstore.NewQueue(c, nil, redisstore.Settings{Namespace: fmt.Sprintf("adkbench_%d_%d", os.Getpid(), n), Shards: shards})
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			return &instance{q: q, waker: q, serverMicros: cl.scriptMicros, close: func(ctx context.Context) error {
+				err := q.Close()
+				if ferr := cl.flush(ctx); err == nil {
+					err = ferr
+				}
+				c.Close()
+				return err
+			}}, nil
+		},
+		poll:     500 * time.Millisecond,
+		claimers: claimers,
+		maxBatch: batch,
+		chunk:    500,
+		loaders:  2,
+	}
+	return b
+}
+
+func (b *clusterBacking) start(ctx context.Context) error {
+	b.cpuUsed, b.proc, b.window = nil, 0, 0
+	at, err := b.cl.cpu(ctx)
+	if err != nil {
+		return fmt.Errorf("INFO cpu: %w", err)
+	}
+	b.cpuAt, b.procAt, b.t0 = at, processCPU(), time.Now()
+	return b.ourBacking.start(ctx)
+}
+
+func (b *clusterBacking) stop(ctx context.Context) error {
+	err := b.ourBacking.stop(ctx)
+	b.window = time.Since(b.t0)
+	b.proc = processCPU() - b.procAt
+	now, cerr := b.cl.cpu(ctx)
+	if cerr != nil {
+		return errors.Join(err, fmt.Errorf("INFO cpu: %w", cerr))
+	}
+	b.cpuUsed = make([]time.Duration, len(now))
+	for i := range now {
+		b.cpuUsed[i] = now[i] - b.cpuAt[i]
+	}
+	return err
+}
+
+// cpuNote says what the last measurement's window cost each server and
+// this process: CPU seconds and the share of one core over the window.
+func (b *clusterBacking) cpuNote() string {
+	if b.window <= 0 || len(b.cpuUsed) == 0 {
+		return ""
+	}
+	share := func(d time.Duration) string {
+		return fmt.Sprintf("%.2f s (%.0f%%)", d.Seconds(), 100*d.Seconds()/b.window.Seconds())
+	}
+	parts := make([]string, len(b.cpuUsed))
+	var sum time.Duration
+	for i, d := range b.cpuUsed {
+		parts[i] = fmt.Sprintf("node%d %s", i, share(d))
+		sum += d
+	}
+	return fmt.Sprintf("CPU over %.2f s: %s, servers %s, adkbench %s, of %d cores",
+		b.window.Seconds(), strings.Join(parts, ", "), share(sum), share(b.proc), runtime.NumCPU())
+}
+
+// shardsUnsupported reports why this build's redisstore refuses
+// Settings.Shards = n on a cluster client, "" when it accepts it.
+func shardsUnsupported(cl *benchCluster, n int) string {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.addrs()})
+	defer c.Close()
+	q, err := redisstore.NewQueue(c, nil, redisstore.Settings{Namespace: "adkbench_probe", Shards: n})
+	if err == nil {
+		_ = q.Close()
+		return ""
+	}
+	if ve, ok := errors.AsType[*contract.ValidationError](err); ok && ve.Field == "Settings.Shards" {
+		return ve.Error()
+	}
+	return err.Error()
+}
+
+// clusterScenario starts a 3-master cluster and measures, on it, the
+// throughput load of 50 busy tenants with one shard (the whole queue in
+// one slot: one master's thread) against three shards (one per master),
+// in interleaved pairs whose order alternates, at the largest
+// -concurrency; then the fairness load (one tenant with -items items, 50
+// with 10 each) on each, at the first -concurrency. Every row notes each
+// server's CPU time over the workers' run.
+func (h *harness) clusterScenario(ctx context.Context) {
+	conc := slices.Max(h.cfg.conc)
+	h.logf("cluster: starting %d masters", clusterMasters)
+	cl, err := startBenchCluster(ctx, clusterMasters)
+	if err != nil {
+		h.add(row{Scenario: "cluster", Backing: "redis-cluster", Concurrency: conc, Metric: "claim→complete", Unit: "items/s", Error: err.Error()})
+		h.logf("  cluster: %v", err)
+		return
+	}
+	defer cl.stop()
+	one := newClusterBacking(cl, 1, h.cfg.claimers, h.cfg.batch)
+	many := newClusterBacking(cl, clusterMasters, h.cfg.claimers, h.cfg.batch)
+	one.carry, many.carry = h.cfg.completeAndClaim, h.cfg.completeAndClaim
+	unsupported := shardsUnsupported(cl, clusterMasters)
+
+	measure := func(b *clusterBacking) row {
+		r := h.measureThroughput(ctx, "cluster", b, conc, h.cfg.items, clusterBusy, 0)
+		r.Note = strings.TrimSpace(b.cpuNote() + "; " + fmt.Sprintf("%d tenants", clusterBusy))
+		return r
+	}
+	var ones, manys []row
+	var ratios []float64
+	for p := range max(1, h.cfg.pairs) {
+		if unsupported != "" {
+			ones = append(ones, measure(one))
+			continue
+		}
+		var a, b row
+		if p%2 == 0 {
+			a = measure(one)
+			b = measure(many)
+		} else {
+			b = measure(many)
+			a = measure(one)
+		}
+		ones, manys = append(ones, a), append(manys, b)
+		if a.Error == "" && b.Error == "" && a.Value > 0 {
+			ratios = append(ratios, b.Value/a.Value)
+		}
+	}
+	h.add(medianRow(ones))
+	if unsupported != "" {
+		h.add(row{Scenario: "cluster", Backing: many.label, Concurrency: conc, Items: h.cfg.items, Metric: "claim→complete", Unit: "items/s",
+			Note: "not supported: " + unsupported})
+	} else {
+		r := medianRow(manys)
+		if r.Error == "" && len(ratios) == len(manys) {
+			shown := make([]string, len(ratios))
+			for i, x := range ratios {
+				shown[i] = fmt.Sprintf("%.2f", x)
+			}
+			slices.SortFunc(ratios, cmp.Compare[float64])
+			r.Ratio, r.RatioOf = ratios[len(ratios)/2], "vs 1 shard"
+			r.Target, r.Met = "≥ 1.8× 1 shard", ptr(r.Ratio >= 1.8)
+			r.Note = fmt.Sprintf("pairs %s; %s", strings.Join(shown, ", "), r.Note)
+		}
+		h.add(r)
+	}
+
+	c0 := h.cfg.conc[0]
+	fr := h.fairnessRow(ctx, "cluster", one, c0, 60)
+	fr.Target, fr.Met = "≤ 60", ptr(fr.Value > 0 && fr.Value <= 60)
+	fr.Note += "; " + one.cpuNote()
+	h.add(fr)
+	if unsupported != "" {
+		h.add(row{Scenario: "cluster", Backing: many.label, Concurrency: c0, Metric: "max first-claim index", Unit: "claims",
+			Note: "not supported: " + unsupported})
+		return
+	}
+	// Within a shard the rotation is exact; across shards a claim takes
+	// from each in turn, so a small tenant may wait up to a round of
+	// every shard: twice the 51 tenants at most.
+	bound := 2 * 51
+	fr = h.fairnessRow(ctx, "cluster", many, c0, bound)
+	fr.Target, fr.Met = fmt.Sprintf("≤ %d", bound), ptr(fr.Value > 0 && fr.Value <= float64(bound))
+	fr.Note += "; " + many.cpuNote()
+	h.add(fr)
+}
