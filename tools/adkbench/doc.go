@@ -10,7 +10,9 @@
 // latency at 1,000 vs 1,000,000 queued), burndown (River's published
 // benchmark: a million items queued, then drained by 2,000 workers),
 // runner (contract/runner beside the harness's own worker pool, a
-// diagnostic) and physical (redis-benchmark EVAL and pgbench -N as the
+// diagnostic), cluster (a self-started 3-master Redis Cluster: one shard
+// against three, throughput and fairness, with each server's CPU time)
+// and physical (redis-benchmark EVAL and pgbench -N as the
 // machine's references). Every row of our backings but runner's reference
 // runs contract/runner, the loop users run.
 //
