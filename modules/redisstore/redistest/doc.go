@@ -8,7 +8,10 @@
 //     settings (an append-only file, a memory limit, an eviction policy),
 //     which the test may kill and start again ([StartServer]);
 //   - a Redis Cluster of masters, with the steps of a slot move
-//     ([StartCluster], [Cluster.NewSlotMove]);
+//     ([StartCluster], [Cluster.NewSlotMove]), or of masters with
+//     replicas, whose masters a test may kill and see failed over and
+//     bring back as replicas ([StartClusterWith], [Cluster.Failover],
+//     [Cluster.Rejoin]);
 //   - a master, its replica and three Sentinels ([StartReplicated]).
 //
 // The servers run as the user running the tests and need redis-server

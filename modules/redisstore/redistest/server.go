@@ -139,3 +139,11 @@ func (s *Server) Client(t testing.TB, opt *redis.Options) *redis.Client {
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// Running reports whether the process runs (it was started and not
+// killed since).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}

@@ -4,7 +4,9 @@ package redistest_test
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/adkit/adk/modules/redisstore/redistest"
 )
@@ -96,6 +98,76 @@ func TestSlotMove(t *testing.T) {
 	}
 	if owner, err := cl.Owner(ctx, slot); err != nil || owner != mv.To {
 		t.Fatalf("owner after the move: %d, %v; want %d", owner, err, mv.To)
+	}
+	if open, err := cl.OpenSlots(ctx); err != nil || len(open) != 0 {
+		t.Fatalf("open slots: %v, %v", open, err)
+	}
+	if got, err := c.Get(ctx, key).Result(); err != nil || got != "v" {
+		t.Fatalf("GET after the move: %q, %v", got, err)
+	}
+}
+
+// A cluster with a replica per master: killing the master of a slot
+// promotes its replica, which serves the slot with the key it had
+// replicated; the old master comes back as the new one's replica; a slot
+// moved with the steps of a reshard reaches every master, not the
+// replicas, and leaves no slot open.
+func TestClusterFailover(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartClusterWith(t, redistest.ClusterOptions{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: time.Second})
+	if len(cl.Nodes) != 6 {
+		t.Fatalf("%d nodes; want 3 masters and 3 replicas", len(cl.Nodes))
+	}
+	if m, err := cl.Masters(ctx); err != nil || !slices.Equal(m, []int{0, 1, 2}) {
+		t.Fatalf("masters %v, %v; want 0 1 2", m, err)
+	}
+	c := cl.Client(t, nil)
+	const key = "{failover}:k"
+	if err := c.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	slot := redistest.Slot(key)
+	owner, err := cl.Owner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas, err := cl.ReplicasOf(ctx, owner)
+	if err != nil || !slices.Equal(replicas, []int{3 + owner}) {
+		t.Fatalf("replicas of node %d: %v, %v; want node %d", owner, replicas, err, 3+owner)
+	}
+	// The replica has the key before its master dies.
+	if n, err := cl.Nodes[owner].Client(t, nil).Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1: %d, %v", n, err)
+	}
+	promoted, took, err := cl.Failover(ctx, owner, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node %d promoted %v after its master's kill", promoted, took)
+	if promoted != replicas[0] {
+		t.Fatalf("promoted node %d; want %d", promoted, replicas[0])
+	}
+	if got, err := cl.Owner(ctx, slot); err != nil || got != promoted {
+		t.Fatalf("owner after the failover: %d, %v; want %d", got, err, promoted)
+	}
+	// A fresh client: the first one's slot map names the dead node until
+	// go-redis reloads it.
+	c = cl.Client(t, nil)
+	if got, err := c.Get(ctx, key).Result(); err != nil || got != "v" {
+		t.Fatalf("GET after the failover: %q, %v", got, err)
+	}
+	if err := cl.Rejoin(ctx, owner, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := cl.ReplicasOf(ctx, promoted); err != nil || !slices.Equal(r, []int{owner}) {
+		t.Fatalf("replicas of the promoted node: %v, %v; want the old master %d", r, err, owner)
+	}
+	mv, err := cl.NewSlotMove(ctx, slot, (owner+1)%3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := mv.Run(ctx); err != nil || n != 1 {
+		t.Fatalf("move after the failover: %d keys, %v; want 1", n, err)
 	}
 	if open, err := cl.OpenSlots(ctx); err != nil || len(open) != 0 {
 		t.Fatalf("open slots: %v, %v", open, err)
