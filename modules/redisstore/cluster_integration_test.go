@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
 	"github.com/adkit/adk/modules/redisstore/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // tenantRecorder remembers every tenant a suite touched, so the test can
@@ -96,6 +98,14 @@ func TestCluster(t *testing.T) {
 		})
 	})
 
+	// The same suite with every queue over three shards: on this cluster
+	// one per master.
+	t.Run("WorkQueueSharded", func(t *testing.T) {
+		contracttest.WorkQueue(t, shardedFactory(client, 3))
+	})
+
+	t.Run("ShardsOnMasters", func(t *testing.T) { shardsOnMasters(t, client) })
+
 	t.Run("LifecycleReopen", func(t *testing.T) { lifecycleReopen(t, client, "adkclusterlife") })
 
 	slots := map[int64]bool{}
@@ -121,4 +131,50 @@ func TestCluster(t *testing.T) {
 	}
 
 	t.Logf("state suite: %d tenants over %d slots; queue suite: %d queues", len(tenants), len(slots), len(namespaces))
+}
+
+// shardsOnMasters checks that three shards on a three-master cluster
+// start one per master, and that ShardReporter counts each one's items.
+func shardsOnMasters(t *testing.T, client *redis.ClusterClient) {
+	ctx := context.Background()
+	ns := redistest.Namespace(t, client)
+	t.Cleanup(func() { purgeShards(t, client, ns) })
+	q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: ns, Shards: 3, Volatile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var items []contract.Item
+	for i := range 30 {
+		items = append(items, contract.Item{Tenant: "t" + strconv.Itoa(i), ID: "x"})
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 6}); err != nil {
+		t.Fatal(err)
+	}
+	shards, err := q.Shards(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]bool{}
+	queued, leased := 0, 0
+	for i, s := range shards {
+		if s.Shard != i || s.Slot < i*16384/3 || s.Slot >= (i+1)*16384/3 || s.Node == "" {
+			t.Errorf("shard %d: %+v, want its slot in the %d-th third of the slots and a node", i, s, i+1)
+		}
+		nodes[s.Node] = true
+		queued += s.Queued
+		leased += s.Leased
+		if s.Tenants == 0 {
+			t.Errorf("shard %d holds no tenant of 30", i)
+		}
+	}
+	if len(shards) != 3 || len(nodes) != 3 || queued != 24 || leased != 6 {
+		t.Errorf("Shards = %+v: want 3 shards on 3 masters holding 24 queued and 6 leased", shards)
+	}
+	if shards[0].ClaimRate+shards[1].ClaimRate+shards[2].ClaimRate != 6.0/60 {
+		t.Errorf("claim rates %v %v %v, want 6 claims a minute in all", shards[0].ClaimRate, shards[1].ClaimRate, shards[2].ClaimRate)
+	}
 }

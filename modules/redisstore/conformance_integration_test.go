@@ -33,8 +33,18 @@ func stateFactory(client redis.UniversalClient) contracttest.StateFactory {
 }
 
 func queueFactory(client redis.UniversalClient) contracttest.QueueFactory {
+	return shardedFactory(client, 0)
+}
+
+// shardedFactory makes queues of the given number of shards (0 for the
+// default, one).
+func shardedFactory(client redis.UniversalClient, shards int) contracttest.QueueFactory {
 	return func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
-		q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: redistest.Namespace(t, client), Policy: p})
+		ns := redistest.Namespace(t, client)
+		if shards > 1 {
+			t.Cleanup(func() { purgeShards(t, client, ns) })
+		}
+		q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: ns, Policy: p, Shards: shards})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,6 +59,13 @@ func TestStateStoreConformance(t *testing.T) {
 
 func TestWorkQueueConformance(t *testing.T) {
 	contracttest.WorkQueue(t, queueFactory(redistest.Client(t)))
+}
+
+// TestShardedConformance runs the queue suite on three shards of one
+// standalone server: every rule must hold with a queue spread over
+// shards, whichever servers hold them.
+func TestShardedConformance(t *testing.T) {
+	contracttest.WorkQueue(t, shardedFactory(redistest.Client(t), 3))
 }
 
 // TestStateReplayConformance runs the lost-reply cases: the client's hook
@@ -171,4 +188,30 @@ func TestWorkQueueConformanceUnderLimits(t *testing.T) {
 		}
 		return q
 	})
+}
+
+// purgeShards deletes the shard keys of namespace ns (the keys of a
+// queue of several shards, "{<ns>:queue:<i>.<k>}:..."), on every master.
+func purgeShards(t testing.TB, c redis.UniversalClient, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	del := func(ctx context.Context, node *redis.Client) error {
+		it := node.Scan(ctx, 0, "{"+ns+":queue:*", 1000).Iterator()
+		for it.Next(ctx) {
+			if err := node.Del(ctx, it.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return it.Err()
+	}
+	var err error
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		err = cc.ForEachMaster(ctx, del)
+	case *redis.Client:
+		err = del(ctx, cc)
+	}
+	if err != nil {
+		t.Errorf("cleaning the shards of namespace %s: %v", ns, err)
+	}
 }

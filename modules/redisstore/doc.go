@@ -81,6 +81,10 @@
 // crashed master had not sent on are lost when a replica is promoted,
 // unless [Settings].WaitReplicas makes each write wait for replicas (a
 // write they did not acknowledge in time fails with a [ReplicaWaitError]).
+// A queue lives in one hash slot unless [Settings].Shards spreads it over
+// several (one per cluster master, typically): each tenant then belongs to
+// one shard, every script stays within one slot, and a claim takes from
+// the shards least recently served first (README, Sharding a queue).
 // On Redis Cluster every queue and state script declares all its keys and
 // reads before it writes, so a reshard of the queue's slot or of a
 // tenant's state slot refuses a script whole (TRYAGAIN, ASK) and the

@@ -124,19 +124,26 @@ func parseEvent(s string) (contract.Event, bool) {
 // QueueEvents reads the queue's log after the cursor (the seq of the
 // last event read) in one read-only script.
 func (q *workQueue) QueueEvents(ctx context.Context, name, cursor string, limit int) (contract.EventPage, error) {
+	page, _, err := q.queueEvents(ctx, name, cursor, limit)
+	return page, err
+}
+
+// queueEvents is QueueEvents, returning too the seq of each event of the
+// page (the cursor that reads on after it).
+func (q *workQueue) queueEvents(ctx context.Context, name, cursor string, limit int) (contract.EventPage, []string, error) {
 	if cursor != "" {
 		if n, err := strconv.ParseInt(cursor, 10, 64); err != nil || n < 0 {
-			return contract.EventPage{}, &contract.ValidationError{Field: "cursor", Problem: "is not a cursor this queue returned; pass \"\" or an EventPage's Next"}
+			return contract.EventPage{}, nil, &contract.ValidationError{Field: "cursor", Problem: "is not a cursor this queue returned; pass \"\" or an EventPage's Next"}
 		}
 	}
 	p := q.keys.queue(name)
 	res, err := q.run(ctx, scriptQueueEvents, []string{p + "elog", p + "life"}, cursor, limit)
 	if err != nil {
-		return contract.EventPage{}, err
+		return contract.EventPage{}, nil, err
 	}
 	parts, _ := res.([]any)
 	if len(parts) != 3 {
-		return contract.EventPage{}, errMalformed("queue events")
+		return contract.EventPage{}, nil, errMalformed("queue events")
 	}
 	last, _ := parts[0].(string)
 	gap, _ := parts[1].(int64)
@@ -145,6 +152,7 @@ func (q *workQueue) QueueEvents(ctx context.Context, name, cursor string, limit 
 	if cursor == "" {
 		page.Next = last
 	}
+	seqs := make([]string, 0, len(rows))
 	for _, row := range rows {
 		s, _ := row.(string)
 		seq, rest, ok := cutLP(s)
@@ -158,9 +166,10 @@ func (q *workQueue) QueueEvents(ctx context.Context, name, cursor string, limit 
 		if ok1 && ok2 && ok3 {
 			e.Tenant, e.ID = t, id
 			page.Events = append(page.Events, e)
+			seqs = append(seqs, seq)
 		}
 	}
-	return page, nil
+	return page, seqs, nil
 }
 
 type malformedError string
@@ -172,7 +181,13 @@ func errMalformed(what string) error { return malformedError(what) }
 // Prune runs the prune script once: at most PruneBatch removed, at most
 // pruneScan of the oldest finished items read.
 func (q *workQueue) Prune(ctx context.Context, name string) (int, error) {
-	res, err := q.run(ctx, scriptPrune, q.queueKeys(name), nowMicros(q.clock.Now()), contract.PruneBatch, pruneScan)
+	return q.prune(ctx, name, "")
+}
+
+// prune is Prune keeping keep of the shard's newest finished items under
+// a retention Count ("" for the Count).
+func (q *workQueue) prune(ctx context.Context, name, keep string) (int, error) {
+	res, err := q.run(ctx, scriptPrune, q.queueKeys(name), nowMicros(q.clock.Now()), contract.PruneBatch, pruneScan, keep)
 	if err != nil {
 		return 0, err
 	}

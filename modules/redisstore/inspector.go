@@ -193,10 +193,37 @@ func (q *workQueue) Tenants(ctx context.Context, name string) ([]contract.Tenant
 // are all delayed at the place they keep) and its last n turns, most
 // recent last.
 func (q *workQueue) Rotation(ctx context.Context, name string, n int) (contract.Rotation, error) {
+	rp, err := q.rotation(ctx, name, n)
+	if err != nil {
+		return contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}, err
+	}
+	out := contract.Rotation{Order: make([]string, 0, len(rp.due)+len(rp.later)), Recent: rp.recent}
+	for _, pl := range append(rp.due, rp.later...) {
+		out.Order = append(out.Order, pl.tenant)
+	}
+	return out, nil
+}
+
+// placed is a tenant's place in a rotation: its turn stamp, or its first
+// due time when all its items are delayed.
+type placed struct {
+	tenant string
+	at     float64
+}
+
+// rotationParts is what Rotation reads of one queue: the tenants with due
+// work in the order claims serve them, the others in the order their
+// first items fall due, and the last turns, most recent last.
+type rotationParts struct {
+	due, later []placed
+	recent     []contract.Turn
+}
+
+func (q *workQueue) rotation(ctx context.Context, name string, n int) (rotationParts, error) {
 	p := q.keys.queue(name)
-	out := contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
+	var out rotationParts
 	err := q.read(ctx, func(ctx context.Context) error {
-		out = contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
+		out = rotationParts{recent: []contract.Turn{}}
 		pipe := q.client.Pipeline()
 		// The placeholders (score +inf) are left out.
 		rot := pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: p + "rot", Start: "-inf", Stop: "(+inf", ByScore: true})
@@ -212,14 +239,9 @@ func (q *workQueue) Rotation(ctx context.Context, name string, n int) (contract.
 		// A waiting tenant whose first item is due by now is one the next
 		// claim moves back to its turn; the others come last, in the order
 		// their first items fall due.
-		type placed struct {
-			tenant string
-			at     float64 // turn stamp, or first due time when delayed
-		}
-		var due, later []placed
 		for _, z := range rot.Val() {
 			t, _ := z.Member.(string)
-			due = append(due, placed{t, z.Score})
+			out.due = append(out.due, placed{t, z.Score})
 		}
 		// The claim's now: nowMicros, rounded down.
 		now := float64(q.clock.Now().UnixNano() / 1000)
@@ -229,7 +251,7 @@ func (q *workQueue) Rotation(ctx context.Context, name string, n int) (contract.
 			if z.Score <= now {
 				woken = append(woken, t)
 			} else {
-				later = append(later, placed{t, z.Score})
+				out.later = append(out.later, placed{t, z.Score})
 			}
 		}
 		if len(woken) > 0 {
@@ -240,17 +262,14 @@ func (q *workQueue) Rotation(ctx context.Context, name string, n int) (contract.
 			for i, t := range woken {
 				s, _ := stamps[i].(string)
 				f, _ := strconv.ParseFloat(s, 64)
-				due = append(due, placed{t, f})
+				out.due = append(out.due, placed{t, f})
 			}
 		}
 		byAt := func(a, b placed) int {
 			return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.tenant, b.tenant))
 		}
-		slices.SortFunc(due, byAt)
-		slices.SortFunc(later, byAt)
-		for _, pl := range append(due, later...) {
-			out.Order = append(out.Order, pl.tenant)
-		}
+		slices.SortFunc(out.due, byAt)
+		slices.SortFunc(out.later, byAt)
 		if logCmd != nil {
 			// Newest claim first; each claim's turns are in order.
 			var turns []contract.Turn
@@ -264,7 +283,7 @@ func (q *workQueue) Rotation(ctx context.Context, name string, n int) (contract.
 				}
 			}
 			slices.Reverse(turns)
-			out.Recent = append(out.Recent, turns...)
+			out.recent = append(out.recent, turns...)
 		}
 		return nil
 	})

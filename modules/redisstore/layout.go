@@ -108,8 +108,28 @@ var scriptMigrateLayout = loadQueueScript("migrate_layout")
 // InspectLayout reports, without writing anything, what MigrateLayout
 // would move and write in the queue's namespace: every queue with keys of
 // the layout before declared keys, or without its placeholders.
+//
+// With several shards every shard's keys are inspected, and a queue is
+// reported once per shard that needs work.
 func (q *RedisWorkQueue) InspectLayout(ctx context.Context) (LayoutReport, error) {
-	return q.d.layout(ctx, false)
+	return q.eachLayout(ctx, func(d *workQueue) (LayoutReport, error) { return d.layout(ctx, false) })
+}
+
+// eachLayout runs fn on every shard in turn and joins the reports.
+func (q *RedisWorkQueue) eachLayout(ctx context.Context, fn func(*workQueue) (LayoutReport, error)) (LayoutReport, error) {
+	var out LayoutReport
+	for i, d := range q.shards {
+		rep, err := fn(d)
+		if i == 0 {
+			out = rep
+		} else {
+			out.Queues = append(out.Queues, rep.Queues...)
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // MigrateLayout moves the queues of the namespace written by a release
@@ -127,7 +147,7 @@ func (q *RedisWorkQueue) InspectLayout(ctx context.Context) (LayoutReport, error
 // that enqueues an item still in an old set queues it a second time.
 // MigrateLayout returns an error when old keys remain at the end.
 func (q *RedisWorkQueue) MigrateLayout(ctx context.Context) (LayoutReport, error) {
-	return q.d.migrateLayout(ctx)
+	return q.eachLayout(ctx, func(d *workQueue) (LayoutReport, error) { return d.migrateLayout(ctx) })
 }
 
 func (q *workQueue) migrateLayout(ctx context.Context) (LayoutReport, error) {
@@ -442,14 +462,18 @@ func plural(n int64, one, many string) string {
 	return strconv.FormatInt(n, 10) + " " + many
 }
 
-// layoutCheck is the queue-layout check of Preflight over namespace ns:
-// a refusal when a queue still holds keys of the earlier layout, a
-// warning when one lacks its placeholders. It only reads.
-func layoutCheck(ctx context.Context, c redis.UniversalClient, ns string) (contract.HealthCheck, *contract.PreflightError, error) {
-	k := newQueueKeys(ns)
-	old, err := findOldLayout(ctx, c, k)
-	if err != nil {
-		return contract.HealthCheck{}, nil, err
+// layoutCheck is the queue-layout check of Preflight over namespace ns
+// of n shards: a refusal when a queue of a shard still holds keys of the
+// earlier layout, a warning when one lacks its placeholders. It only
+// reads.
+func layoutCheck(ctx context.Context, c redis.UniversalClient, ns string, n int) (contract.HealthCheck, *contract.PreflightError, error) {
+	var old []oldLayoutQueue
+	for i := range max(n, 1) {
+		o, err := findOldLayout(ctx, c, shardQueueKeys(ns, i, n))
+		if err != nil {
+			return contract.HealthCheck{}, nil, err
+		}
+		old = append(old, o...)
 	}
 	check := contract.HealthCheck{Name: SettingQueueLayout}
 	if len(old) > 0 {
@@ -469,9 +493,13 @@ func layoutCheck(ctx context.Context, c redis.UniversalClient, ns string) (contr
 			ns, describeOld(old), verb, migrateCommand, ns)
 		return check, &contract.PreflightError{Setting: check.Name, Value: check.Value, Fix: check.Fix}, nil
 	}
-	bare, err := withoutPlaceholders(ctx, c, k)
-	if err != nil {
-		return contract.HealthCheck{}, nil, err
+	var bare []string
+	for i := range max(n, 1) {
+		b, err := withoutPlaceholders(ctx, c, shardQueueKeys(ns, i, n))
+		if err != nil {
+			return contract.HealthCheck{}, nil, err
+		}
+		bare = append(bare, b...)
 	}
 	if len(bare) > 0 {
 		quoted := make([]string, len(bare))

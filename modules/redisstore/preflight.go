@@ -85,9 +85,9 @@ func Preflight(ctx context.Context, client redis.UniversalClient, settings Setti
 		refusal *contract.PreflightError
 	)
 	if err == nil {
-		// The namespace's queue keys share one hash tag, so this reads the
-		// one master that serves them.
-		layout, refusal, err = layoutCheck(ctx, client, s.Namespace)
+		// Each shard's queue keys share one hash tag, so this reads the
+		// master that serves each shard.
+		layout, refusal, err = layoutCheck(ctx, client, s.Namespace, s.Shards)
 	}
 	if err != nil {
 		if kind := classify(err); kind == kindPool {

@@ -19,7 +19,7 @@ import (
 // RedisWorkQueue is a contract.WorkQueue kept in Redis. All queues of one
 // namespace share the namespace's hash tag (one cluster slot), because a
 // claim reads several tenants' ready items in one script to take turns
-// between them; shard by running several namespaces.
+// between them, unless Settings.Shards spreads them over several.
 //
 // Every state change is a Lua script (Reap is two: a read-only scan, then
 // a fenced write). A script whose reply is lost to a dropped connection is
@@ -30,9 +30,15 @@ import (
 //
 // Its queue methods are the contract's front door ([contract.QueueFront]),
 // which checks every call before the queue's driver sees it.
+//
+// With Settings.Shards above one, every queue of the namespace is spread
+// over that many hash tags (see shardedQueue), so on a Redis Cluster it
+// is served by as many masters.
 type RedisWorkQueue struct {
 	contract.QueueFront
-	d *workQueue
+	d      *workQueue   // the first shard (the only one unless sharded)
+	shards []*workQueue // every shard, in shard order
+	sh     *shardedQueue
 }
 
 // workQueue is the driver behind a RedisWorkQueue's front door: it is
@@ -77,9 +83,6 @@ func NewQueue(client redis.UniversalClient, clock contract.Clock, settings Setti
 	if client == nil {
 		return nil, &contract.ValidationError{Field: "client", Problem: "is nil; pass a redis.UniversalClient"}
 	}
-	if s.Shards > 1 {
-		return nil, &contract.ValidationError{Field: "Settings.Shards", Problem: "above 1 is not served by this build; leave it 0"}
-	}
 	if clock == nil {
 		clock = contract.SystemClock{}
 	}
@@ -87,11 +90,21 @@ func NewQueue(client redis.UniversalClient, clock contract.Clock, settings Setti
 	if err != nil {
 		return nil, err
 	}
-	d := &workQueue{client: client, clock: clock, settings: s, policy: s.Policy,
-		keys:  newQueueKeys(s.Namespace),
-		retry: r,
-		subs:  map[string]*wakeHub{}, keyList: map[string][]string{}}
-	return &RedisWorkQueue{QueueFront: contract.NewQueueFront(d, s.MaxValueBytes, "redis"), d: d}, nil
+	shards := make([]*workQueue, s.Shards)
+	for i := range shards {
+		shards[i] = &workQueue{client: client, clock: clock, settings: s, policy: s.Policy,
+			keys:  shardQueueKeys(s.Namespace, i, s.Shards),
+			retry: r,
+			subs:  map[string]*wakeHub{}, keyList: map[string][]string{}}
+	}
+	q := &RedisWorkQueue{d: shards[0], shards: shards}
+	if len(shards) == 1 {
+		q.QueueFront = contract.NewQueueFront(q.d, s.MaxValueBytes, "redis")
+	} else {
+		q.sh = newShardedQueue(shards)
+		q.QueueFront = contract.NewQueueFront(q.sh, s.MaxValueBytes, "redis")
+	}
+	return q, nil
 }
 
 // OpenQueue runs Preflight against the server (waiting out a failover

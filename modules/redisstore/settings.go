@@ -84,7 +84,7 @@ type Settings struct {
 	// show which server a store uses without printing the password.
 	DSN contract.Secret
 	// Namespace prefixes every key (default "adk"). Queues of one
-	// namespace share one cluster slot; run several namespaces to shard.
+	// namespace share one cluster slot unless Shards spreads them.
 	// Letters, digits and "_-.:" only.
 	Namespace string
 	// MaxValueBytes caps a run's Data and an item's Payload (default
@@ -136,7 +136,8 @@ type Settings struct {
 	// queue is served by several masters. A tenant belongs to one shard
 	// (a stable hash of its name), so its items, its place in the
 	// rotation and its limits stay in one slot and every script stays
-	// single-slot; a claim takes from the shards in turn. One shard is
+	// single-slot; a claim takes from the shards, least recently served
+	// tenants first, so fairness holds across shards. One shard is
 	// the layout of a queue without this setting. Every process of a
 	// deployment must use the same Shards, and changing it is a change of
 	// layout: the queue's keys and each tenant's shard move, so drain the

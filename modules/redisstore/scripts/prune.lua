@@ -5,6 +5,8 @@
 -- longer finished is dropped from FIN without being counted.
 --
 -- ARGV[1] now (us)   ARGV[2] most to remove   ARGV[3] most members read
+-- ARGV[4] (a shard of a sharded queue) how many of its newest finished
+-- items the retention's Count keeps here, '' for the Count itself
 -- Returns how many items it removed.
 local cfg = histCfg(LIFE)
 if not cfg then
@@ -17,6 +19,10 @@ if #ms == 0 then
   return 0
 end
 local total = cfg.count > 0 and redis.call('ZLEXCOUNT', FIN, '[0', '+') or 0
+local keep = cfg.count
+if ARGV[4] and ARGV[4] ~= '' then
+  keep = tonumber(ARGV[4])
+end
 local refs, fins = {}, {}
 for j, m in ipairs(ms) do
   fins[j] = tonumber(string.sub(m, 1, 16), 16)
@@ -39,7 +45,7 @@ for j, m in ipairs(ms) do
     local go = false
     if X.uf == '' or fa + tonumber(X.uf) <= now then
       if cfg.keeps then
-        go = (cfg.age > 0 and fa + cfg.age <= now) or (cfg.count > 0 and j <= total - cfg.count)
+        go = (cfg.age > 0 and fa + cfg.age <= now) or (cfg.count > 0 and j <= total - keep)
       else
         go = r.s == 'k'
       end

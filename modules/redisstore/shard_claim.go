@@ -1,0 +1,391 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/redis/go-redis/v9"
+)
+
+// A sharded claim serves the tenants with due work, across shards, least
+// recently served first, as one shard's rotation does within it: before
+// each claim it reads every shard's due tenants in that shard's own turn
+// order (one pipelined round trip, a read-only script per shard), deals
+// the batch's turns by walking those lists (the shard whose next tenant
+// this queue served longest ago takes the turn), and then claims each
+// shard's share at once. A tenant this process has not served yet joins
+// behind those it has, the new tenants of each shard spread evenly among
+// the others', so a shard of two tenants is dealt two turns for each of a
+// shard of one. With each shard's own rotation exact, every tenant with
+// due work is served once in any run of as many claims as there are such
+// tenants, as on one shard. The served order is this process's: workers
+// of several processes each keep their own.
+
+var (
+	scriptShardHeads    = loadScript("shard_heads")
+	scriptShardHeadsSrc = func() string { b, _ := scriptFS.ReadFile("scripts/shard_heads.lua"); return string(b) }()
+)
+
+// fairState is what a queue's claims remember of the tenants they served:
+// when each was last served, counted in turns.
+type fairState struct {
+	turns float64
+	last  map[string]float64
+}
+
+// headsListed is how many of each shard's due tenants a claim reads at
+// least.
+const headsListed = 64
+
+// maxRemembered bounds the tenants a fairState remembers: past it, it
+// forgets them all (and serves on as if they were new).
+const maxRemembered = 100000
+
+// deal walks the shards' tenant lists (each in its shard's turn order)
+// for max turns and returns the shard of each turn. A tenant not served
+// yet is placed behind the others; with remember set it keeps that place
+// in later claims.
+func (f *fairState) deal(lists [][]string, max int, remember bool) []int {
+	if f.last == nil || len(f.last) > maxRemembered {
+		f.last = map[string]float64{}
+	}
+	at := map[string]float64{}
+	queues := make([][]string, len(lists))
+	for k, l := range lists {
+		queues[k] = slices.Clone(l)
+		for j, t := range l {
+			v, ok := f.last[t]
+			if !ok {
+				v = f.turns + float64(j+1)/float64(len(l)+1)
+				if remember {
+					f.last[t] = v
+				}
+			}
+			at[t] = v
+		}
+	}
+	out := make([]int, 0, max)
+	turn := f.turns
+	for range max {
+		best := -1
+		for k, q := range queues {
+			if len(q) > 0 && (best < 0 || at[q[0]] < at[queues[best][0]]) {
+				best = k
+			}
+		}
+		if best < 0 {
+			break
+		}
+		q := queues[best]
+		turn++
+		at[q[0]] = turn
+		queues[best] = append(q[1:], q[0])
+		out = append(out, best)
+	}
+	return out
+}
+
+// served records that tenant was served next.
+func (f *fairState) served(tenant string) {
+	f.turns++
+	f.last[tenant] = f.turns
+}
+
+// fair returns queue name's fairState; the caller holds s.mu.
+func (s *shardedQueue) fair(name string) *fairState {
+	st := s.wrr[name]
+	if st == nil {
+		if len(s.wrr) >= 1024 { // a bound for a process that names queues without end
+			clear(s.wrr)
+		}
+		st = &fairState{last: map[string]float64{}}
+		s.wrr[name] = st
+	}
+	return st
+}
+
+// heads reads the due tenants of queue name in the shards of only (all of
+// them when nil), at most max of each, in one pipeline.
+func (s *shardedQueue) heads(ctx context.Context, name string, only []int, max int) ([][]string, error) {
+	if only == nil {
+		only = make([]int, len(s.shards))
+		for i := range only {
+			only[i] = i
+		}
+	}
+	q0 := s.first()
+	now := nowMicros(q0.clock.Now())
+	out := make([][]string, len(s.shards))
+	err := q0.read(ctx, func(ctx context.Context) error {
+		for attempt := 0; ; attempt++ {
+			pipe := q0.client.Pipeline()
+			cmds := make([]*redis.Cmd, len(s.shards))
+			for _, k := range only {
+				p := s.shards[k].keys.queue(name)
+				keys := []string{p + "rot", p + "wait", p + "turns", p + "waits"}
+				if attempt == 0 {
+					cmds[k] = pipe.EvalSha(ctx, scriptShardHeads.Hash(), keys, now, max)
+				} else {
+					cmds[k] = pipe.Eval(ctx, scriptShardHeadsSrc, keys, now, max)
+				}
+			}
+			_, err := pipe.Exec(ctx)
+			if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				continue
+			}
+			if err != nil && err != redis.Nil {
+				return err
+			}
+			for _, k := range only {
+				vs, _ := cmds[k].Val().([]any)
+				out[k] = out[k][:0]
+				for _, v := range vs {
+					t, _ := v.(string)
+					out[k] = append(out[k], t)
+				}
+			}
+			return nil
+		}
+	})
+	return out, err
+}
+
+// Claim leases up to req.Max items from the queue's shards: the batch's
+// turns are dealt to the shards (see fairState), each shard claims its
+// share in one script call (the shards at once), and the leases come back
+// in turn order. A shard that had less than its share leaves the rest to
+// the others, in further rounds.
+func (s *shardedQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	return s.claim(ctx, nil, req)
+}
+
+// CompleteAndClaim completes each shard's part of done in the same script
+// call as that shard's share of the claim (a shard with leases to
+// complete but no share completes only), then claims as Claim does.
+func (s *shardedQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	return s.claim(ctx, done, req)
+}
+
+// claimShare is what one shard's call of a claim round returned.
+type claimShare struct {
+	leases  []contract.Lease
+	report  *contract.ClaimReport
+	settled error // lost and cancelled leases of done
+	err     error
+}
+
+func (s *shardedQueue) claim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
+	completing := done != nil
+	by, _ := s.splitLeases(done)
+	report := contract.ClaimReportFrom(ctx)
+	out := make([]contract.Lease, 0, req.Max)
+	var settled []error
+	var firstErr error
+	// Round one completes done and claims from every shard with due
+	// tenants; a shard that returns less than its share is left out of the
+	// rounds that fill the rest of the batch from the others.
+	excluded := make([]bool, len(s.shards))
+	for round := 0; round <= len(s.shards) && (round == 0 || len(out) < req.Max); round++ {
+		var picks []int
+		share := make([]int, len(s.shards))
+		if want := req.Max - len(out); want > 0 {
+			var from []int
+			for k := range s.shards {
+				if !excluded[k] {
+					from = append(from, k)
+				}
+			}
+			// Every shard lists more of its tenants than its share: a
+			// tenant is placed among the others when first listed.
+			lists, err := s.heads(ctx, req.Queue, from, max(2*want, headsListed))
+			if err != nil {
+				if round == 0 {
+					return nil, err
+				}
+				break
+			}
+			s.mu.Lock()
+			picks = s.fair(req.Queue).deal(lists, want, true)
+			s.mu.Unlock()
+			for _, k := range picks {
+				share[k]++
+			}
+		}
+		var calls []int
+		for k := range s.shards {
+			if share[k] > 0 || (round == 0 && len(by[k]) > 0) {
+				calls = append(calls, k)
+			}
+		}
+		if len(calls) == 0 {
+			break
+		}
+		var with [][]contract.Lease
+		if round == 0 {
+			with = by
+		}
+		got := s.claimRound(ctx, calls, share, with, req, report != nil && round == 0)
+		for _, k := range calls {
+			g := got[k]
+			// The first round's reports are the claim's: a tenant held
+			// there would be passed over again by a refill.
+			if round == 0 && report != nil && g.report != nil {
+				mergeReport(report, g.report)
+			}
+			if g.settled != nil {
+				settled = append(settled, g.settled)
+			}
+			if g.err != nil && firstErr == nil {
+				firstErr = g.err
+			}
+			if len(g.leases) < share[k] || g.err != nil {
+				excluded[k] = true
+			}
+		}
+		next := make([]int, len(s.shards))
+		s.mu.Lock()
+		f := s.fair(req.Queue)
+		for _, k := range picks {
+			if next[k] < len(got[k].leases) {
+				l := got[k].leases[next[k]]
+				next[k]++
+				out = append(out, l)
+				f.served(l.Item.Tenant)
+			}
+		}
+		s.mu.Unlock()
+	}
+	switch {
+	case firstErr != nil && len(out) == 0 && settled == nil:
+		return nil, firstErr
+	case firstErr != nil && completing:
+		// A shard's completes may or may not have happened: say so rather
+		// than report them done.
+		return out, firstErr
+	}
+	if err := mergeSettled(done, settled); err != nil {
+		return out, err
+	}
+	if len(out) == 0 {
+		if completing && req.Max == 0 {
+			return nil, nil
+		}
+		return nil, contract.ErrEmpty
+	}
+	return out, nil
+}
+
+// claimRound makes one call per shard in only, at once: shard k claims
+// share[k] items, completing by[k] first when it has leases to complete.
+func (s *shardedQueue) claimRound(ctx context.Context, only, share []int, by [][]contract.Lease, req contract.ClaimRequest, withReport bool) []claimShare {
+	got := make([]claimShare, len(s.shards))
+	_ = s.some(only, func(k int, q *workQueue) error {
+		g := &got[k]
+		cctx := ctx
+		if withReport {
+			g.report = &contract.ClaimReport{}
+			cctx = contract.WithClaimReport(ctx, g.report)
+		}
+		r := req
+		r.Max = share[k]
+		var err error
+		if by != nil && len(by[k]) > 0 {
+			g.leases, err = q.CompleteAndClaim(cctx, by[k], r)
+		} else {
+			g.leases, err = q.Claim(cctx, r)
+		}
+		switch {
+		case errors.Is(err, contract.ErrEmpty):
+		case isSettle(err):
+			g.settled = err
+		default:
+			g.err = err
+		}
+		return nil
+	})
+	return got
+}
+
+// mergeReport adds one shard's claim report to the claim's.
+func mergeReport(into, r *contract.ClaimReport) {
+	into.PassedOver += r.PassedOver
+	for why, n := range r.Held {
+		if into.Held == nil {
+			into.Held = map[contract.HeldReason]int{}
+		}
+		into.Held[why] += n
+	}
+	if !r.RetryAt.IsZero() && (into.RetryAt.IsZero() || r.RetryAt.Before(into.RetryAt)) {
+		into.RetryAt = r.RetryAt
+	}
+	into.QueuePaused = into.QueuePaused || r.QueuePaused
+}
+
+// Rotation is the order the next claims would serve the tenants in: the
+// shards' due tenants dealt out as the next claims would deal them, then every shard's tenants whose items are
+// all delayed, by when their first items fall due; and the last n turns
+// of all shards, most recent last.
+func (s *shardedQueue) Rotation(ctx context.Context, name string, n int) (contract.Rotation, error) {
+	per := make([]rotationParts, len(s.shards))
+	err := s.each(func(i int, q *workQueue) error {
+		var err error
+		per[i], err = q.rotation(ctx, name, n)
+		return err
+	})
+	out := contract.Rotation{Order: []string{}, Recent: []contract.Turn{}}
+	if err != nil {
+		return out, err
+	}
+	lists := make([][]string, len(s.shards))
+	total := 0
+	var later []placed
+	var recent []contract.Turn
+	for i, p := range per {
+		for _, pl := range p.due {
+			lists[i] = append(lists[i], pl.tenant)
+		}
+		total += len(p.due)
+		later = append(later, p.later...)
+		recent = append(recent, p.recent...)
+	}
+	// A copy of what the claims remember, so that reading does not move it.
+	s.mu.Lock()
+	var st fairState
+	if cur := s.wrr[name]; cur != nil {
+		st = fairState{turns: cur.turns, last: maps.Clone(cur.last)}
+	}
+	s.mu.Unlock()
+	next := make([]int, len(s.shards))
+	for _, k := range st.deal(lists, total, false) {
+		if next[k] < len(per[k].due) {
+			out.Order = append(out.Order, per[k].due[next[k]].tenant)
+			next[k]++
+		}
+	}
+	for k, p := range per { // any the picks left out
+		for _, pl := range p.due[next[k]:] {
+			out.Order = append(out.Order, pl.tenant)
+		}
+	}
+	slices.SortStableFunc(later, func(a, b placed) int {
+		if a.at != b.at {
+			if a.at < b.at {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	for _, pl := range later {
+		out.Order = append(out.Order, pl.tenant)
+	}
+	slices.SortStableFunc(recent, func(a, b contract.Turn) int { return a.At.Compare(b.At) })
+	if len(recent) > n {
+		recent = recent[len(recent)-n:]
+	}
+	out.Recent = append(out.Recent, recent...)
+	return out, nil
+}
