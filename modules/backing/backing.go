@@ -42,6 +42,14 @@ type Config struct {
 
 	// RedisNamespace is redisstore.Settings.Namespace (default "adk").
 	RedisNamespace string
+	// RedisCluster reads RedisDSN as a Redis Cluster URL (go-redis's
+	// ParseClusterURL: redis://[user:password@]host:port?addr=host2:port
+	// &addr=host3:port, any of the masters) and opens a cluster client.
+	RedisCluster bool
+	// RedisShards is redisstore.Settings.Shards: the deployment's shards
+	// per queue (0 or 1: none). A tool must use the deployment's number,
+	// or it reads keys no queue writes.
+	RedisShards int
 	// RedisVolatile and RedisAssumeDurable are the redisstore settings of
 	// the same names: they change the preflight verdict, so set them as
 	// the deployment does or the verdict is not the deployment's.
@@ -80,6 +88,9 @@ func (c Config) Validate() error {
 	}
 	if c.SQLitePath != "" && (c.RedisDSN.IsSet() || c.PostgresDSN.IsSet()) {
 		return errors.New("a SQLite path and a server DSN are both set; pick one backing (unset ADK_SQLITE_PATH, or ADK_REDIS_DSN / ADK_POSTGRES_DSN)")
+	}
+	if c.RedisCluster && !c.RedisDSN.IsSet() {
+		return errors.New("--redis-cluster needs a Redis DSN (--redis or ADK_REDIS_DSN)")
 	}
 	if err := contract.ValidateRunPolicy("Runs", c.Runs); err != nil {
 		return err
@@ -168,18 +179,28 @@ func Open(ctx context.Context, c Config) (*Backing, error) {
 
 func openRedis(ctx context.Context, c Config) (*Backing, error) {
 	dsn := c.RedisDSN
-	opts, err := redis.ParseURL(dsn.Reveal())
-	if err != nil {
-		return nil, fmt.Errorf("the Redis DSN does not parse (want redis://[user:password@]host:port/db): %s", Redact(err.Error(), dsn))
+	var client redis.UniversalClient
+	if c.RedisCluster {
+		opts, err := redis.ParseClusterURL(dsn.Reveal())
+		if err != nil {
+			return nil, fmt.Errorf("the Redis Cluster DSN does not parse (want redis://[user:password@]host:port?addr=host2:port&addr=host3:port): %s", Redact(err.Error(), dsn))
+		}
+		client = redis.NewClusterClient(opts)
+	} else {
+		opts, err := redis.ParseURL(dsn.Reveal())
+		if err != nil {
+			return nil, fmt.Errorf("the Redis DSN does not parse (want redis://[user:password@]host:port/db): %s", Redact(err.Error(), dsn))
+		}
+		client = redis.NewClient(opts)
 	}
-	client := redis.NewClient(opts)
 	b := &Backing{Name: Redis, DSN: dsn}
 	b.onClose(client.Close)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("cannot reach Redis at %s: %s (check the DSN and that the server is up)", hostOf(dsn), Redact(err.Error(), dsn))
 	}
-	settings := redisstore.Settings{DSN: dsn, Namespace: c.RedisNamespace, Volatile: c.RedisVolatile, AssumeDurable: c.RedisAssumeDurable, Runs: c.Runs}
+	settings := redisstore.Settings{DSN: dsn, Namespace: c.RedisNamespace, Volatile: c.RedisVolatile, AssumeDurable: c.RedisAssumeDurable,
+		Shards: c.RedisShards, Runs: c.Runs}
 	// The server answered, so a failed preflight is a verdict on it
 	// (settings, or CONFIG hidden from this user), not a reason to fail.
 	if _, err := redisstore.Preflight(ctx, client, settings); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -178,4 +179,43 @@ func mustParse(t *testing.T, dsn contract.Secret) *redis.Options {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// TestOpenRedisCluster opens a self-started 3-master cluster through a
+// cluster URL naming all three masters: the queue and the state store
+// work across its slots, and the DSN's password-free form is kept.
+func TestOpenRedisCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	addrs := cl.Addrs()
+	dsn := contract.Secret("redis://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2])
+	ctx := t.Context()
+	if _, err := Open(ctx, Config{RedisDSN: contract.Secret("redis://" + addrs[0] + "?dial_timeout=soon"), RedisCluster: true}); err == nil || !strings.Contains(err.Error(), "Cluster DSN does not parse") {
+		t.Errorf("a bad cluster URL: %v", err)
+	}
+	b, err := Open(ctx, Config{RedisDSN: dsn, RedisCluster: true, RedisVolatile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Verdict != nil {
+		t.Fatalf("verdict: %v", b.Verdict)
+	}
+	for _, tenant := range []string{"acme", "globex", "initech"} {
+		if err := b.Queue.Enqueue(ctx, contract.Item{Tenant: tenant, ID: "run-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.State.PutRun(ctx, contract.Run{Tenant: tenant, ID: "run-1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls, err := b.Queue.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
+	if err != nil || len(ls) != 3 {
+		t.Fatalf("claim on the cluster: %d, %v", len(ls), err)
+	}
+	if err := b.Queue.Complete(ctx, ls...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, Config{RedisCluster: true}); err == nil || !strings.Contains(err.Error(), "needs a Redis DSN") {
+		t.Errorf("--redis-cluster without a DSN: %v", err)
+	}
 }

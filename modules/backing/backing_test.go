@@ -223,8 +223,11 @@ func TestRunsFlags(t *testing.T) {
 	var c Config
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--keep-versions", "7", "--version-age", "168h", "--require-fence"}); err != nil {
+	if err := fs.Parse([]string{"--keep-versions", "7", "--version-age", "168h", "--require-fence", "--redis-cluster", "--redis-shards", "3"}); err != nil {
 		t.Fatal(err)
+	}
+	if !c.RedisCluster || c.RedisShards != 3 {
+		t.Errorf("--redis-cluster --redis-shards 3 gave %v, %d", c.RedisCluster, c.RedisShards)
 	}
 	if c.Runs != (contract.RunPolicy{KeepVersions: 7, VersionAge: 168 * time.Hour, RequireFence: true}) {
 		t.Errorf("flags gave %+v", c.Runs)

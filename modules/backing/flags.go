@@ -23,6 +23,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar((*string)(&c.PostgresDSN), "postgres", "", "PostgreSQL DSN (default $"+EnvPostgresDSN+"); selects the PostgreSQL backing. Prefer the variable: a flag shows in the process list")
 	fs.StringVar(&c.SQLitePath, "sqlite", "", "SQLite file path (default $"+EnvSQLitePath+"); selects the SQLite backing, creating the file and its schema when missing")
 	fs.StringVar(&c.RedisNamespace, "redis-namespace", "", `Redis key namespace (default "adk")`)
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "Redis: the DSN names a Redis Cluster (redis://host:port?addr=host2:port&addr=host3:port); opens a cluster client")
+	fs.IntVar(&c.RedisShards, "redis-shards", 0, "Redis: the deployment's shards per queue (Settings.Shards; 0 or 1 for none)")
 	fs.BoolVar(&c.RedisVolatile, "redis-volatile", false, "Redis: the deployment runs without persistence on purpose (Settings.Volatile); preflight accepts it")
 	fs.BoolVar(&c.RedisAssumeDurable, "redis-assume-durable", false, "Redis: CONFIG is hidden (managed Redis) and the provider guarantees persistence (Settings.AssumeDurable)")
 	fs.StringVar(&c.Tables.Runs, "runs-table", "", "PostgreSQL runs table (default adk_runs)")
