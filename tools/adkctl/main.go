@@ -75,6 +75,8 @@ verbs (adkctl <verb> --help for the flags and more examples):
                                adkctl queues
   tenants                    a queue's tenants in rotation order, and the recent turns
                                adkctl tenants --queue agent --turns 50
+  shards                     a sharded queue's shards: master, slot, tenants, queued, leased, claims/s
+                               adkctl shards --queue agent --redis-cluster --redis-shards 3
   leases                     live leases, soonest expiry first; expired ones marked
                                adkctl leases --all
   dead list|count            dead letters matching --tenant, --id, --error
@@ -142,6 +144,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.queues(ctx, args[1:])
 	case "tenants":
 		return a.tenants(ctx, args[1:])
+	case "shards":
+		return a.shards(ctx, args[1:])
 	case "leases":
 		return a.leases(ctx, args[1:])
 	case "dead":
@@ -186,6 +190,6 @@ func (a *app) run(ctx context.Context, args []string) int {
 		fmt.Fprint(a.stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, leases, dead, limits, pause, resume, paused, cancel, signal, waiting, purge-cancelled, item, runs, retention, history, finished, find, events, prune, health, schema, redis (adkctl --help)\n", args[0])
+	fmt.Fprintf(a.stderr, "adkctl: unknown verb %q; the verbs are queues, tenants, shards, leases, dead, limits, pause, resume, paused, cancel, signal, waiting, purge-cancelled, item, runs, retention, history, finished, find, events, prune, health, schema, redis (adkctl --help)\n", args[0])
 	return exitUsage
 }
