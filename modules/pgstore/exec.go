@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -296,7 +297,7 @@ func schemaErr(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "42P01", "42703", "42883":
-			return &contract.SchemaError{Object: "table or column", Found: "missing (" + pgErr.Message + ")", Want: "the tables of ExpectedSchema version 1",
+			return &contract.SchemaError{Object: "table or column", Found: "missing (" + pgErr.Message + ")", Want: "the tables of ExpectedSchema version " + strconv.Itoa(SchemaVersion),
 				Fix: "apply ExpectedSchema with your migration tool (adkctl schema apply in development) and check the StateTables names and search_path"}
 		}
 	}
