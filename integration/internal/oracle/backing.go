@@ -46,6 +46,12 @@ type Target struct {
 	MasterName string   `json:"master_name,omitempty"`
 	// WaitReplicas is redisstore's Settings.WaitReplicas.
 	WaitReplicas int `json:"wait_replicas,omitempty"`
+	// Shards is redisstore's Settings.Shards (0: one).
+	Shards int `json:"shards,omitempty"`
+	// ClusterReload is go-redis's ClusterStateReloadInterval (0: its
+	// default, 60s): a cluster client learns a promoted master only at a
+	// reload, since a refused dial does not trigger one.
+	ClusterReload time.Duration `json:"cluster_reload,omitempty"`
 	// RetryBudget is redisstore's Settings.RetryBudget (zero: its default).
 	RetryBudget redisstore.RetryBudget `json:"retry_budget,omitempty"`
 	// RoleSettings (PostgreSQL): DSN reaches the server through a
@@ -129,7 +135,9 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 		switch {
 		case len(t.Cluster) > 0:
 			opt.Addrs = t.Cluster
-			c = redis.NewClusterClient(opt.Cluster())
+			co := opt.Cluster()
+			co.ClusterStateReloadInterval = t.ClusterReload
+			c = redis.NewClusterClient(co)
 		case len(t.Sentinels) > 0:
 			opt.Addrs, opt.MasterName = t.Sentinels, t.MasterName
 			s.Redis = redis.NewFailoverClient(opt.Failover())
@@ -140,7 +148,7 @@ func Open(ctx context.Context, t Target, o OpenOptions) (*Stores, error) {
 		}
 		s.RedisAny = c
 		s.close = append(s.close, func() { _ = c.Close() })
-		settings := redisstore.Settings{Namespace: t.Namespace, Policy: o.Policy, RetryBudget: t.RetryBudget, WaitReplicas: t.WaitReplicas}
+		settings := redisstore.Settings{Namespace: t.Namespace, Policy: o.Policy, RetryBudget: t.RetryBudget, WaitReplicas: t.WaitReplicas, Shards: t.Shards}
 		st, q, err := redisstore.New(c, o.Clock, settings)
 		if err != nil {
 			s.Close()
