@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/redis/go-redis/v9"
@@ -49,6 +50,14 @@ const maxRemembered = 100000
 // yet is placed behind the others; with remember set it keeps that place
 // in later claims.
 func (f *fairState) deal(lists [][]string, max int, remember bool) []int {
+	picks, _ := f.dealTenants(lists, nil, max, remember)
+	return picks
+}
+
+// dealTenants is deal, returning too the tenant dealt each turn. A
+// paused tenant is dealt no turn and keeps its place: its shard's turn
+// goes to the first of its tenants behind it that is not paused.
+func (f *fairState) dealTenants(lists [][]string, paused map[string]bool, max int, remember bool) ([]int, []string) {
 	if f.last == nil || len(f.last) > maxRemembered {
 		f.last = map[string]float64{}
 	}
@@ -68,24 +77,36 @@ func (f *fairState) deal(lists [][]string, max int, remember bool) []int {
 		}
 	}
 	out := make([]int, 0, max)
+	tenants := make([]string, 0, max)
 	turn := f.turns
+	head := func(q []string) int { // the first not paused, -1 for none
+		for j, t := range q {
+			if !paused[t] {
+				return j
+			}
+		}
+		return -1
+	}
 	for range max {
-		best := -1
+		best, bj := -1, -1
 		for k, q := range queues {
-			if len(q) > 0 && (best < 0 || at[q[0]] < at[queues[best][0]]) {
-				best = k
+			j := head(q)
+			if j >= 0 && (best < 0 || at[q[j]] < at[queues[best][bj]]) {
+				best, bj = k, j
 			}
 		}
 		if best < 0 {
 			break
 		}
 		q := queues[best]
+		t := q[bj]
 		turn++
-		at[q[0]] = turn
-		queues[best] = append(q[1:], q[0])
+		at[t] = turn
+		queues[best] = append(append(q[:bj:bj], q[bj+1:]...), t)
 		out = append(out, best)
+		tenants = append(tenants, t)
 	}
-	return out
+	return out, tenants
 }
 
 // served records that tenant was served next.
@@ -109,7 +130,7 @@ func (s *shardedQueue) fair(name string) *fairState {
 
 // heads reads the due tenants of queue name in the shards of only (all of
 // them when nil), at most max of each, in one pipeline.
-func (s *shardedQueue) heads(ctx context.Context, name string, only []int, max int) ([][]string, error) {
+func (s *shardedQueue) heads(ctx context.Context, name string, only []int, max int) ([][]string, map[string]bool, error) {
 	if only == nil {
 		only = make([]int, len(s.shards))
 		for i := range only {
@@ -119,13 +140,14 @@ func (s *shardedQueue) heads(ctx context.Context, name string, only []int, max i
 	q0 := s.first()
 	now := nowMicros(q0.clock.Now())
 	out := make([][]string, len(s.shards))
+	paused := map[string]bool{}
 	err := q0.read(ctx, func(ctx context.Context) error {
 		for attempt := 0; ; attempt++ {
 			pipe := q0.client.Pipeline()
 			cmds := make([]*redis.Cmd, len(s.shards))
 			for _, k := range only {
 				p := s.shards[k].keys.queue(name)
-				keys := []string{p + "rot", p + "wait", p + "turns", p + "waits"}
+				keys := []string{p + "rot", p + "wait", p + "turns", p + "waits", p + "life"}
 				if attempt == 0 {
 					cmds[k] = pipe.EvalSha(ctx, scriptShardHeads.Hash(), keys, now, max)
 				} else {
@@ -139,18 +161,29 @@ func (s *shardedQueue) heads(ctx context.Context, name string, only []int, max i
 			if err != nil && err != redis.Nil {
 				return err
 			}
+			clear(paused)
 			for _, k := range only {
-				vs, _ := cmds[k].Val().([]any)
+				parts, _ := cmds[k].Val().([]any)
 				out[k] = out[k][:0]
-				for _, v := range vs {
+				if len(parts) != 2 {
+					return errMalformed("shard tenants")
+				}
+				vs, _ := parts[0].([]any)
+				ps, _ := parts[1].([]any)
+				for j, v := range vs {
 					t, _ := v.(string)
 					out[k] = append(out[k], t)
+					if j < len(ps) {
+						if n, _ := ps[j].(int64); n == 1 {
+							paused[t] = true
+						}
+					}
 				}
 			}
 			return nil
 		}
 	})
-	return out, err
+	return out, paused, err
 }
 
 // Claim leases up to req.Max items from the queue's shards: the batch's
@@ -192,15 +225,18 @@ func (s *shardedQueue) claim(ctx context.Context, done []contract.Lease, req con
 		var picks []int
 		share := make([]int, len(s.shards))
 		if want := req.Max - len(out); want > 0 {
-			var from []int
+			from := make([]int, 0, len(s.shards))
 			for k := range s.shards {
 				if !excluded[k] {
 					from = append(from, k)
 				}
 			}
+			if len(from) == 0 {
+				break
+			}
 			// Every shard lists more of its tenants than its share: a
 			// tenant is placed among the others when first listed.
-			lists, err := s.heads(ctx, req.Queue, from, max(2*want, headsListed))
+			lists, paused, err := s.heads(ctx, req.Queue, from, max(2*want, headsListed))
 			if err != nil {
 				if round == 0 {
 					return nil, err
@@ -208,8 +244,23 @@ func (s *shardedQueue) claim(ctx context.Context, done []contract.Lease, req con
 				break
 			}
 			s.mu.Lock()
-			picks = s.fair(req.Queue).deal(lists, want, true)
+			picks, _ = s.fair(req.Queue).dealTenants(lists, paused, want, true)
 			s.mu.Unlock()
+			if round == 0 && report != nil {
+				// A shard dealt no turn is not called, so its paused
+				// tenants are noted here; the called shards note theirs.
+				called := map[int]bool{}
+				for _, k := range picks {
+					called[k] = true
+				}
+				for k, l := range lists {
+					for _, t := range l {
+						if paused[t] && !called[k] {
+							report.Note(contract.HeldPaused, time.Time{})
+						}
+					}
+				}
+			}
 			for _, k := range picks {
 				share[k]++
 			}

@@ -72,3 +72,17 @@ func count(xs []int, x int) int {
 	}
 	return n
 }
+
+// TestDealPassesPaused: a paused tenant is dealt no turn and keeps its
+// place at the head of its shard's list.
+func TestDealPassesPaused(t *testing.T) {
+	var f fairState
+	paused := map[string]bool{"p": true}
+	picks, tenants := f.dealTenants([][]string{{"p", "q"}, {"r"}}, paused, 4, true)
+	if !slices.Equal(picks, []int{1, 0, 1, 0}) || !slices.Equal(tenants, []string{"r", "q", "r", "q"}) {
+		t.Errorf("deal with p paused = %v %v, want r q r q", picks, tenants)
+	}
+	if picks, tenants = f.dealTenants([][]string{{"p", "q"}, {"r"}}, nil, 1, true); picks[0] != 0 || tenants[0] != "p" {
+		t.Errorf("deal after p's resume = %v %v, want p first", picks, tenants)
+	}
+}

@@ -2,11 +2,13 @@
 -- serves them, for a sharded claim to deal its turns between shards. Reads
 -- only.
 --
--- KEYS[1] ROT   KEYS[2] WAIT   KEYS[3] TURNS   KEYS[4] WAITS
+-- KEYS[1] ROT   KEYS[2] WAIT   KEYS[3] TURNS   KEYS[4] WAITS   KEYS[5] LIFE
 -- ARGV[1] now (us)   ARGV[2] most tenants listed
--- Returns the tenants: those of the rotation merged by turn stamp with
--- the waiting ones whose first item is due by now (they rejoin at their
--- stamp), then those of waits that timed out by now (they join behind).
+-- Returns {the tenants, and for each 1 if it is paused else 0}: those of
+-- the rotation merged by turn stamp with the waiting ones whose first
+-- item is due by now (they rejoin at their stamp), then those of waits
+-- that timed out by now (they join behind). While the whole queue is
+-- paused no tenant is marked: the claims say so.
 local now, max = ARGV[1], tonumber(ARGV[2])
 local all = {}
 local rot = redis.call('ZRANGE', KEYS[1], '-inf', '(+inf', 'BYSCORE', 'WITHSCORES', 'LIMIT', 0, max)
@@ -44,4 +46,12 @@ if #out < max then
     end
   end
 end
-return out
+local paused = {}
+local some = tonumber(redis.call('HGET', KEYS[5], 'n') or '0') > 0 and redis.call('HGET', KEYS[5], 'q') ~= '1'
+for j, t in ipairs(out) do
+  paused[j] = 0
+  if some and redis.call('HGET', KEYS[5], 't' .. #t .. ':' .. t) == '1' then
+    paused[j] = 1
+  end
+end
+return {out, paused}
