@@ -251,15 +251,13 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// clusterBacking is redisstore over a cluster client of the scenario's
-// cluster with Settings.Shards set, under a namespace of its own per
-// measurement. Around the workers' run (start to stop) it reads every
-// node's CPU time and this process's, so a row can say which server
-// threads were busy and how much of the two cores the client took.
+// clusterBacking is a backing on the scenario's cluster whose rows note
+// what the servers spent: around the workers' run (start to stop) it
+// reads every node's CPU time and this process's, so a row can say which
+// server threads were busy and how much of the two cores the client took.
 type clusterBacking struct {
-	*ourBacking
-	cl     *benchCluster
-	shards int
+	backing
+	cl *benchCluster
 
 	t0      time.Time
 	cpuAt   []time.Duration
@@ -269,38 +267,207 @@ type clusterBacking struct {
 	proc    time.Duration   // this process's CPU time over the window
 }
 
-func newClusterBacking(cl *benchCluster, shards, claimers, batch int) *clusterBacking {
-	n := 0
-	b := &clusterBacking{cl: cl, shards: shards}
-	b.ourBacking = &ourBacking{
-		label: fmt.Sprintf("redis-shards%d", shards),
-		open: func(ctx context.Context, conc int) (*instance, error) {
-			n++
-			if err := cl.flush(ctx); err != nil {
-				return nil, err
-			}
-			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.addrs(), PoolSize: conc + 20})
-			q, err := redisstore.NewQueue(c, nil, redisstore.Settings{Namespace: fmt.Sprintf("adkbench_%d_%d", os.Getpid(), n), Shards: shards})
-			if err != nil {
-				c.Close()
-				return nil, err
-			}
-			return &instance{q: q, waker: q, serverMicros: cl.scriptMicros, close: func(ctx context.Context) error {
-				err := q.Close()
-				if ferr := cl.flush(ctx); err == nil {
-					err = ferr
-				}
-				c.Close()
-				return err
-			}}, nil
-		},
+// clusterQueue opens redisstore over a cluster client of cl, with
+// namespace ns and shards shards, for conc workers; closing it deletes
+// nothing (the scenario flushes its servers).
+func clusterQueue(cl *benchCluster, ns string, shards, conc int) (*instance, error) {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.addrs(), PoolSize: conc + 20})
+	q, err := redisstore.NewQueue(c, nil, redisstore.Settings{Namespace: ns, Shards: shards})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &instance{q: q, waker: q, serverMicros: cl.scriptMicros, close: func(ctx context.Context) error {
+		err := q.Close()
+		c.Close()
+		return err
+	}}, nil
+}
+
+// redisOnCluster is one redisstore queue on cl, drained by the runner as
+// every row of ours is.
+func redisOnCluster(label string, open func(ctx context.Context, conc int) (*instance, error), claimers, batch int) *ourBacking {
+	return &ourBacking{
+		label:    label,
+		open:     open,
 		poll:     500 * time.Millisecond,
 		claimers: claimers,
 		maxBatch: batch,
 		chunk:    500,
 		loaders:  2,
 	}
-	return b
+}
+
+// newClusterBacking is redisstore with Settings.Shards = shards on cl,
+// under a namespace of its own per measurement, the servers flushed
+// before and after.
+func newClusterBacking(cl *benchCluster, shards, claimers, batch int) *clusterBacking {
+	n := 0
+	ob := redisOnCluster(fmt.Sprintf("redis-shards%d", shards), func(ctx context.Context, conc int) (*instance, error) {
+		n++
+		if err := cl.flush(ctx); err != nil {
+			return nil, err
+		}
+		inst, err := clusterQueue(cl, fmt.Sprintf("adkbench_%d_%d", os.Getpid(), n), shards, conc)
+		if err != nil {
+			return nil, err
+		}
+		closeQueue := inst.close
+		inst.close = func(ctx context.Context) error {
+			return errors.Join(closeQueue(ctx), cl.flush(ctx))
+		}
+		return inst, nil
+	}, claimers, batch)
+	return &clusterBacking{backing: ob, cl: cl}
+}
+
+// namespacesBacking is the reference the issue's "shard by running
+// several namespaces" stands for: one unsharded queue per master (each
+// namespace's tag chosen in that master's slot range), a tenant's items
+// in the queue of the shard redisstore would give it, and a runner per
+// queue with its share of the workers. It has no rotation across the
+// queues and no fairness between them: it shows what the servers give
+// when nothing joins the queues.
+type namespacesBacking struct {
+	cl    *benchCluster
+	parts []*ourBacking
+	n     int
+}
+
+func newNamespacesBacking(cl *benchCluster, claimers, batch int) *clusterBacking {
+	b := &namespacesBacking{cl: cl}
+	for i := range len(cl.nodes) {
+		b.parts = append(b.parts, redisOnCluster(fmt.Sprintf("ns%d", i), func(ctx context.Context, conc int) (*instance, error) {
+			return clusterQueue(cl, namespaceOn(fmt.Sprintf("adkbench_%d_%d_", os.Getpid(), b.n), i, len(cl.nodes)), 1, conc)
+		}, claimers, batch))
+	}
+	return &clusterBacking{backing: b, cl: cl}
+}
+
+// namespaceOn returns prefix followed by the smallest k whose queue tag
+// ("<ns>:queue") falls in the i-th of n equal slot ranges: the range
+// redis-cli --cluster create gives the i-th master.
+func namespaceOn(prefix string, i, n int) string {
+	lo, hi := i*16384/n, (i+1)*16384/n
+	for k := 0; ; k++ {
+		ns := prefix + strconv.Itoa(k)
+		if s := int(crc16(ns+":queue") % 16384); s >= lo && s < hi {
+			return ns
+		}
+	}
+}
+
+// crc16 is the CRC16-CCITT (XMODEM) Redis Cluster hashes keys with.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// fnvShard is redisstore's shard of a tenant: FNV-1a of its name modulo n.
+func fnvShard(tenant string, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(tenant); i++ {
+		h ^= uint32(tenant[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+func (b *namespacesBacking) name() string      { return fmt.Sprintf("redis-%dns", len(b.parts)) }
+func (b *namespacesBacking) peer() bool        { return false }
+func (b *namespacesBacking) enqueueChunk() int { return 500 }
+func (b *namespacesBacking) enqueuers() int    { return 2 }
+
+func (b *namespacesBacking) prepare(ctx context.Context, w workload) error {
+	b.n++
+	if err := b.cl.flush(ctx); err != nil {
+		return err
+	}
+	for i, p := range b.parts {
+		pw := w
+		pw.conc = w.conc / len(b.parts)
+		if i < w.conc%len(b.parts) {
+			pw.conc++
+		}
+		if err := p.prepare(ctx, pw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *namespacesBacking) enqueue(ctx context.Context, jobs []job) error {
+	by := make([][]job, len(b.parts))
+	for _, j := range jobs {
+		i := fnvShard(tenantName(j.tenant), len(b.parts))
+		by[i] = append(by[i], j)
+	}
+	for i, js := range by {
+		if len(js) > 0 {
+			if err := b.parts[i].enqueue(ctx, js); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b *namespacesBacking) start(ctx context.Context) error {
+	for _, p := range b.parts {
+		if err := p.start(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *namespacesBacking) stop(ctx context.Context) error {
+	var errs []error
+	for _, p := range b.parts {
+		errs = append(errs, p.stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (b *namespacesBacking) cleanup(ctx context.Context) error {
+	var errs []error
+	for _, p := range b.parts {
+		errs = append(errs, p.cleanup(ctx))
+	}
+	return errors.Join(append(errs, b.cl.flush(ctx))...)
+}
+
+func (b *namespacesBacking) errs() (int64, error) {
+	var n int64
+	var first error
+	for _, p := range b.parts {
+		k, err := p.errs()
+		n += k
+		if first == nil {
+			first = err
+		}
+	}
+	return n, first
+}
+
+func (b *namespacesBacking) detail() string {
+	var out []string
+	for _, p := range b.parts {
+		if d := p.detail(); d != "" {
+			out = append(out, p.label+": "+d)
+		}
+	}
+	return strings.Join(out, " | ")
 }
 
 func (b *clusterBacking) start(ctx context.Context) error {
@@ -310,11 +477,11 @@ func (b *clusterBacking) start(ctx context.Context) error {
 		return fmt.Errorf("INFO cpu: %w", err)
 	}
 	b.cpuAt, b.procAt, b.t0 = at, processCPU(), time.Now()
-	return b.ourBacking.start(ctx)
+	return b.backing.start(ctx)
 }
 
 func (b *clusterBacking) stop(ctx context.Context) error {
-	err := b.ourBacking.stop(ctx)
+	err := b.backing.stop(ctx)
 	b.window = time.Since(b.t0)
 	b.proc = processCPU() - b.procAt
 	now, cerr := b.cl.cpu(ctx)
@@ -366,10 +533,12 @@ func shardsUnsupported(cl *benchCluster, n int) string {
 // clusterScenario starts a 3-master cluster and measures, on it, the
 // throughput load of 50 busy tenants with one shard (the whole queue in
 // one slot: one master's thread) against three shards (one per master),
-// in interleaved pairs whose order alternates, at the largest
-// -concurrency; then the fairness load (one tenant with -items items, 50
-// with 10 each) on each, at the first -concurrency. Every row notes each
-// server's CPU time over the workers' run.
+// beside three unsharded namespaces, one per master (the reference: what
+// three threads give with nothing joining them), in rounds whose order
+// alternates, at the largest -concurrency; then the fairness load (one
+// tenant with -items items, 50 with 10 each) with one and three shards,
+// at the first -concurrency. Every row notes each server's CPU time over
+// the workers' run.
 func (h *harness) clusterScenario(ctx context.Context) {
 	conc := slices.Max(h.cfg.conc)
 	h.logf("cluster: starting %d masters", clusterMasters)
@@ -382,51 +551,64 @@ func (h *harness) clusterScenario(ctx context.Context) {
 	defer cl.stop()
 	one := newClusterBacking(cl, 1, h.cfg.claimers, h.cfg.batch)
 	many := newClusterBacking(cl, clusterMasters, h.cfg.claimers, h.cfg.batch)
-	one.carry, many.carry = h.cfg.completeAndClaim, h.cfg.completeAndClaim
+	spaces := newNamespacesBacking(cl, h.cfg.claimers, h.cfg.batch)
+	for _, b := range []*clusterBacking{one, many} {
+		b.backing.(*ourBacking).carry = h.cfg.completeAndClaim
+	}
+	for _, p := range spaces.backing.(*namespacesBacking).parts {
+		p.carry = h.cfg.completeAndClaim
+	}
 	unsupported := shardsUnsupported(cl, clusterMasters)
 
-	measure := func(b *clusterBacking) row {
-		r := h.measureThroughput(ctx, "cluster", b, conc, h.cfg.items, clusterBusy, 0)
-		r.Note = strings.TrimSpace(b.cpuNote() + "; " + fmt.Sprintf("%d tenants", clusterBusy))
-		return r
-	}
-	var ones, manys []row
-	var ratios []float64
-	for p := range max(1, h.cfg.pairs) {
-		if unsupported != "" {
-			ones = append(ones, measure(one))
-			continue
-		}
-		var a, b row
-		if p%2 == 0 {
-			a = measure(one)
-			b = measure(many)
-		} else {
-			b = measure(many)
-			a = measure(one)
-		}
-		ones, manys = append(ones, a), append(manys, b)
-		if a.Error == "" && b.Error == "" && a.Value > 0 {
-			ratios = append(ratios, b.Value/a.Value)
-		}
-	}
-	h.add(medianRow(ones))
+	// The sides of a round, in the order of even rounds; odd rounds
+	// reverse it.
+	sides := []*clusterBacking{one, many, spaces}
 	if unsupported != "" {
-		h.add(row{Scenario: "cluster", Backing: many.label, Concurrency: conc, Items: h.cfg.items, Metric: "claim→complete", Unit: "items/s",
-			Note: "not supported: " + unsupported})
-	} else {
-		r := medianRow(manys)
-		if r.Error == "" && len(ratios) == len(manys) {
-			shown := make([]string, len(ratios))
-			for i, x := range ratios {
-				shown[i] = fmt.Sprintf("%.2f", x)
+		sides = []*clusterBacking{one, spaces}
+	}
+	measured := make([][]row, len(sides))
+	ratios := make([][]float64, len(sides)) // each side over one shard, per round
+	for p := range max(1, h.cfg.pairs) {
+		round := make([]row, len(sides))
+		for k := range sides {
+			i := k
+			if p%2 == 1 {
+				i = len(sides) - 1 - k
 			}
-			slices.SortFunc(ratios, cmp.Compare[float64])
-			r.Ratio, r.RatioOf = ratios[len(ratios)/2], "vs 1 shard"
-			r.Target, r.Met = "≥ 1.8× 1 shard", ptr(r.Ratio >= 1.8)
-			r.Note = fmt.Sprintf("pairs %s; %s", strings.Join(shown, ", "), r.Note)
+			b := sides[i]
+			r := h.measureThroughput(ctx, "cluster", b, conc, h.cfg.items, clusterBusy, 0)
+			r.Note = strings.TrimSpace(b.cpuNote() + "; " + fmt.Sprintf("%d tenants", clusterBusy))
+			round[i] = r
+		}
+		for i, r := range round {
+			measured[i] = append(measured[i], r)
+			if base := round[0]; i > 0 && r.Error == "" && base.Error == "" && base.Value > 0 {
+				ratios[i] = append(ratios[i], r.Value/base.Value)
+			}
+		}
+	}
+	for i, b := range sides {
+		r := medianRow(measured[i])
+		if i > 0 && r.Error == "" && len(ratios[i]) == len(measured[i]) {
+			shown := make([]string, len(ratios[i]))
+			for k, x := range ratios[i] {
+				shown[k] = fmt.Sprintf("%.2f", x)
+			}
+			rs := slices.Clone(ratios[i])
+			slices.SortFunc(rs, cmp.Compare[float64])
+			r.Ratio, r.RatioOf = rs[len(rs)/2], "vs 1 shard"
+			r.Note = fmt.Sprintf("ratios %s; %s", strings.Join(shown, ", "), r.Note)
+			if b == many {
+				r.Target, r.Met = "≥ 1.8× 1 shard", ptr(r.Ratio >= 1.8)
+			} else {
+				r.Note = "reference, no rotation across the queues; " + r.Note
+			}
 		}
 		h.add(r)
+		if b == one && unsupported != "" {
+			h.add(row{Scenario: "cluster", Backing: many.name(), Concurrency: conc, Items: h.cfg.items, Metric: "claim→complete", Unit: "items/s",
+				Note: "not supported: " + unsupported})
+		}
 	}
 
 	c0 := h.cfg.conc[0]
@@ -435,7 +617,7 @@ func (h *harness) clusterScenario(ctx context.Context) {
 	fr.Note += "; " + one.cpuNote()
 	h.add(fr)
 	if unsupported != "" {
-		h.add(row{Scenario: "cluster", Backing: many.label, Concurrency: c0, Metric: "max first-claim index", Unit: "claims",
+		h.add(row{Scenario: "cluster", Backing: many.name(), Concurrency: c0, Metric: "max first-claim index", Unit: "claims",
 			Note: "not supported: " + unsupported})
 		return
 	}

@@ -411,7 +411,8 @@ func stateKeeper(ctx context.Context, t *testing.T, name, dir string) bool {
 // TestSmokeCluster runs the cluster scenario with tiny counts on the
 // 3-master cluster it starts: every row handles all of its items exactly
 // once; the one-shard rows give a throughput and a fairness figure
-// within 60; and the three-shard rows, where this build serves
+// within 60; the three-namespace reference a throughput with its ratio
+// to one shard; and the three-shard rows, where this build serves
 // Settings.Shards, give a throughput with its ratio to one shard and a
 // fairness figure checked against 2 × 51, each with the servers' CPU
 // times. Where this build refuses three shards, those rows say so, which
@@ -441,8 +442,11 @@ func TestSmokeCluster(t *testing.T) {
 		}
 		rows[r.Backing+" "+r.Metric] = r
 	}
-	if len(rows) != 4 {
-		t.Fatalf("%d cluster rows (%v), want throughput and fairness for 1 and 3 shards", len(rows), slices.Collect(maps.Keys(rows)))
+	if len(rows) != 5 {
+		t.Fatalf("%d cluster rows (%v), want throughput and fairness for 1 and 3 shards and the 3-namespace throughput", len(rows), slices.Collect(maps.Keys(rows)))
+	}
+	if ns := rows["redis-3ns claim→complete"]; ns.Value <= 0 || ns.Concurrency != 100 || ns.Ratio <= 0 || ns.RatioOf != "vs 1 shard" || ns.Met != nil || !strings.Contains(ns.Note, "node2") {
+		t.Errorf("redis-3ns: throughput row %+v; want a figure at concurrency 100 with its ratio to one shard, no target, and the servers' CPU times", ns)
 	}
 	for _, b := range []string{"redis-shards1", "redis-shards3"} {
 		tp, fair := rows[b+" claim→complete"], rows[b+" max first-claim index"]
