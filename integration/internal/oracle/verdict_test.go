@@ -200,6 +200,30 @@ func TestJudgeCatchesLostAcknowledgedWrite(t *testing.T) {
 	}
 }
 
+// On a cluster an item's run and its queue are on different masters: a
+// failover can lose the acknowledged effect and keep the completion.
+// Inside the allowance that is a forgiven loss; outside it, a lost item.
+func TestJudgeForgivesALostEffectWhoseCompletionWasKept(t *testing.T) {
+	sc := newScene(t, 10)
+	sc.work(func(l contract.Lease) bool {
+		if l.Item.ID == "item:4" {
+			if err := sc.mem.Complete(sc.ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			sc.acks = append(sc.acks, Event{Kind: "ack", Tenant: l.Item.Tenant, ID: l.Item.ID, Token: l.Token, At: sc.clock.Now().UnixNano()})
+			return false
+		}
+		return true
+	})
+	wantViolation(t, sc.judge(nil), "lost")
+	r := sc.judge(&Allowance{From: sc.clock.Now().Add(-time.Second), To: sc.clock.Now()})
+	if !r.OK() || len(r.Forgiven) != 1 || !strings.Contains(r.Forgiven[0], "completion kept") {
+		t.Fatalf("a lost effect inside the allowance judged %s, forgiven %q, violations %q", r.Summary(), r.Forgiven, r.Violations)
+	}
+	// Acknowledged before the window: a loss all the same.
+	wantViolation(t, sc.judge(&Allowance{From: sc.clock.Now().Add(time.Second), To: sc.clock.Now().Add(2 * time.Second)}), "lost")
+}
+
 func TestJudgeCatchesPoisonNotDead(t *testing.T) {
 	sc := newScene(t, PoisonEvery)
 	sc.work(func(l contract.Lease) bool {

@@ -273,6 +273,18 @@ func (c *Cluster) stateOK(ctx context.Context, i int) bool {
 	return err == nil && strings.Contains(info, "cluster_state:ok")
 }
 
+// HoldReplication makes replica i stop applying its master's stream for
+// d while the master goes on acknowledging writes: CLIENT PAUSE WRITE on
+// the replica holds the commands its master sends with its clients'
+// writes. A master killed before d has passed loses what it acknowledged
+// meanwhile, as one whose replica lags d behind would; the replica is
+// still promoted (the pause holds no cluster traffic).
+func (c *Cluster) HoldReplication(ctx context.Context, i int, d time.Duration) error {
+	n := c.node(i)
+	defer n.Close()
+	return n.Do(ctx, "CLIENT", "PAUSE", d.Milliseconds(), "WRITE").Err()
+}
+
 // Rejoin starts node i again (a master Failover killed) and waits, up to
 // limit, until it has come back as a replica of the master that took its
 // slots, in sync with it. Without persistence it comes back empty and

@@ -177,5 +177,49 @@ func TestClusterFailover(t *testing.T) {
 	}
 }
 
+// A write the master acknowledged while its replica held the replication
+// stream is lost when the master is killed then: the promoted replica has
+// the writes before the hold and not that one.
+func TestClusterFailoverLosesWhatTheReplicaHeld(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartClusterWith(t, redistest.ClusterOptions{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: time.Second})
+	const before, during = "{held}:before", "{held}:during"
+	owner, err := cl.Owner(ctx, redistest.Slot(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cl.Nodes[owner].Client(t, nil)
+	if err := m.Set(ctx, before, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1: %d, %v", n, err)
+	}
+	replicas, err := cl.ReplicasOf(ctx, owner)
+	if err != nil || len(replicas) != 1 {
+		t.Fatalf("replicas of node %d: %v, %v", owner, replicas, err)
+	}
+	if err := cl.HoldReplication(ctx, replicas[0], 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Set(ctx, during, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.Do(ctx, "WAIT", 1, 100).Int(); err != nil || n != 0 {
+		t.Fatalf("WAIT 1 during the hold: %d, %v; want no replica to have the write", n, err)
+	}
+	promoted, _, err := cl.Failover(ctx, owner, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cl.Nodes[promoted].Client(t, nil)
+	if got, err := p.Get(ctx, before).Result(); err != nil || got != "v" {
+		t.Errorf("the write before the hold on the promoted replica: %q, %v", got, err)
+	}
+	if n, err := p.Exists(ctx, during).Result(); err != nil || n != 0 {
+		t.Errorf("the write during the hold on the promoted replica: %d, %v; want it lost", n, err)
+	}
+}
+
 // The package example runs as a test in this lane.
 func TestExample(t *testing.T) { testQueueKeepsItsItemsAcrossACrash(t) }
