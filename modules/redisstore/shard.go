@@ -96,10 +96,10 @@ func (s *shardedQueue) scope(tenant string) []int {
 }
 
 // sum runs fn on the shards of scope and adds up the counts.
-func (s *shardedQueue) sum(only []int, fn func(q *workQueue) (int, error)) (int, error) {
+func (s *shardedQueue) sum(only []int, fn func(k int, q *workQueue) (int, error)) (int, error) {
 	counts := make([]int, len(s.shards))
 	err := s.some(only, func(i int, q *workQueue) error {
-		n, err := fn(q)
+		n, err := fn(i, q)
 		counts[i] = n
 		return err
 	})
@@ -255,19 +255,19 @@ func mergeSettled(leases []contract.Lease, settled []error) error {
 
 // Reap reaps every shard.
 func (s *shardedQueue) Reap(ctx context.Context, name string) (int, error) {
-	return s.sum(nil, func(q *workQueue) (int, error) { return q.Reap(ctx, name) })
+	return s.sum(nil, func(_ int, q *workQueue) (int, error) { return q.Reap(ctx, name) })
 }
 
 // Requeue requeues the matching dead letters of every shard the filter
 // can match.
 func (s *shardedQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
-	return s.sum(s.scope(f.Tenant), func(q *workQueue) (int, error) { return q.Requeue(ctx, f) })
+	return s.sum(s.scope(f.Tenant), func(_ int, q *workQueue) (int, error) { return q.Requeue(ctx, f) })
 }
 
 // Purge deletes the matching dead letters of every shard the filter can
 // match.
 func (s *shardedQueue) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
-	return s.sum(s.scope(f.Tenant), func(q *workQueue) (int, error) { return q.Purge(ctx, f) })
+	return s.sum(s.scope(f.Tenant), func(_ int, q *workQueue) (int, error) { return q.Purge(ctx, f) })
 }
 
 // Subscribe subscribes once for every shard: they all publish on the
@@ -340,18 +340,18 @@ func (s *shardedQueue) Cancel(ctx context.Context, key contract.ItemKey, reason 
 // CancelMatching cancels the matching items of every shard the filter
 // can match.
 func (s *shardedQueue) CancelMatching(ctx context.Context, f contract.CancelFilter, reason string) (int, error) {
-	return s.sum(s.scope(f.Tenant), func(q *workQueue) (int, error) { return q.CancelMatching(ctx, f, reason) })
+	return s.sum(s.scope(f.Tenant), func(_ int, q *workQueue) (int, error) { return q.CancelMatching(ctx, f, reason) })
 }
 
 // CountMatching counts the matching items of every shard the filter can
 // match.
 func (s *shardedQueue) CountMatching(ctx context.Context, f contract.CancelFilter) (int, error) {
-	return s.sum(s.scope(f.Tenant), func(q *workQueue) (int, error) { return q.CountMatching(ctx, f) })
+	return s.sum(s.scope(f.Tenant), func(_ int, q *workQueue) (int, error) { return q.CountMatching(ctx, f) })
 }
 
 // PurgeCancelled purges every shard.
 func (s *shardedQueue) PurgeCancelled(ctx context.Context, name string, before time.Time) (int, error) {
-	return s.sum(nil, func(q *workQueue) (int, error) { return q.PurgeCancelled(ctx, name, before) })
+	return s.sum(nil, func(_ int, q *workQueue) (int, error) { return q.PurgeCancelled(ctx, name, before) })
 }
 
 // Snooze goes to the lease's shard.
@@ -531,12 +531,5 @@ func (s *shardedQueue) Prune(ctx context.Context, name string) (int, error) {
 			keep[k] = strconv.Itoa(n)
 		}
 	}
-	return s.sum(nil, func(q *workQueue) (int, error) {
-		for k, sq := range s.shards {
-			if sq == q {
-				return q.prune(ctx, name, keep[k])
-			}
-		}
-		return 0, nil
-	})
+	return s.sum(nil, func(k int, q *workQueue) (int, error) { return q.prune(ctx, name, keep[k]) })
 }

@@ -4,12 +4,15 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/policy"
 	"github.com/adkit/adk/modules/redisstore"
 	"github.com/adkit/adk/modules/redisstore/redistest"
 )
@@ -75,4 +78,77 @@ func TestShardedFairness(t *testing.T) {
 		last = max(last, n)
 	}
 	t.Logf("the last small tenant's first item: claim %d of %d", last, 2*51)
+}
+
+// TestShardedDeadLetterPaging pages 30 tenants' dead letters, spread over
+// 3 shards and dead at 30 moments, four at a time oldest first and newest
+// first, and turns around from a cursor half-way: each listing is the
+// letters in the order they died, every one once.
+func TestShardedDeadLetterPaging(t *testing.T) {
+	client := redistest.Client(t)
+	ctx := context.Background()
+	ns := redistest.Namespace(t, client)
+	t.Cleanup(func() { purgeShards(t, client, ns) })
+	clock := contracttest.NewFakeClock(time.Unix(1_700_000_000, 0))
+	q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: ns, Shards: 3, Policy: policy.Policy{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var died []string
+	for i := range 30 {
+		tn := fmt.Sprintf("t%02d", i)
+		if err := q.Enqueue(ctx, contract.Item{Tenant: tn, ID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Fail(ctx, ls[0], errors.New("boom")); err != nil {
+			t.Fatal(err)
+		}
+		died = append(died, tn)
+		clock.Advance(time.Millisecond)
+	}
+	list := func(cursor string, newest bool, pages int) ([]string, string) {
+		t.Helper()
+		var got []string
+		for range pages {
+			p, err := q.DeadLetters(ctx, contract.DeadLetterQuery{Page: contract.PageRequest{Cursor: cursor, Limit: 4}, Newest: newest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range p.Items {
+				got = append(got, it.Tenant)
+			}
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+		}
+		return got, cursor
+	}
+	if got, _ := list("", false, 100); !slices.Equal(got, died) {
+		t.Errorf("oldest first: %v, want %v", got, died)
+	}
+	back := slices.Clone(died)
+	slices.Reverse(back)
+	if got, _ := list("", true, 100); !slices.Equal(got, back) {
+		t.Errorf("newest first: %v, want %v", got, back)
+	}
+	// Three pages oldest first, then newest first from that place: the
+	// twelve letters before it, newest first.
+	first, mid := list("", false, 3)
+	again, _ := list(mid, true, 100)
+	want := slices.Clone(first)
+	slices.Reverse(want)
+	if !slices.Equal(again, want) {
+		t.Errorf("newest first from the cursor after 12: %v, want %v", again, want)
+	}
+	if rest, _ := list(mid, false, 100); !slices.Equal(rest, died[12:]) {
+		t.Errorf("oldest first from the cursor after 12: %v, want %v", rest, died[12:])
+	}
+	if n, err := q.Requeue(ctx, contract.DeadLetterFilter{}); err != nil || n != 30 {
+		t.Errorf("Requeue = %d, %v; want all 30", n, err)
+	}
 }
