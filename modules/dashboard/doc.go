@@ -32,6 +32,12 @@
 //     read-write token that sees every tenant of the queue, and bad
 //     limits are refused with the contract's [contract.ValidationError],
 //     changing nothing.
+//   - /queue: the queue's lifecycle controls and, when its backing spreads
+//     it over more than one shard ([contract.AsShardReporter]), each
+//     shard's master, slot, tenants, queued items, live leases and claims
+//     per second, with their sums (also /api/shards). A tenant-scoped
+//     token is told only how many shards there are: a shard's counts sum
+//     every tenant on it.
 //   - /leases: live leases soonest expiry first, with time left; leases
 //     past expiry that no reaper has returned yet are highlighted.
 //   - /dead: dead letters newest first, paged with the backing's cursor

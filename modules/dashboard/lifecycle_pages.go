@@ -29,6 +29,7 @@ func (s *Server) queuePage(c echo.Context) (view.QueuePage, int, error) {
 		return p, 0, err
 	}
 	p.CanQueue, p.QueueReason = s.mayActOnQueue(c, queue)
+	p.Shards = s.shardsPanel(c, queue)
 	lc, ok := s.lifecycle()
 	if !ok {
 		p.Note = view.NoLifecycleNote

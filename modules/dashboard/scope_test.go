@@ -61,7 +61,7 @@ func TestScopesTable(t *testing.T) {
 		"/leases", "/api/leases", "/dead", "/api/dead", "/dead/errors", "/api/dead/errors",
 		"/dead/confirm?action=purge&scope=filter", "/api/dead/preview?action=purge&scope=filter",
 		"/item?tenant=acme&id=evil", "/api/item?tenant=acme&id=evil", "/health", "/api/health",
-		"/limits", "/api/limits", "/limits?tenant=acme", "/api/limits?tenant=acme",
+		"/limits", "/api/limits", "/limits?tenant=acme", "/api/limits?tenant=acme", "/queue", "/api/queue", "/api/shards",
 	}
 	foreign := []string{
 		"/dead?tenant=globex", "/api/dead?tenant=globex", "/api/dead/errors?tenant=globex",

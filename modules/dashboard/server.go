@@ -134,6 +134,7 @@ func (s *Server) routes() *echo.Echo {
 	get(e, "/api/limits", apiPage(s.limitsPage), read...)
 	get(e, "/queue", htmlPage(s, s.queuePage, view.QueueView), read...)
 	get(e, "/api/queue", apiPage(s.queuePage), read...)
+	get(e, "/api/shards", apiPage(s.shardsAPI), read...)
 	get(e, "/waiting", htmlPage(s, s.waitingPage, view.WaitingView), read...)
 	get(e, "/api/waiting", apiPage(s.waitingPage), read...)
 	get(e, "/cancel/confirm", htmlPage(s, s.cancelConfirm, view.CancelConfirmView), read...)

@@ -74,6 +74,9 @@ type QueuePage struct {
 	RetentionForm    RetentionForm  `json:"-"`
 	RetentionProblem string         `json:"-"`
 	RetentionField   string         `json:"-"`
+	// Shards is the queue's shards when its backing spreads it over more
+	// than one (nil otherwise).
+	Shards *ShardsPanel `json:"shards,omitempty"`
 }
 
 // CancelConfirm is the step before a bulk cancel: what it will touch,
