@@ -245,9 +245,9 @@ type ShardStats struct {
 	ClaimRate float64
 }
 
-// ShardReporter is implemented by queues that spread each queue over
-// several shards (redisstore with Settings.Shards above one): what the
-// dashboard shows per shard.
+// ShardReporter is implemented by queues that can spread each queue over
+// several shards (redisstore, whatever its Settings.Shards): what the
+// dashboard shows per shard. A queue kept in one piece reports one shard.
 type ShardReporter interface {
 	// Shards returns queue's shards in shard order.
 	Shards(ctx context.Context, queue string) ([]ShardStats, error)

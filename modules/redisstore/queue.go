@@ -316,21 +316,88 @@ var _ contract.CompleteClaimer = (*RedisWorkQueue)(nil)
 // Claim leases up to req.Max due items in tenant rotation, in one script
 // call whatever the number of tenants.
 func (q *workQueue) Claim(ctx context.Context, req contract.ClaimRequest) ([]contract.Lease, error) {
+	ls, _, err := q.claim(ctx, req, false)
+	return ls, err
+}
+
+// shardCount is what a shard's claim reads of the shard once it has
+// claimed (shardHeads in shard_lib.lua): its tenants with due work in the
+// order its next claim serves them, the paused ones among them, and when
+// the next delayed tenant or wait falls due (unix us, -1 for none).
+type shardCount struct {
+	heads  []string
+	paused map[string]bool
+	dueAt  int64
+}
+
+// claim is Claim, with the shard's tenant counts when counted (a shard of
+// a sharded queue claiming its share).
+func (q *workQueue) claim(ctx context.Context, req contract.ClaimRequest, counted bool) ([]contract.Lease, shardCount, error) {
 	name := req.Queue
 	now := q.clock.Now()
 	exp := now.Add(req.LeaseFor)
 	report := contract.ClaimReportFrom(ctx)
-	res, err := q.run(ctx, scriptClaim, q.queueKeys(name), nowMicros(now), nextMicrosHex(now), nanos(now),
+	sc := scriptClaim
+	if counted {
+		sc = scriptShardClaim
+	}
+	res, err := q.run(ctx, sc, q.queueKeys(name), nowMicros(now), nextMicrosHex(now), nanos(now),
 		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, nonce(), reportArg(report))
 	if err != nil {
-		return nil, err
+		return nil, shardCount{}, err
+	}
+	var cnt shardCount
+	if counted {
+		if res, cnt, err = splitCounted(res); err != nil {
+			return nil, cnt, err
+		}
 	}
 	rows, _ := res.([]any)
 	rows = noteHeld(rows, report)
 	if len(rows) == 0 || notePaused(rows, report) {
-		return nil, contract.ErrEmpty
+		return nil, cnt, contract.ErrEmpty
 	}
-	return claimedLeases(rows, name, req.Worker, exp)
+	ls, err := claimedLeases(rows, name, req.Worker, exp)
+	return ls, cnt, err
+}
+
+// splitCounted takes a counted reply apart: the script's own reply and
+// the shard's counts.
+func splitCounted(res any) (any, shardCount, error) {
+	parts, _ := res.([]any)
+	if len(parts) != 2 {
+		return nil, shardCount{}, errMalformed("counted claim")
+	}
+	cnt, err := parseCount(parts[1])
+	return parts[0], cnt, err
+}
+
+// parseCount reads a reply of shardHeads (shard_lib.lua).
+func parseCount(v any) (shardCount, error) {
+	parts, _ := v.([]any)
+	if len(parts) != 3 {
+		return shardCount{}, errMalformed("shard tenants")
+	}
+	vs, _ := parts[0].([]any)
+	ps, _ := parts[1].([]any)
+	at, _ := parts[2].(string)
+	c := shardCount{heads: make([]string, 0, len(vs)), dueAt: -1}
+	if f, err := strconv.ParseFloat(at, 64); err == nil && f >= 0 {
+		c.dueAt = int64(f)
+	}
+	for j, v := range vs {
+		t, _ := v.(string)
+		c.heads = append(c.heads, t)
+		if j < len(ps) {
+			if n, _ := ps[j].(int64); n == 1 {
+				if c.paused == nil {
+					c.paused = map[string]bool{}
+				}
+				c.paused[t] = true
+			}
+		}
+	}
+	return c, nil
 }
 
 // claimedLeases turns a claim reply (the batch's token, then the records)
@@ -423,6 +490,13 @@ func (q *workQueue) CompleteAndClaim(ctx context.Context, done []contract.Lease,
 }
 
 func (q *workQueue) completeAndClaim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest, id string) ([]contract.Lease, error) {
+	ls, _, err := q.completeAndClaimCounted(ctx, done, req, id, false)
+	return ls, err
+}
+
+// completeAndClaimCounted is completeAndClaim, with the shard's tenant
+// counts when counted.
+func (q *workQueue) completeAndClaimCounted(ctx context.Context, done []contract.Lease, req contract.ClaimRequest, id string, counted bool) ([]contract.Lease, shardCount, error) {
 	// With Max 0 only the queue's keys are used: the script still routes
 	// by them.
 	var lost, early []contract.ItemKey
@@ -436,7 +510,7 @@ func (q *workQueue) completeAndClaim(ctx context.Context, done []contract.Lease,
 		if errors.As(err, &lle) {
 			lost = append(lost, lle.Items...)
 		} else if err != nil && ce == nil {
-			return nil, err
+			return nil, shardCount{}, err
 		}
 		done = done[len(done)-1000:]
 	}
@@ -449,13 +523,23 @@ func (q *workQueue) completeAndClaim(ctx context.Context, done []contract.Lease,
 		nowMicros(exp), nanos(exp), req.Worker, req.Max, q.settings.RecentTurns, id, reportArg(report))
 	keys := append(make([]string, 0, nQueueKeys+nCompleteKeys), q.queueKeys(name)...)
 	keys, args, order := q.completeArgs(keys, args, done)
-	res, err := q.run(ctx, scriptCompleteClaim, keys, args...)
+	sc := scriptCompleteClaim
+	if counted {
+		sc = scriptShardCompleteClaim
+	}
+	res, err := q.run(ctx, sc, keys, args...)
 	if err != nil {
-		return nil, err
+		return nil, shardCount{}, err
+	}
+	var cnt shardCount
+	if counted {
+		if res, cnt, err = splitCounted(res); err != nil {
+			return nil, cnt, err
+		}
 	}
 	parts, _ := res.([]any)
 	if len(parts) != 2 {
-		return nil, fmt.Errorf("redisstore: malformed complete-and-claim reply")
+		return nil, cnt, fmt.Errorf("redisstore: malformed complete-and-claim reply")
 	}
 	more, cancelled := settledLeases(parts[0], done, order)
 	lost = append(lost, more...)
@@ -465,16 +549,16 @@ func (q *workQueue) completeAndClaim(ctx context.Context, done []contract.Lease,
 	var out []contract.Lease
 	if len(rows) > 0 && !notePaused(rows, report) {
 		if out, err = claimedLeases(rows, name, req.Worker, exp); err != nil {
-			return nil, err
+			return nil, cnt, err
 		}
 	}
 	switch {
 	case lost != nil || cancelled != nil:
-		return out, contract.SettleError(lost, cancelled)
+		return out, cnt, contract.SettleError(lost, cancelled)
 	case len(out) == 0 && req.Max != 0:
-		return nil, contract.ErrEmpty
+		return nil, cnt, contract.ErrEmpty
 	}
-	return out, nil
+	return out, cnt, nil
 }
 
 // Heartbeat extends a live lease to now+extend under a new token. A retry

@@ -74,7 +74,13 @@ var (
 	scriptDeadMove  = loadQueueScript("dead_move")
 	scriptComplete  = loadWith("complete", "record_lib", "flow_lib", "history_lib", "complete_lib")
 	// complete_claim runs the complete step, then the claim step.
-	scriptCompleteClaim = loadQueueScript("complete_claim", "flow_lib", "complete_lib", "claim_lib")
+	scriptCompleteClaim = loadQueueScript("complete_claim", "flow_lib", "complete_lib", "claim_lib", "complete_claim_lib")
+
+	// A sharded queue's shards claim with their due tenants appended
+	// (shard_lib.lua); a shard given no share lists them alone.
+	scriptShardClaim         = loadQueueScript("shard_claim", "flow_lib", "claim_lib", "shard_lib")
+	scriptShardCompleteClaim = loadQueueScript("shard_complete_claim", "flow_lib", "complete_lib", "claim_lib", "complete_claim_lib", "shard_lib")
+	scriptShardHeads         = loadWith("shard_heads", "shard_lib")
 
 	scriptSetLimits  = loadQueueScript("set_limits", "flow_lib")
 	scriptCharge     = loadQueueScript("charge", "flow_lib")

@@ -27,6 +27,7 @@ type shardedQueue struct {
 
 	mu  sync.Mutex
 	wrr map[string]*fairState // queue name -> what its claims remember
+	gen uint64                // moved by every call that can give a tenant due work (touch)
 }
 
 var (
@@ -122,6 +123,7 @@ func (s *shardedQueue) EnqueueReport(ctx context.Context, items ...contract.Item
 }
 
 func (s *shardedQueue) enqueue(ctx context.Context, items []contract.Item, report bool) ([]contract.EnqueueResult, error) {
+	defer s.touch()
 	by := make([][]contract.Item, len(s.shards))
 	at := make([][]int, len(s.shards))
 	var only []int
@@ -164,6 +166,7 @@ func (s *shardedQueue) Heartbeat(ctx context.Context, l contract.Lease, extend t
 
 // Fail goes to the lease's shard.
 func (s *shardedQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
+	defer s.touch()
 	return s.of(l.Item.Tenant).Fail(ctx, l, cause)
 }
 
@@ -255,12 +258,14 @@ func mergeSettled(leases []contract.Lease, settled []error) error {
 
 // Reap reaps every shard.
 func (s *shardedQueue) Reap(ctx context.Context, name string) (int, error) {
+	defer s.touch()
 	return s.sum(nil, func(_ int, q *workQueue) (int, error) { return q.Reap(ctx, name) })
 }
 
 // Requeue requeues the matching dead letters of every shard the filter
 // can match.
 func (s *shardedQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, error) {
+	defer s.touch()
 	return s.sum(s.scope(f.Tenant), func(_ int, q *workQueue) (int, error) { return q.Requeue(ctx, f) })
 }
 
@@ -334,12 +339,14 @@ func (s *shardedQueue) Item(ctx context.Context, key contract.ItemKey) (contract
 
 // Cancel goes to the item's shard.
 func (s *shardedQueue) Cancel(ctx context.Context, key contract.ItemKey, reason string) (contract.ItemState, error) {
+	defer s.touch()
 	return s.of(key.Tenant).Cancel(ctx, key, reason)
 }
 
 // CancelMatching cancels the matching items of every shard the filter
 // can match.
 func (s *shardedQueue) CancelMatching(ctx context.Context, f contract.CancelFilter, reason string) (int, error) {
+	defer s.touch()
 	return s.sum(s.scope(f.Tenant), func(_ int, q *workQueue) (int, error) { return q.CancelMatching(ctx, f, reason) })
 }
 
@@ -356,6 +363,7 @@ func (s *shardedQueue) PurgeCancelled(ctx context.Context, name string, before t
 
 // Snooze goes to the lease's shard.
 func (s *shardedQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duration) (policy.Decision, error) {
+	defer s.touch()
 	return s.of(l.Item.Tenant).Snooze(ctx, l, d)
 }
 
@@ -366,16 +374,19 @@ func (s *shardedQueue) Wait(ctx context.Context, l contract.Lease, w contract.Wa
 
 // Signal goes to the item's shard.
 func (s *shardedQueue) Signal(ctx context.Context, key contract.ItemKey, signal string, payload []byte) error {
+	defer s.touch()
 	return s.of(key.Tenant).Signal(ctx, key, signal, payload)
 }
 
 // Pause pauses the queue in every shard, or the tenant in its own.
 func (s *shardedQueue) Pause(ctx context.Context, name, tenant string) error {
+	defer s.touch()
 	return s.some(s.scope(tenant), func(_ int, q *workQueue) error { return q.Pause(ctx, name, tenant) })
 }
 
 // Resume resumes the queue in every shard, or the tenant in its own.
 func (s *shardedQueue) Resume(ctx context.Context, name, tenant string) error {
+	defer s.touch()
 	return s.some(s.scope(tenant), func(_ int, q *workQueue) error { return q.Resume(ctx, name, tenant) })
 }
 
@@ -404,6 +415,7 @@ func (s *shardedQueue) Paused(ctx context.Context, name string) (contract.PauseS
 // SetLimits sets the queue's default in every shard, or a tenant's in its
 // own.
 func (s *shardedQueue) SetLimits(ctx context.Context, name, tenant string, l contract.Limits) error {
+	defer s.touch()
 	return s.some(s.scope(tenant), func(_ int, q *workQueue) error { return q.SetLimits(ctx, name, tenant, l) })
 }
 

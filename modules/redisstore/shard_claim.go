@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
-	"github.com/redis/go-redis/v9"
 )
 
 // A sharded claim serves the tenants with due work, across shards, least
@@ -25,16 +24,14 @@ import (
 // tenants, as on one shard. The served order is this process's: workers
 // of several processes each keep their own.
 
-var (
-	scriptShardHeads    = loadScript("shard_heads")
-	scriptShardHeadsSrc = func() string { b, _ := scriptFS.ReadFile("scripts/shard_heads.lua"); return string(b) }()
-)
-
 // fairState is what a queue's claims remember of the tenants they served:
 // when each was last served, counted in turns.
 type fairState struct {
 	turns float64
 	last  map[string]float64
+
+	heads *shardLists // the shards' due tenants as the last claim left them
+	gen   uint64      // the shardedQueue's gen when heads were read
 }
 
 // headsListed is how many of each shard's due tenants a claim reads at
@@ -128,64 +125,6 @@ func (s *shardedQueue) fair(name string) *fairState {
 	return st
 }
 
-// heads reads the due tenants of queue name in the shards of only (all of
-// them when nil), at most max of each, in one pipeline.
-func (s *shardedQueue) heads(ctx context.Context, name string, only []int, max int) ([][]string, map[string]bool, error) {
-	if only == nil {
-		only = make([]int, len(s.shards))
-		for i := range only {
-			only[i] = i
-		}
-	}
-	q0 := s.first()
-	now := nowMicros(q0.clock.Now())
-	out := make([][]string, len(s.shards))
-	paused := map[string]bool{}
-	err := q0.read(ctx, func(ctx context.Context) error {
-		for attempt := 0; ; attempt++ {
-			pipe := q0.client.Pipeline()
-			cmds := make([]*redis.Cmd, len(s.shards))
-			for _, k := range only {
-				p := s.shards[k].keys.queue(name)
-				keys := []string{p + "rot", p + "wait", p + "turns", p + "waits", p + "life"}
-				if attempt == 0 {
-					cmds[k] = pipe.EvalSha(ctx, scriptShardHeads.Hash(), keys, now, max)
-				} else {
-					cmds[k] = pipe.Eval(ctx, scriptShardHeadsSrc, keys, now, max)
-				}
-			}
-			_, err := pipe.Exec(ctx)
-			if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
-				continue
-			}
-			if err != nil && err != redis.Nil {
-				return err
-			}
-			clear(paused)
-			for _, k := range only {
-				parts, _ := cmds[k].Val().([]any)
-				out[k] = out[k][:0]
-				if len(parts) != 2 {
-					return errMalformed("shard tenants")
-				}
-				vs, _ := parts[0].([]any)
-				ps, _ := parts[1].([]any)
-				for j, v := range vs {
-					t, _ := v.(string)
-					out[k] = append(out[k], t)
-					if j < len(ps) {
-						if n, _ := ps[j].(int64); n == 1 {
-							paused[t] = true
-						}
-					}
-				}
-			}
-			return nil
-		}
-	})
-	return out, paused, err
-}
-
 // Claim leases up to req.Max items from the queue's shards: the batch's
 // turns are dealt to the shards (see fairState), each shard claims its
 // share in one script call (the shards at once), and the leases come back
@@ -202,14 +141,6 @@ func (s *shardedQueue) CompleteAndClaim(ctx context.Context, done []contract.Lea
 	return s.claim(ctx, done, req)
 }
 
-// claimShare is what one shard's call of a claim round returned.
-type claimShare struct {
-	leases  []contract.Lease
-	report  *contract.ClaimReport
-	settled error // lost and cancelled leases of done
-	err     error
-}
-
 func (s *shardedQueue) claim(ctx context.Context, done []contract.Lease, req contract.ClaimRequest) ([]contract.Lease, error) {
 	completing := done != nil
 	by, _ := s.splitLeases(done)
@@ -217,57 +148,48 @@ func (s *shardedQueue) claim(ctx context.Context, done []contract.Lease, req con
 	out := make([]contract.Lease, 0, req.Max)
 	var settled []error
 	var firstErr error
-	// Round one completes done and claims from every shard with due
-	// tenants; a shard that returns less than its share is left out of the
-	// rounds that fill the rest of the batch from the others.
-	excluded := make([]bool, len(s.shards))
-	for round := 0; round <= len(s.shards) && (round == 0 || len(out) < req.Max); round++ {
+	n := len(s.shards)
+	// The shards' due tenants as the last claim left them, unless this
+	// process changed the queue since or a delayed tenant fell due.
+	heads := s.cached(req.Queue, q0Micros(s))
+	// Round one completes done, claims each shard's share and lists every
+	// shard's due tenants (a shard without a share only lists them); a
+	// shard that returns less than its share is left out of the rounds
+	// that fill the rest of the batch from the others by the lists the
+	// round before returned.
+	excluded := make([]bool, n)
+	for round := 0; round <= n && (round == 0 || len(out) < req.Max); round++ {
 		var picks []int
-		share := make([]int, len(s.shards))
-		if want := req.Max - len(out); want > 0 {
-			from := make([]int, 0, len(s.shards))
-			for k := range s.shards {
-				if !excluded[k] {
-					from = append(from, k)
-				}
-			}
-			if len(from) == 0 {
-				break
-			}
-			// Every shard lists more of its tenants than its share: a
-			// tenant is placed among the others when first listed.
-			lists, paused, err := s.heads(ctx, req.Queue, from, max(2*want, headsListed))
-			if err != nil {
+		share := make([]int, n)
+		want := req.Max - len(out)
+		if want > 0 && heads == nil {
+			var err error
+			if heads, err = s.heads(ctx, req.Queue, max(2*want, headsListed)); err != nil {
 				if round == 0 {
 					return nil, err
 				}
 				break
 			}
-			s.mu.Lock()
-			picks, _ = s.fair(req.Queue).dealTenants(lists, paused, want, true)
-			s.mu.Unlock()
-			if round == 0 && report != nil {
-				// A shard dealt no turn is not called, so its paused
-				// tenants are noted here; the called shards note theirs.
-				called := map[int]bool{}
-				for _, k := range picks {
-					called[k] = true
-				}
-				for k, l := range lists {
-					for _, t := range l {
-						if paused[t] && !called[k] {
-							report.Note(contract.HeldPaused, time.Time{})
-						}
-					}
+		}
+		if want > 0 {
+			lists := make([][]string, n)
+			for k := range s.shards {
+				if !excluded[k] {
+					lists[k] = heads.lists[k]
 				}
 			}
+			s.mu.Lock()
+			picks, _ = s.fair(req.Queue).dealTenants(lists, heads.paused, want, true)
+			s.mu.Unlock()
 			for _, k := range picks {
 				share[k]++
 			}
 		}
+		// Round one calls every shard, for its due tenants at least; a
+		// refill only those with a share.
 		var calls []int
 		for k := range s.shards {
-			if share[k] > 0 || (round == 0 && len(by[k]) > 0) {
+			if !excluded[k] && (round == 0 || share[k] > 0) {
 				calls = append(calls, k)
 			}
 		}
@@ -281,22 +203,35 @@ func (s *shardedQueue) claim(ctx context.Context, done []contract.Lease, req con
 		got := s.claimRound(ctx, calls, share, with, req, report != nil && round == 0)
 		for _, k := range calls {
 			g := got[k]
-			// The first round's reports are the claim's: a tenant held
-			// there would be passed over again by a refill.
-			if round == 0 && report != nil && g.report != nil {
-				mergeReport(report, g.report)
+			if round == 0 && report != nil {
+				// The first round's reports are the claim's: a tenant held
+				// there would be passed over again by a refill. A shard
+				// not claimed from notes its paused tenants here.
+				if g.report != nil {
+					mergeReport(report, g.report)
+				} else if g.err == nil {
+					for range g.count.paused {
+						report.Note(contract.HeldPaused, time.Time{})
+					}
+				}
 			}
 			if g.settled != nil {
 				settled = append(settled, g.settled)
 			}
-			if g.err != nil && firstErr == nil {
-				firstErr = g.err
+			if g.err != nil {
+				if firstErr == nil {
+					firstErr = g.err
+				}
+				excluded[k] = true
+				heads.lost = true
+				continue
 			}
-			if len(g.leases) < share[k] || g.err != nil {
+			heads.set(k, g.count)
+			if len(g.leases) < share[k] {
 				excluded[k] = true
 			}
 		}
-		next := make([]int, len(s.shards))
+		next := make([]int, n)
 		s.mu.Lock()
 		f := s.fair(req.Queue)
 		for _, k := range picks {
@@ -308,6 +243,9 @@ func (s *shardedQueue) claim(ctx context.Context, done []contract.Lease, req con
 			}
 		}
 		s.mu.Unlock()
+	}
+	if heads != nil {
+		s.keep(req.Queue, heads)
 	}
 	switch {
 	case firstErr != nil && len(out) == 0 && settled == nil:
@@ -329,12 +267,30 @@ func (s *shardedQueue) claim(ctx context.Context, done []contract.Lease, req con
 	return out, nil
 }
 
+// q0Micros is the time of the queue's clock in unix microseconds.
+func q0Micros(s *shardedQueue) int64 { return s.first().clock.Now().UnixNano() / 1000 }
+
+// claimShare is what one shard's call of a claim round returned.
+type claimShare struct {
+	leases  []contract.Lease
+	count   shardCount // the shard's due tenants once the call was done
+	report  *contract.ClaimReport
+	settled error // lost and cancelled leases of done
+	err     error
+}
+
 // claimRound makes one call per shard in only, at once: shard k claims
-// share[k] items, completing by[k] first when it has leases to complete.
+// share[k] items, completing by[k] first when it has leases to complete,
+// or only lists its due tenants when it has neither; every call returns
+// the shard's due tenants as it left them.
 func (s *shardedQueue) claimRound(ctx context.Context, only, share []int, by [][]contract.Lease, req contract.ClaimRequest, withReport bool) []claimShare {
 	got := make([]claimShare, len(s.shards))
 	_ = s.some(only, func(k int, q *workQueue) error {
 		g := &got[k]
+		if share[k] == 0 && (by == nil || len(by[k]) == 0) {
+			g.count, g.err = q.shardHeads(ctx, req.Queue, headsListed)
+			return nil
+		}
 		cctx := ctx
 		if withReport {
 			g.report = &contract.ClaimReport{}
@@ -344,9 +300,9 @@ func (s *shardedQueue) claimRound(ctx context.Context, only, share []int, by [][
 		r.Max = share[k]
 		var err error
 		if by != nil && len(by[k]) > 0 {
-			g.leases, err = q.CompleteAndClaim(cctx, by[k], r)
+			g.leases, g.count, err = q.completeAndClaimCounted(cctx, by[k], r, nonce(), true)
 		} else {
-			g.leases, err = q.Claim(cctx, r)
+			g.leases, g.count, err = q.claim(cctx, r, true)
 		}
 		switch {
 		case errors.Is(err, contract.ErrEmpty):
@@ -358,6 +314,106 @@ func (s *shardedQueue) claimRound(ctx context.Context, only, share []int, by [][
 		return nil
 	})
 	return got
+}
+
+// shardHeads lists the shard's due tenants alone (shard_heads.lua).
+func (q *workQueue) shardHeads(ctx context.Context, name string, max int) (shardCount, error) {
+	p := q.keys.queue(name)
+	keys := []string{p + "rot", p + "wait", p + "turns", p + "waits", p + "life"}
+	var res any
+	err := q.read(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = q.retry.eval(ctx, q.client, scriptShardHeads, keys, nowMicros(q.clock.Now()), max)
+		return err
+	})
+	if err != nil {
+		return shardCount{}, err
+	}
+	return parseCount(res)
+}
+
+// shardLists is what a claim knows of each shard's due tenants: in each
+// shard's turn order, the paused ones marked, and when the next delayed
+// tenant or wait of any shard falls due.
+type shardLists struct {
+	lists  [][]string
+	paused map[string]bool
+	dueAt  []int64
+	lost   bool // a shard's call failed: its list is not to be kept
+}
+
+// set records shard k's tenants as a call returned them.
+func (h *shardLists) set(k int, c shardCount) {
+	for _, t := range h.lists[k] {
+		delete(h.paused, t)
+	}
+	h.lists[k] = c.heads
+	for t := range c.paused {
+		h.paused[t] = true
+	}
+	h.dueAt[k] = c.dueAt
+}
+
+// heads lists the due tenants of queue name in every shard, at most max
+// of each, the shards at once.
+func (s *shardedQueue) heads(ctx context.Context, name string, max int) (*shardLists, error) {
+	n := len(s.shards)
+	h := &shardLists{lists: make([][]string, n), paused: map[string]bool{}, dueAt: make([]int64, n)}
+	got := make([]shardCount, n)
+	err := s.each(func(k int, q *workQueue) error {
+		var err error
+		got[k], err = q.shardHeads(ctx, name, max)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for k, c := range got {
+		h.set(k, c)
+	}
+	return h, nil
+}
+
+// cached returns a copy of the due tenants the last claim of queue name
+// left, or nil when there are none to trust: none kept, a call of this
+// process that can give a tenant due work (an enqueue, a retry, a
+// resume...) since, or a delayed tenant or wait fallen due by nowUs.
+func (s *shardedQueue) cached(name string, nowUs int64) *shardLists {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.fair(name)
+	h := f.heads
+	if h == nil || f.gen != s.gen {
+		f.gen = s.gen
+		return nil
+	}
+	for _, at := range h.dueAt {
+		if at >= 0 && at <= nowUs {
+			return nil
+		}
+	}
+	c := &shardLists{lists: slices.Clone(h.lists), paused: maps.Clone(h.paused), dueAt: slices.Clone(h.dueAt)}
+	return c
+}
+
+// keep stores the due tenants a claim of queue name left, for the next.
+func (s *shardedQueue) keep(name string, h *shardLists) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.fair(name)
+	if h.lost {
+		f.heads = nil
+		return
+	}
+	f.heads = h
+}
+
+// touch notes that the queues may have tenants with due work the claims'
+// lists do not show: the next claim of each lists them first.
+func (s *shardedQueue) touch() {
+	s.mu.Lock()
+	s.gen++
+	s.mu.Unlock()
 }
 
 // mergeReport adds one shard's claim report to the claim's.
