@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,7 @@ func css(testid string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + te
 // testdata/screenshots.
 func TestBrowser(t *testing.T) {
 	browser := chromiumPath(t)
-	store := memstore.New(nil, memstore.Settings{})
+	store := memstore.New(nil, memstore.Settings{Runs: contract.RunPolicy{KeepVersions: demo.DefaultKeepVersions}})
 	srv, err := New(Config{Queue: store, Inspector: store, State: store, Backing: "memory",
 		Token: testToken, SampleEvery: 250 * time.Millisecond, Refresh: -1})
 	if err != nil {
@@ -72,7 +73,7 @@ func TestBrowser(t *testing.T) {
 	workCtx, stopWork := context.WithCancel(t.Context())
 	workDone := make(chan error, 1)
 	go func() {
-		workDone <- demo.Run(workCtx, demo.Config{Queue: store, Backlog: 3000, Workers: 2, Concurrency: 6,
+		workDone <- demo.Run(workCtx, demo.Config{Queue: store, State: store, Backlog: 3000, Workers: 2, Concurrency: 6,
 			MinLatency: 5 * time.Millisecond, MaxLatency: 60 * time.Millisecond, FailureRate: 0.05,
 			CrashEvery: 300 * time.Millisecond, CrashLease: time.Second, LeaseFor: 2 * time.Second, Seed: 42})
 	}()
@@ -184,6 +185,7 @@ func TestBrowser(t *testing.T) {
 	// Stop the workers so what the clicks move stays where it lands.
 	stop()
 	historyTour(t, b)
+	runVersionsTour(t, b)
 	deadControls(t, b, store)
 	b.noConsoleErrors()
 }
@@ -225,6 +227,79 @@ func historyTour(t *testing.T, b *browserTab) {
 		t.Errorf("the search for %q found %q", id, got)
 	}
 	b.click("find-item", "item-timeline")
+}
+
+// runVersionsTour walks from a completed item's page to its run's
+// versions, which the demo's workers wrote in steps under their lease,
+// and on to the newest and the oldest of them.
+func runVersionsTour(t *testing.T, b *browserTab) {
+	t.Helper()
+	b.open("/finished?state=completed", "finished-row")
+	id := b.text("finished-item")
+	b.click("finished-item", "item-run")
+	if got := b.text("item-run"); !strings.Contains(got, "done") {
+		t.Errorf("item %s: its run reads %q, want its last step, done", id, got)
+	}
+	b.click("item-run-versions", "run-versions-table")
+	rows := b.count(`[data-testid="run-version-row"]`)
+	if rows < 3 {
+		t.Fatalf("run %s: %d versions listed, want a version per step (3 or more)", id, rows)
+	}
+	if b.count(`[data-testid="run-version-current"]`) != 1 || b.count(`[data-testid="run-version-row"]:first-child [data-testid="run-version-current"]`) != 1 {
+		t.Error("the versions list does not mark its newest version, and only it, current")
+	}
+	statuses, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="run-version-status"]')].map(e => e.textContent.trim())`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if statuses[0] != "done" || statuses[len(statuses)-1] != "planning" || !slices.Contains(statuses, "calling tools") {
+		t.Errorf("the versions' statuses, newest first: %v", statuses)
+	}
+	fences, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="run-version-fence"]')].map(e => e.textContent.trim())`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range fences {
+		if f == "—" || f == "" {
+			t.Errorf("version row %d shows no fence: the workers write through their lease", i)
+		}
+	}
+	b.shoot("run-versions", modes[0])
+	list := b.url()
+
+	b.click("run-version-link", "run-version")
+	if got := b.text("run-version-status"); got != "done" || b.count(`[data-testid="run-version"] [data-testid="run-version-current"]`) != 1 {
+		t.Errorf("the newest version: status %q, current badge %d", got, b.count(`[data-testid="run-version-current"]`))
+	}
+	if got := b.text("run-version-data"); !strings.Contains(got, `"answer": "ok"`) {
+		t.Errorf("the newest version's data %q", got)
+	}
+	if got := b.text("run-version-counters"); !strings.Contains(got, " iterations") || strings.HasPrefix(got, "0 iterations") {
+		t.Errorf("the newest version's counters %q", got)
+	}
+	b.shoot("run-version", modes[0])
+
+	b.open(strings.TrimPrefix(list, b.base), "run-versions-table")
+	oldest := chromedp.CSS(`[data-testid="run-version-row"]:last-child [data-testid="run-version-link"]`)
+	if _, err := chromedp.RunResponse(b.ctx, chromedp.Click(oldest)); err != nil {
+		t.Fatalf("click the oldest version: %v", err)
+	}
+	if err := chromedp.Do(b.ctx, chromedp.WaitVisible(css("run-version"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.text("run-version-status"); got != "planning" {
+		t.Errorf("the oldest version's status %q, want planning", got)
+	}
+	if b.count(`[data-testid="run-version-current"]`) != 0 {
+		t.Error("the oldest version is marked current")
+	}
+	if f := b.text("run-version-fence"); f == "—" || f == "" {
+		t.Errorf("the oldest version's fence %q", f)
+	}
+	if got := b.text("run-version-data"); !strings.Contains(got, `"step": "plan"`) {
+		t.Errorf("the oldest version's data %q", got)
+	}
+	b.click("run-item", "item-result")
 }
 
 // deadControls signs in and clicks through the dead-letter controls:

@@ -3,7 +3,9 @@
 // small tenants and one noisy tenant with a large backlog, workers with
 // random latency, a few failures (some permanent, so dead letters pile
 // up), and now and then a worker that dies holding a lease, which the
-// reaper returns.
+// reaper returns. Given a state store, the workers also write each item's
+// run, fenced by their lease, in several steps, so the run's versions have
+// something to show.
 package demo
 
 import (
@@ -33,6 +35,11 @@ const (
 // DefaultRetention is what the demo's queue keeps: an hour of finished
 // items, at most 10,000 of them, and each item's latest 50 events.
 var DefaultRetention = contract.Retention{Age: time.Hour, Count: 10_000, Events: 50}
+
+// DefaultKeepVersions is how many earlier versions of each run the demo
+// asks its store to keep when nothing else says: enough for every step of
+// a few attempts.
+const DefaultKeepVersions = 10
 
 // NoisyTenant is the tenant with the large backlog.
 const NoisyTenant = "bigcorp-noisy"
@@ -88,6 +95,14 @@ type Config struct {
 	// turns history off); the runners' reaper prunes what is past it.
 	History   contract.HistoryKeeper
 	Retention *contract.Retention
+	// State, when set, is where the workers write each item's run (the
+	// run of the item's tenant and id), through runner.Runs so every write
+	// carries the lease's fence: one write as the attempt starts, one as
+	// the model answers (with its counters), one with the outcome. Give it
+	// a store that keeps versions (RunPolicy.KeepVersions, see
+	// DefaultKeepVersions) and the dashboard's version pages have each
+	// step to show. nil writes no runs.
+	State contract.StateStore
 	// Seed makes the random choices repeatable; 0 picks one.
 	Seed uint64
 	// Clock must be the queue's clock; nil means the wall clock.
@@ -326,20 +341,80 @@ func (w *workload) handle(ctx context.Context, l contract.Lease) error {
 	if l.Item.ID == HostileID {
 		return policy.Permanent(errors.New("tool returned " + HostilePayload))
 	}
+	run, err := w.startRun(ctx, l)
+	if err != nil {
+		return err
+	}
 	span := w.cfg.MaxLatency - w.cfg.MinLatency
 	d := w.cfg.MinLatency + time.Duration(w.float()*float64(span))
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-time.After(d):
-	}
-	if w.float() < w.cfg.FailureRate {
-		if w.float() < w.cfg.PermanentShare {
-			return policy.Permanent(errPermanent)
+	// Half the run time is the model call, the other half its tools.
+	for half := range 2 {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(d / 2):
 		}
-		return errTransient
+		if half == 0 && run != nil {
+			if run, err = w.modelAnswered(ctx, l); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	var fail error
+	if w.float() < w.cfg.FailureRate {
+		fail = errTransient
+		if w.float() < w.cfg.PermanentShare {
+			fail = policy.Permanent(errPermanent)
+		}
+	}
+	if err := w.finishRun(ctx, l, run, fail); err != nil {
+		return err
+	}
+	return fail
+}
+
+// startRun writes the item's run as its attempt begins: created on the
+// first attempt, rewritten on a retry. It returns nil without a State.
+func (w *workload) startRun(ctx context.Context, l contract.Lease) (*contract.Run, error) {
+	if w.cfg.State == nil {
+		return nil, nil
+	}
+	runs := runner.Runs(ctx, w.cfg.State)
+	next := contract.Run{Tenant: l.Item.Tenant, ID: l.Item.ID, Status: "planning",
+		Data: fmt.Appendf(nil, `{"step":"plan","attempt":%d,"model":"demo-1"}`, l.Item.Attempts+1)}
+	cur, err := runs.GetRun(ctx, l.Item.Tenant, l.Item.ID)
+	switch {
+	case errors.Is(err, contract.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		next.Version = cur.Version
+	}
+	return runs.PutRun(ctx, next)
+}
+
+// modelAnswered records the model call's cost on the run and says the
+// attempt is waiting on its tools.
+func (w *workload) modelAnswered(ctx context.Context, l contract.Lease) (*contract.Run, error) {
+	in := 200 + int64(w.float()*1800)
+	out := 20 + int64(w.float()*400)
+	return runner.Runs(ctx, w.cfg.State).PatchRun(ctx, l.Item.Tenant, l.Item.ID, contract.Patch{Status: "calling tools",
+		Counters: contract.Counters{Iterations: 1, InputTokens: in, OutputTokens: out, CostMicros: 3*in + 15*out}})
+}
+
+// finishRun writes the attempt's outcome on the run.
+func (w *workload) finishRun(ctx context.Context, l contract.Lease, run *contract.Run, fail error) error {
+	if run == nil {
+		return nil
+	}
+	run.Fence = 0 // the lease's latest token, which runner.Runs fills in
+	run.Status, run.Data = "done", fmt.Appendf(nil, `{"step":"answer","attempt":%d,"answer":"ok"}`, l.Item.Attempts+1)
+	if fail != nil {
+		run.Status = "failed"
+		run.Data = fmt.Appendf(nil, `{"step":"answer","attempt":%d,"error":%q}`, l.Item.Attempts+1, fail.Error())
+	}
+	_, err := runner.Runs(ctx, w.cfg.State).PutRun(ctx, *run)
+	return err
 }
 
 // crash claims one item now and then and walks away from it, as a worker

@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,12 +19,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // polls with a bounded deadline for what it must produce: completed work,
 // dead letters including the hostile one, and a reaped lease.
 func TestRunProducesTheShowcase(t *testing.T) {
-	store := memstore.New(nil, memstore.Settings{})
+	store := memstore.New(nil, memstore.Settings{Runs: contract.RunPolicy{KeepVersions: demo.DefaultKeepVersions}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- demo.Run(ctx, demo.Config{
-			Queue: store, Tenants: 5, Backlog: 200, Arrivals: 5, Workers: 2, Concurrency: 4,
+			Queue: store, State: store, Tenants: 5, Backlog: 200, Arrivals: 5, Workers: 2, Concurrency: 4,
 			MinLatency: time.Millisecond, MaxLatency: 3 * time.Millisecond,
 			FailureRate: 0.2, PermanentShare: 0.5,
 			CrashEvery: 50 * time.Millisecond, CrashLease: 100 * time.Millisecond, LeaseFor: 300 * time.Millisecond, Seed: 7,
@@ -79,6 +80,27 @@ func TestRunProducesTheShowcase(t *testing.T) {
 	h, err := store.History(ctx, fin.Items[0].Key())
 	if err != nil || len(h.Events) < 3 || h.Events[len(h.Events)-1].Kind != contract.EventCompleted {
 		t.Errorf("a completed item's history: %+v (%v)", h, err)
+	}
+	// Its run was written by the workers in steps, each fenced by the
+	// lease, and the store kept every step.
+	it := fin.Items[0]
+	run, err := store.GetRun(ctx, it.Tenant, it.ID)
+	if err != nil || run.Status != "done" || run.Version < 3 || run.Fence <= 0 || run.Counters.Iterations < 1 || run.Counters.InputTokens <= 0 {
+		t.Fatalf("the completed item's run: %+v (%v)", run, err)
+	}
+	versions, err := store.ListRunVersions(ctx, it.Tenant, it.ID, contract.PageRequest{})
+	if err != nil || len(versions.Versions) < 3 {
+		t.Fatalf("the run's versions: %+v (%v)", versions, err)
+	}
+	var steps []string
+	for _, v := range versions.Versions {
+		steps = append(steps, v.Status)
+		if v.Fence <= 0 {
+			t.Errorf("version %d was written unfenced", v.Version)
+		}
+	}
+	if steps[0] != "done" || !slices.Contains(steps, "calling tools") || !slices.Contains(steps, "planning") {
+		t.Errorf("the run's versions, newest first: %v", steps)
 	}
 	if got := demo.Tenants(20); len(got) != 20 || got[0] != demo.NoisyTenant {
 		t.Errorf("Tenants(20) = %v", got)

@@ -1,7 +1,9 @@
 // Command adk-dashboard serves the adk operations dashboard over one
 // backing: the embedded in-memory store (the default), Redis, PostgreSQL
 // or a SQLite file. With --demo it also runs a synthetic multi-tenant workload
-// on that backing, which is what `make demo` starts.
+// on that backing, which is what `make demo` starts; its workers write each
+// item's run in steps, and the store keeps demo.DefaultKeepVersions
+// versions of each unless --keep-versions or --version-age says otherwise.
 //
 //	adk-dashboard [--addr 127.0.0.1:8080] [--demo] [--redis DSN | --postgres DSN [--apply-schema] | --sqlite PATH]
 //
@@ -96,6 +98,15 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	o.backing.FillFromEnv(getenv)
+	if o.demo {
+		// The demo's runs keep versions, so the version pages have its
+		// steps to show, unless the command line says what to keep.
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "keep-versions" || f.Name == "version-age" })
+		if !set && !o.backing.Runs.KeepsVersions() {
+			o.backing.Runs.KeepVersions = demo.DefaultKeepVersions
+		}
+	}
 	// On PostgreSQL a LISTEN connection wakes the demo's workers and puts
 	// the listener's health on the health page.
 	o.backing.Listen = true
@@ -175,7 +186,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	workCtx, stopWork := context.WithCancel(ctx)
 	workDone := make(chan error, 1)
 	if o.demo {
-		dc := demo.Config{Queue: b.Queue, Inspector: b.Inspector, Logger: logger}
+		dc := demo.Config{Queue: b.Queue, Inspector: b.Inspector, State: b.State, Logger: logger}
 		if o.tracing {
 			// The workload's enqueues, claims and settles become spans,
 			// and each handler call a process span linked to its producer.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/adkit/adk/modules/backing"
+	"github.com/adkit/adk/modules/dashboard/demo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -48,6 +50,29 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := parse([]string{"extra"}, env(), io.Discard); err == nil {
 		t.Error("stray argument accepted")
+	}
+}
+
+// With --demo the store keeps demo.DefaultKeepVersions versions of each
+// run, unless --keep-versions or --version-age says what to keep (0
+// included); without --demo it keeps what the flags say.
+func TestDemoKeepsVersions(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		keep int
+		age  time.Duration
+	}{
+		{nil, 0, 0},
+		{[]string{"--demo"}, demo.DefaultKeepVersions, 0},
+		{[]string{"--demo", "--keep-versions", "3"}, 3, 0},
+		{[]string{"--demo", "--keep-versions", "0"}, 0, 0},
+		{[]string{"--demo", "--version-age", "1h"}, 0, time.Hour},
+		{[]string{"--keep-versions", "4"}, 4, 0},
+	} {
+		o, err := parse(c.args, env(), io.Discard)
+		if err != nil || o.backing.Runs.KeepVersions != c.keep || o.backing.Runs.VersionAge != c.age {
+			t.Errorf("%v: runs %+v (%v), want keep %d, age %v", c.args, o.backing.Runs, err, c.keep, c.age)
+		}
 	}
 }
 
@@ -119,6 +144,32 @@ func runDemo(t *testing.T, args []string, getenv func(string) string, backing st
 	}
 	if !ok {
 		t.Error("the demo's tenants never showed up")
+	}
+	// The workers wrote a completed item's run in steps, and the store
+	// kept them as its versions. (Not checked on SQLite: under -race its
+	// seeding of the 20,000-item backlog outlasts the wait, and the
+	// workers start after it.)
+	var versions struct {
+		Kept     bool `json:"versions_kept"`
+		Versions []struct {
+			Status string
+			Fence  int64
+		}
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for backing != "sqlite" && time.Now().Before(deadline) && len(versions.Versions) < 3 {
+		var fin struct {
+			Items []struct{ Tenant, ID string }
+		}
+		if json.Unmarshal([]byte(get("api/finished?state=completed&limit=1")), &fin) == nil && len(fin.Items) == 1 {
+			_ = json.Unmarshal([]byte(get("api/run/versions?tenant="+fin.Items[0].Tenant+"&id="+fin.Items[0].ID)), &versions)
+		}
+		if len(versions.Versions) < 3 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if backing != "sqlite" && (!versions.Kept || len(versions.Versions) < 3 || versions.Versions[0].Status != "done" || versions.Versions[0].Fence <= 0) {
+		t.Errorf("a completed item's run versions: %+v", versions)
 	}
 	h := get("api/health")
 	for _, want := range append([]string{`"backing":"` + backing + `"`}, wantHealth...) {
