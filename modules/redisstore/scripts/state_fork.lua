@@ -33,7 +33,7 @@ else
   if not kept_member(KEYS[10], ARGV[5], tonumber(ARGV[7]), ARGV[8]) then
     return {0}
   end
-  from, data = version_record(KEYS[11], ARGV[5])
+  from, data = version_record(KEYS[11], ARGV[5], KEYS[8], KEYS[10])
 end
 local taken = redis.call('HGET', KEYS[2], 'v')
 if taken then

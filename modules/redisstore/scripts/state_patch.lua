@@ -40,7 +40,7 @@ end
 
 local keep = tonumber(ARGV[13])
 if keep > 0 and ARGV[10] ~= '' and ARGV[10] ~= h[8] then
-  keep_version(redis.call('HGETALL', KEYS[2]), KEYS[1], KEYS[5], KEYS[6])
+  keep_version(redis.call('HGETALL', KEYS[2]), KEYS[1], KEYS[5], KEYS[6], true)
 end
 prune_versions(KEYS[5], KEYS[6], keep, ARGV[14])
 local counters = {'it', 'ot', 'c', 'i', 'cur'}

@@ -58,7 +58,7 @@ if not stored then
   end
 else
   if keep > 0 then
-    keep_version(all, KEYS[1], KEYS[9], KEYS[10])
+    keep_version(all, KEYS[1], KEYS[9], KEYS[10], false)
   end
   prune_versions(KEYS[9], KEYS[10], keep, ARGV[13])
   if old ~= session then

@@ -22,7 +22,7 @@ end
 if not kept_member(KEYS[3], ARGV[1], tonumber(ARGV[2]), ARGV[3]) then
   return {0}
 end
-local fields, data = version_record(KEYS[4], ARGV[1])
+local fields, data = version_record(KEYS[4], ARGV[1], KEYS[1], KEYS[3])
 for _, x in ipairs(fields) do
   out[#out + 1] = x
 end

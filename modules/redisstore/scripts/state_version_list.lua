@@ -45,12 +45,13 @@ while #picked < want do
   end
   offset = offset + #ms
 end
+local memo = {}
 for _, v in ipairs(picked) do
   if #out - 2 == limit then
     out[2] = 1
     break
   end
-  local fields, data = version_record(KEYS[4], v)
+  local fields, data = version_record(KEYS[4], v, KEYS[1], KEYS[3], memo)
   fields[#fields + 1] = data
   out[#out + 1] = fields
 end

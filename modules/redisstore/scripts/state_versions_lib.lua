@@ -5,7 +5,12 @@
 --              so pruning by age reads no record
 --   vdata      hash: '<version>' -> the run's hash fields as they were
 --              (a cjson list of field, value, ...), '<version>:d' -> its
---              blob, the same value the run held (within MaxValueBytes)
+--              blob, the same value the run held (within MaxValueBytes).
+--              A version kept by a write that leaves the blob as it is
+--              (a patch) has no '<version>:d': its blob is that of the
+--              next newer version that has one, or the run's own when
+--              none has. Pruning goes oldest first, so the version a blob
+--              is taken from outlives every version that takes it.
 --
 -- A version is kept while it is one of the run's newest `keep` versions
 -- and its updated time is after `cutoff` (unix ns, '' for no age limit).
@@ -36,10 +41,16 @@ local function field(h, f)
 end
 
 -- keep_version keeps the run as it is now (its hash h, read with
--- HGETALL, and its blob key) as a version, before a write changes it.
-local function keep_version(h, blob, versions, vdata)
+-- HGETALL, and its blob key) as a version, before a write changes it;
+-- with same set the write leaves the blob as it is, so the version keeps
+-- none of its own (see vdata).
+local function keep_version(h, blob, versions, vdata, same)
   local v = field(h, 'v')
-  redis.call('HSET', vdata, v, cjson.encode(h), v .. ':d', redis.call('GET', blob) or '')
+  if same then
+    redis.call('HSET', vdata, v, cjson.encode(h))
+  else
+    redis.call('HSET', vdata, v, cjson.encode(h), v .. ':d', redis.call('GET', blob) or '')
+  end
   redis.call('ZADD', versions, v, v .. ':' .. (field(h, 'ua') or '0'))
 end
 
@@ -100,8 +111,27 @@ local function kept_member(versions, v, keep, cutoff)
   return m
 end
 
--- version_record returns version v's hash fields (a flat list) and blob.
-local function version_record(vdata, v)
+-- version_record returns version v's hash fields (a flat list) and blob,
+-- of the run whose blob and versions keys are given. memo, when given,
+-- holds the blobs found by earlier calls of one script (by version), so
+-- that listing versions newest first walks each one once.
+local function version_record(vdata, v, blob, versions, memo)
   local got = redis.call('HMGET', vdata, v, v .. ':d')
-  return cjson.decode(got[1]), got[2] or ''
+  local fields = cjson.decode(got[1])
+  if got[2] then
+    return fields, got[2]
+  end
+  local data
+  for _, m in ipairs(redis.call('ZRANGE', versions, '(' .. v, '+inf', 'BYSCORE')) do
+    local u = version_of(m)
+    data = memo and memo[u] or redis.call('HGET', vdata, u .. ':d')
+    if data then
+      break
+    end
+  end
+  data = data or redis.call('GET', blob) or ''
+  if memo then
+    memo[v] = data
+  end
+  return fields, data
 end
