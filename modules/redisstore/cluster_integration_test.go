@@ -138,7 +138,6 @@ func TestCluster(t *testing.T) {
 func shardsOnMasters(t *testing.T, client *redis.ClusterClient) {
 	ctx := context.Background()
 	ns := redistest.Namespace(t, client)
-	t.Cleanup(func() { purgeShards(t, client, ns) })
 	q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: ns, Shards: 3, Volatile: true})
 	if err != nil {
 		t.Fatal(err)

@@ -41,9 +41,6 @@ func queueFactory(client redis.UniversalClient) contracttest.QueueFactory {
 func shardedFactory(client redis.UniversalClient, shards int) contracttest.QueueFactory {
 	return func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
 		ns := redistest.Namespace(t, client)
-		if shards > 1 {
-			t.Cleanup(func() { purgeShards(t, client, ns) })
-		}
 		q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: ns, Policy: p, Shards: shards})
 		if err != nil {
 			t.Fatal(err)
@@ -190,28 +187,3 @@ func TestWorkQueueConformanceUnderLimits(t *testing.T) {
 	})
 }
 
-// purgeShards deletes the shard keys of namespace ns (the keys of a
-// queue of several shards, "{<ns>:queue:<i>.<k>}:..."), on every master.
-func purgeShards(t testing.TB, c redis.UniversalClient, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	del := func(ctx context.Context, node *redis.Client) error {
-		it := node.Scan(ctx, 0, "{"+ns+":queue:*", 1000).Iterator()
-		for it.Next(ctx) {
-			if err := node.Del(ctx, it.Val()).Err(); err != nil {
-				return err
-			}
-		}
-		return it.Err()
-	}
-	var err error
-	switch cc := c.(type) {
-	case *redis.ClusterClient:
-		err = cc.ForEachMaster(ctx, del)
-	case *redis.Client:
-		err = del(ctx, cc)
-	}
-	if err != nil {
-		t.Errorf("cleaning the shards of namespace %s: %v", ns, err)
-	}
-}

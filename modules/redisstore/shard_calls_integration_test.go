@@ -50,7 +50,6 @@ func TestShardedClaimCalls(t *testing.T) {
 	base := redistest.Client(t)
 	ctx := context.Background()
 	ns := redistest.Namespace(t, base)
-	t.Cleanup(func() { purgeShards(t, base, ns) })
 	calls := &scriptCalls{}
 	opt, err := redis.ParseURL(redistest.URL(t))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,6 @@ func TestShardedFairness(t *testing.T) {
 	client := redistest.Client(t)
 	ctx := context.Background()
 	ns := redistest.Namespace(t, client)
-	t.Cleanup(func() { purgeShards(t, client, ns) })
 	clock := contracttest.NewFakeClock(time.Unix(1_700_000_000, 0))
 	q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: ns, Shards: 3})
 	if err != nil {
@@ -88,7 +88,6 @@ func TestShardedDeadLetterPaging(t *testing.T) {
 	client := redistest.Client(t)
 	ctx := context.Background()
 	ns := redistest.Namespace(t, client)
-	t.Cleanup(func() { purgeShards(t, client, ns) })
 	clock := contracttest.NewFakeClock(time.Unix(1_700_000_000, 0))
 	q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: ns, Shards: 3, Policy: policy.Policy{MaxAttempts: 1}})
 	if err != nil {
@@ -150,5 +149,44 @@ func TestShardedDeadLetterPaging(t *testing.T) {
 	}
 	if n, err := q.Requeue(ctx, contract.DeadLetterFilter{}); err != nil || n != 30 {
 		t.Errorf("Requeue = %d, %v; want all 30", n, err)
+	}
+}
+
+// TestPurgeRemovesShards: redistest.Purge (what Namespace runs when a test
+// ends) deletes the keys of every shard of a sharded queue.
+func TestPurgeRemovesShards(t *testing.T) {
+	client := redistest.Client(t)
+	ctx := context.Background()
+	ns := redistest.Namespace(t, client)
+	q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: ns, Shards: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var items []contract.Item
+	for i := range 30 {
+		items = append(items, contract.Item{Tenant: fmt.Sprintf("t%d", i), ID: "x"})
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := redistest.Keys(ctx, client, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := map[string]bool{}
+	for _, k := range keys {
+		if tag, _, ok := strings.Cut(k, "}"); ok && strings.Contains(tag, ":queue:") {
+			shards[tag] = true
+		}
+	}
+	if len(shards) != 3 {
+		t.Fatalf("the sharded queue's keys fall in %d shards' tags (%d keys), want 3", len(shards), len(keys))
+	}
+	if err := redistest.Purge(ctx, client, ns); err != nil {
+		t.Fatal(err)
+	}
+	if keys, err = redistest.Keys(ctx, client, ns); err != nil || len(keys) != 0 {
+		t.Fatalf("after Purge %d keys are left (%v): %v", len(keys), err, keys[:min(len(keys), 5)])
 	}
 }

@@ -63,12 +63,14 @@ func DeleteNamespace(t testing.TB, c redis.UniversalClient, ns string) {
 }
 
 // namespacePatterns are the SCAN patterns of a namespace's keys: the
-// state keys and the queue's hash-tagged keys.
+// state keys, the queue's hash-tagged keys, and those of each shard of a
+// sharded queue ({ns:queue:<shard>.<k>}).
 func namespacePatterns(ns string) []string {
-	return []string{ns + ":state:*", "{" + ns + ":queue}:*"}
+	return []string{ns + ":state:*", "{" + ns + ":queue}:*", "{" + ns + ":queue:*}:*"}
 }
 
-// Purge removes the keys of namespace ns (state and queue keys), scanning
+// Purge removes the keys of namespace ns (state and queue keys, sharded
+// or not), scanning
 // every master of a cluster.
 func Purge(ctx context.Context, c redis.UniversalClient, ns string) error {
 	for _, pattern := range namespacePatterns(ns) {
