@@ -186,4 +186,3 @@ func TestWorkQueueConformanceUnderLimits(t *testing.T) {
 		return q
 	})
 }
-
