@@ -49,6 +49,12 @@ const (
 	StoredFenceKey = attribute.Key("adk.run.fence.stored")
 	// RunNewIDKey is the id of the run ForkRun creates.
 	RunNewIDKey = attribute.Key("adk.run.new_id")
+	// SignalKey is the signal name of a wait or a Signal.
+	SignalKey = attribute.Key("adk.signal")
+	// StateFoundKey is the state Cancel found the item in.
+	StateFoundKey = attribute.Key("adk.state.found")
+	// DelayKey is a snooze's or a wait's delay, in seconds.
+	DelayKey = attribute.Key("adk.delay_s")
 )
 
 // Operation names: messaging.operation.name values and the first word of
@@ -66,6 +72,16 @@ const (
 	opRequeue     = "requeue"
 	opPurge       = "purge"
 	opPrune       = "prune"
+
+	// The lifecycle controls (lifecycle.go).
+	opPause          = "pause"
+	opResume         = "resume"
+	opCancel         = "cancel"
+	opCancelMatching = "cancel_matching"
+	opPurgeCancelled = "purge_cancelled"
+	opSnooze         = "snooze"
+	opWait           = "wait"
+	opSignal         = "signal"
 )
 
 func systemAttr(system string) attribute.KeyValue {
