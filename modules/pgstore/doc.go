@@ -75,12 +75,12 @@
 //
 // [PostgresStateStore] is a [contract.RunKeeper]. A run's fence is a
 // column of its row and each write checks it in its own statement; kept
-// versions are rows of {runs}_versions, written and pruned by the
-// statement of the write that replaces them (schema version 5,
-// [MigrationFile] brings a version 4 database there). ForkRun is one
-// statement, so inside Bound(tx) a fork commits with the work it
-// enqueues. The README says why each statement holds under concurrent
-// writers.
+// versions are rows of {runs}_versions, written by the statement of the
+// write that replaces them and pruned once in eight writes of a run
+// (schema version 5, [MigrationFile] brings a version 4 database
+// there). ForkRun is one statement, so inside Bound(tx) a fork commits
+// with the work it enqueues. The README says why each statement holds
+// under concurrent writers.
 //
 // # Flow control
 //

@@ -43,3 +43,6 @@ func RunUpdateKeepSQL(t StateTables) string {
 	t, _ = t.normalized()
 	return loadQueries(t).runUpdateKeep
 }
+
+// PruneEvery is how often a run's writes prune its versions.
+const PruneEvery = pruneEvery

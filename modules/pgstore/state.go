@@ -114,7 +114,9 @@ func (s *stateStore) GetRun(ctx context.Context, tenant, id string) (*contract.R
 // on the row the statement judged, read in that statement (see
 // queries/run_update.sql and run_update_keep.sql), so it never reports
 // the version the caller held. On a store that keeps versions, an update
-// keeps the run as it was in the same statement.
+// keeps the run as it was in the same statement, and the update that
+// leaves the run at a Version that is a multiple of pruneEvery also
+// deletes the run's versions past the bounds (run_update_keep_prune.sql).
 func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	var data []byte
 	if len(run.Data) > 0 {
@@ -129,10 +131,12 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 			switch {
 			case run.Version == 0:
 				row = e.QueryRow(ctx, s.q.runInsert, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Fence)
-			case keep:
+			case keep && pruneDue(run.Version+1):
 				kept, cut := s.versionBounds(now)
-				row = e.QueryRow(ctx, s.q.runUpdateKeep, run.Tenant, run.ID, kept, cut, contract.VersionPruneBatch,
-					run.Session, run.Status, data, now, run.Version, run.Fence)
+				row = e.QueryRow(ctx, s.q.runUpdateKeepPrune, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version, run.Fence,
+					kept, cut, contract.VersionPruneBatch)
+			case keep:
+				row = e.QueryRow(ctx, s.q.runUpdateKeep, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version, run.Fence)
 			default:
 				row = e.QueryRow(ctx, s.q.runUpdate, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version, run.Fence)
 			}
@@ -183,7 +187,10 @@ func unsettled(tenant, id string) error {
 // bigint range is refused whole with a *contract.CounterOverflowError
 // naming the counter. On a store that keeps versions, a patch that
 // changes the status keeps the run as it was (queries/run_patch_keep.sql);
-// one that only adds to the counters keeps none.
+// one that only adds to the counters keeps none. A patch of either kind
+// that leaves the run at a Version that is a multiple of pruneEvery then
+// deletes the run's versions past the bounds, in a statement of its own
+// (see pruneAfter).
 func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
 	c := p.Counters
 	keep := p.Status != "" && s.settings.Runs.KeepsVersions()
@@ -193,8 +200,7 @@ func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract
 			now := s.clock.Now()
 			var row pgx.Row
 			if keep {
-				kept, cut := s.versionBounds(now)
-				row = e.QueryRow(ctx, s.q.runPatchKeep, tenant, id, kept, cut, contract.VersionPruneBatch,
+				row = e.QueryRow(ctx, s.q.runPatchKeep, tenant, id,
 					c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now, p.Fence)
 			} else {
 				row = e.QueryRow(ctx, s.q.runPatch, tenant, id,
@@ -206,7 +212,7 @@ func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract
 				return err
 			case written:
 				out = r
-				return nil
+				return s.pruneAfter(ctx, e, r, now)
 			case stale(p.Fence, r.Fence):
 				return &contract.StaleFenceError{Tenant: tenant, ID: id, Fence: p.Fence, Stored: r.Fence}
 			}

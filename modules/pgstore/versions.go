@@ -25,6 +25,47 @@ func (s *stateStore) versionBounds(now time.Time) (int, pgtype.Timestamptz) {
 	return p.MaxKept(), cut
 }
 
+// pruneEvery is how often a run's writes delete its versions past the
+// policy's bounds: the write that leaves the run at a Version that is a
+// multiple of it. Every write bumps the Version by one, so each run
+// prunes once in pruneEvery writes, whatever their kinds, and holds at
+// most pruneEvery-1 versions past the bounds between (reads never return
+// them: each read checks the bounds itself). sqlitestore prunes on the
+// same turn. The prune is the dearest part of a write that keeps a
+// version: a statement that carries it, even when it deletes nothing,
+// costs about a third more than one without it (the README has the
+// figures).
+const pruneEvery = 8
+
+// pruneDue reports whether the write that leaves a run at version is the
+// one that prunes the run's versions.
+func pruneDue(version int64) bool { return version%pruneEvery == 0 }
+
+// pruneAfter deletes the versions of run r, as a patch just left it, past
+// the policy's bounds (at most contract.VersionPruneBatch), when the
+// store keeps versions and it is r's turn. A patch does not know the
+// Version it leaves until it has written (a put does, and prunes in its
+// own statement), so its prune is a statement of its own, sent on the
+// patch's connection after it: in a transaction given to Bound it is
+// part of that transaction, and its error is returned because the
+// transaction is then aborted. Otherwise the patch has committed before
+// the prune runs, and a prune that fails is not the patch's failure (a
+// caller that retried the patch would add its counters twice): the error
+// is dropped and the run's next turn deletes what this one did not,
+// since each turn deletes up to a batch and a run gains at most
+// pruneEvery versions between turns.
+func (s *stateStore) pruneAfter(ctx context.Context, e Executor, r *contract.Run, now time.Time) error {
+	if !s.settings.Runs.KeepsVersions() || !pruneDue(r.Version) {
+		return nil
+	}
+	kept, cut := s.versionBounds(now)
+	_, err := e.Exec(ctx, s.q.runVersionsPrune, r.Tenant, r.ID, kept, cut, contract.VersionPruneBatch)
+	if s.db.bound {
+		return err
+	}
+	return nil
+}
+
 // ListRunVersions pages through the run's versions, newest first: the
 // run itself on the first page, then the kept versions by descending
 // Version. The cursor is the last Version listed, so versions kept while

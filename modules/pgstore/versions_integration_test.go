@@ -51,9 +51,10 @@ func versionsOf(rs []contract.Run) []int64 {
 }
 
 // KeepVersions 3: every put keeps the run it replaced, a status patch
-// keeps one, a counter-only patch none; the store keeps exactly the
-// newest three (and deletes the rest as it writes); the listing pages
-// newest first, the run first; a version past the count is not found.
+// keeps one, a counter-only patch none; reads show exactly the newest
+// three, and the write whose turn it is (the one that leaves the run at
+// a multiple of pruneEvery) deletes the rest; the listing pages newest
+// first, the run first; a version past the count is not found.
 func TestVersionsKeepN(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
 	d := newTestDB(t)
@@ -67,8 +68,11 @@ func TestVersionsKeepN(t *testing.T) {
 	if r, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Counters: contract.Counters{Iterations: 5}}); err != nil || r.Version != 7 {
 		t.Fatalf("counter patch: %+v, %v", r, err)
 	}
-	if n := countVersions(t, d, "acme", "r"); n != 3 {
-		t.Fatalf("%d versions stored after six puts and a counter patch, want 3", n)
+	if pgstore.PruneEvery != 8 {
+		t.Fatalf("PruneEvery is %d; the counts below assume 8", pgstore.PruneEvery)
+	}
+	if n := countVersions(t, d, "acme", "r"); n != 5 {
+		t.Fatalf("%d versions stored after six puts and a counter patch, want 5 (none pruned before version 8)", n)
 	}
 	all := listAll(t, s, "acme", "r", 2)
 	if got := versionsOf(all); fmt.Sprint(got) != "[7 5 4 3]" {
@@ -91,6 +95,11 @@ func TestVersionsKeepN(t *testing.T) {
 	// of it and keeps none.
 	if _, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "done"}); err != nil {
 		t.Fatal(err)
+	}
+	// That patch left the run at version 8: its prune deleted all but the
+	// newest three (7, 5 and 4).
+	if n := countVersions(t, d, "acme", "r"); n != 3 {
+		t.Fatalf("%d versions stored after the patch to version 8, want 3", n)
 	}
 	if _, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "done", Counters: contract.Counters{Iterations: 1}}); err != nil {
 		t.Fatal(err)
@@ -120,7 +129,8 @@ func TestVersionsKeepN(t *testing.T) {
 }
 
 // VersionAge by the store's clock: a version is not returned once its
-// UpdatedAt is that old, and the next write deletes it.
+// UpdatedAt is that old, and the run's next write whose turn it is to
+// prune deletes it.
 func TestVersionsAge(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
 	d := newTestDB(t)
@@ -148,15 +158,28 @@ func TestVersionsAge(t *testing.T) {
 	if n := countVersions(t, d, "acme", "r"); n != 3 {
 		t.Fatalf("%d stored before the next write, want 3 (reads delete nothing)", n)
 	}
-	mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Version: r.Version})
-	if n := countVersions(t, d, "acme", "r"); n != 2 {
-		t.Fatalf("%d stored after the next write, want 2 (v3 and v4)", n)
+	// Puts keep 4, 5 and 6; the one that leaves the run at version 8
+	// keeps 7 and deletes 1 and 2.
+	for stored := 3; r.Version < pgstore.PruneEvery; stored++ {
+		r = mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Version: r.Version})
+		want := stored + 1
+		if r.Version == pgstore.PruneEvery {
+			want = stored + 1 - 2
+		}
+		if n := countVersions(t, d, "acme", "r"); n != want {
+			t.Fatalf("%d stored after the write to version %d, want %d", n, r.Version, want)
+		}
+	}
+	if got := versionsOf(listAll(t, s, "acme", "r", 10)); fmt.Sprint(got) != "[8 7 6 5 4 3]" {
+		t.Fatalf("after the prune: %v", got)
 	}
 }
 
 // One write deletes at most VersionPruneBatch versions: a run with a
-// backlog (kept under a larger count) is brought down a batch a write,
-// and reads show only what the policy keeps meanwhile.
+// backlog (kept under a larger count) is brought down a batch on each of
+// its turns to prune (once in pruneEvery writes), the writes between
+// keep a version each and delete none, and reads show only what the
+// policy keeps meanwhile.
 func TestVersionsPruneBounded(t *testing.T) {
 	ctx := ctxT(t, 2*time.Minute)
 	d := newTestDB(t)
@@ -169,13 +192,17 @@ func TestVersionsPruneBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	small := stateWith(t, d, nil, contract.RunPolicy{KeepVersions: 2})
-	want := backlog
-	for want > 2 {
+	stored := backlog
+	for stored > 2 {
 		r = mustPut(t, small, contract.Run{Tenant: "acme", ID: "r", Version: r.Version})
-		want = max(2, want+1-contract.VersionPruneBatch)
-		if n := countVersions(t, d, "acme", "r"); n != want {
-			t.Fatalf("%d versions stored after a write, want %d", n, want)
+		want := stored + 1
+		if r.Version%pgstore.PruneEvery == 0 {
+			want = max(2, stored+1-contract.VersionPruneBatch)
 		}
+		if n := countVersions(t, d, "acme", "r"); n != want {
+			t.Fatalf("%d versions stored after the write to version %d, want %d", n, r.Version, want)
+		}
+		stored = want
 		if got := len(listAll(t, small, "acme", "r", 100)); got != 3 {
 			t.Fatalf("%d listed, want the run and 2", got)
 		}
