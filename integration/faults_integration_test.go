@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/adkit/adk/integration/internal/oracle"
 	"github.com/adkit/adk/integration/internal/proxy"
+	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/pgstore/pgstoretest"
 	"github.com/adkit/adk/modules/redisstore/redistest"
 	"github.com/adkit/adk/modules/sqlitestore"
@@ -106,6 +109,248 @@ func TestFaultWorkerKilled(t *testing.T) {
 				t.Errorf("%d items re-executed; want 1 to %d (the leases the killed worker could hold)", r, held)
 			}
 		})
+	}
+}
+
+// A worker process SIGSTOPped while it holds leases mid-handler, between
+// its item's first fenced run write and its final one: a long GC pause,
+// a zombie. It stays stopped until its leases have expired and the other
+// workers have claimed its items again and finished them (their fenced
+// writes carry the newer tokens), then SIGCONT: it goes on as if nothing
+// happened, its handlers deaf to their contexts (WorkerConfig.Zombie).
+// Its late run writes must be refused by the fences
+// (*contract.StaleFenceError; at least one, or the fences kept nothing
+// out), none of them may land over a newer execution's, its late settles
+// are refused as lost leases (or never sent, when its first heartbeat on
+// waking finds the leases lost), and the oracle holds as for a kill.
+//
+// SQLite and PostgreSQL take locks across a client's round trips (the
+// file's write lock, a transaction's rows): a worker stopped inside such
+// a transaction would hold up the others until it resumed. Such a pause
+// is ended at once and tried again.
+func TestFaultWorkerPaused(t *testing.T) {
+	for _, b := range append(slices.Clone(backings), oracle.SQLite) {
+		t.Run(b, func(t *testing.T) {
+			target, _, _ := backingTarget(t, b)
+			k := K
+			if b == oracle.SQLite {
+				// Every write of the three processes is a synced commit
+				// taken in turns: under -race half the load takes as long
+				// as the whole one elsewhere, and is plenty for one pause.
+				k = K / 2
+			}
+			var workers []oracle.WorkerConfig
+			for i := range 3 {
+				w := workerDefaults(target, fmt.Sprintf("w%d", i))
+				// The delay is between the two fenced writes: the victim
+				// stops holding items whose first write landed and whose
+				// final write and Complete are still to come.
+				w.DelayAfterEffect, w.Zombie = true, true
+				w.HandlerDelay = 80 * time.Millisecond
+				if b == oracle.SQLite {
+					// As in TestFaultWorkerKilled: a lease must outlast the
+					// queue for the file's write lock.
+					w.LeaseFor = 6 * time.Second
+				}
+				workers = append(workers, w)
+			}
+			blocked := lockProbe(t, target)
+			var held, redone int
+			out := runLoad(t, load{target: target, direct: target, workers: workers, k: k, fenced: true,
+				inject: func(t *testing.T, ctx context.Context, e *env) []string {
+					f, victim := e.fleet, e.procs[0]
+					if !waitProgress(ctx, f, k/4) {
+						return nil
+					}
+					for try := 1; try <= 10; try++ {
+						if !waitHolding(ctx, f, "w0", 20*time.Millisecond) {
+							return nil
+						}
+						// Not right after the commit the ack followed: on SQLite
+						// the process that just released the write lock is the
+						// likeliest to have taken it again (the others sleep in
+						// their busy handlers), and a pause then holds up all.
+						time.Sleep(time.Duration(rand.IntN(25)) * time.Millisecond)
+						f.Pause(victim)
+						began, acked := time.Now(), f.Acked()
+						pending, err := unfinished(ctx, e.parent, f, "w0")
+						if err == nil {
+							var why string
+							if why, err = blocked(ctx, e.parent); err == nil && why != "" {
+								f.Resume(victim)
+								t.Logf("pause %d ended at once: %s", try, why)
+								time.Sleep(200 * time.Millisecond)
+								continue
+							}
+						}
+						if err == nil {
+							redone, err = waitFinished(ctx, e.parent, pending, "w0", 3*workers[0].LeaseFor+10*time.Second)
+						}
+						f.Resume(victim)
+						if err != nil {
+							t.Error(err)
+							return nil
+						}
+						held = len(pending)
+						return []string{fmt.Sprintf("SIGSTOP worker w0 after %d items acknowledged (pause %d), holding %d unfinished items; %d of them claimed again and finished by the others; SIGCONT after %v",
+							acked, try, held, redone, time.Since(began).Round(time.Millisecond))}
+					}
+					t.Error("every pause of w0 caught it inside a transaction")
+					return nil
+				}})
+			if len(out.faults) != 1 {
+				t.Fatal("the worker was not paused mid-load")
+			}
+			if redone == 0 {
+				t.Errorf("none of the %d items the paused worker held was claimed again and finished by another worker", held)
+			}
+			var refused, refusedFinal int
+			for _, e := range out.fleet.FenceEvents() {
+				if e.Worker == "w0" && e.Class == oracle.FenceRefused {
+					refused++
+					if e.Final {
+						refusedFinal++
+					}
+				}
+			}
+			lost := int64(0)
+			for _, st := range out.fleet.Stats() {
+				if st.Worker == "w0" {
+					lost = st.Counts["fenced_items"]
+				}
+			}
+			t.Logf("paused worker: %d of its run writes refused by the fences (%d final, %d first), %d of its settles refused as lost leases; %d items it held, %d finished by the others meanwhile",
+				refused, refusedFinal, refused-refusedFinal, lost, held, redone)
+			if refused == 0 {
+				t.Error("no write of the paused worker was refused: the zombie's late writes were not fenced off")
+			}
+			// As for a kill: only the paused worker's items run twice.
+			if r, most := out.report.Reexecuted, 2*workers[0].Concurrency; r < 1 || r > most {
+				t.Errorf("%d items re-executed; want 1 to %d (the leases the paused worker could hold)", r, most)
+			}
+		})
+	}
+}
+
+// unfinished returns the items whose latest lease a worker reported is
+// worker's and which have not finished (completed, dead or cancelled),
+// with the token of that lease.
+func unfinished(ctx context.Context, s *oracle.Stores, f *oracle.Fleet, worker string) (map[contract.ItemKey]int64, error) {
+	hk, ok := contract.AsHistoryKeeper(s.Queue)
+	if !ok {
+		return nil, fmt.Errorf("the %T queue keeps no history", s.Queue)
+	}
+	latest := map[contract.ItemKey]oracle.Event{}
+	for _, l := range f.Leases() {
+		k := contract.ItemKey{Tenant: l.Tenant, Queue: contract.DefaultQueue, ID: l.ID}
+		if l.Token > latest[k].Token {
+			latest[k] = l
+		}
+	}
+	out := map[contract.ItemKey]int64{}
+	for k, l := range latest {
+		if l.Worker != worker {
+			continue
+		}
+		h, err := hk.History(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("history of %q/%q: %w", k.Tenant, k.ID, err)
+		}
+		if !finished(h) {
+			out[k] = l.Token
+		}
+	}
+	return out, nil
+}
+
+func finished(h contract.History) bool {
+	if len(h.Events) == 0 {
+		return false
+	}
+	switch h.Events[len(h.Events)-1].Kind {
+	case contract.EventCompleted, contract.EventDead, contract.EventCancelled:
+		return true
+	}
+	return false
+}
+
+// waitFinished waits until every item of pending has finished, and
+// returns how many were claimed again, under a token above the one
+// pending names, and finished by a worker other than worker.
+func waitFinished(ctx context.Context, s *oracle.Stores, pending map[contract.ItemKey]int64, worker string, within time.Duration) (int, error) {
+	hk, _ := contract.AsHistoryKeeper(s.Queue)
+	deadline := time.Now().Add(within)
+	left := maps.Clone(pending)
+	redone := 0
+	for len(left) > 0 {
+		for k, tok := range left {
+			h, err := hk.History(ctx, k)
+			if err != nil {
+				return redone, fmt.Errorf("history of %q/%q: %w", k.Tenant, k.ID, err)
+			}
+			if !finished(h) {
+				continue
+			}
+			delete(left, k)
+			var holder contract.Event
+			for _, e := range h.Events {
+				if e.Kind == contract.EventClaimed {
+					holder = e
+				}
+			}
+			if holder.Token > tok && holder.Worker != worker {
+				redone++
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return redone, fmt.Errorf("%d of the %d items the paused worker held did not finish within %v", len(left), len(pending), within)
+		}
+		select {
+		case <-ctx.Done():
+			return redone, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return redone, nil
+}
+
+// lockProbe returns a check, made while a worker is paused, of whether it
+// stopped holding a lock the others wait for: on SQLite the file's write
+// lock (a BEGIN IMMEDIATE of the parent's waits up to 1 s for it), on
+// PostgreSQL a transaction left open between two statements for longer
+// than any running worker leaves one. It returns why, or "" when the
+// paused worker holds up nobody.
+func lockProbe(t *testing.T, target oracle.Target) func(ctx context.Context, s *oracle.Stores) (string, error) {
+	switch target.Backing {
+	case oracle.SQLite:
+		db, err := sqlitestore.OpenDB(target.Path, sqlitestore.Settings{BusyTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return func(ctx context.Context, _ *oracle.Stores) (string, error) {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return fmt.Sprintf("the file's write lock is held (%v)", err), nil
+			}
+			return "", tx.Rollback()
+		}
+	case oracle.Postgres:
+		return func(ctx context.Context, s *oracle.Stores) (string, error) {
+			time.Sleep(400 * time.Millisecond)
+			var n int
+			err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+				AND state LIKE 'idle in transaction%' AND state_change < now() - interval '300 milliseconds'`).Scan(&n)
+			if err != nil || n == 0 {
+				return "", err
+			}
+			return fmt.Sprintf("%d transactions idle for 300 ms", n), nil
+		}
+	default:
+		return func(context.Context, *oracle.Stores) (string, error) { return "", nil }
 	}
 }
 

@@ -25,7 +25,8 @@ import (
 // never go down (a stale execution, whose lease was taken back, cannot
 // land a write after a newer one's), and an item that completed ends
 // with the entry of the execution that completed it, its run fenced by
-// that execution's token.
+// that execution's token. A Zombie execution writes twice, its second
+// entry marked final.
 
 // Classes of the "fence" events.
 const (
@@ -39,11 +40,13 @@ func FenceRunID(itemID string) string { return "fence/" + itemID }
 // fenceEntry is one landed write in a FenceRunID run.
 type fenceEntry struct {
 	Worker string `json:"w"`
-	Claim  int64  `json:"c"` // the claim token of the execution that wrote it
+	Claim  int64  `json:"c"`           // the claim token of the execution that wrote it
+	Final  bool   `json:"f,omitempty"` // the second write of a Zombie execution
 }
 
 // writeFenced appends the execution's entry to its item's fenced run.
-func (w *worker) writeFenced(ctx context.Context, l contract.Lease) error {
+// final says it is the second write of a Zombie execution.
+func (w *worker) writeFenced(ctx context.Context, l contract.Lease, final bool) error {
 	runs := runner.Runs(ctx, w.state)
 	id := FenceRunID(l.Item.ID)
 	for {
@@ -60,10 +63,10 @@ func (w *worker) writeFenced(ctx context.Context, l contract.Lease) error {
 			}
 			version = r.Version
 		}
-		data, _ := json.Marshal(append(entries, fenceEntry{Worker: w.cfg.Worker, Claim: l.Token}))
+		data, _ := json.Marshal(append(entries, fenceEntry{Worker: w.cfg.Worker, Claim: l.Token, Final: final}))
 		fence, _ := runner.Fence(ctx)
 		out, err := runs.PutRun(ctx, contract.Run{Tenant: l.Item.Tenant, ID: id, Version: version, Status: "fenced", Data: data})
-		ev := Event{Kind: "fence", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, Fence: fence, At: time.Now().UnixNano(), Worker: w.cfg.Worker}
+		ev := Event{Kind: "fence", Tenant: l.Item.Tenant, ID: l.Item.ID, Attempts: l.Item.Attempts, Token: l.Token, Fence: fence, At: time.Now().UnixNano(), Worker: w.cfg.Worker, Final: final}
 		var ce *contract.StateConflictError
 		se, stale := errors.AsType[*contract.StaleFenceError](err)
 		switch {
@@ -160,7 +163,8 @@ type fenceVerdict struct {
 // against its history and the fenced writes reported of it:
 //
 //   - the entries' claim tokens never go down, and no execution's entry
-//     is there twice: no write landed after a newer execution's;
+//     is there twice (a Zombie execution's final entry comes after its
+//     first): no write landed after a newer execution's;
 //   - every landed write reported is there;
 //   - a refused write was refused for a newer execution's fence: the
 //     stored fence is above every token of the refused execution, at
@@ -184,10 +188,19 @@ func checkFences(sp Spec, h contract.History, run *contract.Run, events []Event)
 	}
 	v.entries = len(entries)
 	seen := map[int64]bool{}
+	type write struct {
+		claim int64
+		final bool
+	}
+	written := map[write]bool{}
 	for i, e := range entries {
-		if seen[e.Claim] {
+		if written[write{e.Claim, e.Final}] {
 			violate("the write of the execution claimed under token %d (%s) landed twice", e.Claim, e.Worker)
 		}
+		if e.Final && !seen[e.Claim] {
+			violate("the final write of the execution claimed under token %d (%s) landed without its first", e.Claim, e.Worker)
+		}
+		written[write{e.Claim, e.Final}] = true
 		seen[e.Claim] = true
 		if i > 0 && e.Claim < entries[i-1].Claim {
 			violate("a stale write landed: entry %d is the execution claimed under token %d (%s), after a write of the newer execution claimed under %d (%s)",

@@ -32,6 +32,7 @@ func reclaimedHistory() contract.History {
 
 func TestCheckFences(t *testing.T) {
 	w0, w1 := fenceEntry{Worker: "w0", Claim: 3}, fenceEntry{Worker: "w1", Claim: 7}
+	w0f, w1f := fenceEntry{Worker: "w0", Claim: 3, Final: true}, fenceEntry{Worker: "w1", Claim: 7, Final: true}
 	for _, tc := range []struct {
 		name   string
 		run    *contract.Run
@@ -53,6 +54,14 @@ func TestCheckFences(t *testing.T) {
 		{"the fence left by the last write differs", fencedRun(9, w0, w1),
 			[]Event{fenceEvent(FenceLanded, "w1", 7, 8, 8)}, "left 8"},
 		{"completed with no write", nil, nil, "holds no write"},
+		{"zombie: the winner wrote twice, the stale final write refused", fencedRun(8, w0, w1, w1f),
+			[]Event{fenceEvent(FenceLanded, "w0", 3, 3, 3), fenceEvent(FenceLanded, "w1", 7, 8, 8), fenceEvent(FenceLanded, "w1", 7, 8, 8), fenceEvent(FenceRefused, "w0", 3, 3, 8)}, ""},
+		{"zombie: the stale final write landed after the winner's", fencedRun(8, w0, w1, w1f, w0f),
+			[]Event{fenceEvent(FenceLanded, "w1", 7, 8, 8), fenceEvent(FenceLanded, "w1", 7, 8, 8)}, "a stale write landed"},
+		{"zombie: a final write twice", fencedRun(8, w0, w1, w1f, w1f),
+			[]Event{fenceEvent(FenceLanded, "w1", 7, 8, 8)}, "landed twice"},
+		{"zombie: a final write without its first", fencedRun(8, w0, w1f),
+			[]Event{fenceEvent(FenceLanded, "w1", 7, 8, 8)}, "without its first"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := checkFences(hSpec, reclaimedHistory(), tc.run, tc.events)

@@ -26,6 +26,7 @@ type Fleet struct {
 	acked  map[string]bool // tenant+"\x00"+id of items with at least one ack
 	ready  map[string]bool
 	killed []string
+	paused map[*Proc]bool
 }
 
 // Proc is one worker process.
@@ -40,7 +41,7 @@ type Proc struct {
 
 // NewFleet returns an empty fleet.
 func NewFleet() *Fleet {
-	return &Fleet{acked: map[string]bool{}, ready: map[string]bool{}}
+	return &Fleet{acked: map[string]bool{}, ready: map[string]bool{}, paused: map[*Proc]bool{}}
 }
 
 // Start runs the test binary again as a worker with cfg and waits until it
@@ -191,13 +192,41 @@ func (f *Fleet) Kill(p *Proc) {
 	f.mu.Unlock()
 }
 
+// Pause sends SIGSTOP to p: it freezes mid-lease, holding whatever it
+// held, its connections open, until Resume. Its leases run out meanwhile
+// and its items go to the others; it is not told.
+func (f *Fleet) Pause(p *Proc) {
+	f.mu.Lock()
+	f.paused[p] = true
+	f.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume sends SIGCONT to p, paused by Pause: it goes on where it
+// stopped, with the leases it believes it holds.
+func (f *Fleet) Resume(p *Proc) {
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	f.mu.Lock()
+	delete(f.paused, p)
+	f.mu.Unlock()
+}
+
 // Stop asks every live worker to stop (closes its stdin), waits up to
 // timeout, then kills the ones still running. It returns the stderr of
 // workers that exited with an error.
 func (f *Fleet) Stop(timeout time.Duration) []string {
 	f.mu.Lock()
 	procs := append([]*Proc(nil), f.procs...)
+	var paused []*Proc
+	for p := range f.paused {
+		paused = append(paused, p)
+	}
 	f.mu.Unlock()
+	// A worker still paused (a test that failed before resuming it) could
+	// not read its stdin closing.
+	for _, p := range paused {
+		f.Resume(p)
+	}
 	for _, p := range procs {
 		_ = p.stdin.Close()
 	}

@@ -65,7 +65,15 @@ type WorkerConfig struct {
 	StateLoad bool `json:"state_load"`
 	// FencedRuns adds a fenced write to each execution: it appends itself
 	// to its item's FenceRunID run through runner.Runs (see fences.go).
-	FencedRuns  bool `json:"fenced_runs"`
+	FencedRuns bool `json:"fenced_runs"`
+	// Zombie (with FencedRuns and DelayAfterEffect) makes each execution
+	// write its fenced run twice, once before the delay and once after
+	// it, and wait the delay without watching its context, the second
+	// write sent with the context's cancellation cut off: a handler that
+	// does not notice its lease was taken back while it was paused (a
+	// long GC pause, a stopped process), whose late write only the fence
+	// keeps out.
+	Zombie      bool `json:"zombie"`
 	MaxAttempts int  `json:"max_attempts"`
 }
 
@@ -96,8 +104,10 @@ type Event struct {
 	// FenceLanded or FenceRefused): Token is the execution's claim token,
 	// Fence the fence the write carried, Stored the run's fence after it
 	// (landed) or when it was refused.
+	// Final marks the second fenced write of a Zombie execution.
 	Fence  int64            `json:"fence,omitempty"`
 	Stored int64            `json:"stored,omitempty"`
+	Final  bool             `json:"final,omitempty"`
 	Counts map[string]int64 `json:"counts,omitempty"`
 	// Reconnects of the LISTEN connection (stats).
 	Reconnects int64  `json:"reconnects,omitempty"`
@@ -318,7 +328,7 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 		return err
 	}
 	if w.cfg.FencedRuns {
-		if err := w.writeFenced(ctx, l); err != nil {
+		if err := w.writeFenced(ctx, l, false); err != nil {
 			w.count("handler_"+errClass(err), 1)
 			return err
 		}
@@ -343,6 +353,16 @@ func (w *worker) handle(ctx context.Context, l contract.Lease) error {
 	}
 	ack.At = time.Now().UnixNano()
 	w.emit(ack)
+	if w.cfg.DelayAfterEffect && w.cfg.FencedRuns && w.cfg.Zombie {
+		// Deaf to the context: a lost lease does not stop this handler
+		// before its final write.
+		time.Sleep(delay)
+		if err := w.writeFenced(context.WithoutCancel(ctx), l, true); err != nil {
+			w.count("handler_"+errClass(err), 1)
+			return err
+		}
+		return nil
+	}
 	if w.cfg.DelayAfterEffect {
 		return pause(ctx, delay)
 	}
