@@ -50,14 +50,20 @@ type clusterNode struct {
 
 func (n *clusterNode) addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
 
-// freePort returns a loopback TCP port nothing listens on at the moment.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct loopback TCP ports nothing listens on at
+// the moment: all n are held open until each is picked, so two of them
+// cannot be the same port.
+func freePorts(n int) ([]int, error) {
+	out := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return out, nil
 }
 
 // startBenchCluster starts n masters with cluster mode on, joins them
@@ -115,22 +121,35 @@ func startBenchCluster(ctx context.Context, n int) (_ *benchCluster, err error) 
 	return c, nil
 }
 
-// startNode starts one cluster-enabled redis-server in dir on a free port
-// (its cluster bus on another free port: the default, port+10000, may be
-// taken or past 65535), adds it to c.nodes (so stop kills it whatever
-// happens next) and waits until it answers PING.
+// startNode starts one cluster-enabled redis-server in dir, on other
+// free ports when one exits at start (another process can take a free
+// port before the server binds it).
 func (c *benchCluster) startNode(dir string) error {
+	var err error
+	for range 3 {
+		if err = c.startNodeOnce(dir); !errors.Is(err, errExited) {
+			return err
+		}
+	}
+	return err
+}
+
+// errExited is startNodeOnce's error for a server that exited at start.
+var errExited = errors.New("exited at start")
+
+// startNodeOnce starts one cluster-enabled redis-server in dir on a free
+// port (its cluster bus on another free port: the default, port+10000,
+// may be taken or past 65535), adds it to c.nodes once it answers PING
+// (so stop kills it whatever happens next) and waits for that.
+func (c *benchCluster) startNodeOnce(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	port, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	bus, err := freePort()
-	if err != nil {
-		return err
-	}
+	port, bus := ports[0], ports[1]
 	cmd := exec.Command("redis-server",
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
@@ -148,8 +167,11 @@ func (c *benchCluster) startNode(dir string) error {
 	for node.client.Ping(context.Background()).Err() != nil {
 		select {
 		case <-node.done:
+			c.nodes = c.nodes[:len(c.nodes)-1]
+			_ = node.client.Close()
 			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			return fmt.Errorf("redis-server on port %d exited at start: %s", port, strings.TrimSpace(string(log)))
+			_ = os.Remove(filepath.Join(dir, "nodes.conf"))
+			return fmt.Errorf("redis-server on port %d %w: %s", port, errExited, lastLine(log))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -629,4 +651,11 @@ func (h *harness) clusterScenario(ctx context.Context) {
 	fr.Target, fr.Met = fmt.Sprintf("≤ %d", bound), ptr(fr.Value > 0 && fr.Value <= float64(bound))
 	fr.Note += "; " + many.cpuNote()
 	h.add(fr)
+}
+
+// lastLine is the last non-empty line of a log: where a server says why
+// it stopped.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
