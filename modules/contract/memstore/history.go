@@ -417,7 +417,7 @@ func (s *store) Prune(ctx context.Context, name string) (int, error) {
 		return true
 	})
 	for _, e := range gone {
-		s.drop(q, q.tenants[e.item.Tenant], e)
+		s.drop(q, e.tq, e)
 	}
 	return len(gone), nil
 }

@@ -24,6 +24,7 @@ func checkInvariants(t *testing.T, st *Store) {
 	defer s.mu.Unlock()
 	perQueue := map[string]int{}
 	perFinished := map[string]int{}
+	liveSeen := 0
 	for k, e := range s.items {
 		if k != e.item.Key() {
 			t.Fatalf("item under key %v says it is %v", k, e.item.Key())
@@ -65,6 +66,10 @@ func checkInvariants(t *testing.T, st *Store) {
 			if got, ok := q.leases.Get(e.leaseKey()); !ok || got != e {
 				t.Fatalf("leased item %v missing from the lease index", k)
 			}
+			if s.live[e.token] != e {
+				t.Fatalf("leased item %v missing from the live leases under its token %d", k, e.token)
+			}
+			liveSeen++
 		case contract.StateDead:
 			if got, ok := q.dead.Get(e.deadSeq); !ok || got != e {
 				t.Fatalf("dead item %v missing from the dead letters", k)
@@ -72,6 +77,9 @@ func checkInvariants(t *testing.T, st *Store) {
 		default:
 			t.Fatalf("item %v in state %q", k, e.item.State)
 		}
+	}
+	if len(s.live) != liveSeen {
+		t.Fatalf("the live leases hold %d entries, the items %d leases", len(s.live), liveSeen)
 	}
 	for name, q := range s.queues {
 		if q.items != perQueue[name] {

@@ -100,7 +100,7 @@ func (s *store) cancel(q *queue, e *entry, reason string, now time.Time) {
 // settleCancelled moves e, in whatever live state, to cancelled; its
 // CancelledAt and CancelReason are already set.
 func (s *store) settleCancelled(q *queue, e *entry, now time.Time) {
-	tq := q.tenants[e.item.Tenant]
+	tq := e.tq
 	switch e.item.State {
 	case contract.StateQueued:
 		q.unplace(tq)
@@ -196,7 +196,7 @@ func (s *store) PurgeCancelled(ctx context.Context, name string, before time.Tim
 		return true
 	})
 	for _, e := range old {
-		s.drop(q, q.tenants[e.item.Tenant], e)
+		s.drop(q, e.tq, e)
 	}
 	return len(old), nil
 }
@@ -219,6 +219,7 @@ func (s *store) held(l contract.Lease, now time.Time) (*entry, error) {
 // endLease takes a live lease out of the lease index.
 func (s *store) endLease(q *queue, tq *tenantQueue, e *entry) {
 	q.leases.Delete(e.leaseKey())
+	delete(s.live, e.token)
 	tq.leased--
 	e.worker, e.expires, e.token = "", time.Time{}, 0
 }
@@ -236,7 +237,7 @@ func (s *store) Snooze(ctx context.Context, l contract.Lease, d time.Duration) (
 		return policy.Decision{}, err
 	}
 	q := s.queues[e.item.Queue]
-	tq := q.tenants[e.item.Tenant]
+	tq := e.tq
 	dec := s.policy.DecideSnooze(e.item.Snoozes, d, now)
 	worker := e.worker
 	s.endLease(q, tq, e)
@@ -282,7 +283,7 @@ func (s *store) Wait(ctx context.Context, l contract.Lease, w contract.WaitReque
 		return err
 	}
 	q := s.queues[e.item.Queue]
-	tq := q.tenants[e.item.Tenant]
+	tq := e.tq
 	worker := e.worker
 	s.endLease(q, tq, e)
 	e.item.State = contract.StateWaiting
@@ -304,7 +305,7 @@ func (s *store) Wait(ctx context.Context, l contract.Lease, w contract.WaitReque
 
 // resume ends e's wait as r says and queues it, due at due.
 func (s *store) resume(q *queue, e *entry, r contract.Resume, due, now time.Time) {
-	tq := q.tenants[e.item.Tenant]
+	tq := e.tq
 	q.parked.Delete(e.waitSeq)
 	q.timeouts.Delete(e.ready)
 	tq.waiting--

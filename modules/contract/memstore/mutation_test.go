@@ -34,7 +34,7 @@ var mutants = []struct {
 	// The four points the issue asks to see fail.
 	{"no-fencing", "TestWorkQueue/Lease/CompletedOrForgedTokenLost",
 		"settles ignore the token, so a forged or spent lease completes the item (also caught by Lease/StaleTokenAfterReclaim, Lease/HeartbeatKeepsLease, Basic/BatchCompletePartialLoss)",
-		[]edit{{"queue.go", "if e.token != l.Token {", "if false {"}}, nil},
+		[]edit{{"queue.go", "e := s.live[l.Token]", "e := s.items[l.Key()]"}}, nil},
 	{"no-rotation", "TestWorkQueue/Fairness/SmallTenantsServedEarly",
 		"a claim serves the head tenant until it runs dry, so a backlog starves its neighbours (also caught by the other Fairness points but DelayedTenantDoesNotBlock)",
 		[]edit{{"queue.go", "\t\tif q.served(tq, now) {\n\t\t\tq.turn++\n\t\t\ttq.stamp = q.turn\n\t\t}\n", "\t\tq.served(tq, now)\n"}}, nil},
@@ -59,7 +59,7 @@ var mutants = []struct {
 		"the token is the attempt number, so a completed item's old lease fences its re-enqueued successor",
 		[]edit{
 			{"queue.go", "\ts.tokens++\n\treturn s.tokens\n", "\treturn int64(e.item.Attempts) + 1\n"},
-			{"queue.go", "\tq.leases.Delete(e.leaseKey())\n\te.token = s.newToken(e)\n", "\tq.leases.Delete(e.leaseKey())\n"},
+			{"queue.go", "\tdelete(s.live, e.token)\n\te.token = s.newToken(e)\n", "\tdelete(s.live, e.token)\n"},
 			{"lifecycle.go", "\te.worker, e.expires, e.token = \"\", time.Time{}, 0\n", "\te.worker, e.expires = \"\", time.Time{}\n"},
 		}, nil},
 	{"racy-claim", "TestWorkQueue/Concurrency/ConcurrentClaimsMax1",

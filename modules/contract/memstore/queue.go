@@ -47,7 +47,7 @@ func (s *store) enqueue(ctx context.Context, items []contract.Item, report []con
 		it.DeadAt = time.Time{}
 		it.EnqueuedAt = now
 		tq := q.tenant(k.Tenant)
-		e := &entry{item: it}
+		e := &entry{item: it, tq: tq}
 		s.items[k] = e
 		q.items++
 		q.indexID(e)
@@ -123,6 +123,7 @@ func (s *store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 		e.worker = req.Worker
 		e.expires = now.Add(req.LeaseFor)
 		q.leases.Put(e.leaseKey(), e)
+		s.live[e.token] = e
 		q.remember(contract.Turn{Tenant: tq.name, ID: e.item.ID, Worker: req.Worker, At: now}, s.recentTurns)
 		if q.recording() {
 			e.claimedAt = now
@@ -152,13 +153,15 @@ func (e *entry) lease() contract.Lease {
 }
 
 // leased returns the entry l still holds, or nil when its token no longer
-// matches.
+// matches. Tokens are unique store-wide, so the token finds the entry
+// among the live leases; the key must be l's too (a lease made up with
+// another item's token holds nothing).
 func (s *store) leased(l contract.Lease) *entry {
-	e := s.items[l.Key()]
+	e := s.live[l.Token]
 	if e == nil || e.item.State != contract.StateLeased {
 		return nil
 	}
-	if e.token != l.Token {
+	if e.item.ID != l.Item.ID || e.item.Tenant != l.Item.Tenant || e.item.Queue != contract.QueueName(l.Item.Queue) {
 		return nil
 	}
 	return e
@@ -180,9 +183,11 @@ func (s *store) Heartbeat(ctx context.Context, l contract.Lease, extend time.Dur
 	}
 	q := s.queues[e.item.Queue]
 	q.leases.Delete(e.leaseKey())
+	delete(s.live, e.token)
 	e.token = s.newToken(e)
 	e.expires = now.Add(extend)
 	q.leases.Put(e.leaseKey(), e)
+	s.live[e.token] = e
 	if q.recording() {
 		e.history().heartbeats++
 	}
@@ -233,7 +238,7 @@ func (s *store) Complete(ctx context.Context, leases ...contract.Lease) error {
 			continue
 		}
 		q := s.queues[e.item.Queue]
-		tq := q.tenants[e.item.Tenant]
+		tq := e.tq
 		if !e.item.CancelledAt.IsZero() {
 			s.settleCancelled(q, e, now)
 			cancelled = append(cancelled, l.Key())
@@ -270,6 +275,7 @@ func (s *store) drop(q *queue, tq *tenantQueue, e *entry) {
 		q.finished.Delete(e.finKey())
 	case contract.StateLeased:
 		q.leases.Delete(e.leaseKey())
+		delete(s.live, e.token)
 		tq.leased--
 	case contract.StateDead:
 		q.dead.Delete(e.deadSeq)
@@ -294,7 +300,7 @@ func (s *store) Fail(ctx context.Context, l contract.Lease, cause error) (policy
 	}
 	q := s.queues[e.item.Queue]
 	d := s.settleFailed(q, e, cause, now)
-	if d.Retry || q.capped(q.tenants[e.item.Tenant]) {
+	if d.Retry || q.capped(e.tq) {
 		s.wake(e.item.Queue, now)
 	}
 	return d, nil
@@ -303,7 +309,7 @@ func (s *store) Fail(ctx context.Context, l contract.Lease, cause error) (policy
 // settleFailed ends a lease that failed with cause: back to the queue or
 // to the dead letter, as the policy decides.
 func (s *store) settleFailed(q *queue, e *entry, cause error, now time.Time) policy.Decision {
-	tq := q.tenants[e.item.Tenant]
+	tq := e.tq
 	worker := e.worker
 	if cause == contract.ErrLeaseExpired {
 		worker = ""
@@ -353,7 +359,7 @@ func (s *store) Reap(ctx context.Context, name string) (int, error) {
 			s.settleCancelled(q, e, now)
 			continue
 		}
-		if s.settleFailed(q, e, contract.ErrLeaseExpired, now).Retry || q.capped(q.tenants[e.item.Tenant]) {
+		if s.settleFailed(q, e, contract.ErrLeaseExpired, now).Retry || q.capped(e.tq) {
 			retried = true
 		}
 	}
@@ -480,7 +486,7 @@ func (s *store) Requeue(ctx context.Context, f contract.DeadLetterFilter) (int, 
 	now := s.clock.Now()
 	q := s.queues[f.Queue]
 	for _, e := range matched {
-		tq := q.tenants[e.item.Tenant]
+		tq := e.tq
 		q.dead.Delete(e.deadSeq)
 		tq.dead--
 		e.deadSeq = 0
@@ -510,7 +516,7 @@ func (s *store) Purge(ctx context.Context, f contract.DeadLetterFilter) (int, er
 	}
 	q := s.queues[f.Queue]
 	for _, e := range matched {
-		s.drop(q, q.tenants[e.item.Tenant], e)
+		s.drop(q, e.tq, e)
 	}
 	return len(matched), nil
 }

@@ -85,9 +85,10 @@ const (
 // entry is an item as the store holds it.
 type entry struct {
 	item    contract.Item
-	ready   readyKey // while queued
-	isLater bool     // while queued: in the tenant's later tree, not ready
-	waitSeq int64    // while waiting: the key in parked
+	tq      *tenantQueue // its tenant's part of its queue (a queue never forgets a tenant)
+	ready   readyKey     // while queued
+	isLater bool         // while queued: in the tenant's later tree, not ready
+	waitSeq int64        // while waiting: the key in parked
 
 	// While leased.
 	token   int64

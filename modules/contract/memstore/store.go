@@ -45,6 +45,7 @@ type store struct {
 	kept        map[runKey]*runVersions                // each run's earlier versions (versions.go)
 
 	items  map[contract.ItemKey]*entry
+	live   map[int64]*entry // the leased entries by token: a settle finds its entry in a map of the live leases, not of every item
 	queues map[string]*queue
 	tokens int64 // the last fencing token issued, store-wide so none repeats
 	seq    int64 // orders ready items that fall due together, and dead letters
@@ -123,6 +124,7 @@ func New(clock contract.Clock, settings Settings) *Store {
 		sessionRuns: make(map[runKey]*tree[int64, *contract.Run]),
 		kept:        make(map[runKey]*runVersions),
 		items:       make(map[contract.ItemKey]*entry),
+		live:        make(map[int64]*entry),
 		queues:      make(map[string]*queue),
 		subs:        make(map[string]map[*subscription]struct{}),
 	}
