@@ -120,8 +120,12 @@ var (
 	runUpdateKeepPruneSQL string
 	//go:embed queries/run_versions_prune.sql
 	runVersionsPruneSQL string
+	//go:embed queries/run_prune_async.sql
+	runPruneAsyncSQL string
 	//go:embed queries/run_patch_keep.sql
 	runPatchKeepSQL string
+	//go:embed queries/run_patch_first.sql
+	runPatchFirstSQL string
 	//go:embed queries/run_version_get.sql
 	runVersionGetSQL string
 	//go:embed queries/run_versions_list.sql
@@ -222,7 +226,9 @@ type queries struct {
 	runUpdateKeep      string
 	runUpdateKeepPrune string
 	runVersionsPrune   string
+	runPruneAsync      string
 	runPatchKeep       string
+	runPatchFirst      string
 	runVersionGet      string
 	runVersionsList    string
 	runFork            string
@@ -316,7 +322,9 @@ func loadQueries(t StateTables) queries {
 		runUpdateKeep:      r(runUpdateKeepSQL),
 		runUpdateKeepPrune: r(runUpdateKeepPruneSQL),
 		runVersionsPrune:   r(runVersionsPruneSQL),
+		runPruneAsync:      r(runPruneAsyncSQL),
 		runPatchKeep:       r(runPatchKeepSQL),
+		runPatchFirst:      r(runPatchFirstSQL),
 		runVersionGet:      r(runVersionGetSQL),
 		runVersionsList:    r(runVersionsListSQL),
 		runFork:            r(runForkSQL),

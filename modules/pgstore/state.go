@@ -186,21 +186,27 @@ func unsettled(tenant, id string) error {
 // *contract.StaleFenceError; a patch that would take a counter past the
 // bigint range is refused whole with a *contract.CounterOverflowError
 // naming the counter. On a store that keeps versions, a patch that
-// changes the status keeps the run as it was (queries/run_patch_keep.sql);
-// one that only adds to the counters keeps none. A patch of either kind
-// that leaves the run at a Version that is a multiple of pruneEvery then
-// deletes the run's versions past the bounds, in a statement of its own
-// (see pruneAfter).
+// changes the status keeps the run as it was: its first try takes no row
+// lock (queries/run_patch_first.sql) and writes only when the run
+// has not moved on since the statement's snapshot; a try after it locks
+// the row (run_patch_keep.sql). A patch that only adds to the counters
+// keeps none. A patch of either kind that leaves the run at a Version
+// that is a multiple of pruneEvery then deletes the run's versions past
+// the bounds, in a statement of its own (see pruneAfter).
 func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
 	c := p.Counters
 	keep := p.Status != "" && s.settings.Runs.KeepsVersions()
 	var out *contract.Run
 	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
-		for range settledTries {
+		for try := range settledTries {
 			now := s.clock.Now()
 			var row pgx.Row
 			if keep {
-				row = e.QueryRow(ctx, s.q.runPatchKeep, tenant, id,
+				sql := s.q.runPatchKeep
+				if try == 0 {
+					sql = s.q.runPatchFirst
+				}
+				row = e.QueryRow(ctx, sql, tenant, id,
 					c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now, p.Fence)
 			} else {
 				row = e.QueryRow(ctx, s.q.runPatch, tenant, id,

@@ -53,16 +53,20 @@ func pruneDue(version int64) bool { return version%pruneEvery == 0 }
 // caller that retried the patch would add its counters twice): the error
 // is dropped and the run's next turn deletes what this one did not,
 // since each turn deletes up to a batch and a run gains at most
-// pruneEvery versions between turns.
+// pruneEvery versions between turns. That prune is a transaction of its
+// own, and its commit does not wait for the WAL flush
+// (run_prune_async.sql): a prune lost to a crash deletes
+// nothing a read returns, and the next turn deletes it again.
 func (s *stateStore) pruneAfter(ctx context.Context, e Executor, r *contract.Run, now time.Time) error {
 	if !s.settings.Runs.KeepsVersions() || !pruneDue(r.Version) {
 		return nil
 	}
 	kept, cut := s.versionBounds(now)
-	_, err := e.Exec(ctx, s.q.runVersionsPrune, r.Tenant, r.ID, kept, cut, contract.VersionPruneBatch)
 	if s.db.bound {
+		_, err := e.Exec(ctx, s.q.runVersionsPrune, r.Tenant, r.ID, kept, cut, contract.VersionPruneBatch)
 		return err
 	}
+	_, _ = e.Exec(ctx, s.q.runPruneAsync, r.Tenant, r.ID, kept, cut, contract.VersionPruneBatch)
 	return nil
 }
 

@@ -337,3 +337,58 @@ func TestVersionsPageWhileWritten(t *testing.T) {
 		t.Fatalf("paged %v, want 21 down to 1", seen)
 	}
 }
+
+// A patch on its turn to prune sends the prune after it, as a transaction
+// of its own whose commit does not wait for the WAL flush: the setting
+// is local to that transaction, so the connection's next statement
+// commits as the server is configured again. Inside a caller's
+// transaction the prune leaves the setting alone (the transaction's
+// commit is the caller's).
+func TestPatchPruneCommitsLazily(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t, withMaxConns(1))
+	var want string
+	if err := d.pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	s := stateWith(t, d, nil, contract.RunPolicy{KeepVersions: 2})
+	mustPut(t, s, contract.Run{Tenant: "acme", ID: "r"})
+	for i := range pgstore.PruneEvery - 1 {
+		r, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == pgstore.PruneEvery-2 && r.Version != pgstore.PruneEvery {
+			t.Fatalf("the last patch left version %d, want %d", r.Version, pgstore.PruneEvery)
+		}
+	}
+	if n := countVersions(t, d, "acme", "r"); n != 2 {
+		t.Fatalf("%d versions stored after the patch to version %d, want 2", n, pgstore.PruneEvery)
+	}
+	var got string
+	if err := d.pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&got); err != nil || got != want {
+		t.Fatalf("synchronous_commit after the prune: %q, %v; want %q", got, err, want)
+	}
+
+	mustPut(t, s, contract.Run{Tenant: "acme", ID: "b"})
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	b := s.Bound(tx)
+	for i := range pgstore.PruneEvery - 1 {
+		if _, err := b.PatchRun(ctx, "acme", "b", contract.Patch{Status: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.QueryRow(ctx, "SHOW synchronous_commit").Scan(&got); err != nil || got != want {
+		t.Fatalf("synchronous_commit inside the caller's transaction after its prune: %q, %v; want %q", got, err, want)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countVersions(t, d, "acme", "b"); n != 2 {
+		t.Fatalf("%d versions stored after the bound patch to version %d, want 2", n, pgstore.PruneEvery)
+	}
+}

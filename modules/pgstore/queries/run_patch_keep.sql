@@ -1,4 +1,5 @@
--- A patch that sets the status, on a store that keeps versions, in the
+-- A patch that sets the status, on a store that keeps versions, after its
+-- first try (run_patch_first.sql) found the run moved on, in the
 -- parameters of run_patch.sql: $1 tenant, $2 id, $3..$7 the counter
 -- deltas, $8 the status (not ''), $9 now, $10 the fence (0: unfenced).
 -- The run as it was is kept as a version when the status changes
