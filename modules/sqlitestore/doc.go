@@ -36,10 +36,12 @@
 // the same transaction, where the write reads the run first), so a
 // refused write has written nothing. With Settings.Runs keeping
 // versions, a put and a patch that changes the status copy the row as it
-// was into adk_run_versions in the write's transaction, and the same
+// was into adk_run_versions in the write's transaction (a patch's copy
+// without the data, which a read takes from the next newer version that
+// holds it, or from the run), and once in eight writes of a run the same
 // transaction deletes at most contract.VersionPruneBatch versions past
-// the policy's bounds. ForkRun on a store given to Bound commits with the
-// work enqueued in the same transaction.
+// the policy's bounds, oldest first. ForkRun on a store given to Bound
+// commits with the work enqueued in the same transaction.
 //
 // # Flow control
 //

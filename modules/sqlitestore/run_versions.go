@@ -14,10 +14,12 @@ import (
 // checked by the statement that writes the run or, where the write reads
 // the run first, in Go inside the same transaction. Earlier versions are
 // rows of adk_run_versions, copied from adk_runs in the transaction of the
-// write that replaces them; the same transaction deletes those past the
-// policy's bounds, at most contract.VersionPruneBatch, and reads check the
-// bounds themselves, so a version past them is never returned even before
-// a write deletes it.
+// write that replaces them (by a status patch without the data, X'' in
+// its place, which reads take from the next newer version holding data,
+// or from the run); the run's pruning writes delete those past the
+// policy's bounds, oldest first and at most contract.VersionPruneBatch,
+// and reads check the bounds themselves, so a version past them is never
+// returned even before a write deletes it.
 
 // staleFence is the refusal of a write fenced at fence of a run whose
 // stored fence is stored, or nil when the write may land (unfenced, or

@@ -551,3 +551,154 @@ func TestTokensIncreaseAcrossReopenAndExpiry(t *testing.T) {
 		t.Fatalf("Complete under the expired lease: want a *contract.LeaseLostError")
 	}
 }
+
+// storedData returns the data column of a run's version as stored, and
+// whether it is NULL.
+func storedData(t testing.TB, db *sql.DB, tenant, id string, version int64) (data []byte, null bool) {
+	t.Helper()
+	var d []byte
+	var isNull bool
+	if err := db.QueryRow("SELECT data, data IS NULL FROM adk_run_versions WHERE tenant = ? AND id = ? AND version = ?", tenant, id, version).Scan(&d, &isNull); err != nil {
+		t.Fatal(err)
+	}
+	return d, isNull
+}
+
+// A version kept by a status patch stores no data of its own (the patch
+// left the data as it was) and reads the data the run held at that
+// version: that of the next newer version holding some, or the run's. A
+// put's version holds its data, an empty one too; reads, pages and forks
+// of every version return what the run held.
+func TestPatchVersionsHoldNoData(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	s := runStore(t, db, nil, contract.RunPolicy{KeepVersions: 20})
+	r, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Status: "s0", Data: []byte(`"a"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]string{1: `"a"`} // the data of each version
+	patch := func(status string) {
+		t.Helper()
+		if r, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Status: status, Counters: contract.Counters{Iterations: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		want[r.Version] = want[r.Version-1]
+	}
+	put := func(data string) {
+		t.Helper()
+		var d []byte
+		if data != "" {
+			d = []byte(data)
+		}
+		if r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Status: r.Status, Data: d, Version: r.Version}); err != nil {
+			t.Fatal(err)
+		}
+		want[r.Version] = data
+	}
+	// Versions 1-2 kept by patches read the put's 3 (data "a"); 4 by a
+	// put of empty data; 5 by a patch of the empty run reads the put's 6
+	// (empty); 7-8 by patches, the run's own data.
+	patch("s1") // keeps 1
+	patch("s2") // keeps 2
+	put(`"b"`)  // keeps 3
+	put("")     // keeps 4
+	patch("s3") // keeps 5
+	put(`"c"`)  // keeps 6
+	patch("s4") // keeps 7
+	patch("s5") // keeps 8
+	for v, kind := range map[int64]string{1: "patch", 2: "patch", 3: "put", 4: "put", 5: "patch", 6: "put", 7: "patch", 8: "patch"} {
+		d, null := storedData(t, db, "acme", "r", v)
+		switch {
+		case kind == "patch" && (null || len(d) != 0):
+			t.Fatalf("version %d, kept by a patch, stores %q (NULL %v), want the empty blob that says it holds none", v, d, null)
+		case kind == "put" && string(d) != want[v]:
+			t.Fatalf("version %d, kept by a put, stores %q, want %q", v, d, want[v])
+		case kind == "put" && want[v] == "" && !null:
+			t.Fatalf("version %d, kept by a put of empty data, stores an empty blob, want NULL", v)
+		}
+	}
+	for v := int64(1); v <= r.Version; v++ {
+		got, err := s.GetRunVersion(ctx, "acme", "r", v)
+		if err != nil || string(got.Data) != want[v] || (want[v] == "" && got.Data != nil) {
+			t.Fatalf("GetRunVersion(%d) = %+v, %v; want data %q", v, got, err, want[v])
+		}
+	}
+	listed := 0
+	for page := (contract.PageRequest{Limit: 3}); ; {
+		p, err := s.ListRunVersions(ctx, "acme", "r", page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range p.Versions {
+			if string(v.Data) != want[v.Version] {
+				t.Fatalf("listed version %d with data %q, want %q", v.Version, v.Data, want[v.Version])
+			}
+			listed++
+		}
+		if p.Next == "" {
+			break
+		}
+		page.Cursor = p.Next
+	}
+	if listed != int(r.Version) {
+		t.Fatalf("listed %d versions, want %d", listed, r.Version)
+	}
+	for _, v := range []int64{2, 5, 8} {
+		f, err := s.ForkRun(ctx, "acme", "r", v, fmt.Sprintf("fork-%d", v))
+		if err != nil || string(f.Data) != want[v] {
+			t.Fatalf("ForkRun of version %d = %+v, %v; want data %q", v, f, err, want[v])
+		}
+	}
+}
+
+// A prune deletes the oldest versions and stops at the first one it
+// keeps, so a version kept by a patch never outlives the newer version it
+// reads its data from, even when the clock went back between the writes
+// that kept them and the newer one is past the age bound first.
+func TestPruneKeepsWhatOlderVersionsRead(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch.Add(time.Hour))
+	s := runStore(t, db, clock, contract.RunPolicy{VersionAge: 30 * time.Minute})
+	if _, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Status: "s0", Data: []byte(`"a"`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Versions 1 and 2 are written at the epoch plus an hour and kept by
+	// patches; then the clock goes back an hour, and a put keeps version
+	// 3 (data "a", written then), the one 1 and 2 read.
+	if _, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(contracttest.FakeEpoch)
+	r, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "s2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Status: r.Status, Data: []byte(`"b"`), Version: r.Version}); err != nil {
+		t.Fatal(err)
+	}
+	// Forty minutes on, versions 1 and 2 (written an hour ahead) are
+	// within the age bound and version 3 is past it; the writes up to
+	// the run's turn to prune keep versions 4 to 7 (4 written at the
+	// epoch, the others forty minutes on).
+	clock.Advance(40 * time.Minute)
+	for r.Version < sqlitestore.PruneEvery {
+		if r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Status: r.Status, Data: []byte(`"b"`), Version: r.Version}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The prune met version 1, within the bound, first and deleted none.
+	if n := storedVersions(t, db, "acme", "r"); n != sqlitestore.PruneEvery-1 {
+		t.Fatalf("after the prune the file holds %d versions, want %d", n, sqlitestore.PruneEvery-1)
+	}
+	for _, v := range []int64{1, 2} {
+		got, err := s.GetRunVersion(ctx, "acme", "r", v)
+		if err != nil || string(got.Data) != `"a"` {
+			t.Fatalf("GetRunVersion(%d) = %+v, %v; want data \"a\"", v, got, err)
+		}
+	}
+	if _, err := s.GetRunVersion(ctx, "acme", "r", 3); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("GetRunVersion(3), past the age bound: %v, want ErrNotFound", err)
+	}
+}

@@ -160,7 +160,8 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 // patch meeting a run with a higher fence, with a
 // *contract.StaleFenceError, before the counters are looked at. A patch
 // that changes the status keeps the run as it was as a version when the
-// store keeps versions.
+// store keeps versions, without its data, which the patch leaves as it
+// is (reads take it from the next newer version that holds it).
 func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
 	c := p.Counters
 	now := nanos(s.clock.Now())
@@ -178,7 +179,7 @@ func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract
 		}
 		keep := p.Status != "" && p.Status != stored.Status && s.settings.Runs.KeepsVersions()
 		if keep {
-			if _, err := e.ExecContext(ctx, runVersionKeepSQL, tenant, id, stored.Version, 0); err != nil {
+			if _, err := e.ExecContext(ctx, runVersionKeepPatchSQL, tenant, id, stored.Version); err != nil {
 				return err
 			}
 		}
