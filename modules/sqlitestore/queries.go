@@ -196,6 +196,8 @@ var (
 	runVersionGetSQL string
 	//go:embed queries/run_version_keep.sql
 	runVersionKeepSQL string
+	//go:embed queries/run_version_keep_left.sql
+	runVersionKeepLeftSQL string
 	//go:embed queries/run_version_keep_patch.sql
 	runVersionKeepPatchSQL string
 	//go:embed queries/run_versions_delete.sql

@@ -702,3 +702,64 @@ func TestPruneKeepsWhatOlderVersionsRead(t *testing.T) {
 		t.Fatalf("GetRunVersion(3), past the age bound: %v, want ErrNotFound", err)
 	}
 }
+
+// Two stores with different policies on one file. A put by the one that
+// keeps no versions deletes those the other kept, a batch at a time,
+// oldest first; while some are left, every one of them (most kept by a
+// status patch, holding no data of their own) still reads what the run
+// held at that version.
+func TestVersionsLeftByAnotherPolicy(t *testing.T) {
+	ctx := t.Context()
+	db := newFile(t, sqlitestore.Settings{})
+	keeper := runStore(t, db, nil, contract.RunPolicy{KeepVersions: 1000})
+	plain := runStore(t, db, nil, contract.RunPolicy{})
+	for _, id := range []string{"few", "many"} {
+		r, err := keeper.PutRun(ctx, contract.Run{Tenant: "acme", ID: id, Status: "s0", Data: []byte(`{"d":1}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		patches := 5
+		if id == "many" {
+			patches = contract.VersionPruneBatch + 20
+		}
+		for i := range patches {
+			if r, err = keeper.PatchRun(ctx, "acme", id, contract.Patch{Status: fmt.Sprintf("s%d", i+1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err = plain.PutRun(ctx, contract.Run{Tenant: "acme", ID: id, Version: r.Version, Status: "new", Data: []byte(`{"d":2}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := storedVersions(t, db, "acme", "few"); n != 0 {
+		t.Errorf("the put of a store keeping none left %d of the 5 versions", n)
+	}
+	if _, err := keeper.GetRunVersion(ctx, "acme", "few", 1); !errors.Is(err, contract.ErrNotFound) {
+		t.Errorf("a deleted version: %v, want ErrNotFound", err)
+	}
+	// many had 120 versions: the put kept the one it replaced (121) and
+	// deleted the 100 oldest.
+	if n := storedVersions(t, db, "acme", "many"); n != 21 {
+		t.Errorf("many holds %d versions, want 21 (101..121)", n)
+	}
+	p, err := keeper.ListRunVersions(ctx, "acme", "many", contract.PageRequest{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Versions) != 22 {
+		t.Fatalf("listed %d versions, want the run and 21 kept", len(p.Versions))
+	}
+	for _, v := range p.Versions {
+		want := `{"d":1}`
+		if v.Version == 122 {
+			want = `{"d":2}`
+		}
+		if string(v.Data) != want {
+			t.Errorf("version %d holds %s, want %s (what the run held then)", v.Version, v.Data, want)
+		}
+		got, err := keeper.GetRunVersion(ctx, "acme", "many", v.Version)
+		if err != nil || string(got.Data) != want {
+			t.Errorf("GetRunVersion(%d) = %v, %v; want %s", v.Version, got, err, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -107,7 +108,11 @@ func (s *stateStore) GetRun(ctx context.Context, tenant, id string) (*contract.R
 // fenced put meeting a run with a higher fence is refused with a
 // *contract.StaleFenceError before the version is looked at. When the
 // store keeps versions, the run as it was is kept in the same
-// transaction.
+// transaction. When it keeps none but the run has versions kept under
+// another policy, the put deletes them, a batch at a time, oldest first;
+// while some are left it keeps the data it replaces with them, so those
+// kept by a status patch (which read their data from a newer version)
+// still read what the run held.
 func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Run, error) {
 	var data []byte
 	if len(run.Data) > 0 {
@@ -118,13 +123,23 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 	var out *contract.Run
 	err := s.db.write(ctx, func(ctx context.Context, e execer) error {
 		var row *sql.Row
+		var left int64 // versions left by another policy, when this store keeps none
 		if run.Version == 0 {
 			row = e.QueryRowContext(ctx, runInsertSQL, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Fence)
 		} else {
+			// Either copies nothing when the update below is refused:
+			// both check the version and the fence.
 			if keep {
-				// Copies nothing when the update below is refused: both
-				// check the version and the fence.
 				if _, err := e.ExecContext(ctx, runVersionKeepSQL, run.Tenant, run.ID, run.Version, run.Fence); err != nil {
+					return err
+				}
+			} else {
+				res, err := e.ExecContext(ctx, runVersionKeepLeftSQL, run.Tenant, run.ID, run.Version, run.Fence)
+				if err != nil {
+					return err
+				}
+				left, err = res.RowsAffected()
+				if err != nil {
 					return err
 				}
 			}
@@ -133,6 +148,12 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 		r, err := scanRun(row)
 		if err == nil {
 			out = r
+			if left > 0 {
+				// This store keeps none: the versions left go, oldest
+				// first, a batch a put.
+				_, err := e.ExecContext(ctx, runVersionsPruneSQL, r.Tenant, r.ID, 0, int64(math.MinInt64), contract.VersionPruneBatch)
+				return err
+			}
 			return s.pruneDue(ctx, e, r, now)
 		}
 		if !errors.Is(err, contract.ErrNotFound) {

@@ -1,0 +1,12 @@
+-- run_version_keep.sql for a store that keeps no versions, when the run
+-- still has versions kept under another policy (another store on the
+-- file, or an earlier open): the data a put replaces is kept with them,
+-- since a version kept by a status patch holds no data of its own and
+-- reads it from the next newer version that holds some, or the run's.
+-- Writes nothing for a run without versions.
+INSERT OR REPLACE INTO adk_run_versions (tenant, id, version, session, status, data,
+    input_tokens, output_tokens, cost_micros, iterations, cursor, fence, updated_at)
+SELECT tenant, id, version, session, status, nullif(data, X''),
+    input_tokens, output_tokens, cost_micros, iterations, cursor, fence, updated_at
+FROM adk_runs WHERE tenant = ?1 AND id = ?2 AND version = ?3 AND (?4 = 0 OR fence <= ?4)
+    AND EXISTS (SELECT 1 FROM adk_run_versions WHERE tenant = ?1 AND id = ?2)
