@@ -4,6 +4,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -108,5 +109,68 @@ func TestRunVersionsOfPatchesShareTheBlob(t *testing.T) {
 				break
 			}
 		})
+	}
+}
+
+// Two stores with different policies on one namespace. A put by the one
+// that keeps no versions deletes those the other kept, a batch at a time,
+// oldest first; while some are left, every one of them (most kept by a
+// status patch, holding no blob of their own) still reads what the run
+// held at that version.
+func TestRunVersionsLeftByAnotherPolicy(t *testing.T) {
+	client := redistest.Client(t)
+	ctx := context.Background()
+	ns := redistest.Namespace(t, client)
+	open := func(p contract.RunPolicy) contract.StateStore {
+		st, err := redisstore.NewState(client, nil, redisstore.Settings{Namespace: ns, Runs: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	keeper, plain := open(contract.RunPolicy{KeepVersions: 1000}), open(contract.RunPolicy{})
+	rk, _ := contract.AsRunKeeper(keeper)
+	for _, id := range []string{"few", "many"} {
+		r, err := keeper.PutRun(ctx, contract.Run{Tenant: "t", ID: id, Status: "s0", Data: []byte(`{"d":1}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		patches := 5
+		if id == "many" {
+			patches = contract.VersionPruneBatch + 20
+		}
+		for i := range patches {
+			if r, err = keeper.PatchRun(ctx, "t", id, contract.Patch{Status: fmt.Sprintf("s%d", i+1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err = plain.PutRun(ctx, contract.Run{Tenant: "t", ID: id, Version: r.Version, Status: "new", Data: []byte(`{"d":2}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rk.GetRunVersion(ctx, "t", "few", 1); !errors.Is(err, contract.ErrNotFound) {
+		t.Errorf("a deleted version: %v, want ErrNotFound", err)
+	}
+	p, err := rk.ListRunVersions(ctx, "t", "many", contract.PageRequest{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// many had 120 versions: the put deleted the 100 oldest and kept the
+	// one it replaced (121).
+	if len(p.Versions) != 22 || p.Versions[21].Version != 101 {
+		t.Fatalf("listed %d versions (the last %+v), want the run and 101..121", len(p.Versions), p.Versions[len(p.Versions)-1])
+	}
+	for _, v := range p.Versions {
+		want := `{"d":1}`
+		if v.Version == 122 {
+			want = `{"d":2}`
+		}
+		if string(v.Data) != want {
+			t.Errorf("version %d holds %s, want %s (what the run held then)", v.Version, v.Data, want)
+		}
+		got, err := rk.GetRunVersion(ctx, "t", "many", v.Version)
+		if err != nil || string(got.Data) != want {
+			t.Errorf("GetRunVersion(%d) = %v, %v; want %s", v.Version, got, err, want)
+		}
 	}
 }

@@ -13,7 +13,8 @@
 -- many to keep, ARGV[13] the age cutoff (state_versions_lib.lua)
 --
 -- A put of an existing run keeps the run as it was as a version when
--- ARGV[12] is above 0, and prunes the versions past the bounds.
+-- ARGV[12] is above 0, and prunes the versions past the bounds; at 0 it
+-- keeps one only while versions kept under another policy are left.
 --
 -- Returns {1, hash fields..., data} when written (or written by an
 -- earlier try of this call), {4, stored fence} when the run exists and
@@ -61,6 +62,13 @@ else
     keep_version(all, KEYS[1], KEYS[9], KEYS[10], false)
   end
   prune_versions(KEYS[9], KEYS[10], keep, ARGV[13])
+  if keep == 0 and redis.call('ZCARD', KEYS[9]) > 0 then
+    -- A store keeping none meets versions kept under another policy,
+    -- more than one prune deletes: the blob this put replaces is kept
+    -- with them, since those a patch kept read theirs from the next newer
+    -- version holding one, or the run's.
+    keep_version(redis.call('HGETALL', KEYS[2]), KEYS[1], KEYS[9], KEYS[10], false)
+  end
   if old ~= session then
     if old ~= '' then
       redis.call('ZREM', KEYS[8], ID)
