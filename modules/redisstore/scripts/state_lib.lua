@@ -70,13 +70,13 @@ end
 -- answers a missing field, or '' when none): a fenced write below the
 -- highest fence that wrote the run. (below is state_int64.lua's.)
 local function stale(stored, fence)
-  return fence ~= '0' and stored and stored ~= '' and below(fence, stored)
+  return fence ~= '0' and stored and stored ~= '' and stored ~= fence and below(fence, stored)
 end
 
 -- raise_fence records fence as the run's (hash key) when it is above the
 -- stored one; an unfenced write leaves the stored fence as it is.
 local function raise_fence(key, stored, fence)
-  if fence ~= '0' and (not stored or stored == '' or below(stored, fence)) then
+  if fence ~= '0' and stored ~= fence and (not stored or stored == '' or below(stored, fence)) then
     redis.call('HSET', key, 'f', fence)
   end
 end
