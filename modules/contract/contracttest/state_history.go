@@ -161,6 +161,11 @@ func testCounterPatchKeepsNone(t *testing.T, f StateFactory) {
 	clock.Advance(time.Second)
 	byVersion = append(byVersion, patchOK(t, s, "acme", "r", contract.Patch{Status: "done"}))
 	wantVersions(t, k, byVersion, []int64{8, 7, 6, 4}, "after a patch that only changes the status")
+	// A patch that names the status the run already has changes neither
+	// the status nor the blob: like a counter-only patch, it keeps none.
+	clock.Advance(time.Second)
+	byVersion = append(byVersion, patchOK(t, s, "acme", "r", contract.Patch{Counters: contract.Counters{Iterations: 1}, Status: "done"}))
+	wantVersions(t, k, byVersion, []int64{9, 7, 6, 4}, "after a patch that sets the status the run already has")
 }
 
 func testAgePruning(t *testing.T, f StateFactory) {
