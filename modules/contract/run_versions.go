@@ -176,8 +176,9 @@ type RunKeeper interface {
 	// that version is not kept.
 	GetRunVersion(ctx context.Context, tenant, id string, version int64) (*Run, error)
 	// ForkRun creates run tenant/newID from version of run tenant/id and
-	// returns it. ErrNotFound when the version is not kept; a
-	// *StateConflictError (Expected 0) when newID exists.
+	// returns it. ErrNotFound when the version is not kept (checked
+	// first, so also when newID exists); a *StateConflictError
+	// (Expected 0) when the version is kept and newID exists.
 	ForkRun(ctx context.Context, tenant, id string, version int64, newID string) (*Run, error)
 }
 

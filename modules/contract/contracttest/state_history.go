@@ -425,7 +425,17 @@ func testForkMissingVersion(t *testing.T, f StateFactory) {
 		_, err = s.GetRun(t.Context(), "acme", "fork")
 		wantIs(t, err, contract.ErrNotFound, "%s", fmt.Sprintf("GetRun(fork) after ForkRun(%s, version %d) was refused", c.id, c.version))
 	}
-	_, err := k.ForkRun(t.Context(), "acme", "r", 4, "fork")
+	// A version that is not kept, onto an ID that exists: the version is
+	// checked first, so the answer is ErrNotFound, and the run there is
+	// left as it is.
+	taken := putOK(t, s, contract.Run{Tenant: "acme", ID: "taken", Status: "mine", Data: json.RawMessage(`"mine"`)})
+	got, err := k.ForkRun(t.Context(), "acme", "r", 2, "taken")
+	wantIs(t, err, contract.ErrNotFound, "ForkRun(r, version 2, pruned) onto the existing run taken")
+	if got != nil {
+		t.Errorf("a refused ForkRun returned a run: %+v", got)
+	}
+	sameStored(t, "run taken after the refused fork", getOK(t, s, "acme", "taken"), taken)
+	_, err = k.ForkRun(t.Context(), "acme", "r", 4, "fork")
 	mustNoErr(t, err, "ForkRun of the kept version 4")
 }
 
