@@ -366,6 +366,9 @@ func TestMutantsAreCaught(t *testing.T) {
 	for _, m := range mutants {
 		all = append(all, m.caughtBy)
 		t.Run(m.mutation, func(t *testing.T) {
+			// Each mutant is its own go test run, mostly compiling and
+			// linking: two at a time keep both cores busy.
+			t.Parallel()
 			overlay := writeOverlay(t, m.edits, m.adds)
 			out, err := runSuitePoint(t, gotool, overlay, m.caughtBy)
 			if !bytes.Contains(out, []byte("=== RUN   "+m.caughtBy+"\n")) {
@@ -381,6 +384,7 @@ func TestMutantsAreCaught(t *testing.T) {
 		})
 	}
 	t.Run("control", func(t *testing.T) {
+		t.Parallel()
 		out, err := runSuitePoint(t, gotool, "", all...)
 		if err != nil {
 			t.Fatalf("the intact store fails the points of the mutation table: %v\n%s", err, out)
