@@ -34,10 +34,23 @@ test-unit/%:
 	@echo "== unit $*"
 	cd $* && $(GOTEST) $(TESTFLAGS) ./...
 
+## The integration lane runs the tests, examples and fuzz seeds of the
+## files tagged integration: every other test has run in the unit lane
+## with the same flags, and the tag only adds files (no file is built
+## without it), so running those again would test nothing new. A module
+## with no tagged file says so and has nothing more to run.
+INTEGRATION_TESTS = find . -name '*_test.go' -print0 | xargs -0r awk \
+	'FNR == 1 { tagged = 0 } $$0 == "//go:build integration" { tagged = 1 } \
+	tagged && match($$0, /^func (Test|Example|Fuzz)[A-Za-z0-9_]+/) { print substr($$0, 6, RLENGTH - 5) }' | \
+	sort -u | paste -sd'|' -
 test-integration: $(addprefix test-integration/,$(MODULES))
 test-integration/%:
 	@echo "== integration $*"
-	cd $* && $(GOTEST) $(TESTFLAGS) -tags integration ./...
+	@cd $* && names=$$($(INTEGRATION_TESTS)); \
+	if [ -z "$$names" ]; then echo "no test of $* is tagged integration: its tests ran in the unit lane"; \
+	else echo "$$(tr '|' '\n' <<<"$$names" | wc -l) tests tagged integration"; \
+		echo "cd $* && $(GOTEST) $(TESTFLAGS) -tags integration -run '^(...)\$$' ./..."; \
+		$(GOTEST) $(TESTFLAGS) -tags integration -run "^($$names)\$$" ./...; fi
 
 ## lint: formatting, vet and staticcheck for every module.
 lint: $(addprefix lint/,$(MODULES)) lint-templ

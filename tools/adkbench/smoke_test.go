@@ -16,12 +16,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 // TestSmoke runs every scenario with tiny counts on every backing, so the
 // harness cannot rot: the table must have rows, and every row must have
