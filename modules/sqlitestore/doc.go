@@ -25,9 +25,10 @@
 // *contract.SchemaError or *contract.PreflightError that names the fix.
 // A file that holds a schema is never altered: a file of an earlier
 // version is refused, naming the published up-migrations ([Migrations],
-// schema/migrations/) that its owner applies. Version 5 (this release)
-// added fenced run writes and run versions; its migration from version 4
-// only adds a column and a table.
+// schema/migrations/) that its owner applies. Version 5 added fenced
+// run writes and run versions; version 6 (this release) keeps the data of
+// kept versions in a table of its own, and its migration from version 5
+// moves the data of existing versions there.
 //
 // # Fences and versions
 //
@@ -36,12 +37,15 @@
 // the same transaction, where the write reads the run first), so a
 // refused write has written nothing. With Settings.Runs keeping
 // versions, a put and a patch that changes the status copy the row as it
-// was into adk_run_versions in the write's transaction (a patch's copy
-// without the data, which a read takes from the next newer version that
-// holds it, or from the run), and once in eight writes of a run the same
-// transaction deletes at most contract.VersionPruneBatch versions past
-// the policy's bounds, oldest first. ForkRun on a store given to Bound
-// commits with the work enqueued in the same transaction.
+// was into adk_run_versions in the write's transaction, a put's data into
+// a row of adk_run_blobs (a patch's copy holds no data, which a read
+// takes from the next newer version that holds it, or from the run). A
+// put whose run's oldest version is past the bounds turns that version
+// into the one it keeps, writing the data over its blob row in place,
+// and once in eight writes of a run the same transaction deletes at most
+// contract.VersionPruneBatch versions past the policy's bounds, oldest
+// first. ForkRun on a store given to Bound commits with the work
+// enqueued in the same transaction.
 //
 // # Flow control
 //

@@ -176,6 +176,14 @@ var (
 	retentionPutSQL string
 	//go:embed queries/retry.sql
 	retrySQL string
+	//go:embed queries/run_blob_keep.sql
+	runBlobKeepSQL string
+	//go:embed queries/run_blob_keep_left.sql
+	runBlobKeepLeftSQL string
+	//go:embed queries/run_blob_recycle.sql
+	runBlobRecycleSQL string
+	//go:embed queries/run_blobs_delete.sql
+	runBlobsDeleteSQL string
 	//go:embed queries/run_delete.sql
 	runDeleteSQL string
 	//go:embed queries/run_fork.sql
@@ -196,10 +204,10 @@ var (
 	runVersionGetSQL string
 	//go:embed queries/run_version_keep.sql
 	runVersionKeepSQL string
-	//go:embed queries/run_version_keep_left.sql
-	runVersionKeepLeftSQL string
 	//go:embed queries/run_version_keep_patch.sql
 	runVersionKeepPatchSQL string
+	//go:embed queries/run_version_recycle.sql
+	runVersionRecycleSQL string
 	//go:embed queries/run_versions_delete.sql
 	runVersionsDeleteSQL string
 	//go:embed queries/run_versions_page.sql

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"math"
 	"strconv"
@@ -14,12 +15,15 @@ import (
 // checked by the statement that writes the run or, where the write reads
 // the run first, in Go inside the same transaction. Earlier versions are
 // rows of adk_run_versions, copied from adk_runs in the transaction of the
-// write that replaces them (by a status patch without the data, X'' in
-// its place, which reads take from the next newer version holding data,
-// or from the run); the run's pruning writes delete those past the
-// policy's bounds, oldest first and at most contract.VersionPruneBatch,
-// and reads check the bounds themselves, so a version past them is never
-// returned even before a write deletes it.
+// write that replaces them; the data a put's version holds is a row of
+// adk_run_blobs (a status patch's version holds none, blob NULL, and
+// reads take the data from the next newer version holding some, or from
+// the run). A put whose run's oldest version is past the policy's bounds
+// moves that version's row to the one it keeps and writes the data over
+// its blob row; the run's pruning writes delete the versions past the
+// bounds (and their blob rows), oldest first and at most
+// contract.VersionPruneBatch, and reads check the bounds themselves, so a
+// version past them is never returned even before a write deletes it.
 
 // staleFence is the refusal of a write fenced at fence of a run whose
 // stored fence is stored, or nil when the write may land (unfenced, or
@@ -52,15 +56,96 @@ func (s *stateStore) versionBounds(now int64) (kept int, after int64) {
 const pruneEvery = 8
 
 // pruneDue deletes, inside the write's transaction, the versions of run
-// r (as the write left it) past the policy's bounds, at most
-// contract.VersionPruneBatch of them, when r's Version says it is the
-// run's turn and the store keeps versions.
-func (s *stateStore) pruneDue(ctx context.Context, e execer, r *contract.Run, now int64) error {
+// r (as the write left it) past the policy's bounds, when r's Version
+// says it is the run's turn and the store keeps versions: at most
+// contract.VersionPruneBatch less moved, the versions the write has
+// already taken out of the bounds (the one keepVersion moved, or none).
+func (s *stateStore) pruneDue(ctx context.Context, e execer, r *contract.Run, now int64, moved int) error {
 	if !s.settings.Runs.KeepsVersions() || r.Version%pruneEvery != 0 {
 		return nil
 	}
 	kept, after := s.versionBounds(now)
-	_, err := e.ExecContext(ctx, runVersionsPruneSQL, r.Tenant, r.ID, kept, after, contract.VersionPruneBatch)
+	return deleteVersions(ctx, e, runVersionsPruneSQL, r.Tenant, r.ID, kept, after, contract.VersionPruneBatch-moved)
+}
+
+// keepVersion keeps run r as it is stored, at r.Version, as a version,
+// for a put that replaces it, in the put's transaction; it keeps nothing
+// when the put will be refused (the run is not at r.Version, or holds a
+// fence above r.Fence). When the run's oldest version holds data and
+// goes once the run has one more, its row becomes the new version and
+// the data is written over its blob row, in place: a run at its bound
+// writes no new row and deletes none. Otherwise the data goes into a new
+// blob row and the version into a new row. It returns how many versions
+// it moved (0 or 1).
+func (s *stateStore) keepVersion(ctx context.Context, e execer, r contract.Run, now int64) (int, error) {
+	kept, after := s.versionBounds(now)
+	var n int64
+	err := e.QueryRowContext(ctx, runVersionRecycleSQL, r.Tenant, r.ID, r.Version, r.Fence, kept, after).Scan(&n)
+	if err == nil {
+		_, err = e.ExecContext(ctx, runBlobRecycleSQL, n, r.Tenant, r.ID)
+		return 1, err
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	_, err = keepCopy(ctx, e, runBlobKeepSQL, r)
+	return 0, err
+}
+
+// keepLeft is keepVersion for a store that keeps no versions: it keeps
+// the run as a version only when the run has versions kept under another
+// policy, and reports whether it did.
+func keepLeft(ctx context.Context, e execer, r contract.Run) (bool, error) {
+	return keepCopy(ctx, e, runBlobKeepLeftSQL, r)
+}
+
+// keepCopy keeps run r as a version in a new blob row and a new version
+// row, the blob written by query (run_blob_keep.sql or
+// run_blob_keep_left.sql), and reports whether it kept one.
+func keepCopy(ctx context.Context, e execer, query string, r contract.Run) (bool, error) {
+	var n int64
+	err := e.QueryRowContext(ctx, query, r.Tenant, r.ID, r.Version, r.Fence).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = e.ExecContext(ctx, runVersionKeepSQL, r.Tenant, r.ID, n)
+	return err == nil, err
+}
+
+// deleteVersions runs query, a DELETE of versions that returns the blob
+// of each, and deletes the blob rows of those that held data.
+func deleteVersions(ctx context.Context, e execer, query string, args ...any) error {
+	rows, err := e.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	list := []byte{'['}
+	for rows.Next() {
+		var n sql.NullInt64
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		if n.Valid {
+			if len(list) > 1 {
+				list = append(list, ',')
+			}
+			list = strconv.AppendInt(list, n.Int64, 10)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(list) == 1 {
+		return nil
+	}
+	_, err = e.ExecContext(ctx, runBlobsDeleteSQL, string(append(list, ']')))
 	return err
 }
 

@@ -4,7 +4,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,6 +34,22 @@ func storedVersions(t testing.TB, db *sql.DB, tenant, id string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// checkBlobs checks that every version that holds data names a row of
+// adk_run_blobs, and that every row there is named by exactly one
+// version: no write leaves data no version reads.
+func checkBlobs(t testing.TB, db *sql.DB) {
+	t.Helper()
+	var dangling, unowned int
+	if err := db.QueryRow(`SELECT
+		(SELECT count(*) FROM adk_run_versions v WHERE v.blob IS NOT NULL AND NOT EXISTS (SELECT 1 FROM adk_run_blobs b WHERE b.n = v.blob)),
+		(SELECT count(*) FROM adk_run_blobs b WHERE (SELECT count(*) FROM adk_run_versions v WHERE v.blob = b.n) <> 1)`).Scan(&dangling, &unowned); err != nil {
+		t.Fatal(err)
+	}
+	if dangling != 0 || unowned != 0 {
+		t.Fatalf("%d versions name a missing blob row, %d blob rows are not named by exactly one version", dangling, unowned)
+	}
 }
 
 func isConflict(err error) bool {
@@ -128,6 +146,10 @@ func TestFencedRunWrites(t *testing.T) {
 	}
 	if n := storedVersions(t, db, "acme", "r"); n != 0 {
 		t.Fatalf("a deleted run left %d versions", n)
+	}
+	var blobs int
+	if err := db.QueryRow("SELECT count(*) FROM adk_run_blobs").Scan(&blobs); err != nil || blobs != 0 {
+		t.Fatalf("a deleted run left %d rows of its versions' data (%v)", blobs, err)
 	}
 	r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Fence: 2})
 	if err != nil || r.Fence != 2 || r.Version != 1 {
@@ -239,10 +261,12 @@ func TestRunVersionsKeptAndPaged(t *testing.T) {
 	if _, err := s.ListRunVersions(ctx, "acme", "missing", contract.PageRequest{Cursor: "5"}); !errors.Is(err, contract.ErrNotFound) {
 		t.Fatalf("versions of a missing run: %v, want ErrNotFound", err)
 	}
+	checkBlobs(t, db)
 }
 
 // Versions past their age are never read, by the store's clock, and the
-// next write deletes them.
+// writes delete them: a put moves the oldest, once it is past the age, to
+// the version it keeps, and the prune deletes the others.
 func TestRunVersionsAge(t *testing.T) {
 	ctx := t.Context()
 	db := newFile(t, sqlitestore.Settings{})
@@ -259,7 +283,7 @@ func TestRunVersionsAge(t *testing.T) {
 		}
 	}
 	// Versions 1-3 were written at 0, 20 and 40 seconds; at 60 the first
-	// is a minute old.
+	// is a minute old, and the put at 60 seconds moved it to version 3.
 	p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{})
 	if err != nil || len(p.Versions) != 3 || p.Versions[2].Version != 2 {
 		t.Fatalf("versions at a minute = %+v, %v; want 4, 3, 2", p, err)
@@ -270,19 +294,22 @@ func TestRunVersionsAge(t *testing.T) {
 	if _, err := s.ForkRun(ctx, "acme", "r", 1, "f"); !errors.Is(err, contract.ErrNotFound) {
 		t.Fatalf("fork of a version a minute old: %v, want ErrNotFound", err)
 	}
+	if n := storedVersions(t, db, "acme", "r"); n != 2 {
+		t.Fatalf("the file holds %d versions, want 2 (the put at a minute moved version 1)", n)
+	}
 	clock.Advance(30 * time.Second)
 	if p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 {
 		t.Fatalf("versions at 90 seconds = %+v, %v; want 4, 3", p, err)
 	}
-	if n := storedVersions(t, db, "acme", "r"); n != 3 {
-		t.Fatalf("the file holds %d versions, want 3 (reads delete none)", n)
+	if n := storedVersions(t, db, "acme", "r"); n != 2 {
+		t.Fatalf("the file holds %d versions, want 2 (reads delete none)", n)
 	}
-	// An hour later, the writes up to the run's turn to prune keep
-	// versions 4 to 7; the one that leaves it at version 8 deletes 1 to 4,
-	// older than a minute.
+	// An hour later, the status patches up to the run's turn to prune
+	// keep versions 4 to 7 (a patch moves none); the one that leaves it
+	// at version 8 deletes 2 to 4, older than a minute.
 	clock.Advance(time.Hour)
 	for r.Version < sqlitestore.PruneEvery {
-		if r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
+		if r, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Status: fmt.Sprintf("s%d", r.Version)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -292,6 +319,7 @@ func TestRunVersionsAge(t *testing.T) {
 	if p, err := s.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != sqlitestore.PruneEvery-4 {
 		t.Fatalf("versions after the prune = %+v, %v", p, err)
 	}
+	checkBlobs(t, db)
 }
 
 // A write deletes at most contract.VersionPruneBatch versions, however
@@ -314,8 +342,9 @@ func TestRunVersionsPruneBounded(t *testing.T) {
 	if p, err := narrow.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 {
 		t.Fatalf("versions under a policy keeping 1 = %d, %v; want the run and one", len(p.Versions), err)
 	}
-	// The writes keep a version each until the run's turn to prune, which
-	// deletes a batch.
+	// Each write moves the oldest version to the one it keeps, so the
+	// file holds as many, until the run's turn to prune, which deletes a
+	// batch, the version that write moved counted in it.
 	stored := puts
 	for {
 		if r, err = narrow.PutRun(ctx, contract.Run{Tenant: "acme", ID: "r", Version: r.Version}); err != nil {
@@ -323,20 +352,20 @@ func TestRunVersionsPruneBounded(t *testing.T) {
 		}
 		n := storedVersions(t, db, "acme", "r")
 		if r.Version%sqlitestore.PruneEvery != 0 {
-			if n != stored+1 {
-				t.Fatalf("a write at version %d left %d versions, want %d", r.Version, n, stored+1)
+			if n != stored {
+				t.Fatalf("a write at version %d left %d versions, want %d", r.Version, n, stored)
 			}
-			stored = n
 			continue
 		}
-		if want := stored + 1 - contract.VersionPruneBatch; n != want {
-			t.Fatalf("the pruning write left %d versions, want %d (%d deleted)", n, want, contract.VersionPruneBatch)
+		if want := stored - (contract.VersionPruneBatch - 1); n != want {
+			t.Fatalf("the pruning write left %d versions, want %d (%d deleted, one moved)", n, want, contract.VersionPruneBatch-1)
 		}
 		break
 	}
 	if p, err := narrow.ListRunVersions(ctx, "acme", "r", contract.PageRequest{}); err != nil || len(p.Versions) != 2 || p.Versions[0].Version != r.Version || p.Versions[1].Version != r.Version-1 {
 		t.Fatalf("versions after the write = %+v, %v", p, err)
 	}
+	checkBlobs(t, db)
 }
 
 // A store keeping no versions keeps none, and lists the run alone.
@@ -411,6 +440,7 @@ func TestForkRun(t *testing.T) {
 	if _, err := s.GetRun(ctx, "acme", "g"); !errors.Is(err, contract.ErrNotFound) {
 		t.Fatalf("a refused fork created its run: %v", err)
 	}
+	checkBlobs(t, db)
 }
 
 // A fork and the work it enqueues in one transaction commit together, or
@@ -552,16 +582,18 @@ func TestTokensIncreaseAcrossReopenAndExpiry(t *testing.T) {
 	}
 }
 
-// storedData returns the data column of a run's version as stored, and
-// whether it is NULL.
-func storedData(t testing.TB, db *sql.DB, tenant, id string, version int64) (data []byte, null bool) {
+// storedData returns the data a run's version holds of its own, as
+// stored (its row of adk_run_blobs), whether that is NULL, and whether
+// the version holds none (no blob row).
+func storedData(t testing.TB, db *sql.DB, tenant, id string, version int64) (data []byte, null, none bool) {
 	t.Helper()
 	var d []byte
-	var isNull bool
-	if err := db.QueryRow("SELECT data, data IS NULL FROM adk_run_versions WHERE tenant = ? AND id = ? AND version = ?", tenant, id, version).Scan(&d, &isNull); err != nil {
+	var isNull, noBlob bool
+	if err := db.QueryRow(`SELECT b.data, b.data IS NULL, v.blob IS NULL FROM adk_run_versions v LEFT JOIN adk_run_blobs b ON b.n = v.blob
+		WHERE v.tenant = ? AND v.id = ? AND v.version = ?`, tenant, id, version).Scan(&d, &isNull, &noBlob); err != nil {
 		t.Fatal(err)
 	}
-	return d, isNull
+	return d, isNull, noBlob
 }
 
 // A version kept by a status patch stores no data of its own (the patch
@@ -608,12 +640,12 @@ func TestPatchVersionsHoldNoData(t *testing.T) {
 	patch("s4") // keeps 7
 	patch("s5") // keeps 8
 	for v, kind := range map[int64]string{1: "patch", 2: "patch", 3: "put", 4: "put", 5: "patch", 6: "put", 7: "patch", 8: "patch"} {
-		d, null := storedData(t, db, "acme", "r", v)
+		d, null, none := storedData(t, db, "acme", "r", v)
 		switch {
-		case kind == "patch" && (null || len(d) != 0):
-			t.Fatalf("version %d, kept by a patch, stores %q (NULL %v), want the empty blob that says it holds none", v, d, null)
-		case kind == "put" && string(d) != want[v]:
-			t.Fatalf("version %d, kept by a put, stores %q, want %q", v, d, want[v])
+		case kind == "patch" && !none:
+			t.Fatalf("version %d, kept by a patch, stores %q (NULL %v), want no data of its own", v, d, null)
+		case kind == "put" && (none || string(d) != want[v]):
+			t.Fatalf("version %d, kept by a put, stores %q (none %v), want %q", v, d, none, want[v])
 		case kind == "put" && want[v] == "" && !null:
 			t.Fatalf("version %d, kept by a put of empty data, stores an empty blob, want NULL", v)
 		}
@@ -650,6 +682,7 @@ func TestPatchVersionsHoldNoData(t *testing.T) {
 			t.Fatalf("ForkRun of version %d = %+v, %v; want data %q", v, f, err, want[v])
 		}
 	}
+	checkBlobs(t, db)
 }
 
 // A prune deletes the oldest versions and stops at the first one it
@@ -701,6 +734,7 @@ func TestPruneKeepsWhatOlderVersionsRead(t *testing.T) {
 	if _, err := s.GetRunVersion(ctx, "acme", "r", 3); !errors.Is(err, contract.ErrNotFound) {
 		t.Fatalf("GetRunVersion(3), past the age bound: %v, want ErrNotFound", err)
 	}
+	checkBlobs(t, db)
 }
 
 // Two stores with different policies on one file. A put by the one that
@@ -761,5 +795,180 @@ func TestVersionsLeftByAnotherPolicy(t *testing.T) {
 		if err != nil || string(got.Data) != want {
 			t.Errorf("GetRunVersion(%d) = %v, %v; want %s", v.Version, got, err, want)
 		}
+	}
+	checkBlobs(t, db)
+}
+
+// Random puts (empty data among them), status patches and counter-only
+// patches of two runs, the clock going forward and now and then back,
+// under policies that bound versions by count, by age and by both:
+// after every write each run lists, reads and forks the versions the
+// policy keeps, each with what the run held at that version (a model
+// kept beside the store says what that is), and the file holds no data
+// that no version reads. A version that was past the age at a write may
+// have been deleted then: after the clock went back, it may be listed
+// again or not.
+func TestRunVersionsAgainstAModel(t *testing.T) {
+	type kept struct {
+		version int64
+		data    string
+		status  string
+		iters   int64
+		updated time.Time
+		expired bool // past the age at a write: the write may have deleted it
+	}
+	for _, p := range []contract.RunPolicy{
+		{KeepVersions: 1},
+		{KeepVersions: 3},
+		{VersionAge: 40 * time.Second},
+		{KeepVersions: 4, VersionAge: 30 * time.Second},
+	} {
+		t.Run(fmt.Sprintf("keep%d-age%s", p.KeepVersions, p.VersionAge), func(t *testing.T) {
+			ctx := t.Context()
+			db := newFile(t, sqlitestore.Settings{Durability: sqlitestore.DurabilityNormal})
+			clock := contracttest.NewFakeClock(contracttest.FakeEpoch.Add(time.Hour))
+			s := runStore(t, db, clock, p)
+			rnd := rand.New(rand.NewPCG(uint64(p.KeepVersions), uint64(p.VersionAge)))
+			ids := []string{"a", "b"}
+			runs := map[string]*contract.Run{}
+			history := map[string][]kept{}
+			for _, id := range ids {
+				r, err := s.PutRun(ctx, contract.Run{Tenant: "acme", ID: id, Status: "s0", Data: []byte(`"` + id + `0"`)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs[id] = r
+			}
+			// visible is what the policy keeps of a run's versions now,
+			// newest first.
+			visible := func(id string) []kept {
+				h := history[id]
+				if n := p.MaxKept(); len(h) > n {
+					h = h[len(h)-n:]
+				}
+				var out []kept
+				for i := len(h) - 1; i >= 0; i-- {
+					if p.VersionAge > 0 && !h[i].updated.After(clock.Now().Add(-p.VersionAge)) {
+						continue
+					}
+					out = append(out, h[i])
+				}
+				return out
+			}
+			for step := range 300 {
+				switch k := rnd.IntN(20); {
+				case k == 0:
+					clock.Advance(-time.Duration(rnd.IntN(30)) * time.Second)
+				case k < 8:
+					clock.Advance(time.Duration(rnd.IntN(15)) * time.Second)
+				}
+				id := ids[rnd.IntN(len(ids))]
+				r := runs[id]
+				was := kept{version: r.Version, data: string(r.Data), status: r.Status, iters: r.Counters.Iterations, updated: r.UpdatedAt}
+				var err error
+				switch k := rnd.IntN(10); {
+				case k < 5:
+					data := fmt.Sprintf(`"%s%d"`, id, step)
+					if rnd.IntN(6) == 0 {
+						data = ""
+					}
+					r, err = s.PutRun(ctx, contract.Run{Tenant: "acme", ID: id, Status: r.Status, Data: []byte(data), Version: r.Version})
+					history[id] = append(history[id], was)
+				case k < 8:
+					r, err = s.PatchRun(ctx, "acme", id, contract.Patch{Status: fmt.Sprintf("s%d", step+1), Counters: contract.Counters{Iterations: 1}})
+					history[id] = append(history[id], was)
+				default:
+					r, err = s.PatchRun(ctx, "acme", id, contract.Patch{Counters: contract.Counters{Iterations: 1}})
+				}
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				runs[id] = r
+				if p.VersionAge > 0 {
+					for i := range history[id] {
+						if !history[id][i].updated.After(clock.Now().Add(-p.VersionAge)) {
+							history[id][i].expired = true
+						}
+					}
+				}
+				for _, id := range ids {
+					want := visible(id)
+					var got []contract.Run
+					for page := (contract.PageRequest{Limit: 7}); ; {
+						pg, err := s.ListRunVersions(ctx, "acme", id, page)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got = append(got, pg.Versions...)
+						if pg.Next == "" {
+							break
+						}
+						page.Cursor = pg.Next
+					}
+					if got[0].Version != runs[id].Version {
+						t.Fatalf("step %d: run %s lists version %d first, want the run at %d", step, id, got[0].Version, runs[id].Version)
+					}
+					got = got[1:]
+					for len(want) > 0 && (len(got) == 0 || got[0].Version < want[0].version) && want[0].expired {
+						want = want[1:] // deleted when it was past the age
+					}
+					for i, g := range got {
+						for len(want) > 0 && want[0].version > g.Version && want[0].expired {
+							want = want[1:]
+						}
+						if len(want) == 0 {
+							t.Fatalf("step %d: run %s lists version %d, which the policy does not keep", step, id, g.Version)
+						}
+						w := want[0]
+						want = want[1:]
+						if g.Version != w.version || string(g.Data) != w.data || (w.data == "" && g.Data != nil) ||
+							g.Status != w.status || g.Counters.Iterations != w.iters || !g.UpdatedAt.Equal(w.updated) {
+							t.Fatalf("step %d: run %s lists version %d (data %q, status %s) at %d, want %d (data %q, status %s)",
+								step, id, g.Version, g.Data, g.Status, i, w.version, w.data, w.status)
+						}
+					}
+					for _, w := range want {
+						if !w.expired {
+							t.Fatalf("step %d: run %s does not list version %d", step, id, w.version)
+						}
+					}
+					if len(got) > 0 {
+						w := got[rnd.IntN(len(got))]
+						g, err := s.GetRunVersion(ctx, "acme", id, w.Version)
+						if err != nil || string(g.Data) != string(w.Data) || g.Status != w.Status {
+							t.Fatalf("step %d: GetRunVersion(%s, %d) = %+v, %v; want data %q", step, id, w.Version, g, err, w.Data)
+						}
+					}
+					want = visible(id)
+					if h := history[id]; len(h) > len(want) {
+						// One that is no longer kept reads as not found.
+						old := h[rnd.IntN(len(h)-len(want))]
+						if slices.ContainsFunc(want, func(k kept) bool { return k.version == old.version }) {
+							continue
+						}
+						if _, err := s.GetRunVersion(ctx, "acme", id, old.version); !errors.Is(err, contract.ErrNotFound) {
+							t.Fatalf("step %d: GetRunVersion(%s, %d), past the bounds: %v, want ErrNotFound", step, id, old.version, err)
+						}
+					}
+				}
+				checkBlobs(t, db)
+			}
+			for _, id := range ids {
+				if want := visible(id); len(want) > 0 {
+					w := want[len(want)-1]
+					f, err := s.ForkRun(ctx, "acme", id, w.version, id+"-fork")
+					if err != nil || string(f.Data) != w.data || f.Status != w.status {
+						t.Fatalf("fork of %s version %d = %+v, %v; want data %q", id, w.version, f, err, w.data)
+					}
+				}
+				if err := s.DeleteRun(ctx, "acme", id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var blobs int
+			if err := db.QueryRow("SELECT count(*) FROM adk_run_blobs").Scan(&blobs); err != nil || blobs != 0 {
+				t.Fatalf("the runs deleted, %d rows of their versions' data are left (%v)", blobs, err)
+			}
+		})
 	}
 }

@@ -19,15 +19,16 @@ import (
 // waits for a signal); version 4 finished items and their history
 // (retention, events, uniqueness windows, Find by ID); version 5 fenced
 // run writes and run versions (the fence of each run, the table of
-// earlier versions).
-const SchemaVersion = 5
+// earlier versions); version 6 the data of kept versions in a table of
+// its own (adk_run_blobs), out of the versions' rows.
+const SchemaVersion = 6
 
 //go:embed schema/*.sql schema/migrations/*.sql
 var schemaFS embed.FS
 
 // ExpectedSchema is the SQL of the schema: what Open runs in a new, empty
 // file.
-var ExpectedSchema = readSQL(schemaFS, "schema/005_schema.sql")
+var ExpectedSchema = readSQL(schemaFS, "schema/006_schema.sql")
 
 // A Migration brings a file from one schema version to the next. The
 // library never applies one: the owner of the file does, after a backup,
@@ -49,17 +50,19 @@ var Migrations = []Migration{
 	{From: 2, To: 3, Name: "schema/migrations/002_to_003.sql", SQL: readSQL(schemaFS, "schema/migrations/002_to_003.sql")},
 	{From: 3, To: 4, Name: "schema/migrations/003_to_004.sql", SQL: readSQL(schemaFS, "schema/migrations/003_to_004.sql")},
 	{From: 4, To: 5, Name: "schema/migrations/004_to_005.sql", SQL: readSQL(schemaFS, "schema/migrations/004_to_005.sql")},
+	{From: 5, To: 6, Name: "schema/migrations/005_to_006.sql", SQL: readSQL(schemaFS, "schema/migrations/005_to_006.sql")},
 }
 
 // tables are the tables of the schema, each checked by Verify.
-var tables = []string{"adk_schema", "adk_counters", "adk_runs", "adk_work", "adk_queues", "adk_turns", "adk_recent", "adk_blobs", "adk_limits", "adk_usage", "adk_pauses", "adk_retention", "adk_events", "adk_event_log", "adk_run_versions"}
+var tables = []string{"adk_schema", "adk_counters", "adk_runs", "adk_work", "adk_queues", "adk_turns", "adk_recent", "adk_blobs", "adk_limits", "adk_usage", "adk_pauses", "adk_retention", "adk_events", "adk_event_log", "adk_run_versions", "adk_run_blobs"}
 
 // columns are columns a later version added to a table of an earlier
 // one, each checked by Verify.
 var columns = map[string][]string{
-	"adk_runs":   {"fence"},
-	"adk_turns":  {"credit", "tat", "ranked"},
-	"adk_queues": {"paused", "paused_tenants", "wait_next"},
+	"adk_runs":         {"fence"},
+	"adk_run_versions": {"blob"},
+	"adk_turns":        {"credit", "tat", "ranked"},
+	"adk_queues":       {"paused", "paused_tenants", "wait_next"},
 	"adk_work": {"priority", "snoozes", "wait_signal", "wait_since", "wait_until", "resumed_signal", "resumed_payload",
 		"resumed_timed_out", "resumed_at", "cancelled_at", "cancel_reason", "unique_for", "finished_at", "unique_until", "heartbeats"},
 }

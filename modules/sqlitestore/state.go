@@ -123,38 +123,33 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 	var out *contract.Run
 	err := s.db.write(ctx, func(ctx context.Context, e execer) error {
 		var row *sql.Row
-		var left int64 // versions left by another policy, when this store keeps none
+		left := false // versions left by another policy, when this store keeps none
+		moved := 0    // 1 when the keep moved the oldest version
 		if run.Version == 0 {
 			row = e.QueryRowContext(ctx, runInsertSQL, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Fence)
 		} else {
-			// Either copies nothing when the update below is refused:
+			// Either keeps nothing when the update below is refused:
 			// both check the version and the fence.
+			var err error
 			if keep {
-				if _, err := e.ExecContext(ctx, runVersionKeepSQL, run.Tenant, run.ID, run.Version, run.Fence); err != nil {
-					return err
-				}
+				moved, err = s.keepVersion(ctx, e, run, now)
 			} else {
-				res, err := e.ExecContext(ctx, runVersionKeepLeftSQL, run.Tenant, run.ID, run.Version, run.Fence)
-				if err != nil {
-					return err
-				}
-				left, err = res.RowsAffected()
-				if err != nil {
-					return err
-				}
+				left, err = keepLeft(ctx, e, run)
+			}
+			if err != nil {
+				return err
 			}
 			row = e.QueryRowContext(ctx, runUpdateSQL, run.Tenant, run.ID, run.Session, run.Status, data, now, run.Version, run.Fence)
 		}
 		r, err := scanRun(row)
 		if err == nil {
 			out = r
-			if left > 0 {
+			if left {
 				// This store keeps none: the versions left go, oldest
 				// first, a batch a put.
-				_, err := e.ExecContext(ctx, runVersionsPruneSQL, r.Tenant, r.ID, 0, int64(math.MinInt64), contract.VersionPruneBatch)
-				return err
+				return deleteVersions(ctx, e, runVersionsPruneSQL, r.Tenant, r.ID, 0, int64(math.MinInt64), contract.VersionPruneBatch)
 			}
-			return s.pruneDue(ctx, e, r, now)
+			return s.pruneDue(ctx, e, r, now, moved)
 		}
 		if !errors.Is(err, contract.ErrNotFound) {
 			return err
@@ -210,7 +205,7 @@ func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract
 			return err
 		}
 		out = r
-		return s.pruneDue(ctx, e, r, now)
+		return s.pruneDue(ctx, e, r, now, 0)
 	})
 	return out, stateErr(ctx, err)
 }
@@ -291,8 +286,7 @@ func (s *stateStore) DeleteRunFenced(ctx context.Context, tenant, id string, fen
 			}
 			return contract.ErrNotFound
 		}
-		_, err = e.ExecContext(ctx, runVersionsDeleteSQL, tenant, id)
-		return err
+		return deleteVersions(ctx, e, runVersionsDeleteSQL, tenant, id)
 	}))
 }
 

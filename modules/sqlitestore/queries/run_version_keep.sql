@@ -1,10 +1,10 @@
--- Keeps the run as it is as a version, when it holds the version given
--- and no fence above the write's (?4, 0 for an unfenced write): the write
--- that replaces it checks the same, in the same transaction. The version
--- holds the run's data (an empty blob stored as NULL, since X'' marks a
--- version that holds none: run_version_keep_patch.sql).
-INSERT OR REPLACE INTO adk_run_versions (tenant, id, version, session, status, data,
+-- Keeps the run as it is as a version whose data is the adk_run_blobs row
+-- ?3, which run_blob_keep.sql (or run_blob_keep_left.sql) has just
+-- written from the run in the same transaction, under the write's
+-- conditions. A run's versions only grow and go with it, so the key is
+-- new.
+INSERT INTO adk_run_versions (tenant, id, version, session, status, blob,
     input_tokens, output_tokens, cost_micros, iterations, cursor, fence, updated_at)
-SELECT tenant, id, version, session, status, nullif(data, X''),
+SELECT tenant, id, version, session, status, ?3,
     input_tokens, output_tokens, cost_micros, iterations, cursor, fence, updated_at
-FROM adk_runs WHERE tenant = ?1 AND id = ?2 AND version = ?3 AND (?4 = 0 OR fence <= ?4)
+FROM adk_runs WHERE tenant = ?1 AND id = ?2

@@ -8,12 +8,13 @@ SELECT tenant, id, seq, session, status, data, version,
 FROM adk_runs WHERE tenant = ?1 AND id = ?2 AND ?3 = 0
 UNION ALL
 SELECT v.tenant, v.id, r.seq, v.session, v.status,
-       CASE WHEN v.data IS NOT X'' THEN v.data
+       CASE WHEN v.blob IS NOT NULL THEN (SELECT data FROM adk_run_blobs WHERE n = v.blob)
             WHEN EXISTS (SELECT 1 FROM adk_run_versions h
-                         WHERE h.tenant = v.tenant AND h.id = v.id AND h.version > v.version AND h.data IS NOT X'')
-            THEN (SELECT h.data FROM adk_run_versions h
-                  WHERE h.tenant = v.tenant AND h.id = v.id AND h.version > v.version AND h.data IS NOT X''
-                  ORDER BY h.version LIMIT 1)
+                         WHERE h.tenant = v.tenant AND h.id = v.id AND h.version > v.version AND h.blob IS NOT NULL)
+            THEN (SELECT data FROM adk_run_blobs
+                  WHERE n = (SELECT h.blob FROM adk_run_versions h
+                             WHERE h.tenant = v.tenant AND h.id = v.id AND h.version > v.version AND h.blob IS NOT NULL
+                             ORDER BY h.version LIMIT 1))
             ELSE r.data END,
        v.version,
        v.input_tokens, v.output_tokens, v.cost_micros, v.iterations, v.cursor, r.created_at, v.updated_at, v.fence

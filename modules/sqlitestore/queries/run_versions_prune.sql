@@ -6,6 +6,7 @@
 -- deletes the oldest first and stops at the first it keeps, so a version
 -- kept by a patch, which reads its data from a newer version, never
 -- outlives that one (even when the clock went back between writes).
+-- Returns the blob of each version deleted, for run_blobs_delete.sql.
 WITH batch AS (
     SELECT version, updated_at FROM adk_run_versions
     WHERE tenant = ?1 AND id = ?2 ORDER BY version LIMIT ?5
@@ -18,3 +19,4 @@ WITH batch AS (
 DELETE FROM adk_run_versions WHERE tenant = ?1 AND id = ?2
     AND version <= (SELECT max(version) FROM batch)
     AND version < coalesce((SELECT version FROM kept), 9223372036854775807)
+RETURNING blob
