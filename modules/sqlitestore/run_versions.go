@@ -101,13 +101,18 @@ func keepLeft(ctx context.Context, e execer, r contract.Run) (bool, error) {
 
 // keepCopy keeps run r as a version in a new blob row and a new version
 // row, the blob written by query (run_blob_keep.sql or
-// run_blob_keep_left.sql), and reports whether it kept one.
+// run_blob_keep_left.sql), and reports whether it kept one. A query that
+// inserts nothing costs what the statement a store keeping no versions
+// ran before blob rows existed: one Exec.
 func keepCopy(ctx context.Context, e execer, query string, r contract.Run) (bool, error) {
-	var n int64
-	err := e.QueryRowContext(ctx, query, r.Tenant, r.ID, r.Version, r.Fence).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+	res, err := e.ExecContext(ctx, query, r.Tenant, r.ID, r.Version, r.Fence)
+	if err != nil {
+		return false, err
 	}
+	if k, err := res.RowsAffected(); err != nil || k == 0 {
+		return false, err
+	}
+	n, err := res.LastInsertId()
 	if err != nil {
 		return false, err
 	}
