@@ -79,14 +79,17 @@ func (s *stateStore) pruneDue(ctx context.Context, e execer, r *contract.Run, no
 // it moved (0 or 1).
 func (s *stateStore) keepVersion(ctx context.Context, e execer, r contract.Run, now int64) (int, error) {
 	kept, after := s.versionBounds(now)
-	var n int64
-	err := e.QueryRowContext(ctx, runVersionRecycleSQL, r.Tenant, r.ID, r.Version, r.Fence, kept, after).Scan(&n)
-	if err == nil {
-		_, err = e.ExecContext(ctx, runBlobRecycleSQL, n, r.Tenant, r.ID)
-		return 1, err
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	res, err := e.ExecContext(ctx, runVersionRecycleSQL, r.Tenant, r.ID, r.Version, r.Fence, kept, after)
+	if err != nil {
 		return 0, err
+	}
+	moved, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if moved == 1 {
+		_, err = e.ExecContext(ctx, runBlobRecycleSQL, r.Tenant, r.ID, r.Version)
+		return 1, err
 	}
 	_, err = keepCopy(ctx, e, runBlobKeepSQL, r)
 	return 0, err
