@@ -46,3 +46,16 @@ func RunUpdateKeepSQL(t StateTables) string {
 
 // PruneEvery is how often a run's writes prune its versions.
 const PruneEvery = pruneEvery
+
+// RunPruneSQL holds the statements a patch's prune can be sent in,
+// rendered for t: after the patch on a pooled connection (Async), after
+// it in a caller's transaction (Bound), or in the patch's own first try
+// (StatusPatch, CounterPatch).
+type RunPruneSQL struct{ Async, Bound, StatusPatch, CounterPatch string }
+
+// PruneStatements returns the prune statements rendered for t.
+func PruneStatements(t StateTables) RunPruneSQL {
+	t, _ = t.normalized()
+	q := loadQueries(t)
+	return RunPruneSQL{Async: q.runPruneAsync, Bound: q.runVersionsPrune, StatusPatch: q.runPatchFirstPrune, CounterPatch: q.runPatchPrune}
+}

@@ -126,6 +126,10 @@ var (
 	runPatchKeepSQL string
 	//go:embed queries/run_patch_first.sql
 	runPatchFirstSQL string
+	//go:embed queries/run_patch_first_prune.sql
+	runPatchFirstPruneSQL string
+	//go:embed queries/run_patch_prune.sql
+	runPatchPruneSQL string
 	//go:embed queries/run_version_get.sql
 	runVersionGetSQL string
 	//go:embed queries/run_versions_list.sql
@@ -229,6 +233,8 @@ type queries struct {
 	runPruneAsync      string
 	runPatchKeep       string
 	runPatchFirst      string
+	runPatchFirstPrune string
+	runPatchPrune      string
 	runVersionGet      string
 	runVersionsList    string
 	runFork            string
@@ -325,6 +331,8 @@ func loadQueries(t StateTables) queries {
 		runPruneAsync:      r(runPruneAsyncSQL),
 		runPatchKeep:       r(runPatchKeepSQL),
 		runPatchFirst:      r(runPatchFirstSQL),
+		runPatchFirstPrune: r(runPatchFirstPruneSQL),
+		runPatchPrune:      r(runPatchPruneSQL),
 		runVersionGet:      r(runVersionGetSQL),
 		runVersionsList:    r(runVersionsListSQL),
 		runFork:            r(runForkSQL),

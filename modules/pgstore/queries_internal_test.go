@@ -83,3 +83,36 @@ func TestQueriesRenderTablesAndFragments(t *testing.T) {
 		}
 	}
 }
+
+// A fragment's placeholder in a statement's comment would be replaced
+// like any other, and a fragment of several lines would then run on
+// outside the comment: statements name fragments by file in comments.
+func TestQueryCommentsHoldNoFragment(t *testing.T) {
+	frags, err := fragmentFS.ReadDir("queries/fragments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir("queries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.IsDir() {
+			continue
+		}
+		raw, err := os.ReadFile("queries/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(raw)) {
+			if !strings.HasPrefix(line, "--") {
+				continue
+			}
+			for _, e := range frags {
+				if p := "{" + strings.TrimSuffix(e.Name(), ".sql") + "}"; strings.Contains(line, p) {
+					t.Errorf("queries/%s: a comment holds the placeholder %s: %q", f.Name(), p, line)
+				}
+			}
+		}
+	}
+}

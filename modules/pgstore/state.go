@@ -33,6 +33,9 @@ type stateStore struct {
 	clock    contract.Clock
 	settings Settings
 	q        queries
+	// turns remembers the Version the store's writes last left runs at,
+	// so that a patch can carry its run's prune (nil without versions).
+	turns *versionMemo
 }
 
 var (
@@ -79,7 +82,11 @@ func NewState(exec Executor, clock contract.Clock, s Settings) (*PostgresStateSt
 	if err != nil {
 		return nil, err
 	}
-	return (&stateStore{db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s, q: loadQueries(s.Tables)}).front(), nil
+	st := &stateStore{db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s, q: loadQueries(s.Tables)}
+	if s.Runs.KeepsVersions() {
+		st.turns = newVersionMemo()
+	}
+	return st.front(), nil
 }
 
 func (s *stateStore) front() *PostgresStateStore {
@@ -146,6 +153,7 @@ func (s *stateStore) PutRun(ctx context.Context, run contract.Run) (*contract.Ru
 				return err
 			case written:
 				out = r
+				s.turns.note(r)
 				return nil
 			case r == nil && run.Version != 0:
 				return &contract.StateConflictError{Tenant: run.Tenant, ID: run.ID, Expected: run.Version}
@@ -187,37 +195,56 @@ func unsettled(tenant, id string) error {
 // bigint range is refused whole with a *contract.CounterOverflowError
 // naming the counter. On a store that keeps versions, a patch that
 // changes the status keeps the run as it was: its first try takes no row
-// lock (queries/run_patch_first.sql) and writes only when the run
-// has not moved on since the statement's snapshot; a try after it locks
-// the row (run_patch_keep.sql). A patch that only adds to the counters
-// keeps none. A patch of either kind that leaves the run at a Version
-// that is a multiple of pruneEvery then deletes the run's versions past
-// the bounds, in a statement of its own (see pruneAfter).
+// lock (queries/run_patch_first.sql) and writes only when the run has not
+// moved on since the statement's snapshot; a try after it locks the row
+// (run_patch_keep.sql). A patch that only adds to the counters keeps
+// none. A patch of either kind that leaves the run at a Version that is a
+// multiple of pruneEvery also deletes the run's versions past the bounds:
+// in its own statement when the store expected that turn (the first try
+// is then run_patch_first_prune.sql or run_patch_prune.sql, see
+// pruneTurnAhead), otherwise in a statement of its own after it (see
+// pruneAfter).
 func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
 	c := p.Counters
-	keep := p.Status != "" && s.settings.Runs.KeepsVersions()
+	versions := s.settings.Runs.KeepsVersions()
+	keep := p.Status != "" && versions
+	ahead := versions && s.turns.pruneTurnAhead(tenant, id)
 	var out *contract.Run
 	err := s.db.run(ctx, func(ctx context.Context, e Executor) error {
 		for try := range settledTries {
 			now := s.clock.Now()
-			var row pgx.Row
-			if keep {
-				sql := s.q.runPatchKeep
-				if try == 0 {
-					sql = s.q.runPatchFirst
+			args := []any{tenant, id, c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now, p.Fence}
+			// A try carries the prune when the store expects this patch to
+			// be the run's turn; a status patch's tries after the first
+			// lock the row and never do.
+			inline := ahead && (try == 0 || !keep)
+			var sql string
+			switch {
+			case inline:
+				sql = s.q.runPatchPrune
+				if keep {
+					sql = s.q.runPatchFirstPrune
 				}
-				row = e.QueryRow(ctx, sql, tenant, id,
-					c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now, p.Fence)
-			} else {
-				row = e.QueryRow(ctx, s.q.runPatch, tenant, id,
-					c.InputTokens, c.OutputTokens, c.CostMicros, c.Iterations, c.Cursor, p.Status, now, p.Fence)
+				kept, cut := s.versionBounds(now)
+				args = append(args, kept, cut, contract.VersionPruneBatch, int64(pruneEvery))
+			case keep && try == 0:
+				sql = s.q.runPatchFirst
+			case keep:
+				sql = s.q.runPatchKeep
+			default:
+				sql = s.q.runPatch
 			}
-			written, r, err := scanWrite(row)
+			written, r, err := scanWrite(e.QueryRow(ctx, sql, args...))
 			switch {
 			case err != nil:
 				return err
 			case written:
 				out = r
+				s.turns.note(r)
+				if inline {
+					// The statement pruned if it left the run on its turn.
+					return nil
+				}
 				return s.pruneAfter(ctx, e, r, now)
 			case stale(p.Fence, r.Fence):
 				return &contract.StaleFenceError{Tenant: tenant, ID: id, Fence: p.Fence, Stored: r.Fence}

@@ -3,8 +3,10 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -41,22 +43,83 @@ const pruneEvery = 8
 // one that prunes the run's versions.
 func pruneDue(version int64) bool { return version%pruneEvery == 0 }
 
+// memoSlots is how many runs a store remembers the last Version of (see
+// versionMemo): 4,096 pointers, 32 KiB a store that keeps versions.
+const memoSlots = 4096
+
+// versionMemo remembers the Version a write of the store last left a
+// run at, for up to memoSlots runs: a run has one slot, chosen by a hash
+// of its key, and a run that hashes to a slot another holds takes it
+// over. A patch reads it to know, before it is sent, whether it is likely
+// to be its run's turn to prune (pruneTurnAhead). It is a guess only:
+// another store's writes move the run on unseen, and a slot may hold
+// another run. The statement that carries the prune checks the Version it
+// leaves itself, so a wrong guess costs time, never a version. Safe for
+// concurrent use; a nil memo remembers nothing.
+type versionMemo struct {
+	seed  maphash.Seed
+	slots [memoSlots]atomic.Pointer[memoEntry]
+}
+
+// memoEntry is one run's slot of a versionMemo.
+type memoEntry struct {
+	tenant, id string
+	version    int64
+}
+
+func newVersionMemo() *versionMemo { return &versionMemo{seed: maphash.MakeSeed()} }
+
+func (m *versionMemo) slot(tenant, id string) *atomic.Pointer[memoEntry] {
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	h.WriteString(tenant)
+	h.WriteByte(0)
+	h.WriteString(id)
+	return &m.slots[h.Sum64()%memoSlots]
+}
+
+// note remembers the Version a write of the store left run r at.
+func (m *versionMemo) note(r *contract.Run) {
+	if m == nil || r == nil {
+		return
+	}
+	m.slot(r.Tenant, r.ID).Store(&memoEntry{tenant: r.Tenant, id: r.ID, version: r.Version})
+}
+
+// pruneTurnAhead reports whether the next write of run tenant/id is
+// likely to be its turn to prune: the Version the store's last write left
+// it at is one below a multiple of pruneEvery. A patch learns the Version
+// it leaves only from its result, so without this guess the patch on the
+// turn prunes in a statement (and, outside a caller's transaction, a
+// transaction and a round trip) of its own after it; with it, the patch
+// sends the statement that carries the prune, gated on the Version it
+// leaves (run_patch_first_prune.sql, run_patch_prune.sql). A put knows
+// the Version it leaves and needs no guess.
+func (m *versionMemo) pruneTurnAhead(tenant, id string) bool {
+	if m == nil {
+		return false
+	}
+	e := m.slot(tenant, id).Load()
+	return e != nil && e.tenant == tenant && e.id == id && pruneDue(e.version+1)
+}
+
 // pruneAfter deletes the versions of run r, as a patch just left it, past
 // the policy's bounds (at most contract.VersionPruneBatch), when the
-// store keeps versions and it is r's turn. A patch does not know the
-// Version it leaves until it has written (a put does, and prunes in its
-// own statement), so its prune is a statement of its own, sent on the
-// patch's connection after it: in a transaction given to Bound it is
-// part of that transaction, and its error is returned because the
-// transaction is then aborted. Otherwise the patch has committed before
-// the prune runs, and a prune that fails is not the patch's failure (a
-// caller that retried the patch would add its counters twice): the error
-// is dropped and the run's next turn deletes what this one did not,
-// since each turn deletes up to a batch and a run gains at most
-// pruneEvery versions between turns. That prune is a transaction of its
-// own, and its commit does not wait for the WAL flush
-// (run_prune_async.sql): a prune lost to a crash deletes
-// nothing a read returns, and the next turn deletes it again.
+// store keeps versions and it is r's turn, and the patch's statement did
+// not carry the prune (the store did not expect the turn, see
+// pruneTurnAhead). A patch does not know the Version it leaves until it
+// has written (a put does, and prunes in its own statement), so this
+// prune is a statement of its own, sent on the patch's connection after
+// it: in a transaction given to Bound it is part of that transaction, and
+// its error is returned because the transaction is then aborted.
+// Otherwise the patch has committed before the prune runs, and a prune
+// that fails is not the patch's failure (a caller that retried the patch
+// would add its counters twice): the error is dropped and the run's next
+// turn deletes what this one did not, since each turn deletes up to a
+// batch and a run gains at most pruneEvery versions between turns. That
+// prune is a transaction of its own, and its commit does not wait for the
+// WAL flush (run_prune_async.sql): a prune lost to a crash deletes nothing
+// a read returns, and the next turn deletes it again.
 func (s *stateStore) pruneAfter(ctx context.Context, e Executor, r *contract.Run, now time.Time) error {
 	if !s.settings.Runs.KeepsVersions() || !pruneDue(r.Version) {
 		return nil

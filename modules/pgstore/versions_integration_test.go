@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
@@ -338,12 +340,13 @@ func TestVersionsPageWhileWritten(t *testing.T) {
 	}
 }
 
-// A patch on its turn to prune sends the prune after it, as a transaction
-// of its own whose commit does not wait for the WAL flush: the setting
-// is local to that transaction, so the connection's next statement
-// commits as the server is configured again. Inside a caller's
-// transaction the prune leaves the setting alone (the transaction's
-// commit is the caller's).
+// A patch on its turn to prune from a store that did not expect the turn
+// (here a store that has not written the run before) sends the prune
+// after it, as a transaction of its own whose commit does not wait for
+// the WAL flush: the setting is local to that transaction, so the
+// connection's next statement commits as the server is configured again.
+// Inside a caller's transaction the prune leaves the setting alone (the
+// transaction's commit is the caller's).
 func TestPatchPruneCommitsLazily(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
 	d := newTestDB(t, withMaxConns(1))
@@ -351,10 +354,17 @@ func TestPatchPruneCommitsLazily(t *testing.T) {
 	if err := d.pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&want); err != nil {
 		t.Fatal(err)
 	}
-	s := stateWith(t, d, nil, contract.RunPolicy{KeepVersions: 2})
+	policy := contract.RunPolicy{KeepVersions: 2}
+	s := stateWith(t, d, nil, policy)
 	mustPut(t, s, contract.Run{Tenant: "acme", ID: "r"})
 	for i := range pgstore.PruneEvery - 1 {
-		r, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: fmt.Sprint(i)})
+		// The last patch, the one on the turn, comes from a store that has
+		// not written the run: it cannot expect the turn.
+		w := s
+		if i == pgstore.PruneEvery-2 {
+			w = stateWith(t, d, nil, policy)
+		}
+		r, err := w.PatchRun(ctx, "acme", "r", contract.Patch{Status: fmt.Sprint(i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,6 +388,9 @@ func TestPatchPruneCommitsLazily(t *testing.T) {
 	defer func() { _ = tx.Rollback(ctx) }()
 	b := s.Bound(tx)
 	for i := range pgstore.PruneEvery - 1 {
+		if i == pgstore.PruneEvery-2 {
+			b = stateWith(t, d, nil, policy).Bound(tx)
+		}
 		if _, err := b.PatchRun(ctx, "acme", "b", contract.Patch{Status: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
@@ -390,5 +403,140 @@ func TestPatchPruneCommitsLazily(t *testing.T) {
 	}
 	if n := countVersions(t, d, "acme", "b"); n != 2 {
 		t.Fatalf("%d versions stored after the bound patch to version %d, want 2", n, pgstore.PruneEvery)
+	}
+}
+
+// statementCounter is a pgx tracer counting the statements sent, by SQL.
+type statementCounter struct {
+	mu   sync.Mutex
+	sent map[string]int
+}
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sent == nil {
+		c.sent = map[string]int{}
+	}
+	c.sent[data.SQL]++
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// take returns how often sql was sent since the last take of it.
+func (c *statementCounter) take(sql string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.sent[sql]
+	delete(c.sent, sql)
+	return n
+}
+
+// A store that keeps versions remembers the Version its writes left each
+// run at, so the patch it expects to be the run's turn to prune carries
+// the prune in its own statement and none is sent after it; the turn
+// cuts the versions to the policy's count whatever the patch keeps (a
+// new status keeps one, the same status or counters alone none, and the
+// statement's own snapshot sees them all then). A patch whose store
+// expected a turn that was not one (another store wrote the run in
+// between) prunes nothing, and the patch on the real turn, unexpected,
+// prunes after it as before. Inside a caller's transaction the carried
+// prune commits with the patch.
+func TestPatchPrunesInItsStatement(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	tr := &statementCounter{}
+	d := newTestDB(t, withMaxConns(1), func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr })
+	sql := pgstore.PruneStatements(pgstore.StateTables{})
+	policy := contract.RunPolicy{KeepVersions: 2}
+	s := stateWith(t, d, nil, policy)
+	r := mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Status: "new"})
+	// The patches to versions 8, 16, 24 and 32 are the turns: a status
+	// change, the same status, counters only, and a status change again.
+	patches := map[int64]contract.Patch{
+		pgstore.PruneEvery:     {Status: "turn"},
+		2 * pgstore.PruneEvery: {Status: "same"},
+		3 * pgstore.PruneEvery: {Counters: contract.Counters{Iterations: 1}},
+	}
+	for r.Version < 4*pgstore.PruneEvery {
+		next := r.Version + 1
+		p, ok := patches[next]
+		switch {
+		case ok:
+		case next == 2*pgstore.PruneEvery-1:
+			p = contract.Patch{Status: "same"}
+		default:
+			p = contract.Patch{Status: fmt.Sprint("s", next)}
+		}
+		var err error
+		if r, err = s.PatchRun(ctx, "acme", "r", p); err != nil {
+			t.Fatal(err)
+		}
+		if r.Version != next {
+			t.Fatalf("a patch left version %d, want %d", r.Version, next)
+		}
+		turn := next%pgstore.PruneEvery == 0
+		if carried := tr.take(sql.StatusPatch) + tr.take(sql.CounterPatch); carried != map[bool]int{true: 1}[turn] {
+			t.Fatalf("the patch to version %d sent %d statements carrying the prune", next, carried)
+		}
+		if after := tr.take(sql.Async) + tr.take(sql.Bound); after != 0 {
+			t.Fatalf("the patch to version %d sent %d prunes after it, want none", next, after)
+		}
+		if n := countVersions(t, d, "acme", "r"); turn && n != 2 {
+			t.Fatalf("%d versions stored after the patch to version %d (a turn), want 2", n, next)
+		}
+	}
+	if got := versionsOf(listAll(t, s, "acme", "r", 10)); fmt.Sprint(got) != "[32 31 30]" {
+		t.Fatalf("versions listed %v, want [32 31 30]", got)
+	}
+
+	// Another store writes the run on to version 39: s still expects
+	// the turn at 33, so its patch to 40 is not expected and prunes after.
+	other := stateWith(t, d, nil, policy)
+	for r.Version < 5*pgstore.PruneEvery-1 {
+		var err error
+		if r, err = other.PatchRun(ctx, "acme", "r", contract.Patch{Status: fmt.Sprint("o", r.Version)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.take(sql.Async)
+	if r, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "back"}); err != nil || r.Version != 5*pgstore.PruneEvery {
+		t.Fatalf("patch to the turn: %+v, %v", r, err)
+	}
+	if carried, after := tr.take(sql.StatusPatch), tr.take(sql.Async); carried != 0 || after != 1 {
+		t.Fatalf("the unexpected turn sent %d statements carrying the prune and %d prunes after it, want 0 and 1", carried, after)
+	}
+	if n := countVersions(t, d, "acme", "r"); n != 2 {
+		t.Fatalf("%d versions stored after the unexpected turn, want 2", n)
+	}
+
+	// In a caller's transaction: the turn's patch carries the prune, and a
+	// rollback undoes both.
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	b := s.Bound(tx)
+	for range pgstore.PruneEvery {
+		if r, err = b.PatchRun(ctx, "acme", "r", contract.Patch{Status: fmt.Sprint("b", r.Version)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if carried, after := tr.take(sql.StatusPatch), tr.take(sql.Bound)+tr.take(sql.Async); r.Version != 6*pgstore.PruneEvery || carried != 1 || after != 0 {
+		t.Fatalf("bound patches to version %d sent %d statements carrying the prune and %d after, want version %d, 1 and 0", r.Version, carried, after, 6*pgstore.PruneEvery)
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM adk_runs_versions WHERE tenant = 'acme' AND id = 'r'`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d versions in the transaction after its turn, %v; want 2", n, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countVersions(t, d, "acme", "r"); n != 2 {
+		t.Fatalf("%d versions after the rollback, want the 2 before it", n)
+	}
+	if got, err := s.GetRun(ctx, "acme", "r"); err != nil || got.Version != 5*pgstore.PruneEvery {
+		t.Fatalf("run after the rollback: %+v, %v; want version %d", got, err, 5*pgstore.PruneEvery)
 	}
 }

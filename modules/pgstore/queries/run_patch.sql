@@ -11,22 +11,6 @@
 -- again). Rows come back as (written, run columns); no row: the run did
 -- not exist at the snapshot.
 WITH written AS (
-  UPDATE {runs}
-  SET input_tokens  = input_tokens + $3::bigint,
-      output_tokens = output_tokens + $4::bigint,
-      cost_micros   = cost_micros + $5::bigint,
-      iterations    = iterations + $6::bigint,
-      cursor        = cursor + $7::bigint,
-      status        = CASE WHEN $8::text = '' THEN status ELSE $8 END,
-      version       = version + 1,
-      updated_at    = $9,
-      fence         = greatest(fence, $10::bigint)
-  WHERE tenant = $1 AND id = $2
-    AND ($10::bigint = 0 OR fence <= $10::bigint)
-    AND input_tokens::numeric + $3::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
-    AND output_tokens::numeric + $4::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
-    AND cost_micros::numeric + $5::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
-    AND iterations::numeric + $6::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
-    AND cursor::numeric + $7::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+  {patch_update}
   RETURNING {run_columns}
 {written_or_stored}

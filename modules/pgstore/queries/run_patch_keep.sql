@@ -18,25 +18,25 @@ WITH old AS (
   FOR UPDATE
 ), written AS (
   UPDATE {runs} x
-  SET input_tokens  = old.input_tokens + $3::bigint,
-      output_tokens = old.output_tokens + $4::bigint,
-      cost_micros   = old.cost_micros + $5::bigint,
-      iterations    = old.iterations + $6::bigint,
-      cursor        = old.cursor + $7::bigint,
+  SET input_tokens  = o.input_tokens + $3::bigint,
+      output_tokens = o.output_tokens + $4::bigint,
+      cost_micros   = o.cost_micros + $5::bigint,
+      iterations    = o.iterations + $6::bigint,
+      cursor        = o.cursor + $7::bigint,
       status        = $8,
-      version       = old.version + 1,
+      version       = o.version + 1,
       updated_at    = $9,
-      fence         = greatest(old.fence, $10::bigint)
-  FROM old
+      fence         = greatest(o.fence, $10::bigint)
+  FROM old o
   WHERE x.tenant = $1 AND x.id = $2
-    AND ($10::bigint = 0 OR old.fence <= $10::bigint)
-    AND old.input_tokens::numeric + $3::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
-    AND old.output_tokens::numeric + $4::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
-    AND old.cost_micros::numeric + $5::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
-    AND old.iterations::numeric + $6::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
-    AND old.cursor::numeric + $7::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
-  RETURNING {x_run_columns}
+    AND ($10::bigint = 0 OR o.fence <= $10::bigint)
+    AND o.input_tokens::numeric + $3::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+    AND o.output_tokens::numeric + $4::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+    AND o.cost_micros::numeric + $5::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+    AND o.iterations::numeric + $6::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+    AND o.cursor::numeric + $7::bigint BETWEEN -9223372036854775808 AND 9223372036854775807
+  RETURNING {x_run_columns}, o.keeps AS o_keeps, {old_columns}
 ), {keep_version}
-SELECT true, * FROM written
+SELECT true, {run_columns} FROM written
 UNION ALL
 SELECT false, {run_columns} FROM old WHERE NOT EXISTS (SELECT 1 FROM written)

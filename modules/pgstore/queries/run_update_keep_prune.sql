@@ -10,6 +10,4 @@ WITH {update_keep}, {keep_version}, bounds AS (
 {prune_versions}
   AND EXISTS (SELECT 1 FROM kept)
 )
-SELECT true, * FROM written
-UNION ALL
-SELECT false, {run_columns} FROM old WHERE NOT EXISTS (SELECT 1 FROM written)
+{written_or_snapshot}
