@@ -227,13 +227,12 @@ type claimRow struct {
 	kind   string
 	lease  contract.Lease
 	reason *string
-	tat    *float64
-	lim    struct {
-		maxLeased, burst, weight *int
-		rate                     *float64
-		cost, tokens, windowMS   *int64
-	}
-	usage usageSlots
+	// floats are a held tenant's rate_tat and rate, ints its max_leased,
+	// burst, weight, budget_cost, budget_tokens and budget_window_ms, as
+	// the claim read them.
+	floats []float64
+	ints   []int64
+	usage  usageSlots
 }
 
 // scanFastClaim reads a row of claim.sql.
@@ -249,8 +248,7 @@ func scanFastClaim(rows pgx.Rows) (claimRow, error) {
 func scanFlowClaim(rows pgx.Rows) (claimRow, error) {
 	var r claimRow
 	var round, pos, sub *int64
-	l, err := scanLeaseAfter(rows, []any{&r.kind}, &r.reason, &r.tat,
-		&r.lim.maxLeased, &r.lim.rate, &r.lim.burst, &r.lim.weight, &r.lim.cost, &r.lim.tokens, &r.lim.windowMS,
+	l, err := scanLeaseAfter(rows, []any{&r.kind}, &r.reason, &r.floats, &r.ints,
 		&r.usage.atMS, &r.usage.cost, &r.usage.tokens, &round, &pos, &sub)
 	r.lease = l
 	return r, err
@@ -258,21 +256,13 @@ func scanFlowClaim(rows pgx.Rows) (claimRow, error) {
 
 // limits are the limits a held row carries.
 func (r claimRow) limits() contract.Limits {
-	v := func(p *int) int {
-		if p == nil {
-			return 0
-		}
-		return *p
+	var lr limitsRow
+	if len(r.floats) == 2 {
+		lr.rate = r.floats[1]
 	}
-	v64 := func(p *int64) int64 {
-		if p == nil {
-			return 0
-		}
-		return *p
-	}
-	lr := limitsRow{maxLeased: v(r.lim.maxLeased), burst: v(r.lim.burst), weight: v(r.lim.weight), cost: v64(r.lim.cost), tokens: v64(r.lim.tokens), windowMS: v64(r.lim.windowMS)}
-	if r.lim.rate != nil {
-		lr.rate = *r.lim.rate
+	if len(r.ints) == 6 {
+		lr.maxLeased, lr.burst, lr.weight = int(r.ints[0]), int(r.ints[1]), int(r.ints[2])
+		lr.cost, lr.tokens, lr.windowMS = r.ints[3], r.ints[4], r.ints[5]
 	}
 	return lr.limits()
 }
@@ -284,8 +274,8 @@ func (r claimRow) note(rep *contract.ClaimReport, now time.Time) {
 	}
 	why := contract.HeldReason(*r.reason)
 	var tat float64
-	if r.tat != nil {
-		tat = *r.tat
+	if len(r.floats) == 2 {
+		tat = r.floats[0]
 	}
 	rep.Note(why, holdUntil(why, r.limits(), tat, r.usage, now))
 }

@@ -661,3 +661,61 @@ func TestFlowChargeKeptUnderBudget(t *testing.T) {
 		t.Fatalf("%d usage rows (%v), want 1: the old window's were not deleted", rows, err)
 	}
 }
+
+// The report reads the rotation no further than the walk did: a claim of
+// one inside a transaction, served by the first tenant, leaves the turn
+// row of the gated tenant behind it unlocked, so other claimers can serve
+// that tenant while the transaction is open (a report that read on would
+// lock it until commit).
+func TestFlowReportLocksOnlyWhatTheWalkReached(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q := flowQueue(t, d, nil)
+	enqueueN(t, q, "first", 2)
+	enqueueN(t, q, "second", 2)
+	if err := q.SetLimits(ctx, "", "second", contract.Limits{MaxLeased: 5}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	rep := &contract.ClaimReport{}
+	ls, err := q.Bound(tx).Claim(contract.WithClaimReport(ctx, rep), contract.ClaimRequest{LeaseFor: time.Minute, Max: 1})
+	if err != nil || len(ls) != 1 || ls[0].Item.Tenant != "first" {
+		t.Fatalf("claim of 1 = %v, %v; want one item of tenant first", ls, err)
+	}
+	if rep.PassedOver != 0 {
+		t.Errorf("report = %+v, want nobody passed over", rep)
+	}
+	var n int
+	err = d.pool.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM adk_queue_turns WHERE tenant = 'second' FOR UPDATE NOWAIT) x").Scan(&n)
+	if err != nil || n != 1 {
+		t.Fatalf("locking the turn row of tenant second while the claim's transaction is open: %d rows, %v; want it free", n, err)
+	}
+}
+
+// A claim of a paused queue reports the queue's pause and nothing else:
+// the tenants paused on their own are not walked, so none is counted as
+// passed over (as memstore and Redis report it).
+func TestFlowPausedQueueReportsOnlyThePause(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q := flowQueue(t, d, nil)
+	enqueueN(t, q, "a", 2)
+	enqueueN(t, q, "b", 2)
+	if err := q.Pause(ctx, "", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Pause(ctx, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	rep := &contract.ClaimReport{}
+	if _, err := q.Claim(contract.WithClaimReport(ctx, rep), contract.ClaimRequest{LeaseFor: time.Minute, Max: 4}); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("claim of a paused queue: %v, want ErrEmpty", err)
+	}
+	if !rep.QueuePaused || rep.PassedOver != 0 || len(rep.Held) != 0 {
+		t.Fatalf("report = %+v, want the queue paused and nobody passed over", rep)
+	}
+}
