@@ -4,8 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,19 +20,7 @@ import (
 // leased item, a dead letter and a tenant's limits.
 func versionTwoFile(t testing.TB, withData bool) (*sql.DB, string) {
 	t.Helper()
-	old, err := os.ReadFile("schema/002_schema.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "adk.db")
-	db, err := sqlitestore.OpenDB(path, sqlitestore.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec(string(old)); err != nil {
-		t.Fatal(err)
-	}
+	db, path := fileAtSchema(t, 2)
 	if !withData {
 		return db, path
 	}

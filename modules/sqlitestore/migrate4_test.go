@@ -3,8 +3,6 @@ package sqlitestore_test
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,18 +19,7 @@ import (
 // file has the shape of a new one and the history works on the old rows.
 func TestMigrationFromVersionThree(t *testing.T) {
 	ctx := t.Context()
-	old, err := os.ReadFile("schema/003_schema.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqlitestore.OpenDB(filepath.Join(t.TempDir(), "adk.db"), sqlitestore.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec(string(old)); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := fileAtSchema(t, 3)
 	at := contracttest.FakeEpoch.UnixNano()
 	for _, stmt := range []string{
 		`UPDATE adk_counters SET value = 7 WHERE name = 'token'`,
@@ -49,7 +36,7 @@ func TestMigrationFromVersionThree(t *testing.T) {
 		}
 	}
 	clock := contracttest.NewFakeClock(contracttest.FakeEpoch.Add(time.Hour))
-	_, _, err = sqlitestore.Open(ctx, db, clock, sqlitestore.Settings{})
+	_, _, err := sqlitestore.Open(ctx, db, clock, sqlitestore.Settings{})
 	se, ok := errors.AsType[*contract.SchemaError](err)
 	if !ok || !strings.Contains(se.Fix, "schema/migrations/003_to_004.sql") || strings.Contains(se.Fix, "002_to_003") {
 		t.Fatalf("Open on version 3: %v, want a *contract.SchemaError naming schema/migrations/003_to_004.sql only", err)

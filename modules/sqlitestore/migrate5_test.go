@@ -4,8 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,18 +19,7 @@ import (
 // with counters) under each pair of tenants given.
 func versionFourFile(t testing.TB, tenants ...[2]string) *sql.DB {
 	t.Helper()
-	old, err := os.ReadFile("schema/004_schema.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqlitestore.OpenDB(filepath.Join(t.TempDir(), "adk.db"), sqlitestore.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec(string(old)); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := fileAtSchema(t, 4)
 	at := contracttest.FakeEpoch.UnixNano()
 	for _, pair := range tenants {
 		stmt := fmt.Sprintf(`INSERT INTO adk_runs (tenant, id, session, status, data, version, input_tokens, iterations, created_at, updated_at) VALUES

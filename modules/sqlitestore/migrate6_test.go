@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,18 +23,7 @@ import (
 // run r1 of the second without versions.
 func versionFiveFile(t testing.TB, tenants ...[2]string) *sql.DB {
 	t.Helper()
-	old, err := os.ReadFile("schema/005_schema.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqlitestore.OpenDB(filepath.Join(t.TempDir(), "adk.db"), sqlitestore.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec(string(old)); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := fileAtSchema(t, 5)
 	at := contracttest.FakeEpoch.UnixNano()
 	for _, pair := range tenants {
 		for _, stmt := range []string{

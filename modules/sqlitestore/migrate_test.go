@@ -23,19 +23,7 @@ import (
 // leased item and a dead letter.
 func versionOneFile(t testing.TB, withData bool) (*sql.DB, string) {
 	t.Helper()
-	old, err := os.ReadFile("schema/001_schema.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "adk.db")
-	db, err := sqlitestore.OpenDB(path, sqlitestore.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec(string(old)); err != nil {
-		t.Fatal(err)
-	}
+	db, path := fileAtSchema(t, 1)
 	if !withData {
 		return db, path
 	}
@@ -238,4 +226,25 @@ func TestWorkQueueContractOnAMigratedFile(t *testing.T) {
 		}
 		return q
 	})
+}
+
+// fileAtSchema makes a file in a temporary folder holding schema version
+// n as that release created it (schema/00n_schema.sql), with no rows, and
+// returns it open (closed when the test ends) with its path.
+func fileAtSchema(t testing.TB, n int) (*sql.DB, string) {
+	t.Helper()
+	old, err := os.ReadFile(fmt.Sprintf("schema/%03d_schema.sql", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "adk.db")
+	db, err := sqlitestore.OpenDB(path, sqlitestore.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(string(old)); err != nil {
+		t.Fatal(err)
+	}
+	return db, path
 }
