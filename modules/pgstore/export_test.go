@@ -59,3 +59,17 @@ func PruneStatements(t StateTables) RunPruneSQL {
 	q := loadQueries(t)
 	return RunPruneSQL{Async: q.runPruneAsync, Bound: q.runVersionsPrune, StatusPatch: q.runPatchFirstPrune, CounterPatch: q.runPatchPrune}
 }
+
+// StatusPatchSQL holds the statements of a status patch on a store that
+// keeps versions, rendered for t: its first try without the row lock
+// (First, or FirstPrune on an expected turn) and the try that locks the
+// row (Lock).
+type StatusPatchSQL struct{ First, FirstPrune, Lock string }
+
+// StatusPatchStatements returns the statements of a status patch
+// rendered for t.
+func StatusPatchStatements(t StateTables) StatusPatchSQL {
+	t, _ = t.normalized()
+	q := loadQueries(t)
+	return StatusPatchSQL{First: q.runPatchFirst, FirstPrune: q.runPatchFirstPrune, Lock: q.runPatchKeep}
+}

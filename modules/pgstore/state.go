@@ -195,15 +195,16 @@ func unsettled(tenant, id string) error {
 // bigint range is refused whole with a *contract.CounterOverflowError
 // naming the counter. On a store that keeps versions, a patch that
 // changes the status keeps the run as it was: its first try takes no row
-// lock (queries/run_patch_first.sql) and writes only when the run has not
-// moved on since the statement's snapshot; a try after it locks the row
-// (run_patch_keep.sql). A patch that only adds to the counters keeps
-// none. A patch of either kind that leaves the run at a Version that is a
-// multiple of pruneEvery also deletes the run's versions past the bounds:
-// in its own statement when the store expected that turn (the first try
-// is then run_patch_first_prune.sql or run_patch_prune.sql, see
-// pruneTurnAhead), otherwise in a statement of its own after it (see
-// pruneAfter).
+// lock (queries/run_patch_first.sql), writes only when the run has not
+// moved on since the statement's snapshot and returns nothing when it
+// did not write; a try after it locks the row (run_patch_keep.sql) and
+// reports a refusal or a missing run. A patch that only adds to the
+// counters keeps none. A patch of either kind that leaves the run at a
+// Version that is a multiple of pruneEvery also deletes the run's
+// versions past the bounds: in its own statement when the store expected
+// that turn (the first try is then run_patch_first_prune.sql or
+// run_patch_prune.sql, see pruneTurnAhead), otherwise in a statement of
+// its own after it (see pruneAfter).
 func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract.Patch) (*contract.Run, error) {
 	c := p.Counters
 	versions := s.settings.Runs.KeepsVersions()
@@ -236,6 +237,11 @@ func (s *stateStore) PatchRun(ctx context.Context, tenant, id string, p contract
 			}
 			written, r, err := scanWrite(e.QueryRow(ctx, sql, args...))
 			switch {
+			case keep && try == 0 && errors.Is(err, contract.ErrNotFound):
+				// The first try returns a row only when it wrote: the
+				// locking try decides whether the run moved on, is
+				// missing or refuses the patch.
+				continue
 			case err != nil:
 				return err
 			case written:

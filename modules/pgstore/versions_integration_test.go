@@ -433,6 +433,57 @@ func (c *statementCounter) take(sql string) int {
 	return n
 }
 
+// On a store that keeps versions, a status patch that lands sends one
+// statement, its first try without the row lock; that try returns no row
+// when it wrote nothing, and a patch refused by its fence or by a counter
+// past the range, or of a missing run, is decided by the try that locks
+// the row, refuses whole and keeps no version.
+func TestStatusPatchRefusedOnItsLock(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	tr := &statementCounter{}
+	d := newTestDB(t, withMaxConns(1), func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr })
+	sql := pgstore.StatusPatchStatements(pgstore.StateTables{})
+	s := stateWith(t, d, nil, contract.RunPolicy{KeepVersions: 3})
+	created := mustPut(t, s, contract.Run{Tenant: "acme", ID: "r", Status: "new", Fence: 10})
+	sent := func(what string, first, lock int) {
+		t.Helper()
+		if f, l := tr.take(sql.First)+tr.take(sql.FirstPrune), tr.take(sql.Lock); f != first || l != lock {
+			t.Fatalf("%s sent %d first tries and %d locking tries, want %d and %d", what, f, l, first, lock)
+		}
+	}
+	r, err := s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "on", Fence: 10, Counters: contract.Counters{Iterations: 1}})
+	if err != nil || r.Version != created.Version+1 || r.Status != "on" || r.Counters.Iterations != 1 {
+		t.Fatalf("status patch: %+v, %v", r, err)
+	}
+	sent("a status patch that lands", 1, 0)
+
+	_, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "stale", Fence: 9, Counters: contract.Counters{Iterations: 1}})
+	var sf *contract.StaleFenceError
+	if !errors.As(err, &sf) || sf.Fence != 9 || sf.Stored != 10 {
+		t.Fatalf("status patch under fence 9: %v, want a *StaleFenceError 9 < 10", err)
+	}
+	sent("a status patch below the fence", 1, 1)
+
+	_, err = s.PatchRun(ctx, "acme", "r", contract.Patch{Status: "big", Fence: 10, Counters: contract.Counters{Iterations: 1<<63 - 1}})
+	var co *contract.CounterOverflowError
+	if !errors.As(err, &co) || co.Counter != "Iterations" {
+		t.Fatalf("status patch past the range: %v, want a *CounterOverflowError naming Iterations", err)
+	}
+	sent("a status patch past the range", 1, 1)
+
+	if _, err := s.PatchRun(ctx, "acme", "nobody", contract.Patch{Status: "on"}); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("status patch of a missing run: %v, want ErrNotFound", err)
+	}
+	sent("a status patch of a missing run", 1, 1)
+
+	if got, err := s.GetRun(ctx, "acme", "r"); err != nil || got.Version != r.Version || got.Status != "on" || got.Counters.Iterations != 1 {
+		t.Fatalf("run after the refusals: %+v, %v; want it as the landed patch left it", got, err)
+	}
+	if n := countVersions(t, d, "acme", "r"); n != 1 {
+		t.Fatalf("%d versions kept, want the 1 of the landed patch", n)
+	}
+}
+
 // A store that keeps versions remembers the Version its writes left each
 // run at, so the patch it expects to be the run's turn to prune carries
 // the prune in its own statement and none is sent after it; the turn

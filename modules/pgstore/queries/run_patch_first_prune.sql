@@ -9,7 +9,9 @@
 -- boundary counts $11 versions below it; a patch to the same status
 -- keeps none, and the boundary then counts one more. Whether it pruned
 -- depends only on the Version it left: the caller sends no prune after
--- it.
+-- it. As in run_patch_first.sql, a row comes back only when the patch
+-- wrote (and then pruned on its turn); no row: nothing was written nor
+-- pruned, and the caller sends run_patch_keep.sql.
 WITH {patch_first}, {keep_version}, bounds AS (
   SELECT $11::integer + CASE WHEN (SELECT o_keeps FROM written) THEN 0 ELSE 1 END AS kept,
          $12::timestamptz AS cut, $13::integer AS batch
@@ -17,4 +19,4 @@ WITH {patch_first}, {keep_version}, bounds AS (
 {prune_versions}
   AND (SELECT version FROM written) % $14::bigint = 0
 )
-{written_or_snapshot}
+SELECT true, {run_columns} FROM written

@@ -1,7 +1,8 @@
 -- A patch that sets the status, on a store that keeps versions, after its
--- first try (run_patch_first.sql) found the run moved on, in the
--- parameters of run_patch.sql: $1 tenant, $2 id, $3..$7 the counter
--- deltas, $8 the status (not ''), $9 now, $10 the fence (0: unfenced).
+-- first try (run_patch_first.sql) wrote nothing (the run moved on, is
+-- missing, or refuses the patch), in the parameters of run_patch.sql: $1
+-- tenant, $2 id, $3..$7 the counter deltas, $8 the status (not ''), $9
+-- now, $10 the fence (0: unfenced).
 -- The run as it was is kept as a version when the status changes
 -- (keep_version.sql). The run's row is locked first (old), so the checks
 -- (fence, then the sums, in numeric) are made on the newest row, the
