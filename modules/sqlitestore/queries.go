@@ -218,6 +218,8 @@ var (
 	snoozeSQL string
 	//go:embed queries/timeouts_due.sql
 	timeoutsDueSQL string
+	//go:embed queries/turn_get.sql
+	turnGetSQL string
 	//go:embed queries/turn_join.sql
 	turnJoinSQL string
 	//go:embed queries/turn_served.sql
