@@ -24,7 +24,9 @@ import (
 //
 // A queue with any flow-control limit set, or with paused tenants,
 // claims through claimFlow instead (flow.go); the others take this path,
-// which reads no limit. The same row that holds the queue's counters says
+// which reads no limit. The statement that reads the queue's counters also
+// reads, for a queue with limits, its default limits and whether a cap or
+// a budget applies to any of its tenants. The same row says
 // whether the whole queue is paused (then nothing is claimed), how many
 // tenants are, and when its first wait times out: waits that have timed
 // out by now are queued again first (lifecycle.go), and a queue where
@@ -40,7 +42,10 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 	var pausedTenants int
 	var waitNext sql.NullInt64
 	var events int
-	err := e.QueryRowContext(ctx, queueGetSQL, name).Scan(&stamp, &turn, &paused, &pausedTenants, &waitNext, &limited, &events)
+	var def nullLimits // the queue's default limits, when it has limits
+	var anyCap, budgets bool
+	err := e.QueryRowContext(ctx, queueGetSQL, name).Scan(append(append([]any{&stamp, &turn, &paused, &pausedTenants, &waitNext, &limited, &events},
+		def.dest()...), &anyCap, &budgets)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return claimed{}, nil
 	}
@@ -62,7 +67,11 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 	expires := nanos(now.Add(req.LeaseFor))
 	var out claimed
 	if limited || pausedTenants > 0 {
-		c := &flowClaim{e: e, req: req, now: now, at: at, expires: expires, stamp: stamp, turn: turn, token: token, pauses: pausedTenants > 0}
+		c := &flowClaim{e: e, req: req, now: now, at: at, expires: expires, stamp: stamp, turn: turn, token: token, pauses: pausedTenants > 0,
+			def: def.row().limits(), budgets: budgets}
+		if anyCap {
+			c.leased = map[string]int{}
+		}
 		if err := c.run(ctx); err != nil {
 			return claimed{}, err
 		}

@@ -396,10 +396,11 @@ func (n nullLimits) row() limitsRow {
 //
 // The write lock makes the counts exact: the transaction sees every
 // lease committed before it, and no other writer runs until it commits.
-// When a cap applies in the queue, the claim counts every tenant's live
-// leases once, at its now (a lease that has expired stops counting
-// whether or not it has been reaped), and adds those it hands out, so a
-// cap holds however many claimers there are.
+// The claim counts the live leases of each tenant a cap applies to once,
+// at its now, in the read of the rotation that first returns the tenant
+// (a lease that has expired stops counting whether or not it has been
+// reaped), and adds those it hands out, so a cap holds however many
+// claimers there are. A tenant without a cap costs no count.
 type flowClaim struct {
 	e       execer
 	req     contract.ClaimRequest
@@ -432,9 +433,6 @@ type flowHead struct {
 }
 
 func (c *flowClaim) run(ctx context.Context) error {
-	if err := c.start(ctx); err != nil {
-		return err
-	}
 	cursor := int64(math.MinInt64)
 	for len(c.out) < c.req.Max {
 		heads, err := c.heads(ctx, cursor, c.req.Max-len(c.out))
@@ -457,43 +455,6 @@ func (c *flowClaim) run(ctx context.Context) error {
 	return nil
 }
 
-// start reads the queue's default limits and, when a cap applies to any
-// of its tenants, counts each tenant's live leases.
-func (c *flowClaim) start(ctx context.Context) error {
-	var d nullLimits
-	var anyCap bool
-	if err := c.e.QueryRowContext(ctx, flowStartSQL, c.req.Queue).Scan(append(d.dest(), &anyCap, &c.budgets)...); err != nil {
-		return err
-	}
-	c.def = d.row().limits()
-	if !anyCap {
-		return nil
-	}
-	var err error
-	c.leased, err = liveLeases(ctx, c.e, c.req.Queue, c.at)
-	return err
-}
-
-// liveLeases counts each tenant's leases that have not expired at at
-// (nanoseconds), from the queue's index of leases by expiry.
-func liveLeases(ctx context.Context, e execer, queue string, at int64) (map[string]int, error) {
-	out := map[string]int{}
-	rows, err := e.QueryContext(ctx, leasedLiveSQL, queue, at)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var t string
-		var n int
-		if err := rows.Scan(&t, &n); err != nil {
-			return nil, err
-		}
-		out[t] = n
-	}
-	return out, rows.Err()
-}
-
 func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, error) {
 	// Two more rows than the batch has room for: a tenant or two held
 	// back at the front then cost no second read.
@@ -502,9 +463,9 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 	var err error
 	if d := c.def.Budget; c.budgets {
 		rows, err = c.e.QueryContext(ctx, flowHeadsSQL, c.req.Queue, c.at, after, n,
-			d.Window.Milliseconds(), d.CostMicros, d.Tokens, c.now.UnixMilli(), c.pauses)
+			d.Window.Milliseconds(), d.CostMicros, d.Tokens, c.now.UnixMilli(), c.pauses, c.def.MaxLeased)
 	} else {
-		rows, err = c.e.QueryContext(ctx, flowHeadsPlainSQL, c.req.Queue, c.at, after, n, c.pauses)
+		rows, err = c.e.QueryContext(ctx, flowHeadsPlainSQL, c.req.Queue, c.at, after, n, c.pauses, c.def.MaxLeased)
 	}
 	if err != nil {
 		return nil, err
@@ -514,11 +475,17 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 	for rows.Next() {
 		var h flowHead
 		var r nullLimits
+		var live int
 		dest := append([]any{&h.tenant, &h.stamp, &h.credit, &h.tat, &h.ranked, &h.paused, &h.own}, r.dest()...)
-		if err := rows.Scan(append(dest, &h.overBudget)...); err != nil {
+		if err := rows.Scan(append(dest, &h.overBudget, &live)...); err != nil {
 			return nil, err
 		}
 		h.limits = r.row()
+		if _, seen := c.leased[h.tenant]; c.leased != nil && !seen {
+			// Counted before the claim leased it anything (a tenant is
+			// served only once read): the claim adds its own leases.
+			c.leased[h.tenant] = live
+		}
 		out = append(out, h)
 	}
 	return out, rows.Err()

@@ -309,3 +309,66 @@ func TestFlowWakes(t *testing.T) {
 	}
 	woken("SetLimits")
 }
+
+// A claim counts a capped tenant's live leases in the read of the rotation
+// that first returns it, which may come after reads that returned only
+// tenants it passed over: the leases of earlier claims still count there,
+// and so do those the claim hands out before the next read returns the
+// tenant again.
+func TestCapCountedInALaterReadOfTheRotation(t *testing.T) {
+	ctx := t.Context()
+	q, _ := flowQueue(t)
+	paused := []string{"p1", "p2", "p3", "p4", "p5", "p6"}
+	for _, p := range paused {
+		enqueueN(t, q, p, 1)
+	}
+	enqueueN(t, q, "capped", 5)
+	enqueueN(t, q, "free", 5)
+	if err := q.SetLimits(ctx, "", "capped", contract.Limits{MaxLeased: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paused {
+		if err := q.Pause(ctx, "", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first claim passes the six paused tenants over (two reads of
+	// three rows) and leases one item of the capped tenant, which goes to
+	// the back, behind the paused ones again.
+	req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1}
+	ls, err := q.Claim(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 1 || ls[0].Item.Tenant != "capped" {
+		t.Fatalf("first claim served %+v, want one item of capped", ls)
+	}
+	// The second claim's first read (five rows) returns paused tenants
+	// only; the capped tenant comes up in a later read with one live
+	// lease, is served once more and is then held at its cap.
+	req.Max = 4
+	var r contract.ClaimReport
+	ls, err = q.Claim(contract.WithClaimReport(ctx, &r), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, l := range ls {
+		count[l.Item.Tenant]++
+	}
+	if count["capped"] != 1 || count["free"] != 3 {
+		t.Fatalf("second claim served %v, want capped 1, free 3", count)
+	}
+	if r.Held[contract.HeldCap] != 1 || r.Held[contract.HeldPaused] != len(paused) {
+		t.Fatalf("report %+v, want capped held for its cap and the paused tenants passed over", r)
+	}
+	st, err := q.FlowStatus(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range st {
+		if f.Tenant == "capped" && (f.Leased != 2 || f.Held != contract.HeldCap) {
+			t.Fatalf("capped tenant's flow %+v, want 2 live leases, held for its cap", f)
+		}
+	}
+}

@@ -78,8 +78,6 @@ var (
 	flowHeadsSQL string
 	//go:embed queries/flow_heads_plain.sql
 	flowHeadsPlainSQL string
-	//go:embed queries/flow_start.sql
-	flowStartSQL string
 	//go:embed queries/flow_tenants.sql
 	flowTenantsSQL string
 	//go:embed queries/health_counts.sql
@@ -110,8 +108,6 @@ var (
 	leaseAttemptsSQL string
 	//go:embed queries/lease_cancel.sql
 	leaseCancelSQL string
-	//go:embed queries/leased_live.sql
-	leasedLiveSQL string
 	//go:embed queries/limits_delete.sql
 	limitsDeleteSQL string
 	//go:embed queries/limits_get.sql
@@ -218,6 +214,8 @@ var (
 	snoozeSQL string
 	//go:embed queries/timeouts_due.sql
 	timeoutsDueSQL string
+	//go:embed queries/turn_get.sql
+	turnGetSQL string
 	//go:embed queries/turn_join.sql
 	turnJoinSQL string
 	//go:embed queries/turn_served.sql

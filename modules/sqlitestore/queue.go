@@ -494,11 +494,25 @@ func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemK
 }
 
 // join puts a tenant's newly queued item, of priority priority, in the
-// rotation.
+// rotation. A tenant already in it keeps its place, so it takes no stamp
+// of the queue's counter, and its row is written only when the item falls
+// due before the tenant wakes or makes it ranked: the snooze or retry of
+// a busy tenant's item, due later than the items it already has queued,
+// writes neither the queue's row nor the tenant's.
 func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time, priority int) error {
-	stamp, _, err := takeQueue(ctx, e, k.Queue, 1, 0)
-	if err != nil {
+	var in, same bool
+	err := e.QueryRowContext(ctx, turnGetSQL, k.Queue, k.Tenant, nanos(due), priority != 0).Scan(&in, &same)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
+	}
+	if same {
+		return nil
+	}
+	stamp := int64(0) // turn_join.sql keeps the stamp of a tenant in the rotation
+	if !in {
+		if stamp, _, err = takeQueue(ctx, e, k.Queue, 1, 0); err != nil {
+			return err
+		}
 	}
 	_, err = e.ExecContext(ctx, turnJoinSQL, k.Queue, k.Tenant, stamp, nanos(due), priority != 0)
 	return err

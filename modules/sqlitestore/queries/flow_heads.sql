@@ -3,7 +3,10 @@
 -- bucket, its own limits (NULL columns when it has none: then the
 -- default's, ?5 to ?7, apply) and whether its budget's window at ?8 (Unix
 -- milliseconds) holds charges that reach a ceiling; whether it is ranked,
--- and, when ?9 says the queue has paused tenants, whether it is one.
+-- and, when ?9 says the queue has paused tenants, whether it is one; and,
+-- when a cap applies to it (?10 is the default's), its live leases at ?2
+-- (those not yet expired, reaped or not), counted from the queue's index
+-- of leases by expiry, in which every entry names its tenant.
 SELECT t.tenant, t.stamp, t.credit, t.tat, t.ranked,
        CASE WHEN ?9 THEN EXISTS (SELECT 1 FROM adk_pauses p WHERE p.queue = t.queue AND p.tenant = t.tenant) ELSE 0 END,
        l.tenant IS NOT NULL, l.max_leased, l.rate, l.burst, l.weight,
@@ -15,6 +18,10 @@ SELECT t.tenant, t.stamp, t.credit, t.tat, t.ranked,
            WHERE u.queue = t.queue AND u.tenant = t.tenant
              AND u.start_ms >= (?8 / (coalesce(l.budget_window_ms, ?5) / 10) - 10) * (coalesce(l.budget_window_ms, ?5) / 10)
              AND u.start_ms <  (?8 / (coalesce(l.budget_window_ms, ?5) / 10) + 1) * (coalesce(l.budget_window_ms, ?5) / 10)
+       ) ELSE 0 END,
+       CASE WHEN coalesce(l.max_leased, ?10) > 0 THEN (
+           SELECT count(*) FROM adk_work w INDEXED BY adk_work_leased
+           WHERE w.queue = t.queue AND w.state = 'leased' AND w.lease_expires_at > ?2 AND w.tenant = t.tenant
        ) ELSE 0 END
 FROM adk_turns t
 LEFT JOIN adk_limits l ON l.queue = t.queue AND l.tenant = t.tenant
