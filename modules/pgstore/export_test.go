@@ -11,6 +11,9 @@ func CompleteSQL(t StateTables) string { t, _ = t.normalized(); return loadQueri
 // Backoff is the delay before connection attempt failures+1.
 func (l *Listener) Backoff(failures int) time.Duration { return l.backoff(failures) }
 
+// SetJitter pins the fraction the listener's reconnect waits draw.
+func (l *Listener) SetJitter(f func() float64) { l.jitter = f }
+
 // SchemaV1 is the version 1 schema rendered for t, for the migration test.
 func SchemaV1(t StateTables) string {
 	t, _ = t.normalized()

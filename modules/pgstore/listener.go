@@ -40,7 +40,9 @@ type ListenerSettings struct {
 	Buffer int
 	// MinBackoff and MaxBackoff bound the delay between failed connection
 	// attempts; the first attempt after a lost connection is immediate.
-	// Zero means DefaultMinBackoff and DefaultMaxBackoff.
+	// Each delay is drawn between half its step and the whole step, so
+	// listeners cut off together (a server restart) do not reconnect in
+	// step. Zero means DefaultMinBackoff and DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 	// ConnectTimeout bounds one connection attempt. Zero means
 	// DefaultConnectTimeout.
@@ -98,8 +100,9 @@ type ListenerStats struct {
 // long as the loop. Notifications fan out to subscribers without ever
 // blocking: a subscriber whose buffer is full misses the wake. When the
 // connection breaks the loop reconnects at once, then with backoff from
-// 50 ms doubling to 2 s, LISTENs every channel again and sends each
-// subscriber a synthetic wake.
+// 50 ms doubling to 2 s (each wait drawn from half its step to the whole
+// step), LISTENs every channel again and sends each subscriber a
+// synthetic wake.
 //
 // A connection that takes its LISTENs is not yet one that delivers:
 // behind PgBouncer in transaction mode it never does, without an error.
@@ -139,6 +142,10 @@ type Listener struct {
 	readyAt    atomic.Int64 // unix nanoseconds: when the current connection was proved
 	errMu      sync.Mutex
 	err        error // Stats().Err
+
+	// jitter draws the fraction of a reconnect wait taken off its step;
+	// nil means math/rand/v2 (tests pin it).
+	jitter func() float64
 }
 
 type subscriber struct {
@@ -443,9 +450,11 @@ func startErr(err error) error {
 }
 
 // backoff is the wait before a reconnect after failures earlier failures
-// in a row: MinBackoff doubled, capped at MaxBackoff.
+// in a row: MinBackoff doubled, capped at MaxBackoff, then drawn from
+// half that step to the whole step.
 func (l *Listener) backoff(failures int) time.Duration {
-	return backoff.Backoff{Base: l.settings.MinBackoff, Max: l.settings.MaxBackoff}.Delay(failures)
+	return backoff.Backoff{Base: l.settings.MinBackoff, Max: l.settings.MaxBackoff,
+		Jitter: backoff.EqualJitter, Rand: l.jitter}.Delay(failures)
 }
 
 func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {

@@ -216,11 +216,38 @@ func TestListenerBackoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []time.Duration{50, 100, 200, 400, 800, 1600, 2000, 2000}
-	for i, w := range want {
-		if got := l.Backoff(i); got != w*time.Millisecond {
-			t.Errorf("Backoff(%d) = %v, want %v", i, got, w*time.Millisecond)
+	steps := []time.Duration{50, 100, 200, 400, 800, 1600, 2000, 2000}
+	// A draw of 0 waits the whole step, a draw of 1 half of it.
+	for _, c := range []struct {
+		draw float64
+		half bool
+	}{{0, false}, {1, true}} {
+		l.SetJitter(func() float64 { return c.draw })
+		for i, s := range steps {
+			want := s * time.Millisecond
+			if c.half {
+				want /= 2
+			}
+			if got := l.Backoff(i); got != want {
+				t.Errorf("draw %v: Backoff(%d) = %v, want %v", c.draw, i, got, want)
+			}
 		}
+	}
+	// Unpinned, every wait falls between half its step and the step, and
+	// the waits differ (eight draws of one step all equal would mean no
+	// jitter).
+	l.SetJitter(nil)
+	seen := map[time.Duration]bool{}
+	var last time.Duration
+	for range 8 {
+		last = l.Backoff(3)
+		if last < 200*time.Millisecond || last > 400*time.Millisecond {
+			t.Errorf("Backoff(3) = %v, want within [200ms, 400ms]", last)
+		}
+		seen[last] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("eight unpinned waits after four failures were all %v: no jitter", last)
 	}
 }
 
