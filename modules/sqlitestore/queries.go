@@ -174,8 +174,6 @@ var (
 	retrySQL string
 	//go:embed queries/run_blob_keep.sql
 	runBlobKeepSQL string
-	//go:embed queries/run_blob_keep_left.sql
-	runBlobKeepLeftSQL string
 	//go:embed queries/run_blob_recycle.sql
 	runBlobRecycleSQL string
 	//go:embed queries/run_blobs_delete.sql

@@ -91,7 +91,7 @@ func (s *stateStore) keepVersion(ctx context.Context, e execer, r contract.Run, 
 		_, err = e.ExecContext(ctx, runBlobRecycleSQL, r.Tenant, r.ID, r.Version)
 		return 1, err
 	}
-	_, err = keepCopy(ctx, e, runBlobKeepSQL, r)
+	_, err = keepCopy(ctx, e, false, r)
 	return 0, err
 }
 
@@ -99,16 +99,20 @@ func (s *stateStore) keepVersion(ctx context.Context, e execer, r contract.Run, 
 // the run as a version only when the run has versions kept under another
 // policy, and reports whether it did.
 func keepLeft(ctx context.Context, e execer, r contract.Run) (bool, error) {
-	return keepCopy(ctx, e, runBlobKeepLeftSQL, r)
+	return keepCopy(ctx, e, true, r)
 }
 
 // keepCopy keeps run r as a version in a new blob row and a new version
-// row, the blob written by query (run_blob_keep.sql or
-// run_blob_keep_left.sql), and reports whether it kept one. A query that
-// inserts nothing costs what the statement a store keeping no versions
-// ran before blob rows existed: one Exec.
-func keepCopy(ctx context.Context, e execer, query string, r contract.Run) (bool, error) {
-	res, err := e.ExecContext(ctx, query, r.Tenant, r.ID, r.Version, r.Fence)
+// row (run_blob_keep.sql, then run_version_keep.sql), and reports whether
+// it kept one; onlyLeft copies only a run that has versions already. A
+// copy that inserts nothing costs what the statement a store keeping no
+// versions ran before blob rows existed: one Exec.
+func keepCopy(ctx context.Context, e execer, onlyLeft bool, r contract.Run) (bool, error) {
+	left := 0
+	if onlyLeft {
+		left = 1
+	}
+	res, err := e.ExecContext(ctx, runBlobKeepSQL, r.Tenant, r.ID, r.Version, r.Fence, left)
 	if err != nil {
 		return false, err
 	}

@@ -1,7 +1,6 @@
 -- Keeps the run as it is as a version whose data is the adk_run_blobs row
--- ?3, which run_blob_keep.sql (or run_blob_keep_left.sql) has just
--- written from the run in the same transaction, under the write's
--- conditions. A run's versions only grow and go with it, so the key is
+-- ?3, which run_blob_keep.sql has just written from the run in the same
+-- transaction, under the write's conditions. A run's versions only grow and go with it, so the key is
 -- new.
 INSERT INTO adk_run_versions (tenant, id, version, session, status, blob,
     input_tokens, output_tokens, cost_micros, iterations, cursor, fence, updated_at)
