@@ -61,8 +61,8 @@ else
   if keep > 0 then
     keep_version(all, KEYS[1], KEYS[9], KEYS[10], false)
   end
-  prune_versions(KEYS[9], KEYS[10], keep, ARGV[13])
-  if keep == 0 and redis.call('ZCARD', KEYS[9]) > 0 then
+  local left = prune_versions(KEYS[9], KEYS[10], keep, ARGV[13])
+  if keep == 0 and left > 0 then
     -- A store keeping none meets versions kept under another policy,
     -- more than one prune deletes: the blob this put replaces is kept
     -- with them, since those a patch kept read theirs from the next newer

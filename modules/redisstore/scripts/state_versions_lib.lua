@@ -58,10 +58,11 @@ end
 -- oldest beyond the newest keep, then the oldest by version while their
 -- time is past cutoff. A version past the age behind a younger older one
 -- (clients whose clocks disagree) waits for that one; reads skip it.
+-- It returns how many versions are left.
 local function prune_versions(versions, vdata, keep, cutoff)
   local n = redis.call('ZCARD', versions)
   if n == 0 then
-    return
+    return 0
   end
   local fields, dropped = {}, 0
   local function forget(m)
@@ -93,6 +94,7 @@ local function prune_versions(versions, vdata, keep, cutoff)
   if #fields > 0 then
     redis.call('HDEL', vdata, unpack(fields))
   end
+  return n - dropped
 end
 
 -- kept_member returns the member of version v (decimal) when it is kept
