@@ -41,6 +41,12 @@ func SchemaV4(t StateTables) string {
 	return render(t, readSQL(schemaFS, "schema/004_schema.sql"))
 }
 
+// SchemaV5 is the version 5 schema rendered for t, for the migration test.
+func SchemaV5(t StateTables) string {
+	t, _ = t.normalized()
+	return render(t, readSQL(schemaFS, "schema/005_schema.sql"))
+}
+
 // RunUpdateKeepSQL is the put statement that keeps a version, rendered for t.
 func RunUpdateKeepSQL(t StateTables) string {
 	t, _ = t.normalized()

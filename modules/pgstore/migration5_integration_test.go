@@ -14,10 +14,11 @@ import (
 	"github.com/adkit/adk/modules/pgstore"
 )
 
-// Verify meets a version 4 database and names 005_run_versions.sql; a
-// version 4 database with runs, migrated, passes Verify, keeps its runs
-// (unfenced, fence 0, without versions) and writes them fenced and with
-// versions, matches ExpectedSchema, and runs the state suite.
+// Verify meets a version 4 database and names 005_run_versions.sql (then
+// the migrations after it); a version 4 database with runs, migrated,
+// passes Verify, keeps its runs (unfenced, fence 0, without versions) and
+// writes them fenced and with versions, matches ExpectedSchema, and runs
+// the state suite.
 func TestSchemaMigrationFromV4(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
 	v4 := func(t *testing.T) *testDB {
@@ -40,8 +41,8 @@ func TestSchemaMigrationFromV4(t *testing.T) {
 	d := v4(t)
 	err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{})
 	var se *contract.SchemaError
-	if !errors.As(err, &se) || se.Found != "4" || !strings.Contains(se.Fix, pgstore.MigrationFile) || !strings.Contains(pgstore.MigrationFile, "005_run_versions.sql") {
-		t.Fatalf("Verify on version 4 = %v, want a SchemaError naming %s", err, pgstore.MigrationFile)
+	if !errors.As(err, &se) || se.Found != "4" || !strings.Contains(se.Fix, "005_run_versions.sql") || !strings.Contains(se.Fix, pgstore.MigrationFile) {
+		t.Fatalf("Verify on version 4 = %v, want a SchemaError naming 005_run_versions.sql and %s", err, pgstore.MigrationFile)
 	}
 	if _, err := d.pool.Exec(ctx, `
 		INSERT INTO adk_runs (tenant, id, session, status, data, version, iterations, created_at, updated_at)

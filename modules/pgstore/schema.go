@@ -10,17 +10,17 @@ import (
 
 // SchemaVersion is the version of the schema this release reads. Verify
 // refuses a database whose adk_schema holds another.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // MigrationFile names the published up-migration that brings a database
-// from the previous schema version (4) to SchemaVersion: the file in this
+// from the previous schema version (5) to SchemaVersion: the file in this
 // module, also rendered by [Migration].
-const MigrationFile = "schema/migrations/005_run_versions.sql"
+const MigrationFile = "schema/migrations/006_ready_by_priority.sql"
 
 // migrationFiles are the up-migrations in order: the one at index i
 // brings version i+1 to version i+2.
 var migrationFiles = []string{"schema/migrations/002_flow_control.sql", "schema/migrations/003_lifecycle.sql",
-	"schema/migrations/004_history.sql", MigrationFile}
+	"schema/migrations/004_history.sql", "schema/migrations/005_run_versions.sql", MigrationFile}
 
 //go:embed schema/*.sql schema/migrations/*.sql
 var schemaFS embed.FS
@@ -39,12 +39,12 @@ func Schema(tables StateTables) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return render(t, readSQL(schemaFS, "schema/005_schema.sql")), nil
+	return render(t, readSQL(schemaFS, "schema/006_schema.sql")), nil
 }
 
 // Migration returns the up-migration from schema version from to
 // SchemaVersion, with the given table names, for the deployment's
-// migration tool: [MigrationFile] from version 4, and from an earlier
+// migration tool: [MigrationFile] from version 5, and from an earlier
 // version the migrations in between followed by it. The library never
 // runs them.
 func Migration(tables StateTables, from int) (string, error) {

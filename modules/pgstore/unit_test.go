@@ -82,14 +82,15 @@ func TestSchemaRendersTableNames(t *testing.T) {
 	if strings.Contains(s, "{") && strings.Contains(s, "{runs}") {
 		t.Error("schema keeps a placeholder")
 	}
-	for _, want := range []string{"autovacuum_vacuum_scale_factor = 0.01", "autovacuum_vacuum_cost_delay = 0", "fillfactor", "INSERT INTO adk_schema (version) VALUES (5)", "CREATE TABLE IF NOT EXISTS adk_runs_versions", "FUNCTION adk_runs_drop_versions", "CREATE TABLE IF NOT EXISTS adk_work_pauses", "CREATE TABLE IF NOT EXISTS adk_work_retention", "CREATE TABLE IF NOT EXISTS adk_work_events", "CREATE TABLE IF NOT EXISTS adk_work_log", "adk_work_finished", "adk_work_ready_pri",
+	for _, want := range []string{"autovacuum_vacuum_scale_factor = 0.01", "autovacuum_vacuum_cost_delay = 0", "fillfactor", "INSERT INTO adk_schema (version) VALUES (6)", "CREATE TABLE IF NOT EXISTS adk_runs_versions", "FUNCTION adk_runs_drop_versions", "CREATE TABLE IF NOT EXISTS adk_work_pauses", "CREATE TABLE IF NOT EXISTS adk_work_retention", "CREATE TABLE IF NOT EXISTS adk_work_events", "CREATE TABLE IF NOT EXISTS adk_work_log", "adk_work_finished", "adk_work_ready_pri", "adk_work_ready_due ON adk_work (queue, tenant, due_at, seq) WHERE state = 'queued' AND priority <> 0",
+		"adk_work_ready ON adk_work (queue, tenant, due_at, seq) WHERE state = 'queued' AND priority = 0",
 		"CREATE TABLE IF NOT EXISTS adk_work_limits", "CREATE TABLE IF NOT EXISTS adk_work_usage", "FUNCTION adk_work_live_leases"} {
 		if !strings.Contains(pgstore.ExpectedSchema, want) {
 			t.Errorf("ExpectedSchema lacks %q", want)
 		}
 	}
-	if pgstore.SchemaVersion != 5 {
-		t.Errorf("SchemaVersion = %d; the schema file inserts 5", pgstore.SchemaVersion)
+	if pgstore.SchemaVersion != 6 {
+		t.Errorf("SchemaVersion = %d; the schema file inserts 6", pgstore.SchemaVersion)
 	}
 	m, err := pgstore.Migration(pgstore.StateTables{Work: "app_work", Turns: "app_turns"}, 1)
 	if err != nil {
@@ -97,7 +98,8 @@ func TestSchemaRendersTableNames(t *testing.T) {
 	}
 	for _, want := range []string{"ALTER TABLE app_turns", "CREATE TABLE IF NOT EXISTS app_work_limits", "UPDATE adk_schema SET version = 2 WHERE version = 1",
 		"CREATE TABLE IF NOT EXISTS app_work_pauses", "UPDATE adk_schema SET version = 3 WHERE version = 2",
-		"CREATE TABLE IF NOT EXISTS app_work_retention", "UPDATE adk_schema SET version = 4 WHERE version = 3", "UPDATE adk_schema SET version = 5 WHERE version = 4"} {
+		"CREATE TABLE IF NOT EXISTS app_work_retention", "UPDATE adk_schema SET version = 4 WHERE version = 3", "UPDATE adk_schema SET version = 5 WHERE version = 4",
+		"UPDATE adk_schema SET version = 6 WHERE version = 5"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("the migration from version 1 lacks %q", want)
 		}
@@ -126,8 +128,23 @@ func TestSchemaRendersTableNames(t *testing.T) {
 			t.Errorf("the migration from version 4 lacks %q", want)
 		}
 	}
-	if strings.Contains(m4, "app_work_retention") || strings.Contains(m4, "{") {
-		t.Errorf("the migration from version 4 is not 005_run_versions.sql alone, rendered:\n%s", m4)
+	if strings.Contains(m4, "app_work_retention") || strings.Contains(m4, "{") || !strings.Contains(m4, "UPDATE adk_schema SET version = 6 WHERE version = 5") {
+		t.Errorf("the migration from version 4 is not 005_run_versions.sql then 006_ready_by_priority.sql, rendered:\n%s", m4)
+	}
+	m5, err := pgstore.Migration(pgstore.StateTables{Work: "app_work"}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"DROP INDEX app_work_ready;", "to_regclass('app_work_ready')",
+		"CREATE INDEX IF NOT EXISTS app_work_ready ON app_work (queue, tenant, due_at, seq) WHERE state = 'queued' AND priority = 0",
+		"CREATE INDEX IF NOT EXISTS app_work_ready_due ON app_work (queue, tenant, due_at, seq) WHERE state = 'queued' AND priority <> 0",
+		"UPDATE adk_schema SET version = 6 WHERE version = 5"} {
+		if !strings.Contains(m5, want) {
+			t.Errorf("the migration from version 5 lacks %q", want)
+		}
+	}
+	if strings.Contains(m5, "app_runs_versions") || strings.Contains(m5, "{") {
+		t.Errorf("the migration from version 5 is not 006_ready_by_priority.sql alone, rendered:\n%s", m5)
 	}
 	if _, err := pgstore.Migration(pgstore.StateTables{}, 0); !errors.Is(err, contract.ErrInvalid) {
 		t.Errorf("Migration from 0: %v, want a validation error", err)

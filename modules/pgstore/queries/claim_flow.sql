@@ -258,11 +258,8 @@ held_first AS (
     SELECT r.tenant, CASE WHEN r.paused THEN 'paused' ELSE r.reason END AS reason, r.rate_tat
     FROM reached r
     WHERE CASE WHEN r.paused THEN
-              -- Its earliest item, walking {work}_ready in order (see
-              -- park_candidates.sql), is due.
-              (SELECT w.due_at FROM {work} w
-               WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'queued'
-               ORDER BY w.due_at, w.seq LIMIT 1) <= $2
+              -- Its earliest item (fragments/first_due.sql) is due.
+              (SELECT {first_due} FROM (SELECT r.tenant) ft) <= $2
           ELSE r.reason IS NOT NULL END
 ),
 -- Held later: gated tenants the batch brought to their cap or out of

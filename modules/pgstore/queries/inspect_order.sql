@@ -1,14 +1,12 @@
 -- Tenants with queued work, in the order claims will serve them: $1
 -- queue, $2 now. Those with an item due by now come first, in turn order;
 -- the rest follow in the order their first items fall due. Each tenant's
--- first item is one ordered probe of the ready index (see
--- park_candidates.sql for why not min()).
+-- first item is two ordered probes, one of each ready index
+-- (fragments/first_due.sql).
 SELECT o.tenant
 FROM (
   SELECT t.tenant, t.turn_batch, t.turn_pos,
-         (SELECT w.due_at FROM {work} w
-          WHERE w.queue = $1 AND w.tenant = t.tenant AND w.state = 'queued'
-          ORDER BY w.due_at, w.seq LIMIT 1) AS first_due
+         (SELECT {first_due} FROM (SELECT t.tenant) ft) AS first_due
   FROM {turns} t
   WHERE t.queue = $1
 ) o

@@ -11,9 +11,7 @@ SET wake_at = n.wake_at,
     credit = CASE WHEN n.wake_at = 'infinity' THEN 0 ELSE t.credit END
 FROM (
     SELECT l.tenant,
-           coalesce((SELECT w.due_at FROM {work} w
-                     WHERE w.queue = $1 AND w.tenant = l.tenant AND w.state = 'queued'
-                     ORDER BY w.due_at, w.seq LIMIT 1), 'infinity') AS wake_at
+           coalesce((SELECT {first_due} FROM (SELECT l.tenant) ft), 'infinity') AS wake_at
     FROM unnest($2::text[]) AS l(tenant)
 ) n
 WHERE t.queue = $1 AND t.tenant = n.tenant AND n.wake_at > $3 AND t.wake_at <> n.wake_at

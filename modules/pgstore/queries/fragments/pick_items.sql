@@ -5,7 +5,10 @@
 -- start) and how many items to take at most. The items come from three
 -- ranges, walked in order and lazily (the outer LIMIT stops the walk):
 -- priorities above 0 and below 0 from {work}_ready_pri, which holds only
--- items with a priority, and priority 0 from {work}_ready. A queue
+-- items with a priority, and priority 0 from {work}_ready, which holds
+-- only items of priority 0 (schema version 6: before, it held every
+-- queued item, and once a tenant's priority-0 items were gone each claim
+-- walked all its items below 0 to find none). A queue
 -- without priorities pays one probe of the empty {work}_ready_pri per
 -- claim (the EXISTS, uncorrelated, is evaluated once), and takes its
 -- items from {work}_ready exactly as before. Each
