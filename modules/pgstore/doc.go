@@ -60,7 +60,10 @@
 // [PostgresWorkQueue] is a [contract.LifecycleController]: pauses,
 // cancels, priorities, snoozes and waits for a signal are rows and
 // columns of the schema (version 3, schema/migrations/003_lifecycle.sql
-// brings a version 2 database there); the README describes each statement and its cost.
+// brings a version 2 database there). Since version 6 ([MigrationFile])
+// the claim's index of priority-0 items holds nothing else, so items with
+// a priority cost a claim no walk past them. The README describes each
+// statement and its cost.
 //
 // # History
 //
@@ -77,8 +80,7 @@
 // column of its row and each write checks it in its own statement; kept
 // versions are rows of {runs}_versions, written by the statement of the
 // write that replaces them and pruned once in eight writes of a run
-// (schema version 5, [MigrationFile] brings a version 4 database
-// there). ForkRun is one statement, so inside Bound(tx) a fork commits
+// (schema version 5). ForkRun is one statement, so inside Bound(tx) a fork commits
 // with the work it enqueues. The README says why each statement holds
 // under concurrent writers.
 //
