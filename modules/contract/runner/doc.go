@@ -95,7 +95,9 @@
 //
 //   - [Snooze](d): run the item again in d. The lease ends, no attempt is
 //     charged and Item.Snoozes goes up by one; past the policy's
-//     MaxSnoozes the item goes to the dead letter.
+//     MaxSnoozes the item goes to the dead letter. A snooze shorter than
+//     PollInterval has the runner claim again when the item is due,
+//     since a delayed item coming due wakes no claimer.
 //   - [WaitForSignal](signal, timeout): park the item until someone calls
 //     the queue's Signal with its key and that signal (an approval, a
 //     tool's result from outside), or until timeout passes. A waiting

@@ -96,6 +96,7 @@ func (l *queueLoop) snooze(sctx, ctx context.Context, log *slog.Logger, current 
 	case err != nil:
 		return err
 	case dec.Retry:
+		l.wakeAt(dec.At)
 		log.Info("handler snoozed the item", "until", dec.At, "snoozes", current.Item.Snoozes+1)
 	default:
 		log.Warn("handler snoozed the item once too often: it went to the dead letter", "snoozes", current.Item.Snoozes, "reason", dec.Reason)

@@ -617,3 +617,48 @@ func TestCarriedCompleteOfACancelledItem(t *testing.T) {
 		t.Errorf("the cancelled item's carried complete was reported: %v", e)
 	}
 }
+
+// An item its handler snoozed comes back when it is due, not at the next
+// poll: the runner that snoozed it knows when that is, while a delayed
+// item coming due wakes no claimer. On a queue that wakes nobody (no
+// Waker) and with the poll an hour away, a Snooze(0) item still runs
+// again at once.
+func TestSnoozedItemIsClaimedWhenDueNotAtThePoll(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	type lcQueue struct {
+		contract.WorkQueue
+		contract.LifecycleController
+	}
+	q := lcQueue{store, store}
+	if _, ok := contract.AsWaker(q); ok {
+		t.Fatal("the test queue should not be a Waker")
+	}
+	leases := make(chan contract.Lease, 2)
+	cfg := fastConfig(clock)
+	cfg.PollInterval = time.Hour
+	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
+		leases <- l
+		if l.Item.Snoozes == 0 {
+			return runner.Snooze(0)
+		}
+		return nil
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Enqueue(context.Background(), item("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	start(t, r)
+	<-leases
+	select {
+	case again := <-leases:
+		if again.Item.Snoozes != 1 {
+			t.Fatalf("back from the snooze with snoozes %d; want 1", again.Item.Snoozes)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the snoozed item, due at once, waited for the poll an hour away")
+	}
+	waitFor(t, "the item completed", func() bool { return queueEmpty(t, store) })
+}

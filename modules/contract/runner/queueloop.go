@@ -45,14 +45,19 @@ type queueLoop struct {
 	// report is what the last claim saw of flow control; touched by the
 	// claim goroutine only.
 	report contract.ClaimReport
+	// snoozed is signalled when an item this loop snoozed is due again
+	// (capacity 1): the claim loop then claims at once instead of at its
+	// next poll, since a delayed item coming due wakes no claimer.
+	snoozed chan struct{}
 }
 
 func newQueueLoop(rn *run, spec queueSpec) *queueLoop {
 	l := &queueLoop{
 		rn: rn, name: spec.Name, conc: spec.Concurrency, batch: spec.BatchSize, handler: spec.handler,
-		log:   rn.log.With("queue", spec.Name),
-		freed: make(chan struct{}, 1),
-		jobs:  make(chan contract.Lease, spec.Concurrency),
+		log:     rn.log.With("queue", spec.Name),
+		freed:   make(chan struct{}, 1),
+		snoozed: make(chan struct{}, 1),
+		jobs:    make(chan contract.Lease, spec.Concurrency),
 	}
 	l.free.Store(int64(spec.Concurrency))
 	return l
@@ -196,9 +201,27 @@ func (l *queueLoop) claimLoop(ctx context.Context, wake <-chan struct{}) {
 		case <-heldC:
 			heldC = nil
 			more = true
+		case <-l.snoozed:
+			more = true
 		}
 		l.need.Store(0)
 	}
+}
+
+// wakeAt has the claim loop claim at at, when an item this loop snoozed
+// is due again, if that comes before the next poll would; a later item
+// is the poll's, like any other delayed item.
+func (l *queueLoop) wakeAt(at time.Time) {
+	d := at.Sub(l.rn.cfg.Clock.Now())
+	if d >= l.rn.cfg.PollInterval {
+		return
+	}
+	time.AfterFunc(max(d, time.Millisecond), func() {
+		select {
+		case l.snoozed <- struct{}{}:
+		default: // a wake is pending already
+		}
+	})
 }
 
 // Claim retries after a retryable error start at firstClaimRetry and
