@@ -360,8 +360,11 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
     for _, e in ipairs(got) do
       local L = e.L
       if L and L.cap > 0 then
-        bound = bound or redis.call('ZCARD', LEASES) + max
-        if bound > L.cap then -- else the cap cannot bind: live stays nil
+        -- A cap below the batch can bind whatever the queue holds.
+        if L.cap >= max then
+          bound = bound or redis.call('ZCARD', LEASES) + max
+        end
+        if L.cap < max or bound > L.cap then -- else the cap cannot bind: live stays nil
           if not expired then
             gone, goneBy = {}, {}
             for _, ref in ipairs(freed or {}) do
@@ -663,14 +666,16 @@ local function flowRounds(L, S, max, freed, woken, extra)
   -- leases go into TLEASES; track[i]: its leases listed now, to index),
   -- then the rates; a tenant either holds is passed over.
   local bound, expired, gone, goneBy, marked
-  local live, track, marks, held, nheld = {}, nil, nil, {}, 0
-  local pass = {}
+  local live, track, marks, held, nheld, pass = {}, nil, nil, {}, 0, nil
   for i = 1, n do
     local Lx = lims[i]
     local why, untl
     if Lx and Lx.cap > 0 then
-      bound = bound or redis.call('ZCARD', LEASES) + max
-      if bound > Lx.cap then
+      -- A cap below the batch can bind whatever the queue holds.
+      if Lx.cap >= max then
+        bound = bound or redis.call('ZCARD', LEASES) + max
+      end
+      if Lx.cap < max or bound > Lx.cap then
         if not expired then
           gone, goneBy = {}, {}
           for _, ref in ipairs(freed or {}) do
@@ -710,6 +715,7 @@ local function flowRounds(L, S, max, freed, woken, extra)
       end
     end
     if why then
+      pass = pass or {}
       nheld, pass[i] = nheld + 1, true
       if report then
         held[#held + 1] = why
@@ -746,34 +752,44 @@ local function flowRounds(L, S, max, freed, woken, extra)
   if woken or nheld == n then
     return nil
   end
-  local names, stamps, nl, nc, nlive, ntat, nlts, nrf = {}, {}, {}, {}, {}, {}, {}, {}
+  -- The tenants served close up in place (F holds the same tables; the
+  -- walk, if it decides after all, reads none of them).
+  local xlt, xl = lts[n + 1], lims[n + 1]
+  local j = 0
   for i = 1, n do
     if not pass[i] then
-      local j = #names + 1
-      names[j], stamps[j], nl[j], nc[j], nlive[j], ntat[j] = L[i], S[i], lims[i], cap[i], live[i], tat[i]
-      nlts[j], nrf[j] = lts[i], rf[i]
+      j = j + 1
+      if j < i then
+        L[j], S[j], lims[j], cap[j], live[j], tat[j], lts[j], rf[j] = L[i], S[i], lims[i], cap[i], live[i], tat[i],
+          lts[i], rf[i]
+      end
     end
+  end
+  for i = j + 1, n + 1 do
+    L[i], S[i], lims[i], cap[i], live[i], tat[i], lts[i], rf[i] = nil, nil, nil, nil, nil, nil, nil, nil
   end
   -- Without extra the head was the whole rotation: nobody takes the
   -- places. One place is extra's; more are read.
-  local more, mlts, ml = {}, {}, {}
   if extra and nheld == 1 then
-    more, mlts, ml = extra, {lts[n + 1]}, {lims[n + 1]}
-  elseif extra then
-    more = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', n, nheld, 'WITHSCORES')
-    for j = 1, #more, 2 do
-      mlts[#mlts + 1] = lp(more[j])
-    end
-    ml = limitsOf(LIMITS, mlts)
-  end
-  for j = 1, #mlts do
-    if ml[j] then
+    if xl then
       return nil
     end
-    local k = #names + 1
-    names[k], stamps[k], nlts[k] = more[2 * j - 1], tonumber(more[2 * j]), mlts[j]
+    L[j + 1], S[j + 1], lts[j + 1] = extra[1], tonumber(extra[2]), xlt
+  elseif extra then
+    local more = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', n, nheld, 'WITHSCORES')
+    local mlts = {}
+    for k = 1, #more, 2 do
+      mlts[#mlts + 1] = lp(more[k])
+    end
+    local ml = limitsOf(LIMITS, mlts)
+    for k = 1, #mlts do
+      if ml[k] then
+        return nil
+      end
+      j = j + 1
+      L[j], S[j], lts[j] = more[2 * k - 1], tonumber(more[2 * k]), mlts[k]
+    end
   end
-  F.names, F.stamps, F.L, F.cap, F.live, F.tat, F.lts, F.rf = names, stamps, nl, nc, nlive, ntat, nlts, nrf
   return F
 end
 
