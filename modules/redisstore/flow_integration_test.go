@@ -556,3 +556,139 @@ func TestFlowCapIndexedOnceItCanBindAfterComplete(t *testing.T) {
 		t.Fatalf("both at their caps: %v, %v; want ErrEmpty", byTenant(got), err)
 	}
 }
+
+// TestFlowMarkedCapIndexedWhileItCannotBind: once a large cap marked its
+// tenant (on the plain rounds, or on the walk), the plain rounds index
+// the tenant's new leases even in claims its cap cannot bind in, so a
+// later count from the index is whole. The queue's field that says a
+// mark exists is what tells them to read the marks; a queue without it
+// (its flow turned on by an earlier release) reads them anyway.
+func TestFlowMarkedCapIndexedWhileItCannotBind(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		l         contract.Limits
+		dropField bool
+	}{
+		{"rounds", contract.Limits{MaxLeased: 1000}, false},
+		{"walk", contract.Limits{MaxLeased: 1000, Weight: 2}, false},
+		{"without the field", contract.Limits{MaxLeased: 1000}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFlowQueue(t)
+			fstate := f.d.keys.queue("default") + "fstate"
+			// b's 300 leases let a claim reach a's cap before a does.
+			f.enqueue(t, "b", 300)
+			if got, err := f.Claim(ctx, claimReq(300)); err != nil || len(got) != 300 {
+				t.Fatalf("claim of b: %d, %v", len(got), err)
+			}
+			f.enqueue(t, "a", 1500)
+			f.setLimits(t, "a", tc.l)
+			if v, err := f.client.HGet(ctx, fstate, "!k").Result(); err != nil || v != "0" {
+				t.Fatalf("mark field after flow turned on: %q, %v; want 0", v, err)
+			}
+			var held []contract.Lease
+			for i, want := range []int64{0, 800} {
+				got, err := f.Claim(ctx, claimReq(400))
+				if err != nil || len(got) != 400 {
+					t.Fatalf("claim %d: %d, %v; want 400", i, len(got), err)
+				}
+				held = append(held, got...)
+				if n := f.indexed(t, "a"); n != want {
+					t.Fatalf("a's leases indexed after claim %d: %d; want %d", i, n, want)
+				}
+			}
+			if v, err := f.client.HGet(ctx, fstate, "!k").Result(); err != nil || v != "1" {
+				t.Fatalf("mark field once a tenant is marked: %q, %v; want 1", v, err)
+			}
+			if tc.dropField {
+				if err := f.client.HDel(ctx, fstate, "!k").Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.setLimits(t, "a", contract.Limits{MaxLeased: 1000}) // the plain rounds from here on
+			// b's 300 leases and a batch of 10 cannot reach the cap of 1000.
+			if err := f.Complete(ctx, held...); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.Claim(ctx, claimReq(10))
+			if err != nil || len(got) != 10 {
+				t.Fatalf("claim far below the cap: %d, %v; want 10", len(got), err)
+			}
+			if n := f.indexed(t, "a"); n != 10 {
+				t.Fatalf("a's leases indexed: %d; want its 10 live ones", n)
+			}
+		})
+	}
+}
+
+// TestFlowHeldAtTheHeadReplaced: tenants held at the head of the rotation
+// give their places to the tenants after the head, one or several, and
+// to nobody when the head is the whole rotation.
+func TestFlowHeldAtTheHeadReplaced(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tenants []string
+		max     int
+		want    map[string]int
+	}{
+		{"one held", []string{"a", "b", "c", "d"}, 3, map[string]int{"b": 1, "c": 1, "d": 1}},
+		{"two held", []string{"a", "b", "c", "d", "e"}, 3, map[string]int{"c": 1, "d": 1, "e": 1}},
+		{"whole rotation", []string{"a", "b", "c"}, 3, map[string]int{"b": 2, "c": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFlowQueue(t)
+			for _, tn := range tc.tenants {
+				f.enqueue(t, tn, 3)
+			}
+			capped := []string{"a"}
+			if tc.name == "two held" {
+				capped = append(capped, "b")
+			}
+			for _, tn := range capped {
+				f.setLimits(t, tn, contract.Limits{MaxLeased: 1})
+				got, err := f.Claim(ctx, claimReq(1))
+				if err != nil || len(got) != 1 || got[0].Item.Tenant != tn {
+					t.Fatalf("claim: %v, %v; want one of %s", got, err, tn)
+				}
+			}
+			// Each capped tenant now holds its one lease and, having been
+			// served, went to the back: serve the others once to bring the
+			// capped ones to the head again.
+			others := len(tc.tenants) - len(capped)
+			if got, err := f.Claim(ctx, claimReq(others)); err != nil || len(got) != others {
+				t.Fatalf("claim of the others: %v, %v", byTenant(got), err)
+			}
+			var r contract.ClaimReport
+			got, err := f.Claim(contract.WithClaimReport(ctx, &r), claimReq(tc.max))
+			if n := byTenant(got); err != nil || fmt.Sprint(n) != fmt.Sprint(tc.want) {
+				t.Fatalf("claim of %d: %v, %v; want %v", tc.max, n, err, tc.want)
+			}
+			if r.Held[contract.HeldCap] != len(capped) {
+				t.Fatalf("report %+v; want %d passed over for the cap", r, len(capped))
+			}
+		})
+	}
+}
+
+// TestFlowRateBucketKeepsFractions: a rate whose interval is not a whole
+// number of microseconds keeps its bucket's fraction from one claim to
+// the next, so the next token comes neither a fraction early nor late.
+func TestFlowRateBucketKeepsFractions(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	f.enqueue(t, "a", 3)
+	f.setLimits(t, "a", contract.Limits{Rate: 3, Burst: 1}) // a token every 333,333.33 µs
+	if got, err := f.Claim(ctx, claimReq(1)); err != nil || len(got) != 1 {
+		t.Fatalf("first claim: %d, %v; want 1", len(got), err)
+	}
+	f.clock.Advance(333_333 * time.Microsecond)
+	if got, err := f.Claim(ctx, claimReq(1)); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("a third of a microsecond before the next token: %d, %v; want ErrEmpty", len(got), err)
+	}
+	f.clock.Advance(time.Microsecond)
+	if got, err := f.Claim(ctx, claimReq(1)); err != nil || len(got) != 1 {
+		t.Fatalf("once the token came: %d, %v; want 1", len(got), err)
+	}
+}

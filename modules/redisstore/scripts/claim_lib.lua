@@ -360,8 +360,11 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
     for _, e in ipairs(got) do
       local L = e.L
       if L and L.cap > 0 then
-        bound = bound or redis.call('ZCARD', LEASES) + max
-        if bound > L.cap then -- else the cap cannot bind: live stays nil
+        -- A cap below the batch can bind whatever the queue holds.
+        if L.cap >= max then
+          bound = bound or redis.call('ZCARD', LEASES) + max
+        end
+        if L.cap < max or bound > L.cap then -- else the cap cannot bind: live stays nil
           if not expired then
             gone, goneBy = {}, {}
             for _, ref in ipairs(freed or {}) do
@@ -514,6 +517,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
   -- the rotation with nothing queued starts its next turn at credit 0.
   local rotAdd, rotDel, waitAdd, turnsSet, fset, fdel, track = {}, {}, {}, {}, {}, {}, {}
   local names, served, inE = {}, {}, {}
+  local anyTrack = false
   for i, e in ipairs(E) do
     local t, lt = e.t, e.lt
     names[i], served[i], inE[t] = t, e.served, true
@@ -546,6 +550,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       rotAdd[#rotAdd + 1] = t
     end
     if e.track then -- listed for its cap: indexed and marked
+      anyTrack = true
       concatInto(track, e.track)
       fset[#fset + 1] = TRACK .. lt
       fset[#fset + 1] = '1'
@@ -569,6 +574,10 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       rotAdd[#rotAdd + 1] = t
     end
   end
+  if anyTrack then -- a mark made: see ANYTRACK
+    fset[#fset + 1] = ANYTRACK
+    fset[#fset + 1] = '1'
+  end
   if #marks > 0 then
     fset[#fset + 1] = MARKS
     fset[#fset + 1] = marked.v .. table.concat(marks)
@@ -588,56 +597,85 @@ end
 -- of tokens) is passed over, the rounds serving the next tenant of the
 -- rotation in its place (one without limits; else the walk decides).
 -- Caps and rates are checked again against what the rounds serve. nil
--- when the walk must decide.
-local function flowRounds(L, S, max, freed, woken)
+-- when the walk must decide. extra is the tenant after the head, {name,
+-- stamp}, read with it (nil when the head is the whole rotation): its
+-- limits come with the head's, so one held tenant costs no more reads.
+local function flowRounds(L, S, max, freed, woken, extra)
   local now = tonumber(ARGV[1])
   local report = ARGV[10] == '1'
+  local n = #L
   local lts = {}
   for i, t in ipairs(L) do
     lts[i] = lp(t)
   end
+  if extra then
+    lts[n + 1] = lp(extra[1])
+  end
   local lims = limitsOf(LIMITS, lts)
-  local sf, si, sk = {}, {}, {}
-  local bound, expired, gone, goneBy, marked
-  local most = max - #L + 1 -- the most items a round-robin claim gives one tenant
-  local cap, live, track, rf = {}, {}, {}, {}
-  for i = 1, #L do
+  local most = max - n + 1 -- the most items a round-robin claim gives one tenant
+  -- rf[i] names tenant i's rate bucket, read now and written back by
+  -- claimRead; cap[i] says its new leases go into TLEASES.
+  local cap, rf, sf, lazy = {}, {}, {}, nil
+  for i = 1, n do
     local Lx = lims[i]
     if Lx then
       if Lx.w > 1 or Lx.width then
         return nil
       end
       if Lx.rate > 0 then
-        local k = #sf + 1
-        rf[i] = 'r' .. lts[i] -- read now, written back by claimRead
-        sf[k], si[k], sk[k] = rf[i], i, 'r'
+        local f = 'r' .. lts[i]
+        rf[i], sf[#sf + 1] = f, f
       end
       if Lx.cap >= LAZYCAP then
-        local k = #sf + 1
-        sf[k], si[k], sk[k] = TRACK .. lts[i], i, 'k'
+        lazy = lazy or {}
+        lazy[#lazy + 1] = i
       elseif Lx.cap > 0 then
         cap[i] = true -- always indexed
       end
     end
   end
+  -- The rate buckets, and whether any tenant is marked; the marks of the
+  -- lazy caps are read only when one may be.
   local tat = {}
+  if lazy then
+    sf[#sf + 1] = ANYTRACK
+  end
   if #sf > 0 then
     local v = redis.call('HMGET', FSTATE, unpack(sf))
-    for j = 1, #sf do
-      if sk[j] == 'r' then
-        tat[si[j]] = tonumber(v[j]) or 0
-      elseif v[j] then
-        cap[si[j]] = true -- marked: its new leases go into TLEASES
+    local j = 0
+    for i = 1, n do
+      if rf[i] then
+        j = j + 1
+        tat[i] = tonumber(v[j]) or 0
+      end
+    end
+    if lazy and v[#sf] ~= '0' then
+      local kf = {}
+      for k, i in ipairs(lazy) do
+        kf[k] = TRACK .. lts[i]
+      end
+      local kv = redis.call('HMGET', FSTATE, unpack(kf))
+      for k, i in ipairs(lazy) do
+        if kv[k] then
+          cap[i] = true -- marked: its new leases go into TLEASES
+        end
       end
     end
   end
   -- The caps, counted only where they can bind (cap[i]: tenant i's new
-  -- leases go into TLEASES; track[i]: its leases listed now, to index).
-  for i = 1, #L do
+  -- leases go into TLEASES; track[i]: its leases listed now, to index),
+  -- then the rates; a tenant either holds is passed over.
+  local bound, expired, gone, goneBy, marked
+  local live, track, marks, held, nheld, pass = {}, nil, nil, {}, 0, nil
+  for i = 1, n do
     local Lx = lims[i]
+    local why, untl
     if Lx and Lx.cap > 0 then
-      bound = bound or redis.call('ZCARD', LEASES) + max
-      if bound > Lx.cap then
+      -- A cap below the batch can bind whatever the queue holds.
+      if Lx.cap >= max then
+        bound = bound or redis.call('ZCARD', LEASES) + max
+      end
+      if Lx.cap < max or bound > Lx.cap then
         if not expired then
           gone, goneBy = {}, {}
           for _, ref in ipairs(freed or {}) do
@@ -646,22 +684,24 @@ local function flowRounds(L, S, max, freed, woken)
           end
           expired = expiredBy(LEASES, ARGV[1], gone)
         end
-        live[i], track[i] = capLive(TLEASES, LEASES, lts[i], cap[i], gone, goneBy, expired)
+        local refs
+        live[i], refs = capLive(TLEASES, LEASES, lts[i], cap[i], gone, goneBy, expired)
+        if refs then
+          track = track or {}
+          track[i] = refs
+        end
         cap[i] = true
         marked = marked or markSet(redis.call('HGET', FSTATE, MARKS))
+        if live[i] >= Lx.cap then
+          why, untl = 'cap', 0
+          if not marked[lts[i]] then
+            marks = marks or {}
+            marks[#marks + 1] = lts[i]
+          end
+        end
       end
     end
-  end
-  local keep, held, marks = {}, {}, {}
-  for i = 1, #L do
-    local Lx = lims[i]
-    local why, untl
-    if live[i] and live[i] >= Lx.cap then
-      why, untl = 'cap', 0
-      if not marked[lts[i]] then
-        marks[#marks + 1] = lts[i]
-      end
-    elseif Lx and Lx.rate > 0 then
+    if not why and Lx and Lx.rate > 0 then
       local t0 = tat[i]
       if not rateAllows(Lx, t0, now) then
         why, untl = 'rate', rateNext(Lx, t0)
@@ -675,54 +715,81 @@ local function flowRounds(L, S, max, freed, woken)
       end
     end
     if why then
+      pass = pass or {}
+      nheld, pass[i] = nheld + 1, true
       if report then
         held[#held + 1] = why
         held[#held + 1] = fnum(untl)
       end
-    else
-      keep[#keep + 1] = i
     end
   end
-  local F = {names = L, stamps = S, L = lims, cap = cap, live = live, tat = tat, of = {}, held = held, marks = {},
-    track = {}, tmarks = {}, lts = lts, rf = rf}
-  for i = 1, #L do
-    if track[i] then -- listed for its cap: indexed and marked, held or not
-      concatInto(F.track, track[i])
-      F.tmarks[#F.tmarks + 1] = TRACK .. lts[i]
-      F.tmarks[#F.tmarks + 1] = '1'
+  -- fset starts with the marks this claim makes, and claimRead adds the
+  -- rate buckets to it; of maps each item to its tenant, kept only while
+  -- some tenant's leases are indexed (capped).
+  local F = {names = L, stamps = S, L = lims, cap = cap, live = live, tat = tat, held = held, lts = lts, rf = rf,
+    fset = {}, capped = next(cap) and {}}
+  if track then
+    F.track = {}
+    for i = 1, n do
+      if track[i] then -- listed for its cap: indexed and marked, held or not
+        concatInto(F.track, track[i])
+        F.fset[#F.fset + 1] = TRACK .. lts[i]
+        F.fset[#F.fset + 1] = '1'
+      end
     end
+    F.fset[#F.fset + 1] = ANYTRACK
+    F.fset[#F.fset + 1] = '1'
   end
-  if #marks > 0 then
-    F.marks = {MARKS, marked.v .. table.concat(marks)}
+  if marks then
+    F.fset[#F.fset + 1] = MARKS
+    F.fset[#F.fset + 1] = marked.v .. table.concat(marks)
   end
-  if #keep == #L then
+  if nheld == 0 then
+    lts[n + 1] = nil
     return F
   end
   -- Some are held: the tenants after the head take their places.
-  if woken or #keep == 0 then
+  if woken or nheld == n then
     return nil
   end
-  local names, stamps, nl, nc, nlive, ntat, nlts, nrf = {}, {}, {}, {}, {}, {}, {}, {}
-  for j, i in ipairs(keep) do
-    names[j], stamps[j], nl[j], nc[j], nlive[j], ntat[j] = L[i], S[i], lims[i], cap[i], live[i], tat[i]
-    nlts[j], nrf[j] = lts[i], rf[i]
+  -- The tenants served close up in place (F holds the same tables; the
+  -- walk, if it decides after all, reads none of them).
+  local xlt, xl = lts[n + 1], lims[n + 1]
+  local j = 0
+  for i = 1, n do
+    if not pass[i] then
+      j = j + 1
+      if j < i then
+        L[j], S[j], lims[j], cap[j], live[j], tat[j], lts[j], rf[j] = L[i], S[i], lims[i], cap[i], live[i], tat[i],
+          lts[i], rf[i]
+      end
+    end
   end
-  local more = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', #L, #L - #keep, 'WITHSCORES')
-  if #more > 0 then
+  for i = j + 1, n + 1 do
+    L[i], S[i], lims[i], cap[i], live[i], tat[i], lts[i], rf[i] = nil, nil, nil, nil, nil, nil, nil, nil
+  end
+  -- Without extra the head was the whole rotation: nobody takes the
+  -- places. One place is extra's; more are read.
+  if extra and nheld == 1 then
+    if xl then
+      return nil
+    end
+    L[j + 1], S[j + 1], lts[j + 1] = extra[1], tonumber(extra[2]), xlt
+  elseif extra then
+    local more = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', n, nheld, 'WITHSCORES')
     local mlts = {}
-    for j = 1, #more, 2 do
-      mlts[#mlts + 1] = lp(more[j])
+    for k = 1, #more, 2 do
+      mlts[#mlts + 1] = lp(more[k])
     end
     local ml = limitsOf(LIMITS, mlts)
-    for j = 1, #mlts do
-      if ml[j] then
+    for k = 1, #mlts do
+      if ml[k] then
         return nil
       end
-      local k = #names + 1
-      names[k], stamps[k], nlts[k] = more[2 * j - 1], tonumber(more[2 * j]), mlts[j]
+      j = j + 1
+      L[j], S[j], lts[j] = more[2 * k - 1], tonumber(more[2 * k]), mlts[k]
     end
   end
-  F.names, F.stamps, F.L, F.cap, F.live, F.tat, F.lts, F.rf = names, stamps, nl, nc, nlive, ntat, nlts, nrf
   return F
 end
 
@@ -778,8 +845,16 @@ local function claimRead(freed)
 
   -- The rotation's head. Tenants whose delayed items fell due rejoin it
   -- at their stamp.
+  -- With limits the head is read one tenant longer: that one takes the
+  -- place of a tenant held at the head (flowRounds).
   local L, S = {}, {}
-  local head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', 0, max, 'WITHSCORES')
+  local head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', 0, flag == '1' and max + 1 or max,
+    'WITHSCORES')
+  local extra
+  if #head > 2 * max then
+    extra = {head[2 * max + 1], head[2 * max + 2]}
+    head[2 * max + 2], head[2 * max + 1] = nil, nil
+  end
   for j = 1, #head, 2 do
     L[#L + 1], S[#S + 1] = head[j], tonumber(head[j + 1])
   end
@@ -818,7 +893,7 @@ local function claimRead(freed)
   end
   local F
   if flag == '1' then
-    F = flowRounds(L, S, max, freed, #woke > 0)
+    F = flowRounds(L, S, max, freed, #woke > 0, #woke == 0 and extra)
     if not F then
       return claimReadFlow(freed, head, woke, stamps)
     end
@@ -859,8 +934,8 @@ local function claimRead(freed)
         np = np + 1
         taken[np] = m
         refs[np] = memberRef(lts[i], m)
-        if F then
-          F.of[np] = i
+        if F and F.capped and F.cap[i] then
+          F.capped[np] = true -- its lease goes into TLEASES
         end
         turn = turn + 1
         stamp[i] = turn
@@ -883,22 +958,17 @@ local function claimRead(freed)
         end
       end
     end
-    F.capped, F.fset = {}, F.tmarks
-    for k = 1, np do
-      -- refs[k] is of tenant F.of[k]
-      if F.cap[F.of[k]] then
-        F.capped[k] = true
+    if next(F.live) then
+      for i = 1, #L do
+        local Lx = F.L[i]
+        if F.live[i] and served[i] and F.live[i] + served[i] > Lx.cap then
+          return claimReadFlow(freed, head, woke, stamps) -- the walk stops it at its cap
+        end
       end
     end
     for i = 1, #L do
-      local Lx = F.L[i]
-      if F.live[i] and served[i] and F.live[i] + served[i] > Lx.cap then
-        return claimReadFlow(freed, head, woke, stamps) -- the walk stops it at its cap
-      end
-    end
-    for i = 1, #L do
-      local Lx = F.L[i]
-      if Lx and Lx.rate > 0 and served[i] then
+      local Lx = F.rf[i] and F.L[i]
+      if Lx and served[i] then
         local tat = F.tat[i]
         for _ = 1, served[i] do
           if not rateAllows(Lx, tat, now) then
@@ -963,8 +1033,7 @@ local function claimRead(freed)
   if F then
     return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
       refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
-      flow = true, capped = F.capped, fset = F.marks and #F.marks > 0 and concatInto(F.fset, F.marks) or F.fset,
-      held = F.held, track = F.track}
+      flow = true, capped = F.capped, fset = F.fset, held = F.held, track = F.track}
   end
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
@@ -1021,7 +1090,7 @@ local function claimLease(c)
     if rec then
       local j = #got + 1
       got[j], out[j + 1] = c.refs[k], rec
-      if c.flow and c.capped[k] then
+      if c.capped and c.capped[k] then
         tm[#tm + 1] = 0
         tm[#tm + 1] = c.refs[k]
       end

@@ -54,7 +54,14 @@ local function rateNext(L, tat)
   return tat - (L.burst - 1) * L.T
 end
 
+-- fnum writes a number so that tonumber (and Go's ParseFloat) read the
+-- same double back. A whole number below 2^53 (a rate bucket at a rate
+-- that divides a second into whole microseconds) has the same digits
+-- either way, and '%d' is the cheaper format.
 local function fnum(x)
+  if x >= 0 and x < 9007199254740992 and x == math.floor(x) then
+    return string.format('%d', x)
+  end
   return string.format('%.17g', x)
 end
 
@@ -157,6 +164,14 @@ end
 local TRACK = 'k'
 local LAZYCAP = 1000
 
+-- ANYTRACK is FSTATE's field that says whether any tenant carries a
+-- TRACK mark: '0' none (set_limits writes it when it turns flow on, and
+-- marks only exist while flow is on), '1' once a claim marked one (in the
+-- same HSET as the mark). Absent, for a queue whose flow an earlier
+-- release turned on, it says nothing and the marks are read. While it is
+-- '0' the plain rounds read no mark at all.
+local ANYTRACK = '!k'
+
 -- capLive counts lt's live leases for a cap that can bind in this claim,
 -- leaving out the refs in gone (goneBy counts them by tenant) and the
 -- expired ones (expired, by tenant). A marked tenant's leases are all in
@@ -210,27 +225,31 @@ end
 -- limitsOf reads the effective limits of the tenants lts (lp form) from
 -- limits: each one's own row, else the default, else nil. Rows are
 -- decoded once per distinct value (tenants often share theirs).
+-- (A claim calls it for every tenant it reads, so it makes no table it
+-- can do without: the reply is the result, and a row like the one before
+-- it, the common case, is not looked up.)
 local function limitsOf(limits, lts)
-  local f = {'0:'}
-  for i, lt in ipairs(lts) do
-    f[i + 1] = lt
-  end
-  local v = redis.call('HMGET', limits, unpack(f))
+  local v = redis.call('HMGET', limits, '0:', unpack(lts))
   local dflt = flowLimits(v[1])
-  local out, memo = {}, {}
+  local memo, last, lastL
   for i = 1, #lts do
     local raw = v[i + 1]
     local L = dflt
-    if raw then
+    if raw == last then
+      L = lastL
+    elseif raw then
+      memo = memo or {}
       L = memo[raw]
       if L == nil then
         L = flowLimits(raw) or dflt
         memo[raw] = L
       end
+      last, lastL = raw, L
     end
-    out[i] = L
+    v[i] = L
   end
-  return out
+  v[#lts + 1] = nil
+  return v
 end
 
 -- The cap wake marks: FSTATE's field MARKS holds, one after another, the

@@ -2,8 +2,10 @@
 -- '1' while any row exists. While it is on, each change rebuilds TLEASES
 -- from the leases held now (the leases of the tenants a cap applies to);
 -- turning it off empties TLEASES and drops the weight credits and the
--- index marks (see TRACK in flow_lib.lua). Rate buckets and budget usage
--- stay. The claimers are woken: the change may free a held tenant.
+-- index marks (see TRACK in flow_lib.lua) with the field that says
+-- whether any exists (ANYTRACK), which turning it on sets to none. Rate
+-- buckets and budget usage stay. The claimers are woken: the change may
+-- free a held tenant.
 --
 -- ARGV[1] the row's field: lp(tenant), or '0:' for the queue's default
 -- ARGV[2] the encoded limits (see flow_lib.lua), '' to remove the row
@@ -90,6 +92,11 @@ else
   redis.call('HSET', LIMITS, field, val)
 end
 redis.call('SET', FLAG, on and '1' or '0')
+if on and flag ~= '1' then
+  -- Marks live only while flow is on (turning it off drops them), so
+  -- none exists yet: the claims need not read any until one is made.
+  redis.call('HSET', FSTATE, ANYTRACK, '0')
+end
 if leases then
   if flag == '1' then
     redis.call('ZREMRANGEBYLEX', TLEASES, '(', '+')
