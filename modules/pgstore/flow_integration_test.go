@@ -452,14 +452,7 @@ func TestFlowLimitsSetElsewhere(t *testing.T) {
 // the queue suite.
 func TestSchemaMigrationFromV1(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
-	v1 := func(t *testing.T) *testDB {
-		s := pgstoretestBare(t)
-		// Not ctx: the suite below runs longer than its minute.
-		if _, err := s.pool.Exec(context.Background(), pgstore.SchemaV1(pgstore.StateTables{})); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	v1 := func(t *testing.T) *testDB { return atSchema(t, pgstore.SchemaV1(pgstore.StateTables{})) }
 	d := v1(t)
 	err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{})
 	var se *contract.SchemaError
@@ -475,13 +468,8 @@ func TestSchemaMigrationFromV1(t *testing.T) {
 		INSERT INTO adk_queue_turns (queue, tenant) VALUES ('default', 'acme')`); err != nil {
 		t.Fatal(err)
 	}
-	m, err := pgstore.Migration(pgstore.StateTables{}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.pool.Exec(ctx, m); err != nil {
-		t.Fatalf("migration: %v", err)
-	}
+	migrateFrom(t, d, 1)
+	m, _ := pgstore.Migration(pgstore.StateTables{}, 1)
 	if err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{}); err != nil {
 		t.Fatalf("Verify after the migration: %v", err)
 	}
@@ -504,10 +492,7 @@ func TestSchemaMigrationFromV1(t *testing.T) {
 	t.Run("suite", func(t *testing.T) {
 		contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p contractPolicy) contract.WorkQueue {
 			d := v1(t)
-			m, _ := pgstore.Migration(pgstore.StateTables{}, 1)
-			if _, err := d.pool.Exec(context.Background(), m); err != nil {
-				t.Fatal(err)
-			}
+			migrateFrom(t, d, 1)
 			q, err := pgstore.NewQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p}))
 			if err != nil {
 				t.Fatal(err)
@@ -554,6 +539,30 @@ func pgstoretestBare(t *testing.T) *testDB {
 	dsn := pgstoretest.DSN(t)
 	s := pgstoretest.TestSchema(t, dsn, &pgstoretest.SchemaOptions{Bare: true})
 	return &testDB{dsn: dsn, schema: s.Name, pool: s.Pool(t, withMaxConns(8)), s: s}
+}
+
+// atSchema is a test schema holding sql, an earlier version's schema,
+// for a migration test.
+func atSchema(t *testing.T, sql string) *testDB {
+	t.Helper()
+	d := pgstoretestBare(t)
+	// Not the test's context: the suites after a migration outlast it.
+	if _, err := d.pool.Exec(context.Background(), sql); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// migrateFrom applies to d the up-migration from schema version from.
+func migrateFrom(t *testing.T, d *testDB, from int) {
+	t.Helper()
+	m, err := pgstore.Migration(pgstore.StateTables{}, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.pool.Exec(context.Background(), m); err != nil {
+		t.Fatalf("migration from version %d: %v", from, err)
+	}
 }
 
 // With 100,000 queued rows and limits on every tenant (a default cap, a

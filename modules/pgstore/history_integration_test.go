@@ -3,7 +3,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -302,14 +301,7 @@ func ids(items []contract.Item) []string {
 // the suite.
 func TestSchemaMigrationFromV3(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
-	v3 := func(t *testing.T) *testDB {
-		s := pgstoretestBare(t)
-		// Not ctx: the suite below runs longer than its minute.
-		if _, err := s.pool.Exec(context.Background(), pgstore.SchemaV3(pgstore.StateTables{})); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	v3 := func(t *testing.T) *testDB { return atSchema(t, pgstore.SchemaV3(pgstore.StateTables{})) }
 	d := v3(t)
 	err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{})
 	var se *contract.SchemaError
@@ -322,13 +314,8 @@ func TestSchemaMigrationFromV3(t *testing.T) {
 		INSERT INTO adk_queue_turns (queue, tenant) VALUES ('default', 'acme')`); err != nil {
 		t.Fatal(err)
 	}
-	m, err := pgstore.Migration(pgstore.StateTables{}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.pool.Exec(ctx, m); err != nil {
-		t.Fatalf("migration: %v", err)
-	}
+	migrateFrom(t, d, 3)
+	m, _ := pgstore.Migration(pgstore.StateTables{}, 3)
 	if err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{}); err != nil {
 		t.Fatalf("Verify after the migration: %v", err)
 	}
@@ -351,10 +338,7 @@ func TestSchemaMigrationFromV3(t *testing.T) {
 	t.Run("suite", func(t *testing.T) {
 		contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p contractPolicy) contract.WorkQueue {
 			d := v3(t)
-			m, _ := pgstore.Migration(pgstore.StateTables{}, 3)
-			if _, err := d.pool.Exec(context.Background(), m); err != nil {
-				t.Fatal(err)
-			}
+			migrateFrom(t, d, 3)
 			q, err := pgstore.NewQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p, Listener: d.listener(t, pgstore.ListenerSettings{})}))
 			if err != nil {
 				t.Fatal(err)

@@ -4,7 +4,6 @@ package pgstore_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -184,14 +183,7 @@ func TestLifecycleBound(t *testing.T) {
 // items, matches ExpectedSchema, and runs the lifecycle suite.
 func TestSchemaMigrationFromV2(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
-	v2 := func(t *testing.T) *testDB {
-		s := pgstoretestBare(t)
-		// Not ctx: the suite below runs longer than its minute.
-		if _, err := s.pool.Exec(context.Background(), pgstore.SchemaV2(pgstore.StateTables{})); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	v2 := func(t *testing.T) *testDB { return atSchema(t, pgstore.SchemaV2(pgstore.StateTables{})) }
 	d := v2(t)
 	err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{})
 	var se *contract.SchemaError
@@ -204,13 +196,8 @@ func TestSchemaMigrationFromV2(t *testing.T) {
 		INSERT INTO adk_queue_turns (queue, tenant) VALUES ('default', 'acme')`); err != nil {
 		t.Fatal(err)
 	}
-	m, err := pgstore.Migration(pgstore.StateTables{}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.pool.Exec(ctx, m); err != nil {
-		t.Fatalf("migration: %v", err)
-	}
+	migrateFrom(t, d, 2)
+	m, _ := pgstore.Migration(pgstore.StateTables{}, 2)
 	if err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{}); err != nil {
 		t.Fatalf("Verify after the migration: %v", err)
 	}
@@ -232,10 +219,7 @@ func TestSchemaMigrationFromV2(t *testing.T) {
 	t.Run("suite", func(t *testing.T) {
 		contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p contractPolicy) contract.WorkQueue {
 			d := v2(t)
-			m, _ := pgstore.Migration(pgstore.StateTables{}, 2)
-			if _, err := d.pool.Exec(context.Background(), m); err != nil {
-				t.Fatal(err)
-			}
+			migrateFrom(t, d, 2)
 			q, err := pgstore.NewQueue(d.pool, clock, d.settings(pgstore.Settings{Policy: p, Listener: d.listener(t, pgstore.ListenerSettings{})}))
 			if err != nil {
 				t.Fatal(err)

@@ -3,7 +3,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -21,23 +20,8 @@ import (
 // the state suite.
 func TestSchemaMigrationFromV4(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
-	v4 := func(t *testing.T) *testDB {
-		s := pgstoretestBare(t)
-		// Not ctx: the suite below runs longer than its minute.
-		if _, err := s.pool.Exec(context.Background(), pgstore.SchemaV4(pgstore.StateTables{})); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	migrate := func(t *testing.T, d *testDB) {
-		m, err := pgstore.Migration(pgstore.StateTables{}, 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.pool.Exec(context.Background(), m); err != nil {
-			t.Fatalf("migration: %v", err)
-		}
-	}
+	v4 := func(t *testing.T) *testDB { return atSchema(t, pgstore.SchemaV4(pgstore.StateTables{})) }
+	migrate := func(t *testing.T, d *testDB) { migrateFrom(t, d, 4) }
 	d := v4(t)
 	err := pgstore.Verify(ctx, d.pool, pgstore.StateTables{})
 	var se *contract.SchemaError

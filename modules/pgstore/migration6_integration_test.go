@@ -3,7 +3,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -22,24 +21,8 @@ import (
 // whatever its priority, and runs the work queue suite.
 func TestSchemaMigrationFromV5(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
-	v5 := func(t *testing.T) *testDB {
-		s := pgstoretestBare(t)
-		// Not ctx: the suite below runs longer than its minute.
-		if _, err := s.pool.Exec(context.Background(), pgstore.SchemaV5(pgstore.StateTables{})); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	migrate := func(t *testing.T, d *testDB) {
-		t.Helper()
-		m, err := pgstore.Migration(pgstore.StateTables{}, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.pool.Exec(context.Background(), m); err != nil {
-			t.Fatalf("migration: %v", err)
-		}
-	}
+	v5 := func(t *testing.T) *testDB { return atSchema(t, pgstore.SchemaV5(pgstore.StateTables{})) }
+	migrate := func(t *testing.T, d *testDB) { migrateFrom(t, d, 5) }
 	fresh := newTestDB(t)
 	for _, concurrently := range []bool{false, true} {
 		d := v5(t)
