@@ -200,6 +200,9 @@ func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duratio
 		if err == nil && n == 0 {
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 		}
+		if err == nil && woke == 0 {
+			err = q.wakeFreed(ctx, e, k.Queue)
+		}
 		return err
 	})
 	if err != nil {
@@ -216,6 +219,9 @@ func (q *workQueue) Wait(ctx context.Context, l contract.Lease, w contract.WaitR
 		err := e.QueryRow(ctx, q.q.wait, k.Queue, k.Tenant, k.ID, l.Token, w.Signal, now, now.Add(w.Timeout), h.worker).Scan(&n)
 		if err == nil && n == 0 {
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		}
+		if err == nil {
+			err = q.wakeFreed(ctx, e, k.Queue)
 		}
 		return err
 	})

@@ -415,6 +415,24 @@ func (q *workQueue) unsettled(ctx context.Context, c *completion) error {
 	return contract.SettleError(lost, gone)
 }
 
+// wakeFreed has the claimers of each of queues woken (on commit, inside
+// a transaction) when it had limits at this process's last claim: a
+// lease that ended there may have freed a tenant held at its cap.
+// Complete checks the cap first (complete_flow.sql); the rarer ends of a
+// lease this serves, a snooze, a wait and a cancel settling, wake
+// without checking, which costs a claimer a claim at worst.
+func (q *workQueue) wakeFreed(ctx context.Context, e Executor, queues ...string) error {
+	for _, name := range queues {
+		if !q.limited.get(name) {
+			continue
+		}
+		if _, err := e.Exec(ctx, "SELECT pg_notify($1, $2)", q.channel, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // settleCancels moves the leases among ls whose cancel is pending to
 // cancelled (only live ones when live is set) and returns their keys; on
 // e when it is given, else in a call of its own.
@@ -432,7 +450,7 @@ func (q *workQueue) settleCancels(ctx context.Context, e Executor, ls []contract
 		if err != nil {
 			return err
 		}
-		return readRows(rows, func(rows pgx.Rows) error {
+		err = readRows(rows, func(rows pgx.Rows) error {
 			var k contract.ItemKey
 			if err := rows.Scan(&k.Queue, &k.Tenant, &k.ID); err != nil {
 				return err
@@ -440,6 +458,16 @@ func (q *workQueue) settleCancels(ctx context.Context, e Executor, ls []contract
 			out[k] = true
 			return nil
 		})
+		if err != nil || len(out) == 0 {
+			return err
+		}
+		freed := make([]string, 0, 1)
+		for k := range out {
+			if !slices.Contains(freed, k.Queue) {
+				freed = append(freed, k.Queue)
+			}
+		}
+		return q.wakeFreed(ctx, e, freed...)
 	}
 	if e != nil {
 		return out, do(ctx, e)
