@@ -426,7 +426,7 @@ func (q *workQueue) wakeFreed(ctx context.Context, e Executor, queues ...string)
 		if !q.limited.get(name) {
 			continue
 		}
-		if _, err := e.Exec(ctx, "SELECT pg_notify($1, $2)", q.channel, name); err != nil {
+		if err := Notify(ctx, e, q.channel, name); err != nil {
 			return err
 		}
 	}
