@@ -56,7 +56,7 @@ func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 		if st, err = c.tx.PrepareContext(ctx, query); err != nil {
 			return nil, err
 		}
-		if c.pool != nil && queryFile[query] {
+		if c.pool != nil && pooled(query) {
 			c.missed = append(c.missed, query)
 		}
 	}

@@ -81,12 +81,23 @@ type pendingEvent struct {
 	key     contract.ItemKey
 	ev      contract.Event
 	logOnly bool
+	// runFromClaim: ev's RunTime is the time since the item's last
+	// claimed event, read when the batch is written.
+	runFromClaim bool
 }
 
 // add holds ev for flush, as record(ctx, e, capN, key, ev, logOnly).
 func (b *eventBatch) add(capN int, key contract.ItemKey, ev contract.Event, logOnly bool) {
 	if capN > 0 {
 		b.rows = append(b.rows, pendingEvent{capN: capN, key: key, ev: ev, logOnly: logOnly})
+	}
+}
+
+// addRun holds ev, a completed event whose run time is to be read from
+// the item's last claimed event, for flush.
+func (b *eventBatch) addRun(capN int, key contract.ItemKey, ev contract.Event) {
+	if capN > 0 {
+		b.rows = append(b.rows, pendingEvent{capN: capN, key: key, ev: ev, runFromClaim: true})
 	}
 }
 
@@ -125,23 +136,67 @@ func (b *eventBatch) flush(ctx context.Context, e execer) error {
 // each, well under SQLite's limit).
 const eventChunk = 64
 
+// logInsertRows appends n entries to a queue's log.
+var logInsertRows = &rowsSQL{build: func(n int) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO adk_event_log (queue, seq, tenant, id, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ")
+	for r := range n {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return sb.String()
+}}
+
+// eventLastRows reads the latest event number of each of n items of
+// one queue (?1), each a (tenant, id) pair of parameters after it, and
+// when its last claimed event happened (NULL: none is kept); an item
+// with no events has no row.
+var eventLastRows = &rowsSQL{build: func(n int) string {
+	var sb strings.Builder
+	sb.WriteString("SELECT tenant, id, max(n), max(CASE WHEN kind = 'claimed' THEN at END) FROM adk_events WHERE queue = ?1 AND (tenant, id) IN (VALUES ")
+	for r := range n {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "(?%d, ?%d)", 2*r+2, 2*r+3)
+	}
+	sb.WriteString(") GROUP BY tenant, id")
+	return sb.String()
+}}
+
+// eventInsertRows appends n events to items' own events, each row
+// numbered by the caller.
+var eventInsertRows = &rowsSQL{build: func(n int) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO adk_events (queue, tenant, id, n, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ")
+	for r := range n {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return sb.String()
+}}
+
 // writeEvents writes the events of one queue, all with the same cap.
 func writeEvents(ctx context.Context, e execer, rows []pendingEvent) error {
 	queue, capN := rows[0].key.Queue, rows[0].capN
 	// The item's own events. An item's number is read from the rows
 	// before the statement, so a chunk holds an item at most once.
-	var chunk []pendingEvent
+	var chunk []int
 	seen := map[contract.ItemKey]bool{}
 	for i := 0; i <= len(rows); i++ {
 		if i == len(rows) || len(chunk) == eventChunk || (!rows[i].logOnly && seen[rows[i].key]) {
-			if err := insertItemEvents(ctx, e, capN, chunk); err != nil {
+			if err := insertItemEvents(ctx, e, capN, rows, chunk); err != nil {
 				return err
 			}
 			chunk = chunk[:0]
 			clear(seen)
 		}
 		if i < len(rows) && !rows[i].logOnly {
-			chunk = append(chunk, rows[i])
+			chunk = append(chunk, i)
 			seen[rows[i].key] = true
 		}
 	}
@@ -154,20 +209,14 @@ func writeEvents(ctx context.Context, e execer, rows []pendingEvent) error {
 	seq := last - int64(len(rows)) + 1
 	for i := 0; i < len(rows); i += eventChunk {
 		part := rows[i:min(i+eventChunk, len(rows))]
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO adk_event_log (queue, seq, tenant, id, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ")
 		args := make([]any, 0, 14*len(part))
-		for r, p := range part {
-			if r > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		for _, p := range part {
 			ev := p.ev
 			args = append(args, queue, seq, p.key.Tenant, p.key.ID, string(ev.Kind), nanos(ev.At), ev.Worker, ev.Attempt, ev.Token,
 				ev.Error, eventDue(ev), ev.Signal, ev.Reason, int64(ev.RunTime))
 			seq++
 		}
-		if _, err := e.ExecContext(ctx, sb.String(), args...); err != nil {
+		if _, err := e.ExecContext(ctx, logInsertRows.get(len(part)), args...); err != nil {
 			return err
 		}
 	}
@@ -179,54 +228,70 @@ func writeEvents(ctx context.Context, e execer, rows []pendingEvent) error {
 	return nil
 }
 
-// insertItemEvents appends each event to its item's own events, numbered
-// after the item's latest, and deletes the oldest beyond the cap of the
-// items that now have more.
-func insertItemEvents(ctx context.Context, e execer, capN int, chunk []pendingEvent) error {
+// insertItemEvents appends the events rows[chunk] to their items' own
+// events, numbered after each item's latest, and deletes the oldest
+// beyond the cap of the items that now have more. The numbers, and the
+// time of each item's last claim for the events that take their run time
+// from it, are read first by one statement for the chunk rather than by
+// a subquery of each inserted row: SQLite compiles such an INSERT again
+// on every run.
+func insertItemEvents(ctx context.Context, e execer, capN int, rows []pendingEvent, chunk []int) error {
 	if len(chunk) == 0 {
 		return nil
 	}
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO adk_events (queue, tenant, id, n, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ")
-	args := make([]any, 0, 13*len(chunk))
-	for r, p := range chunk {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		b := 13 * r
-		fmt.Fprintf(&sb, "(?%[1]d, ?%[2]d, ?%[3]d, coalesce((SELECT max(n) FROM adk_events WHERE queue = ?%[1]d AND tenant = ?%[2]d AND id = ?%[3]d), 0) + 1, ?%[4]d, ?%[5]d, ?%[6]d, ?%[7]d, ?%[8]d, ?%[9]d, ?%[10]d, ?%[11]d, ?%[12]d, ?%[13]d)",
-			b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8, b+9, b+10, b+11, b+12, b+13)
-		ev := p.ev
-		args = append(args, p.key.Queue, p.key.Tenant, p.key.ID, string(ev.Kind), nanos(ev.At), ev.Worker, ev.Attempt, ev.Token,
-			ev.Error, eventDue(ev), ev.Signal, ev.Reason, int64(ev.RunTime))
+	queue := rows[chunk[0]].key.Queue
+	args := make([]any, 0, 14*len(chunk))
+	args = append(args, queue)
+	for _, i := range chunk {
+		args = append(args, rows[i].key.Tenant, rows[i].key.ID)
 	}
-	sb.WriteString(" RETURNING tenant, id, n")
-	rows, err := e.QueryContext(ctx, sb.String(), args...)
+	type ref struct{ tenant, id string }
+	type top struct {
+		n       int64
+		claimed sql.NullInt64
+	}
+	last := make(map[ref]top, len(chunk))
+	res, err := e.QueryContext(ctx, eventLastRows.get(len(chunk)), args...)
 	if err != nil {
 		return err
 	}
-	type over struct {
-		tenant, id string
-		n          int64
-	}
-	var trim []over
-	for rows.Next() {
-		var o over
-		if err := rows.Scan(&o.tenant, &o.id, &o.n); err != nil {
-			rows.Close()
+	for res.Next() {
+		var (
+			r ref
+			t top
+		)
+		if err := res.Scan(&r.tenant, &r.id, &t.n, &t.claimed); err != nil {
+			res.Close()
 			return err
 		}
-		if o.n > int64(capN) {
-			trim = append(trim, o)
-		}
+		last[r] = t
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	res.Close()
+	if err := res.Err(); err != nil {
 		return err
 	}
-	for _, o := range trim {
-		if _, err := e.ExecContext(ctx, eventTrimSQL, chunk[0].key.Queue, o.tenant, o.id, o.n-int64(capN)); err != nil {
-			return err
+	args = args[:0]
+	for _, i := range chunk {
+		p := &rows[i]
+		t := last[ref{p.key.Tenant, p.key.ID}]
+		if p.runFromClaim && t.claimed.Valid {
+			if d := nanos(p.ev.At) - t.claimed.Int64; d > 0 {
+				p.ev.RunTime = time.Duration(d)
+			}
+		}
+		ev := p.ev
+		args = append(args, queue, p.key.Tenant, p.key.ID, t.n+1, string(ev.Kind), nanos(ev.At), ev.Worker, ev.Attempt, ev.Token,
+			ev.Error, eventDue(ev), ev.Signal, ev.Reason, int64(ev.RunTime))
+	}
+	if _, err := e.ExecContext(ctx, eventInsertRows.get(len(chunk)), args...); err != nil {
+		return err
+	}
+	for _, i := range chunk {
+		k := rows[i].key
+		if n := last[ref{k.Tenant, k.ID}].n + 1; n > int64(capN) {
+			if _, err := e.ExecContext(ctx, eventTrimSQL, queue, k.Tenant, k.ID, n-int64(capN)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -262,6 +327,10 @@ type retention struct {
 	finished int64
 }
 
+// retains says the queue keeps finished items or records events, so that
+// no complete's DELETE removes its items.
+func (r retention) retains() bool { return r.Age > 0 || r.Count > 0 || r.Events > 0 }
+
 func readRetention(ctx context.Context, e execer, queue string) (retention, error) {
 	var r retention
 	var age int64
@@ -275,57 +344,54 @@ func readRetention(ctx context.Context, e execer, queue string) (retention, erro
 
 // completeKept completes the lease l whose item its queue keeps or
 // records events for, or which asked for a uniqueness window (the items
-// the complete's DELETE leaves). It reports false when l does not hold a
-// live, unmarked lease on its item.
+// the complete's DELETE leaves); r is the queue's retention. It reports
+// false when l does not hold a live, unmarked lease on its item.
 //
-// Its events and its count of finished items go to b; retains says the
-// queue keeps or records events, so that no complete's DELETE removes
-// its items (known only when the lease held its item).
-func completeKept(ctx context.Context, e execer, b *eventBatch, l contract.Lease, now time.Time) (kept, retains bool, err error) {
+// Its events and its count of finished items go to b. The completed
+// event of a kept item takes its run time from the item's last claimed
+// event when b writes it (runFromClaim), in one read for the batch.
+func completeKept(ctx context.Context, e execer, b *eventBatch, l contract.Lease, r retention, now time.Time) (bool, error) {
 	k := l.Key()
-	var (
-		worker            string
-		attempts          int
-		uniqueFor, age    int64
-		count, eventsCapN int
-	)
-	err = e.QueryRowContext(ctx, completeReadSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&worker, &attempts, &uniqueFor, &age, &count, &eventsCapN)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, false, nil
-	}
-	if err != nil {
-		return false, false, err
-	}
-	retains = age > 0 || count > 0 || eventsCapN > 0
-	ev := contract.Event{Kind: contract.EventCompleted, At: now, Worker: worker, Attempt: attempts + 1}
-	if eventsCapN > 0 {
+	var attempts int
+	ev := contract.Event{Kind: contract.EventCompleted, At: now, Worker: l.Worker}
+	if r.Age <= 0 && r.Count <= 0 {
+		// Nothing finished is kept: the item goes unless it asked for a
+		// window, and its events with it.
 		var claimedAt sql.NullInt64
-		if err := e.QueryRowContext(ctx, eventLastClaimSQL, k.Queue, k.Tenant, k.ID).Scan(&claimedAt); err != nil {
-			return false, false, err
-		}
-		if claimedAt.Valid {
-			if d := nanos(now) - claimedAt.Int64; d > 0 {
-				ev.RunTime = time.Duration(d)
+		if r.Events > 0 {
+			if err := e.QueryRowContext(ctx, eventLastClaimSQL, k.Queue, k.Tenant, k.ID).Scan(&claimedAt); err != nil {
+				return false, err
 			}
 		}
-	}
-	keep := age > 0 || count > 0 || uniqueFor > 0
-	if !keep {
-		if _, err := e.ExecContext(ctx, itemDeleteSQL, k.Queue, k.Tenant, k.ID); err != nil {
-			return false, false, err
+		err := e.QueryRowContext(ctx, completeDropSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
+		if err == nil {
+			if _, err := e.ExecContext(ctx, eventsDeleteSQL, k.Queue, k.Tenant, k.ID); err != nil {
+				return false, err
+			}
+			if claimedAt.Valid {
+				if d := nanos(now) - claimedAt.Int64; d > 0 {
+					ev.RunTime = time.Duration(d)
+				}
+			}
+			ev.Attempt = attempts + 1
+			b.add(r.Events, k, ev, true)
+			return true, nil
 		}
-		if _, err := e.ExecContext(ctx, eventsDeleteSQL, k.Queue, k.Tenant, k.ID); err != nil {
-			return false, false, err
+		if !errors.Is(err, sql.ErrNoRows) {
+			return false, err
 		}
-		b.add(eventsCapN, k, ev, true)
-		return true, retains, nil
 	}
-	if _, err := e.ExecContext(ctx, completeKeepSQL, k.Queue, k.Tenant, k.ID, nanos(now), uniqueFor); err != nil {
-		return false, false, err
+	err := e.QueryRowContext(ctx, completeKeepSQL, k.Queue, k.Tenant, k.ID, l.Token, nanos(now)).Scan(&attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
 	}
+	if err != nil {
+		return false, err
+	}
+	ev.Attempt = attempts + 1
 	b.finish(k.Queue)
-	b.add(eventsCapN, k, ev, false)
-	return true, retains, nil
+	b.addRun(r.Events, k, ev)
+	return true, nil
 }
 
 // SetRetention sets what the queue keeps, and counts its finished items

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"embed"
 	"io/fs"
+	"sync"
 )
 
 // Each statement is embedded into a variable of its own, so a query file
@@ -34,10 +35,10 @@ var (
 	claimWakeRankedSQL string
 	//go:embed queries/complete.sql
 	completeSQL string
+	//go:embed queries/complete_drop.sql
+	completeDropSQL string
 	//go:embed queries/complete_keep.sql
 	completeKeepSQL string
-	//go:embed queries/complete_read.sql
-	completeReadSQL string
 	//go:embed queries/counter_get.sql
 	counterGetSQL string
 	//go:embed queries/counter_take.sql
@@ -260,3 +261,36 @@ var queryFile = func() map[string]bool {
 	}
 	return out
 }()
+
+// rowsSQL is a multi-row statement built in code, one text per row count
+// (1 to eventChunk), each built on first use. Like the statements of
+// queries/, a write transaction takes these from the statements prepared
+// on the pool (pooled), so that a connection compiles each count once in
+// its life rather than once per transaction.
+type rowsSQL struct {
+	once  [eventChunk + 1]sync.Once
+	text  [eventChunk + 1]string
+	build func(n int) string
+}
+
+// pooledRows holds the text of every rowsSQL statement built so far.
+var pooledRows sync.Map
+
+// get is the statement for n rows (1 ≤ n ≤ eventChunk).
+func (r *rowsSQL) get(n int) string {
+	r.once[n].Do(func() {
+		r.text[n] = r.build(n)
+		pooledRows.Store(r.text[n], true)
+	})
+	return r.text[n]
+}
+
+// pooled says whether a write transaction takes query's statement from
+// the pool: a statement of queries/ or a rowsSQL one.
+func pooled(query string) bool {
+	if queryFile[query] {
+		return true
+	}
+	_, ok := pooledRows.Load(query)
+	return ok
+}

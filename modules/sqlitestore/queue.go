@@ -389,11 +389,14 @@ type settled struct {
 func complete(ctx context.Context, e execer, leases []contract.Lease, now time.Time) (settled, error) {
 	var s settled
 	var b eventBatch
-	retains := map[string]bool{} // queues whose items no complete's DELETE removes
+	// The retention of each queue a DELETE left an item of, read once;
+	// the items of a queue that keeps or records events skip the DELETE.
+	ret := map[string]retention{}
 	for _, l := range leases {
 		k := l.Key()
 		n := int64(0)
-		if !retains[k.Queue] {
+		r, known := ret[k.Queue]
+		if !known || !r.retains() {
 			res, err := e.ExecContext(ctx, completeSQL, k.Queue, k.Tenant, k.ID, l.Token)
 			if err != nil {
 				return settled{}, err
@@ -403,12 +406,16 @@ func complete(ctx context.Context, e execer, leases []contract.Lease, now time.T
 			}
 		}
 		if n == 0 {
-			kept, r, err := completeKept(ctx, e, &b, l, now)
+			if !known {
+				var err error
+				if r, err = readRetention(ctx, e, k.Queue); err != nil {
+					return settled{}, err
+				}
+				ret[k.Queue] = r
+			}
+			kept, err := completeKept(ctx, e, &b, l, r, now)
 			if err != nil {
 				return settled{}, err
-			}
-			if r {
-				retains[k.Queue] = true
 			}
 			if kept {
 				s.ended = append(s.ended, tenantKey{k.Queue, k.Tenant})
