@@ -156,6 +156,7 @@ func (q *workQueue) enqueue(ctx context.Context, report bool, items []contract.I
 				return err
 			}
 		}
+		var events eventBatch // the enqueued events, written together
 		for _, r := range rows {
 			seq++
 			stamps[r.key.Queue]++
@@ -204,13 +205,14 @@ func (q *workQueue) enqueue(ctx context.Context, report bool, items []contract.I
 				if !r.item.NotBefore.IsZero() {
 					ev.NextDue = r.item.NotBefore
 				}
-				if err := record(ctx, e, c, r.key, ev, false); err != nil {
-					return err
-				}
+				events.add(c, r.key, ev, false)
 			}
 			if _, err := e.ExecContext(ctx, turnJoinSQL, r.key.Queue, r.key.Tenant, stamps[r.key.Queue], nanos(due), r.item.Priority != 0); err != nil {
 				return err
 			}
+		}
+		if err := events.flush(ctx, e); err != nil {
+			return err
 		}
 		for i, f := range repeats {
 			results[i] = results[f]
