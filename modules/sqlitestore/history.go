@@ -329,7 +329,75 @@ type retention struct {
 
 // retains says the queue keeps finished items or records events, so that
 // no complete's DELETE removes its items.
-func (r retention) retains() bool { return r.Age > 0 || r.Count > 0 || r.Events > 0 }
+func (r retention) retains() bool { return r.keepsFinished() || r.Events > 0 }
+
+// keepsFinished says the queue keeps its completed items.
+func (r retention) keepsFinished() bool { return r.Age > 0 || r.Count > 0 }
+
+// completeKeepRows completes n leased items of one queue (?1) at ?2,
+// keeping them as completeKeepSQL does one: each a (tenant, id, token)
+// triple of parameters after those.
+var completeKeepRows = &rowsSQL{build: func(n int) string {
+	var sb strings.Builder
+	sb.WriteString("WITH l(tenant, id, token) AS (VALUES ")
+	for r := range n {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "(?%d, ?%d, ?%d)", 3*r+3, 3*r+4, 3*r+5)
+	}
+	sb.WriteString(`)
+UPDATE adk_work SET state = 'completed', finished_at = ?2,
+    unique_until = CASE WHEN unique_for > 0 THEN ?2 + unique_for ELSE 0 END,
+    worker = '', lease_expires_at = 0, token = 0
+FROM l
+WHERE adk_work.queue = ?1 AND adk_work.tenant = l.tenant AND adk_work.id = l.id AND adk_work.state = 'leased'
+  AND adk_work.token = l.token AND adk_work.cancelled_at = 0
+RETURNING tenant, id, attempts`)
+	return sb.String()
+}}
+
+// keepAll completes, keeping them, the items of queue that the leases
+// among ls hold (live and unmarked), in one statement per eventChunk
+// leases, and returns the attempts of each item it kept. A lease it did
+// not keep was lost or marked by a cancel.
+func keepAll(ctx context.Context, e execer, queue string, ls []contract.Lease, now time.Time) (map[contract.ItemKey]int, error) {
+	var mine []contract.Lease
+	for _, l := range ls {
+		if l.Key().Queue == queue {
+			mine = append(mine, l)
+		}
+	}
+	got := make(map[contract.ItemKey]int, len(mine))
+	for len(mine) > 0 {
+		part := mine[:min(len(mine), eventChunk)]
+		mine = mine[len(part):]
+		args := make([]any, 0, 2+3*len(part))
+		args = append(args, queue, nanos(now))
+		for _, l := range part {
+			k := l.Key()
+			args = append(args, k.Tenant, k.ID, l.Token)
+		}
+		rows, err := e.QueryContext(ctx, completeKeepRows.get(len(part)), args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			k := contract.ItemKey{Queue: queue}
+			var a int
+			if err := rows.Scan(&k.Tenant, &k.ID, &a); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			got[k] = a
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return got, nil
+}
 
 func readRetention(ctx context.Context, e execer, queue string) (retention, error) {
 	var r retention

@@ -394,7 +394,10 @@ func complete(ctx context.Context, e execer, leases []contract.Lease, now time.T
 	// The retention of each queue a DELETE left an item of, read once;
 	// the items of a queue that keeps or records events skip the DELETE.
 	ret := map[string]retention{}
-	for _, l := range leases {
+	// The items one UPDATE kept for each queue that keeps finished items
+	// (keepAll), with their attempts, until their leases are reached.
+	keeping := map[string]map[contract.ItemKey]int{}
+	for i, l := range leases {
 		k := l.Key()
 		n := int64(0)
 		r, known := ret[k.Queue]
@@ -415,9 +418,27 @@ func complete(ctx context.Context, e execer, leases []contract.Lease, now time.T
 				}
 				ret[k.Queue] = r
 			}
-			kept, err := completeKept(ctx, e, &b, l, r, now)
-			if err != nil {
-				return settled{}, err
+			var kept bool
+			if r.keepsFinished() {
+				got, done := keeping[k.Queue]
+				if !done {
+					var err error
+					if got, err = keepAll(ctx, e, k.Queue, leases[i:], now); err != nil {
+						return settled{}, err
+					}
+					keeping[k.Queue] = got
+				}
+				var a int
+				if a, kept = got[k]; kept {
+					delete(got, k)
+					b.finish(k.Queue)
+					b.addRun(r.Events, k, contract.Event{Kind: contract.EventCompleted, At: now, Worker: l.Worker, Attempt: a + 1})
+				}
+			} else {
+				var err error
+				if kept, err = completeKept(ctx, e, &b, l, r, now); err != nil {
+					return settled{}, err
+				}
 			}
 			if kept {
 				s.ended = append(s.ended, tenantKey{k.Queue, k.Tenant})
