@@ -138,46 +138,27 @@ const eventChunk = 64
 
 // logInsertRows appends n entries to a queue's log.
 var logInsertRows = &rowsSQL{build: func(n int) string {
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO adk_event_log (queue, seq, tenant, id, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ")
-	for r := range n {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	}
-	return sb.String()
+	return valuesText("INSERT INTO adk_event_log (queue, seq, tenant, id, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ",
+		n, func(int) string { return eventValues }, "")
 }}
+
+// eventValues is the row of parameters of one event.
+const eventValues = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 // eventLastRows reads the latest event number of each of n items of
 // one queue (?1), each a (tenant, id) pair of parameters after it, and
 // when its last claimed event happened (NULL: none is kept); an item
 // with no events has no row.
 var eventLastRows = &rowsSQL{build: func(n int) string {
-	var sb strings.Builder
-	sb.WriteString("SELECT tenant, id, max(n), max(CASE WHEN kind = 'claimed' THEN at END) FROM adk_events WHERE queue = ?1 AND (tenant, id) IN (VALUES ")
-	for r := range n {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		fmt.Fprintf(&sb, "(?%d, ?%d)", 2*r+2, 2*r+3)
-	}
-	sb.WriteString(") GROUP BY tenant, id")
-	return sb.String()
+	return valuesText("SELECT tenant, id, max(n), max(CASE WHEN kind = 'claimed' THEN at END) FROM adk_events WHERE queue = ?1 AND (tenant, id) IN (VALUES ",
+		n, func(r int) string { return fmt.Sprintf("(?%d, ?%d)", 2*r+2, 2*r+3) }, ") GROUP BY tenant, id")
 }}
 
 // eventInsertRows appends n events to items' own events, each row
 // numbered by the caller.
 var eventInsertRows = &rowsSQL{build: func(n int) string {
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO adk_events (queue, tenant, id, n, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ")
-	for r := range n {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	}
-	return sb.String()
+	return valuesText("INSERT INTO adk_events (queue, tenant, id, n, kind, at, worker, attempt, token, error, next_due, signal, reason, run_time) VALUES ",
+		n, func(int) string { return eventValues }, "")
 }}
 
 // writeEvents writes the events of one queue, all with the same cap.
@@ -338,15 +319,8 @@ func (r retention) keepsFinished() bool { return r.Age > 0 || r.Count > 0 }
 // keeping them as completeKeepSQL does one: each a (tenant, id, token)
 // triple of parameters after those.
 var completeKeepRows = &rowsSQL{build: func(n int) string {
-	var sb strings.Builder
-	sb.WriteString("WITH l(tenant, id, token) AS (VALUES ")
-	for r := range n {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		fmt.Fprintf(&sb, "(?%d, ?%d, ?%d)", 3*r+3, 3*r+4, 3*r+5)
-	}
-	sb.WriteString(`)
+	return valuesText("WITH l(tenant, id, token) AS (VALUES ",
+		n, func(r int) string { return fmt.Sprintf("(?%d, ?%d, ?%d)", 3*r+3, 3*r+4, 3*r+5) }, `)
 UPDATE adk_work SET state = 'completed', finished_at = ?2,
     unique_until = CASE WHEN unique_for > 0 THEN ?2 + unique_for ELSE 0 END,
     worker = '', lease_expires_at = 0, token = 0
@@ -354,7 +328,6 @@ FROM l
 WHERE adk_work.queue = ?1 AND adk_work.tenant = l.tenant AND adk_work.id = l.id AND adk_work.state = 'leased'
   AND adk_work.token = l.token AND adk_work.cancelled_at = 0
 RETURNING tenant, id, attempts`)
-	return sb.String()
 }}
 
 // keepAll completes, keeping them, the items of queue that the leases

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"embed"
 	"io/fs"
+	"strings"
 	"sync"
 )
 
@@ -283,6 +284,21 @@ func (r *rowsSQL) get(n int) string {
 		pooledRows.Store(r.text[n], true)
 	})
 	return r.text[n]
+}
+
+// valuesText is head, then row(r) for each of n rows joined by commas,
+// then tail: the text of a multi-row statement.
+func valuesText(head string, n int, row func(r int) string, tail string) string {
+	var sb strings.Builder
+	sb.WriteString(head)
+	for r := range n {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(row(r))
+	}
+	sb.WriteString(tail)
+	return sb.String()
 }
 
 // pooled says whether a write transaction takes query's statement from
