@@ -26,56 +26,25 @@ var _ contract.HistoryKeeper = (*workQueue)(nil)
 
 // record appends ev to the history of the item key and to its queue's
 // log, when the queue records events (cap > 0). logOnly leaves the item's
-// own events alone (the item is being deleted).
+// own events alone (the item is being deleted). It is a batch of one.
 func record(ctx context.Context, e execer, capN int, key contract.ItemKey, ev contract.Event, logOnly bool) error {
-	if capN <= 0 {
-		return nil
-	}
-	at := nanos(ev.At)
-	due := int64(0)
-	if !ev.NextDue.IsZero() {
-		due = nanos(ev.NextDue)
-	}
-	if !logOnly {
-		var n int64
-		if err := e.QueryRowContext(ctx, eventInsertSQL, key.Queue, key.Tenant, key.ID, string(ev.Kind), at, ev.Worker, ev.Attempt, ev.Token,
-			ev.Error, due, ev.Signal, ev.Reason, int64(ev.RunTime)).Scan(&n); err != nil {
-			return err
-		}
-		if n > int64(capN) {
-			if _, err := e.ExecContext(ctx, eventTrimSQL, key.Queue, key.Tenant, key.ID, n-int64(capN)); err != nil {
-				return err
-			}
-		}
-	}
-	var seq int64
-	if err := e.QueryRowContext(ctx, logTakeSQL, key.Queue).Scan(&seq); err != nil {
-		return err
-	}
-	if _, err := e.ExecContext(ctx, logInsertSQL, key.Queue, seq, key.Tenant, key.ID, string(ev.Kind), at, ev.Worker, ev.Attempt, ev.Token,
-		ev.Error, due, ev.Signal, ev.Reason, int64(ev.RunTime)); err != nil {
-		return err
-	}
-	if seq > contract.QueueEventLog {
-		if _, err := e.ExecContext(ctx, logTrimSQL, key.Queue, seq-contract.QueueEventLog); err != nil {
-			return err
-		}
-	}
-	return nil
+	var b eventBatch
+	b.add(capN, key, ev, logOnly)
+	return b.flush(ctx, e)
 }
 
 // eventBatch holds the events of a batch's transitions (a claim's, a
 // complete's) and the finished items they count, for flush to write
 // together: the events of a run of one queue's by one multi-row INSERT
 // into adk_events and one into adk_event_log, their log numbers taken by
-// one UPDATE and the log trimmed once. What it writes is what record
-// would have written event by event, in the same order.
+// one UPDATE and the log trimmed once, in the order the events were
+// added. A single transition's event is a batch of one (record).
 type eventBatch struct {
 	rows     []pendingEvent
 	finished map[string]int
 }
 
-// pendingEvent is an event record would write.
+// pendingEvent is an event a batch holds.
 type pendingEvent struct {
 	capN    int
 	key     contract.ItemKey
@@ -86,7 +55,9 @@ type pendingEvent struct {
 	runFromClaim bool
 }
 
-// add holds ev for flush, as record(ctx, e, capN, key, ev, logOnly).
+// add holds ev of the item key for flush when the queue records events
+// (capN > 0); logOnly: the item is being deleted, so ev goes to the
+// queue's log only.
 func (b *eventBatch) add(capN int, key contract.ItemKey, ev contract.Event, logOnly bool) {
 	if capN > 0 {
 		b.rows = append(b.rows, pendingEvent{capN: capN, key: key, ev: ev, logOnly: logOnly})
@@ -252,6 +223,7 @@ func insertItemEvents(ctx context.Context, e execer, capN int, rows []pendingEve
 		return err
 	}
 	args = args[:0]
+	var trim []int // the chunk's events numbered past the cap
 	for _, i := range chunk {
 		p := &rows[i]
 		t := last[ref{p.key.Tenant, p.key.ID}]
@@ -260,6 +232,9 @@ func insertItemEvents(ctx context.Context, e execer, capN int, rows []pendingEve
 				p.ev.RunTime = time.Duration(d)
 			}
 		}
+		if t.n+1 > int64(capN) {
+			trim = append(trim, i)
+		}
 		ev := p.ev
 		args = append(args, queue, p.key.Tenant, p.key.ID, t.n+1, string(ev.Kind), nanos(ev.At), ev.Worker, ev.Attempt, ev.Token,
 			ev.Error, eventDue(ev), ev.Signal, ev.Reason, int64(ev.RunTime))
@@ -267,12 +242,11 @@ func insertItemEvents(ctx context.Context, e execer, capN int, rows []pendingEve
 	if _, err := e.ExecContext(ctx, eventInsertRows.get(len(chunk)), args...); err != nil {
 		return err
 	}
-	for _, i := range chunk {
+	for _, i := range trim {
 		k := rows[i].key
-		if n := last[ref{k.Tenant, k.ID}].n + 1; n > int64(capN) {
-			if _, err := e.ExecContext(ctx, eventTrimSQL, queue, k.Tenant, k.ID, n-int64(capN)); err != nil {
-				return err
-			}
+		n := last[ref{k.Tenant, k.ID}].n + 1
+		if _, err := e.ExecContext(ctx, eventTrimSQL, queue, k.Tenant, k.ID, n-int64(capN)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -316,8 +290,10 @@ func (r retention) retains() bool { return r.keepsFinished() || r.Events > 0 }
 func (r retention) keepsFinished() bool { return r.Age > 0 || r.Count > 0 }
 
 // completeKeepRows completes n leased items of one queue (?1) at ?2,
-// keeping them as completeKeepSQL does one: each a (tenant, id, token)
-// triple of parameters after those.
+// keeping them: finished at ?2, each one's window (if it asked for one)
+// closing unique_for after, its lease released. Each item is a (tenant,
+// id, token) triple of parameters after those; a lease a cancel marked,
+// or that no longer holds its item, keeps nothing.
 var completeKeepRows = &rowsSQL{build: func(n int) string {
 	return valuesText("WITH l(tenant, id, token) AS (VALUES ",
 		n, func(r int) string { return fmt.Sprintf("(?%d, ?%d, ?%d)", 3*r+3, 3*r+4, 3*r+5) }, `)
@@ -383,56 +359,57 @@ func readRetention(ctx context.Context, e execer, queue string) (retention, erro
 	return r, err
 }
 
-// completeKept completes the lease l whose item its queue keeps or
-// records events for, or which asked for a uniqueness window (the items
-// the complete's DELETE leaves); r is the queue's retention. It reports
-// false when l does not hold a live, unmarked lease on its item.
-//
-// Its events and its count of finished items go to b. The completed
-// event of a kept item takes its run time from the item's last claimed
-// event when b writes it (runFromClaim), in one read for the batch.
+// completeKept completes the lease l of a queue that keeps no finished
+// item (r, its retention) but records events, or whose item asked for a
+// uniqueness window: the leases the complete's DELETE leaves. The item
+// goes, with its events, unless it asked for a window; then it stays as
+// completed (keepAll). It reports false when l does not hold a live,
+// unmarked lease on its item. Its events and its count of finished
+// items go to b.
 func completeKept(ctx context.Context, e execer, b *eventBatch, l contract.Lease, r retention, now time.Time) (bool, error) {
 	k := l.Key()
 	var attempts int
-	ev := contract.Event{Kind: contract.EventCompleted, At: now, Worker: l.Worker}
-	if r.Age <= 0 && r.Count <= 0 {
-		// Nothing finished is kept: the item goes unless it asked for a
-		// window, and its events with it.
-		var claimedAt sql.NullInt64
-		if r.Events > 0 {
-			if err := e.QueryRowContext(ctx, eventLastClaimSQL, k.Queue, k.Tenant, k.ID).Scan(&claimedAt); err != nil {
-				return false, err
-			}
-		}
-		err := e.QueryRowContext(ctx, completeDropSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
-		if err == nil {
-			if _, err := e.ExecContext(ctx, eventsDeleteSQL, k.Queue, k.Tenant, k.ID); err != nil {
-				return false, err
-			}
-			if claimedAt.Valid {
-				if d := nanos(now) - claimedAt.Int64; d > 0 {
-					ev.RunTime = time.Duration(d)
-				}
-			}
-			ev.Attempt = attempts + 1
-			b.add(r.Events, k, ev, true)
-			return true, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+	err := e.QueryRowContext(ctx, completeDropSQL, k.Queue, k.Tenant, k.ID, l.Token).Scan(&attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		got, err := keepAll(ctx, e, k.Queue, []contract.Lease{l}, now)
+		if err != nil {
 			return false, err
 		}
-	}
-	err := e.QueryRowContext(ctx, completeKeepSQL, k.Queue, k.Tenant, k.ID, l.Token, nanos(now)).Scan(&attempts)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+		a, kept := got[k]
+		if kept {
+			keptEvent(b, r, l, a, now)
+		}
+		return kept, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	ev.Attempt = attempts + 1
-	b.finish(k.Queue)
-	b.addRun(r.Events, k, ev)
+	ev := contract.Event{Kind: contract.EventCompleted, At: now, Worker: l.Worker, Attempt: attempts + 1}
+	if r.Events > 0 {
+		var claimedAt sql.NullInt64
+		if err := e.QueryRowContext(ctx, eventLastClaimSQL, k.Queue, k.Tenant, k.ID).Scan(&claimedAt); err != nil {
+			return false, err
+		}
+		if claimedAt.Valid {
+			if d := nanos(now) - claimedAt.Int64; d > 0 {
+				ev.RunTime = time.Duration(d)
+			}
+		}
+	}
+	if _, err := e.ExecContext(ctx, eventsDeleteSQL, k.Queue, k.Tenant, k.ID); err != nil {
+		return false, err
+	}
+	b.add(r.Events, k, ev, true)
 	return true, nil
+}
+
+// keptEvent counts the item of l, kept as completed (keepAll) after a
+// life of attempts, as finished, and gives b its completed event, whose
+// run time b reads from the item's last claim.
+func keptEvent(b *eventBatch, r retention, l contract.Lease, attempts int, now time.Time) {
+	k := l.Key()
+	b.finish(k.Queue)
+	b.addRun(r.Events, k, contract.Event{Kind: contract.EventCompleted, At: now, Worker: l.Worker, Attempt: attempts + 1})
 }
 
 // SetRetention sets what the queue keeps, and counts its finished items

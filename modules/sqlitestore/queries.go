@@ -38,8 +38,6 @@ var (
 	completeSQL string
 	//go:embed queries/complete_drop.sql
 	completeDropSQL string
-	//go:embed queries/complete_keep.sql
-	completeKeepSQL string
 	//go:embed queries/counter_get.sql
 	counterGetSQL string
 	//go:embed queries/counter_take.sql
@@ -56,8 +54,6 @@ var (
 	enqueueSQL string
 	//go:embed queries/enqueue_found.sql
 	enqueueFoundSQL string
-	//go:embed queries/event_insert.sql
-	eventInsertSQL string
 	//go:embed queries/event_last_claim.sql
 	eventLastClaimSQL string
 	//go:embed queries/event_trim.sql
@@ -120,12 +116,8 @@ var (
 	limitsPutSQL string
 	//go:embed queries/log_bounds.sql
 	logBoundsSQL string
-	//go:embed queries/log_insert.sql
-	logInsertSQL string
 	//go:embed queries/log_read.sql
 	logReadSQL string
-	//go:embed queries/log_take.sql
-	logTakeSQL string
 	//go:embed queries/log_take_many.sql
 	logTakeManySQL string
 	//go:embed queries/log_trim.sql

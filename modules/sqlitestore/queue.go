@@ -431,8 +431,7 @@ func complete(ctx context.Context, e execer, leases []contract.Lease, now time.T
 				var a int
 				if a, kept = got[k]; kept {
 					delete(got, k)
-					b.finish(k.Queue)
-					b.addRun(r.Events, k, contract.Event{Kind: contract.EventCompleted, At: now, Worker: l.Worker, Attempt: a + 1})
+					keptEvent(&b, r, l, a, now)
 				}
 			} else {
 				var err error
