@@ -155,7 +155,7 @@ func TestFaultWorkerPaused(t *testing.T) {
 				workers = append(workers, w)
 			}
 			blocked := lockProbe(t, target)
-			var held, redone int
+			var held, redone, tries int
 			out := runLoad(t, load{target: target, direct: target, workers: workers, k: k, fenced: true,
 				inject: func(t *testing.T, ctx context.Context, e *env) []string {
 					f, victim := e.fleet, e.procs[0]
@@ -163,6 +163,7 @@ func TestFaultWorkerPaused(t *testing.T) {
 						return nil
 					}
 					for try := 1; try <= 10; try++ {
+						tries = try
 						if !waitHolding(ctx, f, "w0", 20*time.Millisecond) {
 							return nil
 						}
@@ -213,20 +214,30 @@ func TestFaultWorkerPaused(t *testing.T) {
 					}
 				}
 			}
-			lost := int64(0)
+			lost, othersLost := int64(0), int64(0)
 			for _, st := range out.fleet.Stats() {
 				if st.Worker == "w0" {
 					lost = st.Counts["fenced_items"]
+				} else {
+					othersLost += st.Counts["fenced_items"]
 				}
 			}
-			t.Logf("paused worker: %d of its run writes refused by the fences (%d final, %d first), %d of its settles refused as lost leases; %d items it held, %d finished by the others meanwhile",
-				refused, refusedFinal, refused-refusedFinal, lost, held, redone)
+			t.Logf("paused worker: %d of its run writes refused by the fences (%d final, %d first), %d of its settles refused as lost leases; %d items it held, %d finished by the others meanwhile; the others' settles refused as lost leases: %d",
+				refused, refusedFinal, refused-refusedFinal, lost, held, redone, othersLost)
 			if refused == 0 {
 				t.Error("no write of the paused worker was refused: the zombie's late writes were not fenced off")
 			}
-			// As for a kill: only the paused worker's items run twice.
-			if r, most := out.report.Reexecuted, 2*workers[0].Concurrency; r < 1 || r > most {
-				t.Errorf("%d items re-executed; want 1 to %d (the leases the paused worker could hold)", r, most)
+			// As for a kill: only the paused worker's items run twice. A
+			// pause that ended at once may have stopped w0 holding SQLite's
+			// write lock and stalled the others past their leases' end; the
+			// items of leases they reported lost then, and only then, may run
+			// twice as well.
+			excused := 0
+			if tries > 1 {
+				excused = int(othersLost)
+			}
+			if r, most := out.report.Reexecuted, 2*workers[0].Concurrency+excused; r < 1 || r > most {
+				t.Errorf("%d items re-executed; want 1 to %d (the %d leases the paused worker could hold, and %d the others lost in %d pauses that ended at once)", r, most, 2*workers[0].Concurrency, excused, tries-1)
 			}
 		})
 	}
