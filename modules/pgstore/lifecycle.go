@@ -180,28 +180,41 @@ func (q *workQueue) settleHeld(ctx context.Context, l contract.Lease, fn func(ct
 
 // Snooze puts the item back due at now+d with no attempt charged, or
 // dead-letters it once its snoozes reach the policy's cap.
+//
+// The decision is made first on the snoozes the lease carries, and the
+// statement (queries/snooze.sql) changes the row only while it is as
+// that decision saw it, in one round trip with the tenant's turn lock it
+// needs. Only when that changes nothing (a lost or marked lease, or a
+// lease value that is not the latest) is the lease locked and read, and
+// the decision made again on what the row holds.
 func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duration) (policy.Decision, error) {
-	k := l.Key()
-	var dec policy.Decision
-	err := q.settleHeld(ctx, l, func(ctx context.Context, e Executor, h heldLease, now time.Time) error {
-		dec = q.settings.Policy.DecideSnooze(h.snoozes, d, now)
-		due, notBefore := now, any(nil)
-		if dec.Retry {
-			due, notBefore = later(dec.At, now), dec.At
-			// The item becomes due: the statement starts with the tenant's
-			// turn lock held (turns_share.sql).
-			if _, err := e.Exec(ctx, q.q.turnsShare, []string{k.Queue}, []string{k.Tenant}); err != nil {
-				return err
+	now := q.clock.Now()
+	dec := q.settings.Policy.DecideSnooze(l.Item.Snoozes, d, now)
+	done := false
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		n, woke, err := q.snooze(ctx, e, l, dec, now, heldLease{snoozes: l.Item.Snoozes, worker: l.Worker}, true)
+		if err == nil && n > 0 {
+			done = true
+			if woke == 0 {
+				err = q.wakeFreed(ctx, e, l.Item.Queue)
 			}
 		}
-		var n, woke int
-		err := e.QueryRow(ctx, q.q.snooze, k.Queue, k.Tenant, k.ID, l.Token, dec.Retry, due, notBefore, now, q.channel,
-			contract.SnoozeLimitText(h.snoozes), h.worker).Scan(&n, &woke)
+		return err
+	})
+	if err != nil {
+		return policy.Decision{}, queueErr(err)
+	}
+	if done {
+		return dec, nil
+	}
+	err = q.settleHeld(ctx, l, func(ctx context.Context, e Executor, h heldLease, now time.Time) error {
+		dec = q.settings.Policy.DecideSnooze(h.snoozes, d, now)
+		n, woke, err := q.snooze(ctx, e, l, dec, now, h, false)
 		if err == nil && n == 0 {
-			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+			return &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
 		}
 		if err == nil && woke == 0 {
-			err = q.wakeFreed(ctx, e, k.Queue)
+			err = q.wakeFreed(ctx, e, l.Item.Queue)
 		}
 		return err
 	})
@@ -209,6 +222,35 @@ func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duratio
 		return policy.Decision{}, err
 	}
 	return dec, nil
+}
+
+// snooze runs queries/snooze.sql for the lease l as held (h) under
+// decision dec, after the tenant's turn lock when the item goes back to
+// the queue, and returns how many rows it changed and how many wakes it
+// sent. own: the statement runs in a transaction of its own on e (one
+// pipelined round trip), else in e's.
+func (q *workQueue) snooze(ctx context.Context, e Executor, l contract.Lease, dec policy.Decision, now time.Time, h heldLease, own bool) (n, woke int, err error) {
+	k := l.Key()
+	due, notBefore := now, any(nil)
+	var lock []stmt
+	if dec.Retry {
+		due, notBefore = later(dec.At, now), dec.At
+		// The item becomes due: the statement starts with the tenant's turn
+		// lock held (turns_share.sql).
+		lock = append(lock, stmt{sql: q.q.turnsShare, args: []any{[]string{k.Queue}, []string{k.Tenant}}})
+	}
+	args := []any{k.Queue, k.Tenant, k.ID, l.Token, dec.Retry, due, notBefore, now, q.channel,
+		contract.SnoozeLimitText(h.snoozes), h.worker, h.snoozes}
+	scan := func(rows pgx.Rows) error { return rows.Scan(&n, &woke) }
+	if own {
+		return n, woke, q.db.plannedRows(ctx, e, q.q.snooze, "", args, scan, lock...)
+	}
+	for _, s := range lock {
+		if err := s.run(ctx, e); err != nil {
+			return 0, 0, err
+		}
+	}
+	return n, woke, e.QueryRow(ctx, q.q.snooze, args...).Scan(&n, &woke)
 }
 
 // Wait ends the lease and parks the item until a signal or its timeout.

@@ -553,18 +553,38 @@ type failed struct {
 	tenant, id string
 	worker     string // "" for an expired lease
 	token      int64
+	attempts   int // what decision was made on
 	decision   policy.Decision
 	lastError  string
 }
 
 // Fail records cause against the lease and retries or dead-letters the
-// item as the policy decides. The lease is locked and checked first, so
-// the decision counts the attempts the database holds.
+// item as the policy decides, on the attempts the database holds.
+//
+// The decision is made first on the attempts the lease carries, and the
+// statement (queries/settle_failed.sql) changes the row only while it is
+// as that decision saw it, in one round trip with the tenant's turn lock
+// it needs. Only when that changes nothing (a lost or marked lease, or a
+// lease value that is not the latest) is the lease locked and read, and
+// the decision made again on what the row holds.
 func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
 	k := l.Key()
-	var d policy.Decision
+	now := q.clock.Now()
+	d := q.settings.Policy.Decide(l.Item.Attempts+1, cause, now)
+	settled := 0
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		var err error
+		settled, err = q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, worker: l.Worker, token: l.Token, attempts: l.Item.Attempts, decision: d, lastError: contract.ErrorText(cause)}}, true)
+		return err
+	})
+	if err != nil {
+		return policy.Decision{}, queueErr(err)
+	}
+	if settled > 0 {
+		return d, nil
+	}
 	var cancelled error
-	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
+	err = q.db.tx(ctx, func(ctx context.Context, e Executor) error {
 		cancelled = nil
 		held, err := q.lockLease(ctx, e, l)
 		if errors.Is(err, contract.ErrCancelled) {
@@ -576,7 +596,7 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 		}
 		now := q.clock.Now()
 		d = q.settings.Policy.Decide(held.attempts+1, cause, now)
-		settled, err := q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, worker: held.worker, token: l.Token, decision: d, lastError: contract.ErrorText(cause)}})
+		settled, err := q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, worker: held.worker, token: l.Token, attempts: held.attempts, decision: d, lastError: contract.ErrorText(cause)}}, false)
 		if err == nil && settled == 0 {
 			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
 		}
@@ -619,38 +639,44 @@ func (q *workQueue) lockLease(ctx context.Context, e Executor, l contract.Lease)
 	return h, nil
 }
 
-// settle writes the decisions in one statement and returns how many
-// leases still held their tokens.
-func (q *workQueue) settle(ctx context.Context, e Executor, queue string, now time.Time, fs []failed) (int, error) {
+// settle writes the decisions in one statement, after the tenants' turn
+// locks when any item goes back to the queue, and returns how many leases
+// still held their tokens (and were as their decisions saw them). own:
+// the statements run in a transaction of their own on e (one pipelined
+// round trip), else in e's.
+func (q *workQueue) settle(ctx context.Context, e Executor, queue string, now time.Time, fs []failed, own bool) (int, error) {
 	n := len(fs)
 	tenants, ids, tokens := make([]string, n), make([]string, n), make([]int64, n)
-	retry, due, errs, workers := make([]bool, n), make([]time.Time, n), make([]string, n), make([]string, n)
+	retry, due, errs, workers, attempts := make([]bool, n), make([]time.Time, n), make([]string, n), make([]string, n), make([]int32, n)
 	for i, f := range fs {
-		tenants[i], ids[i], tokens[i], workers[i] = f.tenant, f.id, f.token, f.worker
+		tenants[i], ids[i], tokens[i], workers[i], attempts[i] = f.tenant, f.id, f.token, f.worker, int32(f.attempts)
 		retry[i], errs[i] = f.decision.Retry, f.lastError
 		due[i] = now
 		if f.decision.Retry {
 			due[i] = f.decision.At
 		}
 	}
+	var lock []stmt
 	if slices.Contains(retry, true) {
 		// A retry makes an item due: the statement that does it must start
 		// with the tenants' turn locks held (turns_share.sql).
 		lockQueues, lockTenants := distinctTenants(slices.Repeat([]string{queue}, n), tenants)
-		if _, err := e.Exec(ctx, q.q.turnsShare, lockQueues, lockTenants); err != nil {
+		lock = append(lock, stmt{sql: q.q.turnsShare, args: []any{lockQueues, lockTenants}})
+	}
+	args := []any{queue, tenants, ids, tokens, retry, due, errs, now, q.channel, workers, attempts}
+	settled := 0
+	count := func(pgx.Rows) error { settled++; return nil }
+	if own {
+		err := q.db.plannedRows(ctx, e, q.q.settleFailed, "", args, count, lock...)
+		return settled, err
+	}
+	for _, s := range lock {
+		if err := s.run(ctx, e); err != nil {
 			return 0, err
 		}
 	}
-	rows, err := e.Query(ctx, q.q.settleFailed, queue, tenants, ids, tokens, retry, due, errs, now, q.channel, workers)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	settled := 0
-	for rows.Next() {
-		settled++
-	}
-	return settled, rows.Err()
+	err := stmt{sql: q.q.settleFailed, args: args, scan: count}.run(ctx, e)
+	return settled, err
 }
 
 // reapChunk bounds the leases one reap transaction locks.
@@ -683,6 +709,7 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 					marked = append(marked, contract.Lease{Item: contract.Item{Queue: name, Tenant: f.tenant, ID: f.id}, Token: f.token})
 					continue
 				}
+				f.attempts = attempts
 				f.decision = q.settings.Policy.Decide(attempts+1, contract.ErrLeaseExpired, now)
 				f.lastError = contract.ErrorText(contract.ErrLeaseExpired)
 				fs = append(fs, f)
@@ -705,7 +732,7 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 			if len(fs) == 0 {
 				return nil
 			}
-			settled, err := q.settle(ctx, e, name, now, fs)
+			settled, err := q.settle(ctx, e, name, now, fs, false)
 			n += settled
 			return err
 		})

@@ -1,10 +1,19 @@
 -- Settle failed leases as the policy decided, fenced on their tokens:
 -- $1 queue, $2..$7 parallel arrays (tenant, id, token, retry, due_at,
 -- last_error), $8 now, $9 the notification channel, $10 the failing
--- workers (parallel to $2..$7; '' for an expired lease). A retried item goes
+-- workers (parallel to $2..$7; '' for an expired lease), $11 the
+-- attempts each decision was made on (parallel too). A retried item goes
 -- back to the queue at its due time with one more attempt; the others go
 -- to the dead letter. Returns one row per settled item. When any item is
 -- retried, the statement runs after turns_share.sql in its transaction.
+--
+-- A row changes only while it is as its decision saw it: its lease holds
+-- the token, with no cancel pending, after those attempts, by that worker
+-- (an expired lease's '' matches any). Fail first runs the statement on
+-- what the lease itself carries, with no lock taken before; when no row
+-- matches it locks the lease (lease_lock.sql), decides again on what it
+-- read, and runs the statement once more in that transaction. Reap
+-- passes what it read under its locks.
 WITH ret AS (
     SELECT r.events AS keep FROM {work}_retention r WHERE r.queue = $1 AND r.events > 0
 ),
@@ -21,9 +30,10 @@ settled AS (
         lease_expires_at = NULL,
         token            = NULL,
         events           = w.events + (SELECT count(*)::integer FROM ret)
-    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::boolean[], $6::timestamptz[], $7::text[], $10::text[])
-         AS f(tenant, id, token, retry, due_at, last_error, worker)
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::boolean[], $6::timestamptz[], $7::text[], $10::text[], $11::integer[])
+         AS f(tenant, id, token, retry, due_at, last_error, worker, attempts)
     WHERE w.queue = $1 AND w.tenant = f.tenant AND w.id = f.id AND w.state = 'leased' AND w.token = f.token
+      AND w.cancelled_at IS NULL AND w.attempts = f.attempts AND (f.worker = '' OR coalesce(w.worker, '') = f.worker)
     RETURNING w.tenant, w.id, f.retry, w.due_at, w.attempts, w.last_error, w.events, f.worker
 ),
 -- A failed or dead event each, when the queue records events.

@@ -1,10 +1,19 @@
--- Snooze a lease locked by lease_lock.sql: $1 queue, $2 tenant, $3 id,
--- $4 token, $5 retry (else the snoozes reached the policy's cap), $6 due
--- time, $7 not_before (the time the snooze asked for), $8 now, $9 the
--- notification channel, $10 last_error of a dead letter. A retried item
--- goes back to the queue with one more snooze and no attempt charged
--- (the statement then runs after turns_share.sql); the other goes to the
--- dead letter. Claimers are woken when it is due at once.
+-- Snooze a lease: $1 queue, $2 tenant, $3 id, $4 token, $5 retry (else
+-- the snoozes reached the policy's cap), $6 due time, $7 not_before (the
+-- time the snooze asked for), $8 now, $9 the notification channel, $10
+-- last_error of a dead letter, $11 the worker that holds the lease, $12
+-- the snoozes the decision was made on. A retried item goes back to the
+-- queue with one more snooze and no attempt charged (the statement then
+-- runs after turns_share.sql); the other goes to the dead letter.
+-- Claimers are woken when it is due at once.
+--
+-- The row changes only while it is as the decision saw it: its lease
+-- holds the token, with no cancel pending, by worker $11, after $12
+-- snoozes. Snooze first runs the statement with what the lease itself
+-- carries, with no lock taken before (one round trip); when no row
+-- matches (the lease was lost or marked, or the caller's lease is stale)
+-- it locks the lease (lease_lock.sql), decides again on what it read and
+-- runs the statement once more, in that transaction.
 WITH ret AS (
     SELECT r.events AS keep FROM {work}_retention r WHERE r.queue = $1 AND r.events > 0
 ),
@@ -22,6 +31,7 @@ snoozed AS (
         token            = NULL,
         events = w.events + (SELECT count(*)::integer FROM ret)
     WHERE w.queue = $1 AND w.tenant = $2 AND w.id = $3 AND w.state = 'leased' AND w.token = $4
+      AND w.cancelled_at IS NULL AND coalesce(w.worker, '') = $11::text AND w.snoozes = $12::integer
     RETURNING w.queue, w.tenant, w.id, w.due_at, w.not_before, w.attempts, w.last_error, w.events
 ),
 -- A snoozed (or dead) event, when the queue records events; $11 is the
