@@ -154,23 +154,42 @@ func (q *workQueue) PurgeCancelled(ctx context.Context, queue string, before tim
 	return n, queueErr(err)
 }
 
-// settleHeld runs fn on the lease l locked in a transaction
-// (queries/lease_lock.sql). A lease whose cancel is pending is cancelled
-// instead, and the transaction commits that; the call then returns the
-// *contract.CancelledError.
-func (q *workQueue) settleHeld(ctx context.Context, l contract.Lease, fn func(ctx context.Context, e Executor, h heldLease, now time.Time) error) error {
+// settleLease settles the lease l with write, which changes the item's
+// row only while it is as h says (the lease's token, no cancel pending,
+// h's attempts, snoozes and worker) and reports whether it did. write
+// runs first on what the lease value carries, in a transaction of its
+// own on e (own set: one pipelined round trip, no lock taken before).
+// Only when that changes nothing is the lease locked
+// (queries/lease_lock.sql) and write run again, in that transaction, on
+// what the row holds: a lost lease is then a *contract.LeaseLostError,
+// and one whose cancel is pending is cancelled instead and is a
+// *contract.CancelledError. Fail, Snooze and Wait settle this way.
+func (q *workQueue) settleLease(ctx context.Context, l contract.Lease, write func(ctx context.Context, e Executor, h heldLease, now time.Time, own bool) (bool, error)) error {
+	done := false
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		var err error
+		done, err = write(ctx, e, heldLease{attempts: l.Item.Attempts, snoozes: l.Item.Snoozes, worker: l.Worker}, q.clock.Now(), true)
+		return err
+	})
+	if err != nil || done {
+		return queueErr(err)
+	}
 	var cancelled error
-	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
+	err = q.db.tx(ctx, func(ctx context.Context, e Executor) error {
 		cancelled = nil
 		h, err := q.lockLease(ctx, e, l)
 		if errors.Is(err, contract.ErrCancelled) {
-			cancelled = err
+			cancelled = err // commit the cancel
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		return fn(ctx, e, h, q.clock.Now())
+		ok, err := write(ctx, e, h, q.clock.Now(), false)
+		if err == nil && !ok {
+			return &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
+		}
+		return err
 	})
 	if err == nil {
 		err = cancelled
@@ -179,44 +198,21 @@ func (q *workQueue) settleHeld(ctx context.Context, l contract.Lease, fn func(ct
 }
 
 // Snooze puts the item back due at now+d with no attempt charged, or
-// dead-letters it once its snoozes reach the policy's cap.
-//
-// The decision is made first on the snoozes the lease carries, and the
-// statement (queries/snooze.sql) changes the row only while it is as
-// that decision saw it, in one round trip with the tenant's turn lock it
-// needs. Only when that changes nothing (a lost or marked lease, or a
-// lease value that is not the latest) is the lease locked and read, and
-// the decision made again on what the row holds.
+// dead-letters it once its snoozes reach the policy's cap: decided on
+// the snoozes the lease carries, and again on the row's should they
+// differ (settleLease).
 func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duration) (policy.Decision, error) {
-	now := q.clock.Now()
-	dec := q.settings.Policy.DecideSnooze(l.Item.Snoozes, d, now)
-	done := false
-	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		n, woke, err := q.snooze(ctx, e, l, dec, now, heldLease{snoozes: l.Item.Snoozes, worker: l.Worker}, true)
-		if err == nil && n > 0 {
-			done = true
-			if woke == 0 {
-				err = q.wakeFreed(ctx, e, l.Item.Queue)
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return policy.Decision{}, queueErr(err)
-	}
-	if done {
-		return dec, nil
-	}
-	err = q.settleHeld(ctx, l, func(ctx context.Context, e Executor, h heldLease, now time.Time) error {
+	var dec policy.Decision
+	err := q.settleLease(ctx, l, func(ctx context.Context, e Executor, h heldLease, now time.Time, own bool) (bool, error) {
 		dec = q.settings.Policy.DecideSnooze(h.snoozes, d, now)
-		n, woke, err := q.snooze(ctx, e, l, dec, now, h, false)
-		if err == nil && n == 0 {
-			return &contract.LeaseLostError{Items: []contract.ItemKey{l.Key()}}
+		n, woke, err := q.snooze(ctx, e, l, dec, now, h, own)
+		if err != nil || n == 0 {
+			return false, err
 		}
-		if err == nil && woke == 0 {
+		if woke == 0 {
 			err = q.wakeFreed(ctx, e, l.Item.Queue)
 		}
-		return err
+		return true, err
 	})
 	if err != nil {
 		return policy.Decision{}, err
@@ -253,19 +249,17 @@ func (q *workQueue) snooze(ctx context.Context, e Executor, l contract.Lease, de
 	return n, woke, e.QueryRow(ctx, q.q.snooze, args...).Scan(&n, &woke)
 }
 
-// Wait ends the lease and parks the item until a signal or its timeout.
+// Wait ends the lease and parks the item until a signal or its timeout
+// (settleLease).
 func (q *workQueue) Wait(ctx context.Context, l contract.Lease, w contract.WaitRequest) error {
 	k := l.Key()
-	return q.settleHeld(ctx, l, func(ctx context.Context, e Executor, h heldLease, now time.Time) error {
+	return q.settleLease(ctx, l, func(ctx context.Context, e Executor, h heldLease, now time.Time, _ bool) (bool, error) {
 		var n int
 		err := e.QueryRow(ctx, q.q.wait, k.Queue, k.Tenant, k.ID, l.Token, w.Signal, now, now.Add(w.Timeout), h.worker).Scan(&n)
-		if err == nil && n == 0 {
-			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
+		if err != nil || n == 0 {
+			return false, err
 		}
-		if err == nil {
-			err = q.wakeFreed(ctx, e, k.Queue)
-		}
-		return err
+		return true, q.wakeFreed(ctx, e, k.Queue)
 	})
 }
 

@@ -283,3 +283,45 @@ func TestFailDecidesOnTheRow(t *testing.T) {
 		t.Fatalf("the failed item = %+v, %v; want queued with Attempts 1", info.Item, err)
 	}
 }
+
+// The events of Fail, Snooze and Wait name the worker the row says holds
+// the lease, even when the lease value given says another.
+func TestSettleEventsNameTheRowsWorker(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q := flowQueue(t, d, clock)
+	if err := q.SetRetention(ctx, contract.DefaultQueue, contract.Retention{Events: 10}); err != nil {
+		t.Fatal(err)
+	}
+	settles := map[string]func(contract.Lease) error{
+		"fail":   func(l contract.Lease) error { _, err := q.Fail(ctx, l, errors.New("boom")); return err },
+		"snooze": func(l contract.Lease) error { _, err := q.Snooze(ctx, l, time.Second); return err },
+		"wait": func(l contract.Lease) error {
+			return q.Wait(ctx, l, contract.WaitRequest{Signal: "go", Timeout: time.Hour})
+		},
+	}
+	for id := range settles {
+		if err := q.Enqueue(ctx, contract.Item{Tenant: id, ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range settles {
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := ls[0]
+		l.Worker = "impostor"
+		if err := settles[l.Item.ID](l); err != nil {
+			t.Fatalf("%s: %v", l.Item.ID, err)
+		}
+		h, err := q.History(ctx, l.Key())
+		if err != nil || len(h.Events) == 0 {
+			t.Fatalf("%s: history %+v, %v", l.Item.ID, h, err)
+		}
+		if last := h.Events[len(h.Events)-1]; last.Worker != "w" {
+			t.Errorf("%s: its %s event names worker %q; want the row's %q", l.Item.ID, last.Kind, last.Worker, "w")
+		}
+	}
+}

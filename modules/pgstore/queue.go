@@ -559,54 +559,18 @@ type failed struct {
 }
 
 // Fail records cause against the lease and retries or dead-letters the
-// item as the policy decides, on the attempts the database holds.
-//
-// The decision is made first on the attempts the lease carries, and the
-// statement (queries/settle_failed.sql) changes the row only while it is
-// as that decision saw it, in one round trip with the tenant's turn lock
-// it needs. Only when that changes nothing (a lost or marked lease, or a
-// lease value that is not the latest) is the lease locked and read, and
-// the decision made again on what the row holds.
+// item as the policy decides on its attempts: those the lease carries,
+// and again those of the row should they differ (settleLease).
 func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
 	k := l.Key()
-	now := q.clock.Now()
-	d := q.settings.Policy.Decide(l.Item.Attempts+1, cause, now)
-	settled := 0
-	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		var err error
-		settled, err = q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, worker: l.Worker, token: l.Token, attempts: l.Item.Attempts, decision: d, lastError: contract.ErrorText(cause)}}, true)
-		return err
+	var d policy.Decision
+	err := q.settleLease(ctx, l, func(ctx context.Context, e Executor, h heldLease, now time.Time, own bool) (bool, error) {
+		d = q.settings.Policy.Decide(h.attempts+1, cause, now)
+		n, err := q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, worker: h.worker, token: l.Token, attempts: h.attempts, decision: d, lastError: contract.ErrorText(cause)}}, own)
+		return n > 0, err
 	})
 	if err != nil {
-		return policy.Decision{}, queueErr(err)
-	}
-	if settled > 0 {
-		return d, nil
-	}
-	var cancelled error
-	err = q.db.tx(ctx, func(ctx context.Context, e Executor) error {
-		cancelled = nil
-		held, err := q.lockLease(ctx, e, l)
-		if errors.Is(err, contract.ErrCancelled) {
-			cancelled = err // commit the cancel
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		now := q.clock.Now()
-		d = q.settings.Policy.Decide(held.attempts+1, cause, now)
-		settled, err := q.settle(ctx, e, k.Queue, now, []failed{{tenant: k.Tenant, id: k.ID, worker: held.worker, token: l.Token, attempts: held.attempts, decision: d, lastError: contract.ErrorText(cause)}}, false)
-		if err == nil && settled == 0 {
-			return &contract.LeaseLostError{Items: []contract.ItemKey{k}}
-		}
-		return err
-	})
-	if err == nil {
-		err = cancelled
-	}
-	if err != nil {
-		return policy.Decision{}, queueErr(err)
+		return policy.Decision{}, err
 	}
 	return d, nil
 }

@@ -12,8 +12,9 @@
 -- (an expired lease's '' matches any). Fail first runs the statement on
 -- what the lease itself carries, with no lock taken before; when no row
 -- matches it locks the lease (lease_lock.sql), decides again on what it
--- read, and runs the statement once more in that transaction. Reap
--- passes what it read under its locks.
+-- read, and runs the statement once more in that transaction
+-- (settleLease in lifecycle.go). Reap passes what it read under its
+-- locks.
 WITH ret AS (
     SELECT r.events AS keep FROM {work}_retention r WHERE r.queue = $1 AND r.events > 0
 ),

@@ -13,7 +13,8 @@
 -- carries, with no lock taken before (one round trip); when no row
 -- matches (the lease was lost or marked, or the caller's lease is stale)
 -- it locks the lease (lease_lock.sql), decides again on what it read and
--- runs the statement once more, in that transaction.
+-- runs the statement once more, in that transaction (settleLease in
+-- lifecycle.go).
 WITH ret AS (
     SELECT r.events AS keep FROM {work}_retention r WHERE r.queue = $1 AND r.events > 0
 ),
