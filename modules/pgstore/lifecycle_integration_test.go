@@ -14,6 +14,7 @@ import (
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/contract/contracttest"
 	"github.com/adkit/adk/modules/pgstore"
+	"github.com/adkit/adk/modules/policy"
 )
 
 func lcKey(tenant, id string) contract.ItemKey {
@@ -229,58 +230,52 @@ func TestSchemaMigrationFromV2(t *testing.T) {
 	})
 }
 
-// Snooze decides on the snoozes the lease carries only while the row
-// agrees: a lease value that says the item has snoozed to the cap, while
-// the row says it never snoozed, is decided again on the row, and the
-// item goes back to the queue rather than to the dead letter.
-func TestSnoozeDecidesOnTheRow(t *testing.T) {
-	ctx := ctxT(t, time.Minute)
-	d := newTestDB(t)
-	clock := contracttest.NewFakeClock(time.Time{})
-	q := flowQueue(t, d, clock)
-	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stale := ls[0]
-	stale.Item.Snoozes = 1000
-	dec, err := q.Snooze(ctx, stale, time.Second)
-	if err != nil || !dec.Retry {
-		t.Fatalf("Snooze of a lease whose value overstates its snoozes = %+v, %v; want a retry decided on the row's 0", dec, err)
-	}
-	info, err := q.Item(ctx, stale.Key())
-	if err != nil || info.Item.State != contract.StateQueued || info.Item.Snoozes != 1 {
-		t.Fatalf("the snoozed item = %+v, %v; want queued with Snoozes 1", info.Item, err)
-	}
-}
-
-// Fail decides on the attempts the lease carries only while the row
-// agrees: a lease value that overstates them is decided again on the
-// row, and the item is retried rather than dead-lettered.
-func TestFailDecidesOnTheRow(t *testing.T) {
-	ctx := ctxT(t, time.Minute)
-	d := newTestDB(t)
-	clock := contracttest.NewFakeClock(time.Time{})
-	q := flowQueue(t, d, clock)
-	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stale := ls[0]
-	stale.Item.Attempts = 1000
-	dec, err := q.Fail(ctx, stale, errors.New("boom"))
-	if err != nil || !dec.Retry {
-		t.Fatalf("Fail of a lease whose value overstates its attempts = %+v, %v; want a retry decided on the row's 0", dec, err)
-	}
-	info, err := q.Item(ctx, stale.Key())
-	if err != nil || info.Item.State != contract.StateQueued || info.Item.Attempts != 1 {
-		t.Fatalf("the failed item = %+v, %v; want queued with Attempts 1", info.Item, err)
+// Fail and Snooze decide on the attempts and snoozes the lease carries
+// only while the row agrees: a lease value that overstates them is
+// decided again on the row, and the item goes back to the queue rather
+// than to the dead letter.
+func TestSettleDecidesOnTheRow(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		settle func(q *pgstore.PostgresWorkQueue, l contract.Lease) (policy.Decision, error)
+		stale  func(l *contract.Lease)
+		after  func(it contract.Item) bool
+	}{
+		{"snooze",
+			func(q *pgstore.PostgresWorkQueue, l contract.Lease) (policy.Decision, error) {
+				return q.Snooze(t.Context(), l, time.Second)
+			},
+			func(l *contract.Lease) { l.Item.Snoozes = 1000 },
+			func(it contract.Item) bool { return it.Snoozes == 1 && it.Attempts == 0 }},
+		{"fail",
+			func(q *pgstore.PostgresWorkQueue, l contract.Lease) (policy.Decision, error) {
+				return q.Fail(t.Context(), l, errors.New("boom"))
+			},
+			func(l *contract.Lease) { l.Item.Attempts = 1000 },
+			func(it contract.Item) bool { return it.Attempts == 1 && it.Snoozes == 0 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := ctxT(t, time.Minute)
+			d := newTestDB(t)
+			q := flowQueue(t, d, contracttest.NewFakeClock(time.Time{}))
+			if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stale := ls[0]
+			c.stale(&stale)
+			dec, err := c.settle(q, stale)
+			if err != nil || !dec.Retry {
+				t.Fatalf("%s of a lease value that overstates its count = %+v, %v; want a retry decided on the row's 0", c.name, dec, err)
+			}
+			info, err := q.Item(ctx, stale.Key())
+			if err != nil || info.Item.State != contract.StateQueued || !c.after(info.Item) {
+				t.Fatalf("the item after %s = %+v, %v; want it queued, counted once", c.name, info.Item, err)
+			}
+		})
 	}
 }
 
