@@ -264,27 +264,31 @@ func (q *workQueue) Wait(ctx context.Context, l contract.Lease, w contract.WaitR
 }
 
 // Signal resumes the item if it waits for signal, in one statement that
-// checks and writes (queries/signal.sql), after the tenant's turn lock.
+// checks and writes (queries/signal.sql), after the tenant's turn lock,
+// both in one transaction and one round trip.
 func (q *workQueue) Signal(ctx context.Context, key contract.ItemKey, signal string, payload []byte) error {
 	now := q.clock.Now()
-	return queueErr(q.db.tx(ctx, func(ctx context.Context, e Executor) error {
-		if _, err := e.Exec(ctx, q.q.turnsShare, []string{key.Queue}, []string{key.Tenant}); err != nil {
-			return err
-		}
+	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		var (
+			found     bool
 			resumed   bool
 			state     string
 			waitsFor  *string
 			waitUntil *time.Time
 			woke      int
 		)
-		err := e.QueryRow(ctx, q.q.signal, key.Queue, key.Tenant, key.ID, signal, payload, now, q.channel).
-			Scan(&resumed, &state, &waitsFor, &waitUntil, &woke)
+		// One pipelined round trip on a connection of the queue's own: the
+		// tenant's turn lock, then the statement, in one transaction.
+		lock := stmt{sql: q.q.turnsShare, args: []any{[]string{key.Queue}, []string{key.Tenant}}}
+		err := q.db.plannedRows(ctx, e, q.q.signal, "", []any{key.Queue, key.Tenant, key.ID, signal, payload, now, q.channel}, func(rows pgx.Rows) error {
+			found = true
+			return rows.Scan(&resumed, &state, &waitsFor, &waitUntil, &woke)
+		}, lock)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return contract.ErrNotFound
 		case err != nil:
 			return err
+		case !found:
+			return contract.ErrNotFound
 		case resumed:
 			return nil
 		}
