@@ -109,6 +109,22 @@ func (s stmt) run(ctx context.Context, e Executor) error {
 	return readRows(rows, s.scan)
 }
 
+// runAfter runs sql with args after the prelude statements, handing each
+// row to scan: in a transaction of its own on e, in one pipelined round
+// trip (plannedRows), when own is set; otherwise in e's transaction, one
+// statement after another.
+func (d *db) runAfter(ctx context.Context, e Executor, own bool, sql string, args []any, scan func(pgx.Rows) error, prelude ...stmt) error {
+	if own {
+		return d.plannedRows(ctx, e, sql, "", args, scan, prelude...)
+	}
+	for _, s := range prelude {
+		if err := s.run(ctx, e); err != nil {
+			return err
+		}
+	}
+	return stmt{sql: sql, args: args, scan: scan}.run(ctx, e)
+}
+
 // plannedRows runs sql with args on e, after settings (local to the
 // statement's transaction; "" for none) and the prelude statements, and
 // hands each row to scan. Claim, Complete and Enqueue run through it.

@@ -237,16 +237,8 @@ func (q *workQueue) snooze(ctx context.Context, e Executor, l contract.Lease, de
 	}
 	args := []any{k.Queue, k.Tenant, k.ID, l.Token, dec.Retry, due, notBefore, now, q.channel,
 		contract.SnoozeLimitText(h.snoozes), h.worker, h.snoozes}
-	scan := func(rows pgx.Rows) error { return rows.Scan(&n, &woke) }
-	if own {
-		return n, woke, q.db.plannedRows(ctx, e, q.q.snooze, "", args, scan, lock...)
-	}
-	for _, s := range lock {
-		if err := s.run(ctx, e); err != nil {
-			return 0, 0, err
-		}
-	}
-	return n, woke, e.QueryRow(ctx, q.q.snooze, args...).Scan(&n, &woke)
+	err = q.db.runAfter(ctx, e, own, q.q.snooze, args, func(rows pgx.Rows) error { return rows.Scan(&n, &woke) }, lock...)
+	return n, woke, err
 }
 
 // Wait ends the lease and parks the item until a signal or its timeout

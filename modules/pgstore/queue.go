@@ -629,17 +629,7 @@ func (q *workQueue) settle(ctx context.Context, e Executor, queue string, now ti
 	}
 	args := []any{queue, tenants, ids, tokens, retry, due, errs, now, q.channel, workers, attempts}
 	settled := 0
-	count := func(pgx.Rows) error { settled++; return nil }
-	if own {
-		err := q.db.plannedRows(ctx, e, q.q.settleFailed, "", args, count, lock...)
-		return settled, err
-	}
-	for _, s := range lock {
-		if err := s.run(ctx, e); err != nil {
-			return 0, err
-		}
-	}
-	err := stmt{sql: q.q.settleFailed, args: args, scan: count}.run(ctx, e)
+	err := q.db.runAfter(ctx, e, own, q.q.settleFailed, args, func(pgx.Rows) error { settled++; return nil }, lock...)
 	return settled, err
 }
 
