@@ -106,18 +106,23 @@ func (q *workQueue) Paused(ctx context.Context, queue string) (contract.PauseSta
 }
 
 // Cancel locks the item, then cancels it (or marks its lease) in the same
-// transaction, and returns the state it was in.
+// transaction, and returns the state it was in. Both statements go in one
+// pipelined round trip; an unknown item locks nothing, and the cancel
+// then changes nothing.
 func (q *workQueue) Cancel(ctx context.Context, key contract.ItemKey, reason string) (contract.ItemState, error) {
 	var was string
-	err := q.db.tx(ctx, func(ctx context.Context, e Executor) error {
-		err := e.QueryRow(ctx, q.q.cancelLock, key.Queue, key.Tenant, key.ID).Scan(&was)
-		if errors.Is(err, pgx.ErrNoRows) {
+	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
+		was = ""
+		found := false
+		lock := stmt{sql: q.q.cancelLock, args: []any{key.Queue, key.Tenant, key.ID}, scan: func(rows pgx.Rows) error {
+			found = true
+			return rows.Scan(&was)
+		}}
+		err := q.db.plannedRows(ctx, e, q.q.cancel, "", []any{key.Queue, key.Tenant, key.ID, q.clock.Now(), reason},
+			func(pgx.Rows) error { return nil }, lock)
+		if err == nil && !found {
 			return contract.ErrNotFound
 		}
-		if err != nil {
-			return err
-		}
-		_, err = e.Exec(ctx, q.q.cancel, key.Queue, key.Tenant, key.ID, q.clock.Now(), reason)
 		return err
 	})
 	if err != nil {
