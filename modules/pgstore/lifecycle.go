@@ -238,7 +238,7 @@ func (q *workQueue) snooze(ctx context.Context, e Executor, l contract.Lease, de
 		due, notBefore = later(dec.At, now), dec.At
 		// The item becomes due: the statement starts with the tenant's turn
 		// lock held (turns_share.sql).
-		lock = append(lock, stmt{sql: q.q.turnsShare, args: []any{[]string{k.Queue}, []string{k.Tenant}}})
+		lock = append(lock, q.turnLocks([]string{k.Queue}, []string{k.Tenant}))
 	}
 	args := []any{k.Queue, k.Tenant, k.ID, l.Token, dec.Retry, due, notBefore, now, q.channel,
 		contract.SnoozeLimitText(h.snoozes), h.worker, h.snoozes}
@@ -276,7 +276,7 @@ func (q *workQueue) Signal(ctx context.Context, key contract.ItemKey, signal str
 		)
 		// One pipelined round trip on a connection of the queue's own: the
 		// tenant's turn lock, then the statement, in one transaction.
-		lock := stmt{sql: q.q.turnsShare, args: []any{[]string{key.Queue}, []string{key.Tenant}}}
+		lock := q.turnLocks([]string{key.Queue}, []string{key.Tenant})
 		err := q.db.plannedRows(ctx, e, q.q.signal, "", []any{key.Queue, key.Tenant, key.ID, signal, payload, now, q.channel}, func(rows pgx.Rows) error {
 			found = true
 			return rows.Scan(&resumed, &state, &waitsFor, &waitUntil, &woke)

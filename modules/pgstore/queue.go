@@ -162,8 +162,7 @@ func (q *workQueue) enqueue(ctx context.Context, items []contract.Item, report b
 		priorities = append(priorities, int32(it.Priority))
 		uniqueFor = append(uniqueFor, it.UniqueFor.Microseconds())
 	}
-	lockQueues, lockTenants := distinctTenants(queues, tenants)
-	share := stmt{sql: q.q.turnsShare, args: []any{lockQueues, lockTenants}}
+	share := q.turnLocks(distinctTenants(queues, tenants))
 	args := []any{queues, tenants, ids, payloads, metas, notBefore, due, now, q.channel, priorities, uniqueFor, report}
 	results := make([]contract.EnqueueResult, len(queues))
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
@@ -212,6 +211,15 @@ func (q *workQueue) enqueue(ctx context.Context, items []contract.Item, report b
 		out[i] = r
 	}
 	return out, nil
+}
+
+// turnLocks is the statement that takes the shared side of the turn
+// locks (queries/turns_share.sql) of the (queue, tenant) pairs of the
+// parallel arrays, each pair given once and in key order (distinctTenants
+// gives them so): the first statement of a transaction that makes items
+// of those tenants due.
+func (q *workQueue) turnLocks(queues, tenants []string) stmt {
+	return stmt{sql: q.q.turnsShare, args: []any{queues, tenants}}
 }
 
 // distinctTenants returns each (queue, tenant) pair of the parallel
@@ -575,7 +583,9 @@ func (q *workQueue) Fail(ctx context.Context, l contract.Lease, cause error) (po
 	return d, nil
 }
 
-// heldLease is a lease locked by queries/lease_lock.sql.
+// heldLease is what a settle decides on: the lease's item as a lease
+// value carries it, or as queries/lease_lock.sql read it under the lock
+// (settleLease).
 type heldLease struct {
 	attempts, snoozes int
 	worker            string
@@ -624,8 +634,7 @@ func (q *workQueue) settle(ctx context.Context, e Executor, queue string, now ti
 	if slices.Contains(retry, true) {
 		// A retry makes an item due: the statement that does it must start
 		// with the tenants' turn locks held (turns_share.sql).
-		lockQueues, lockTenants := distinctTenants(slices.Repeat([]string{queue}, n), tenants)
-		lock = append(lock, stmt{sql: q.q.turnsShare, args: []any{lockQueues, lockTenants}})
+		lock = append(lock, q.turnLocks(distinctTenants(slices.Repeat([]string{queue}, n), tenants)))
 	}
 	args := []any{queue, tenants, ids, tokens, retry, due, errs, now, q.channel, workers, attempts}
 	settled := 0

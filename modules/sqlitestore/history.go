@@ -223,7 +223,11 @@ func insertItemEvents(ctx context.Context, e execer, capN int, rows []pendingEve
 		return err
 	}
 	args = args[:0]
-	var trim []int // the chunk's events numbered past the cap
+	type excess struct {
+		key contract.ItemKey
+		n   int64 // how many of the item's events are past the cap
+	}
+	var trim []excess
 	for _, i := range chunk {
 		p := &rows[i]
 		t := last[ref{p.key.Tenant, p.key.ID}]
@@ -233,7 +237,7 @@ func insertItemEvents(ctx context.Context, e execer, capN int, rows []pendingEve
 			}
 		}
 		if t.n+1 > int64(capN) {
-			trim = append(trim, i)
+			trim = append(trim, excess{p.key, t.n + 1 - int64(capN)})
 		}
 		ev := p.ev
 		args = append(args, queue, p.key.Tenant, p.key.ID, t.n+1, string(ev.Kind), nanos(ev.At), ev.Worker, ev.Attempt, ev.Token,
@@ -242,10 +246,8 @@ func insertItemEvents(ctx context.Context, e execer, capN int, rows []pendingEve
 	if _, err := e.ExecContext(ctx, eventInsertRows.get(len(chunk)), args...); err != nil {
 		return err
 	}
-	for _, i := range trim {
-		k := rows[i].key
-		n := last[ref{k.Tenant, k.ID}].n + 1
-		if _, err := e.ExecContext(ctx, eventTrimSQL, queue, k.Tenant, k.ID, n-int64(capN)); err != nil {
+	for _, x := range trim {
+		if _, err := e.ExecContext(ctx, eventTrimSQL, queue, x.key.Tenant, x.key.ID, x.n); err != nil {
 			return err
 		}
 	}
