@@ -143,3 +143,55 @@ func (r *Replicated) AllNameMaster(ctx context.Context, addr string) bool {
 	}
 	return true
 }
+
+// HoldInSync makes the replica hold every write the master has
+// acknowledged, and keeps it so: it pauses the master's writes (CLIENT
+// PAUSE WRITE: a write command or script waits, unanswered, instead of
+// running) and waits until the replica's replication offset reaches
+// the master's. Asynchronous replication alone leaves the last
+// milliseconds of acknowledged writes on the master only; a test that
+// kills the master after HoldInSync loses none of them, and the paused
+// writes fail with the connection and are retried on the new master.
+func (r *Replicated) HoldInSync(ctx context.Context, limit time.Duration) error {
+	m := redis.NewClient(&redis.Options{Addr: r.Master.Addr()})
+	defer m.Close()
+	rc := redis.NewClient(&redis.Options{Addr: r.Replica.Addr()})
+	defer rc.Close()
+	if err := m.Do(ctx, "CLIENT", "PAUSE", limit.Milliseconds(), "WRITE").Err(); err != nil {
+		return fmt.Errorf("pause the master's writes: %w", err)
+	}
+	info, err := m.Info(ctx, "replication").Result()
+	if err != nil {
+		return fmt.Errorf("read the master's replication offset: %w", err)
+	}
+	want, ok := infoInt(info, "master_repl_offset")
+	if !ok {
+		return fmt.Errorf("the master reports no master_repl_offset")
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil {
+			if got, ok := infoInt(info, "slave_repl_offset"); ok && got >= want {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replica did not reach the master's offset %d within %v", want, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// infoInt reads an integer field of an INFO reply.
+func infoInt(info, field string) (int64, bool) {
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), field+":"); ok {
+			var n int64
+			if _, err := fmt.Sscan(v, &n); err == nil {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
