@@ -141,8 +141,8 @@ func benchClaimCompleteWith(b *testing.B, workers, idle, batch int, r contract.R
 	b.ReportMetric(float64(scriptTime(b, client)-before)/float64(b.N), "server-µs/item")
 }
 
-// scriptTime returns the microseconds the server has spent in EVALSHA and
-// EVAL since its statistics were last reset.
+// scriptTime returns the microseconds the server has spent in FCALL, EVALSHA
+// and EVAL since its statistics were last reset.
 func scriptTime(b *testing.B, c redis.UniversalClient) int64 {
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
@@ -151,7 +151,7 @@ func scriptTime(b *testing.B, c redis.UniversalClient) int64 {
 	var total int64
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_fcall") {
 			continue
 		}
 		for _, f := range strings.Split(rest, ",") {

@@ -134,7 +134,7 @@ func (l *lostReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// stateWrite reports whether args are an EVALSHA or EVAL of a state write
+// stateWrite reports whether args are an FCALL, EVALSHA or EVAL of a state write
 // script, and of which namespace: a script whose first key is a run blob
 // and that declares more keys than the run's two (GetRun's script
 // declares those two only, the listing's starts with a run hash).
@@ -143,7 +143,7 @@ func stateWrite(args []any) (string, bool) {
 		return "", false
 	}
 	name, _ := args[0].(string)
-	if name = strings.ToLower(name); name != "evalsha" && name != "eval" {
+	if name = strings.ToLower(name); name != "fcall" && name != "evalsha" && name != "eval" {
 		return "", false
 	}
 	n, err := strconv.Atoi(fmtArg(args[2]))

@@ -409,7 +409,7 @@ func (h *tenantCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func (h *tenantCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if name := cmd.Name(); h.armed && (name == "evalsha" || name == "eval") && err == nil && len(cmd.Args()) > 2 && fmt.Sprint(cmd.Args()[2]) == "33" {
+		if name := cmd.Name(); h.armed && (name == "fcall" || name == "evalsha" || name == "eval") && err == nil && len(cmd.Args()) > 2 && fmt.Sprint(cmd.Args()[2]) == "33" {
 			if h.n++; h.cutAfter > 0 && h.n >= h.cutAfter {
 				return context.Canceled
 			}

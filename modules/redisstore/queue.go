@@ -144,7 +144,7 @@ func (q *workQueue) queueKeys(name string) []string {
 }
 
 // run runs a queue script with keys under the retry budget.
-func (q *workQueue) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
+func (q *workQueue) run(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
 	var res any
 	err := q.retry.do(ctx, func(ctx context.Context) error {
 		v, err := q.retry.eval(ctx, q.client, sc, keys, args...)

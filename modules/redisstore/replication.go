@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
@@ -40,45 +41,84 @@ func (e *ReplicaWaitError) Error() string {
 		e.Got, e.Want, e.Timeout)
 }
 
-// writeWait is how a store makes its writes wait for replicas.
+// writeWait is how a store runs its scripts: as functions or by
+// EVALSHA (runMode), and, for the writes, waiting for replicas.
 type writeWait struct {
 	replicas int
 	timeout  time.Duration
+	mode     *runMode
+}
+
+// runMode is a store's choice between functions and EVALSHA, made at
+// the first call: functions until loading one is refused.
+type runMode struct {
+	eval atomic.Bool // set once the server refused to load a function
 }
 
 func newWriteWait(c redis.UniversalClient, s Settings) (writeWait, error) {
+	w := writeWait{mode: &runMode{}}
+	if s.Scripts == ScriptsEval {
+		w.mode.eval.Store(true)
+	}
 	if s.WaitReplicas == 0 {
-		return writeWait{}, nil
+		return w, nil
 	}
 	if _, ok := c.(*redis.Client); !ok {
 		return writeWait{}, &contract.ValidationError{Field: "Settings.WaitReplicas", Problem: fmt.Sprintf(
 			"is %d, but the client is a %T: a WAIT must follow the script on the same connection, which only a *redis.Client "+
 				"(standalone, or Sentinel's failover client) guarantees; on a cluster set min-replicas-to-write on every master instead", s.WaitReplicas, c)}
 	}
-	return writeWait{replicas: s.WaitReplicas, timeout: s.WaitTimeout}, nil
+	w.replicas, w.timeout = s.WaitReplicas, s.WaitTimeout
+	return w, nil
 }
-
-// readOnly are the scripts that never write: no WAIT after them.
-var readOnly = map[*redis.Script]bool{scriptDeadPage: true, scriptStateGet: true, scriptStateList: true}
 
 // eval runs sc and, for a script that writes when replicas are asked
 // for, WAITs in the same round trip on the same connection: WAIT counts
 // the replicas that have this connection's writes.
-func (w writeWait) eval(ctx context.Context, c redis.UniversalClient, sc *redis.Script, keys []string, args ...any) (any, error) {
-	if w.replicas == 0 || readOnly[sc] {
-		return sc.Run(ctx, c, keys, args...).Result()
+//
+// It calls sc's function; a server without it (a new server, one
+// restarted without persistence, a cluster node that joined later) is
+// given the library and called again. A server that refuses to load it
+// (before Redis 7, or an ACL user without +function) turns the store to
+// EVALSHA for good.
+func (w writeWait) eval(ctx context.Context, c redis.UniversalClient, sc *script, keys []string, args ...any) (any, error) {
+	if w.mode.eval.Load() {
+		return w.evalSha(ctx, c, sc, keys, args...)
 	}
-	run := func(eval func(redis.Pipeliner) *redis.Cmd) (*redis.Cmd, *redis.Cmd) {
-		pipe := c.Pipeline()
-		ev := eval(pipe)
-		wt := pipe.Do(ctx, "WAIT", w.replicas, w.timeout.Milliseconds())
-		_, _ = pipe.Exec(ctx)
-		return ev, wt
+	call := func(p redis.Cmdable) *redis.Cmd { return p.FCall(ctx, sc.fn, keys, args...) }
+	v, err := w.send(ctx, c, sc, call)
+	if err == nil || !strings.Contains(err.Error(), "Function not found") {
+		return v, err
 	}
-	ev, wt := run(func(p redis.Pipeliner) *redis.Cmd { return sc.EvalSha(ctx, p, keys, args...) })
-	if err := ev.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		ev, wt = run(func(p redis.Pipeliner) *redis.Cmd { return sc.Eval(ctx, p, keys, args...) })
+	if err := loadFunction(ctx, c, sc); err != nil {
+		if !functionsRefused(err) {
+			return nil, err
+		}
+		w.mode.eval.Store(true)
+		return w.evalSha(ctx, c, sc, keys, args...)
 	}
+	return w.send(ctx, c, sc, call)
+}
+
+// evalSha runs sc by EVALSHA, and by EVAL on a server without it cached.
+func (w writeWait) evalSha(ctx context.Context, c redis.UniversalClient, sc *script, keys []string, args ...any) (any, error) {
+	v, err := w.send(ctx, c, sc, func(p redis.Cmdable) *redis.Cmd { return sc.EvalSha(ctx, p, keys, args...) })
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		v, err = w.send(ctx, c, sc, func(p redis.Cmdable) *redis.Cmd { return sc.Eval(ctx, p, keys, args...) })
+	}
+	return v, err
+}
+
+// send runs call alone, or followed by a WAIT in one round trip when sc
+// writes and the settings ask for replicas.
+func (w writeWait) send(ctx context.Context, c redis.UniversalClient, sc *script, call func(redis.Cmdable) *redis.Cmd) (any, error) {
+	if w.replicas == 0 || sc.readOnly {
+		return call(c).Result()
+	}
+	pipe := c.Pipeline()
+	ev := call(pipe)
+	wt := pipe.Do(ctx, "WAIT", w.replicas, w.timeout.Milliseconds())
+	_, _ = pipe.Exec(ctx)
 	v, err := ev.Result()
 	if err != nil {
 		return v, err
@@ -91,4 +131,25 @@ func (w writeWait) eval(ctx context.Context, c redis.UniversalClient, sc *redis.
 		return v, &ReplicaWaitError{Want: w.replicas, Got: int(n), Timeout: w.timeout}
 	}
 	return v, nil
+}
+
+// loadFunction loads sc's library on the server, or on every master of
+// a cluster (and every shard of a ring): a call may reach any of them.
+func loadFunction(ctx context.Context, c redis.UniversalClient, sc *script) error {
+	load := func(ctx context.Context, n *redis.Client) error { return n.FunctionLoadReplace(ctx, sc.lib).Err() }
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		return cc.ForEachMaster(ctx, load)
+	case *redis.Ring:
+		return cc.ForEachShard(ctx, load)
+	}
+	return c.FunctionLoadReplace(ctx, sc.lib).Err()
+}
+
+// functionsRefused reports whether err says the server will not load
+// functions at all: it does not know the command (before Redis 7), or
+// the user may not run it (ACL).
+func functionsRefused(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command")
 }

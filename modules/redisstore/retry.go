@@ -106,7 +106,7 @@ func newRetrier(c redis.UniversalClient, s Settings, unavailable func(error) err
 
 // eval runs a script once: with the WAIT the settings ask for after it
 // when it writes.
-func (r retrier) eval(ctx context.Context, c redis.UniversalClient, sc *redis.Script, keys []string, args ...any) (any, error) {
+func (r retrier) eval(ctx context.Context, c redis.UniversalClient, sc *script, keys []string, args ...any) (any, error) {
 	return r.wait.eval(ctx, c, sc, keys, args...)
 }
 

@@ -144,7 +144,30 @@ type Settings struct {
 	// queues first (queue only; the state store is keyed by tenant
 	// already).
 	Shards int
+	// Scripts is how the store runs its Lua: ScriptsFunctions (the
+	// default) or ScriptsEval.
+	Scripts ScriptMode
 }
+
+// ScriptMode is how a store runs its Lua scripts (Settings.Scripts).
+type ScriptMode string
+
+const (
+	// ScriptsFunctions, the default, runs each script as a Redis function
+	// (FCALL), loading its library (FUNCTION LOAD) on a server the first
+	// time a call finds it missing. A library's helpers are then built
+	// once per server instead of on every call, which is most of the
+	// server's time in a short call. A server that refuses to load a
+	// function (one before Redis 7, or an ACL user without +function)
+	// turns the store to ScriptsEval by itself. The libraries are named
+	// adk_<script>_<hash>: a release adds its own and leaves those of
+	// earlier ones, which FUNCTION DELETE removes once no process runs
+	// them.
+	ScriptsFunctions ScriptMode = "functions"
+	// ScriptsEval runs each script by EVALSHA (EVAL once per server that
+	// has not cached it), as releases before functions did.
+	ScriptsEval ScriptMode = "eval"
+)
 
 // MaxShards is the most shards Settings.Shards may ask for.
 const MaxShards = 64
@@ -176,6 +199,13 @@ func (s Settings) normalized() (Settings, error) {
 		s.Shards = 1
 	case s.Shards < 0 || s.Shards > MaxShards:
 		return s, &contract.ValidationError{Field: "Settings.Shards", Problem: fmt.Sprintf("is %d; give 1 to %d shards per queue (one per Redis Cluster master is the usual choice), or 0 for one", s.Shards, MaxShards)}
+	}
+	switch s.Scripts {
+	case "":
+		s.Scripts = ScriptsFunctions
+	case ScriptsFunctions, ScriptsEval:
+	default:
+		return s, &contract.ValidationError{Field: "Settings.Scripts", Problem: fmt.Sprintf("is %q; give %q, %q, or leave it empty for functions", string(s.Scripts), ScriptsFunctions, ScriptsEval)}
 	}
 	s.RetryBudget = s.RetryBudget.normalized()
 	switch {

@@ -17,26 +17,33 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptCalls counts the script calls a client sends.
+// scriptCalls counts the script calls of a client that ran: a call
+// refused because the server lacked the script or the function (which
+// the store then loads and calls again) does not count.
 type scriptCalls struct{ n atomic.Int64 }
+
+func (c *scriptCalls) count(cmd redis.Cmder) {
+	name := cmd.Name()
+	if (strings.HasPrefix(name, "eval") || strings.HasPrefix(name, "fcall")) && cmd.Err() == nil {
+		c.n.Add(1)
+	}
+}
 
 func (c *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if strings.HasPrefix(cmd.Name(), "eval") {
-			c.n.Add(1)
-		}
-		return next(ctx, cmd)
+		err := next(ctx, cmd)
+		c.count(cmd)
+		return err
 	}
 }
 func (c *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
 		for _, cmd := range cmds {
-			if strings.HasPrefix(cmd.Name(), "eval") {
-				c.n.Add(1)
-			}
+			c.count(cmd)
 		}
-		return next(ctx, cmds)
+		return err
 	}
 }
 

@@ -82,7 +82,7 @@ func OpenState(ctx context.Context, client redis.UniversalClient, clock contract
 func (s *RedisStateStore) Settings() Settings { return s.d.settings }
 
 // run calls a script under the retry budget.
-func (s *stateStore) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
+func (s *stateStore) run(ctx context.Context, sc *script, keys []string, args ...any) (any, error) {
 	var res any
 	err := s.retry.do(ctx, func(ctx context.Context) error {
 		v, err := s.retry.eval(ctx, s.client, sc, keys, args...)
@@ -153,7 +153,7 @@ func writeKeys(k stateKeys, id string, more ...string) []string {
 
 // write runs a state write script under the retry budget and splits its
 // reply into its status and the rest.
-func (s *stateStore) write(ctx context.Context, sc *redis.Script, keys []string, args ...any) (int64, []any, error) {
+func (s *stateStore) write(ctx context.Context, sc *script, keys []string, args ...any) (int64, []any, error) {
 	res, err := s.run(ctx, sc, keys, args...)
 	if err != nil {
 		return 0, nil, err

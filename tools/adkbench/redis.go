@@ -69,7 +69,7 @@ func newRedisBacking(o *redis.Options, claimers, batch int) backing {
 	}
 }
 
-// scriptMicros is the time the server has spent in EVALSHA and EVAL, by
+// scriptMicros is the time the server has spent in FCALL, EVALSHA and EVAL, by
 // INFO commandstats: the single Redis thread's time in the queue's
 // scripts, whatever the round trips. Every client of the server counts,
 // so a figure from it means something on a server the run has to itself.
@@ -81,7 +81,7 @@ func scriptMicros(ctx context.Context, c *redis.Client) (int64, error) {
 	var total int64
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_fcall") {
 			continue
 		}
 		for _, f := range strings.Split(rest, ",") {

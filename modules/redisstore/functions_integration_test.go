@@ -1,0 +1,149 @@
+//go:build integration
+
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/redisstore"
+	"github.com/adkit/adk/modules/redisstore/redistest"
+)
+
+// TestFunctionLibrariesLoad loads every script's function library on a
+// server of its own: each must compile and register its function (Lua
+// caps a function's upvalues and locals, and a library's top level runs
+// without most of the standard library).
+func TestFunctionLibrariesLoad(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.StartServer(t).Client(t, nil)
+	names, libs := redisstore.ScriptLibraries()
+	if len(libs) < 30 {
+		t.Fatalf("%d script libraries; the package has more scripts than that", len(libs))
+	}
+	for i, lib := range libs {
+		got, err := c.FunctionLoad(ctx, lib).Result()
+		if err != nil {
+			t.Errorf("FUNCTION LOAD %s: %v", names[i], err)
+		} else if got != names[i] {
+			t.Errorf("FUNCTION LOAD %s named the library %q", names[i], got)
+		}
+	}
+	listed, err := c.FunctionList(ctx, redis.FunctionListQuery{}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != len(libs) {
+		t.Errorf("FUNCTION LIST holds %d libraries; want the %d loaded", len(listed), len(libs))
+	}
+}
+
+// commandCalls returns the server's call count of each command in
+// names (INFO commandstats).
+func commandCalls(t *testing.T, c *redis.Client, names ...string) map[string]int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		for _, n := range names {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+n+":calls="); ok {
+				v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				out[n] = v
+			}
+		}
+	}
+	return out
+}
+
+// roundTrip enqueues, claims and completes one item through q.
+func roundTrip(t *testing.T, q contract.WorkQueue, id string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := q.Enqueue(ctx, contract.Item{Queue: "fn", Tenant: "t", ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Queue: "fn", Worker: "w", LeaseFor: time.Minute, Max: 1})
+	if err != nil || len(ls) != 1 || ls[0].Item.ID != id {
+		t.Fatalf("claim: %v, %+v; want item %s", err, ls, id)
+	}
+	if err := q.Complete(ctx, ls[0]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScriptModes runs a queue on a server of its own, watching which
+// command carries its scripts: by default FCALL, loading each library
+// once (again after FUNCTION FLUSH, as on a server restarted without
+// persistence); EVALSHA for an ACL user who may not load functions
+// (turned at the first call, without an error reaching the caller) and
+// for Settings.Scripts "eval".
+func TestScriptModes(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartServer(t)
+	admin := srv.Client(t, nil)
+	open := func(c *redis.Client, s redisstore.Settings) contract.WorkQueue {
+		t.Helper()
+		s.Volatile, s.Namespace = true, redistest.Namespace(t, c)
+		q, err := redisstore.NewQueue(c, nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.Close() })
+		return q
+	}
+	watch := func(name string, run func(), fcall, evalsha bool) {
+		t.Helper()
+		before := commandCalls(t, admin, "fcall", "evalsha", "eval")
+		run()
+		after := commandCalls(t, admin, "fcall", "evalsha", "eval")
+		df, de := after["fcall"]-before["fcall"], after["evalsha"]+after["eval"]-before["evalsha"]-before["eval"]
+		if (df > 0) != fcall || (de > 0) != evalsha {
+			t.Errorf("%s: %d FCALLs and %d EVALSHA/EVALs; want FCALLs %v, EVALSHAs %v", name, df, de, fcall, evalsha)
+		}
+	}
+
+	fq := open(admin, redisstore.Settings{})
+	watch("functions", func() { roundTrip(t, fq, "a") }, true, false)
+	libs, err := admin.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: "adk_*"}).Result()
+	if err != nil || len(libs) == 0 {
+		t.Fatalf("FUNCTION LIST after a round trip: %v, %d libraries; want the queue's", err, len(libs))
+	}
+	if err := admin.FunctionFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	watch("functions after FUNCTION FLUSH", func() { roundTrip(t, fq, "b") }, true, false)
+
+	if err := admin.Do(ctx, "ACL", "SETUSER", "nofn", "on", ">nofn-test", "~*", "&*", "+@all", "-function").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.FunctionFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	limited := srv.Client(t, &redis.Options{Username: "nofn", Password: "nofn-test"})
+	if err := limited.FunctionLoad(ctx, "#!lua name=x\nredis.register_function('x', function() return 1 end)").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Fatalf("FUNCTION LOAD as an ACL user with -function: %v; want NOPERM", err)
+	}
+	lq := open(limited, redisstore.Settings{})
+	// The first call tries its function, is refused the load, and runs
+	// by EVALSHA; the next ones go straight to EVALSHA.
+	watch("ACL user without +function, first call", func() { roundTrip(t, lq, "c") }, true, true)
+	watch("ACL user without +function, later calls", func() { roundTrip(t, lq, "d") }, false, true)
+
+	eq := open(admin, redisstore.Settings{Scripts: redisstore.ScriptsEval})
+	watch("Settings.Scripts eval", func() { roundTrip(t, eq, "e") }, false, true)
+
+	_, err = redisstore.NewQueue(admin, nil, redisstore.Settings{Scripts: "lua"})
+	if ve, ok := errors.AsType[*contract.ValidationError](err); !ok || ve.Field != "Settings.Scripts" {
+		t.Errorf("Settings.Scripts \"lua\": %v; want a ValidationError naming Settings.Scripts", err)
+	}
+}
