@@ -56,14 +56,32 @@ func BenchmarkClaimCompleteHistory(b *testing.B) {
 	}
 }
 
+// BenchmarkScriptModes is the batch-10 loop of BenchmarkClaimComplete
+// with the scripts run as Redis functions and by EVALSHA
+// (Settings.Scripts), on a server of its own, so that server-µs/item is
+// the loop's alone: the difference is the helpers an EVALSHA builds
+// again on every call.
+func BenchmarkScriptModes(b *testing.B) {
+	client := redistest.StartServer(b).Client(b, nil)
+	for _, m := range []redisstore.ScriptMode{redisstore.ScriptsFunctions, redisstore.ScriptsEval} {
+		b.Run(string(m), func(b *testing.B) {
+			benchClaimCompleteOn(b, client, redisstore.Settings{Scripts: m, Volatile: true}, 10, 0, 10, contract.Retention{}, 0)
+		})
+	}
+}
+
 func benchClaimComplete(b *testing.B, workers, idle, batch int) {
 	benchClaimCompleteWith(b, workers, idle, batch, contract.Retention{}, 0)
 }
 
 func benchClaimCompleteWith(b *testing.B, workers, idle, batch int, r contract.Retention, unique time.Duration) {
+	benchClaimCompleteOn(b, redistest.Client(b), redisstore.Settings{}, workers, idle, batch, r, unique)
+}
+
+func benchClaimCompleteOn(b *testing.B, client redis.UniversalClient, s redisstore.Settings, workers, idle, batch int, r contract.Retention, unique time.Duration) {
 	ctx := context.Background()
-	client := redistest.Client(b)
-	q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Namespace: redistest.Namespace(b, client)})
+	s.Namespace = redistest.Namespace(b, client)
+	q, err := redisstore.NewQueue(client, nil, s)
 	if err != nil {
 		b.Fatal(err)
 	}
