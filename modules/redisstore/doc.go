@@ -27,8 +27,9 @@
 //
 // so a tenant named "a:b" and a tenant named "a" holding id "b:x" can never
 // share a key, and a run, its counters and its indexes share one slot.
-// PutRun, PatchRun and DeleteRun are Lua scripts (scripts/*.lua, run by
-// SHA): the version check and the write are one step, and counters are
+// PutRun, PatchRun and DeleteRun are Lua scripts (scripts/*.lua, run as
+// Redis functions, or by SHA where functions are refused; see
+// Settings.Scripts): the version check and the write are one step, and counters are
 // HINCRBY, so concurrent patches all land. Every script declares the keys
 // it touches and checks everything before its first write (a patch checks
 // all five sums before the first HINCRBY), so one refused or stopped
