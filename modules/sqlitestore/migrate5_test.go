@@ -92,6 +92,7 @@ func TestMigrationFromVersionFour(t *testing.T) {
 // The state suite passes on a file that began at version 4 holding runs
 // (of tenants the suite does not use) and was migrated.
 func TestStateStoreContractOnAMigratedFile(t *testing.T) {
+	t.Parallel() // the slowest tests of the package, each on files of its own
 	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
 		db := versionFourFile(t, [2]string{"v4-alpha", "v4-beta"})
 		if err := migrate(t, db); err != nil {

@@ -168,6 +168,7 @@ func TestMigrationFromVersionFive(t *testing.T) {
 // with versions (of tenants the suite does not use) and was migrated, and
 // those runs read as before once it has run.
 func TestStateStoreContractOnAVersionFiveFile(t *testing.T) {
+	t.Parallel() // the slowest tests of the package, each on files of its own
 	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
 		db := versionFiveFile(t, [2]string{"v5-alpha", "v5-beta"})
 		if err := migrate(t, db); err != nil {

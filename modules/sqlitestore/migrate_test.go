@@ -214,6 +214,7 @@ func schemaShape(t testing.TB, db *sql.DB) []string {
 // The queue suite passes on a file that began at version 1 and was
 // migrated.
 func TestWorkQueueContractOnAMigratedFile(t *testing.T) {
+	t.Parallel() // the slowest tests of the package, each on files of its own
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
 		db, _ := versionOneFile(t, false)
 		if err := migrate(t, db); err != nil {

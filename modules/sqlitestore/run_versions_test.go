@@ -809,6 +809,7 @@ func TestVersionsLeftByAnotherPolicy(t *testing.T) {
 // have been deleted then: after the clock went back, it may be listed
 // again or not.
 func TestRunVersionsAgainstAModel(t *testing.T) {
+	t.Parallel() // the slowest tests of the package, each on files of its own
 	type kept struct {
 		version int64
 		data    string

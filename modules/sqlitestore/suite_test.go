@@ -28,6 +28,7 @@ func newFile(t testing.TB, s sqlitestore.Settings) *sql.DB {
 }
 
 func TestStateStoreContract(t *testing.T) {
+	t.Parallel() // the slowest tests of the package, each on files of its own
 	contracttest.StateStore(t, func(t *testing.T, clock contract.Clock, p contract.RunPolicy) contract.StateStore {
 		s, err := sqlitestore.NewState(newFile(t, sqlitestore.Settings{}), clock, sqlitestore.Settings{Runs: p})
 		if err != nil {
@@ -38,6 +39,7 @@ func TestStateStoreContract(t *testing.T) {
 }
 
 func TestWorkQueueContract(t *testing.T) {
+	t.Parallel() // the slowest tests of the package, each on files of its own
 	contracttest.WorkQueue(t, func(t *testing.T, clock contract.Clock, p policy.Policy) contract.WorkQueue {
 		s := sqlitestore.Settings{Policy: p}
 		q, err := sqlitestore.NewQueue(newFile(t, s), clock, s)
