@@ -196,7 +196,9 @@ type WorkQueue interface {
 	// after another would: an item named twice completes once, and the
 	// entry that finds it gone (or held under another token) is reported
 	// lost. So a stale lease and the live lease of one item in one batch
-	// complete the item and name the stale one.
+	// complete the item and name the stale one. Complete does not keep
+	// the leases slice after it returns: callers (the runner does) reuse
+	// it for their next batch.
 	Complete(ctx context.Context, leases ...Lease) error
 	// Fail records cause against the lease and lets the policy decide:
 	// back to the queue at a later time, or to the dead letter.

@@ -29,5 +29,5 @@ func Charge(ctx context.Context, u contract.Usage) error {
 	if !ok {
 		return fmt.Errorf("runner: the queue does not enforce limits, so it keeps no usage: %w", errors.ErrUnsupported)
 	}
-	return fc.Charge(ctx, c.lease.Item.Queue, c.lease.Item.Tenant, u)
+	return fc.Charge(ctx, c.queue, c.tenant, u)
 }

@@ -29,6 +29,10 @@ type completer struct {
 	kick    chan struct{} // capacity 1: the first lease pending, or a full batch
 	stop    chan struct{}
 	batches chan []contract.Lease // to the settling goroutines
+	// spare holds batches already settled, for take to fill again: a
+	// batch is some hundreds of bytes per lease, garbage on every
+	// Complete otherwise.
+	spare chan []contract.Lease
 }
 
 // completeFlushers is how many Complete calls may be in flight at once.
@@ -40,7 +44,8 @@ func newCompleter(rn *run) *completer {
 		size += max(qc.Concurrency, qc.BatchSize)
 	}
 	c := &completer{rn: rn, size: min(size, contract.MaxClaimBatch),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), batches: make(chan []contract.Lease)}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), batches: make(chan []contract.Lease),
+		spare: make(chan []contract.Lease, completeFlushers)}
 	c.room.L = &c.mu
 	return c
 }
@@ -74,11 +79,30 @@ func (c *completer) take() []contract.Lease {
 	if n == 0 {
 		return nil
 	}
-	b := make([]contract.Lease, n)
+	var b []contract.Lease
+	select {
+	case b = <-c.spare:
+	default:
+	}
+	if cap(b) < n {
+		b = make([]contract.Lease, n)
+	}
+	b = b[:n]
 	copy(b, c.pending)
 	c.pending = append(c.pending[:0], c.pending[n:]...)
 	c.room.Broadcast()
 	return b
+}
+
+// recycle keeps b, settled, for take to fill again (Complete keeps no
+// slice it was given), its leases cleared so that it holds no item's
+// payload meanwhile.
+func (c *completer) recycle(b []contract.Lease) {
+	clear(b)
+	select {
+	case c.spare <- b[:0]:
+	default:
+	}
 }
 
 func (c *completer) count() int {
@@ -94,6 +118,7 @@ func (c *completer) run() {
 		settling.Go(func() {
 			for b := range c.batches {
 				c.settle(b, false)
+				c.recycle(b)
 			}
 		})
 	}

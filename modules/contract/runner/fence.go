@@ -9,13 +9,15 @@ import (
 	"github.com/adkit/adk/modules/contract"
 )
 
-// handling is what a handler's context carries of its item: the queue
-// and the lease the claim returned (for Charge), and the latest token of
-// that lease, which the heartbeats move on (for Fence and Runs).
+// handling is what a handler's context carries of its item: the queue,
+// and the item's queue name and tenant (for Charge), and the latest token
+// of its lease, which the heartbeats move on (for Fence and Runs). It
+// keeps no copy of the lease: one is made for every item a runner
+// handles, and the lease's size would be garbage on every one.
 type handling struct {
-	q     contract.WorkQueue
-	lease contract.Lease
-	token atomic.Int64
+	q             contract.WorkQueue
+	queue, tenant string
+	token         atomic.Int64
 }
 
 type handlingKey struct{}
