@@ -147,9 +147,13 @@ func loadFunction(ctx context.Context, c redis.UniversalClient, sc *script) erro
 }
 
 // functionsRefused reports whether err says the server will not load
-// functions at all: it does not know the command (before Redis 7), or
-// the user may not run it (ACL).
+// these functions at all: it does not know the command (before Redis 7),
+// the user may not run it (ACL), or it cannot compile or register the
+// library (a server whose Lua differs from Redis's). A transient error
+// (a failover, a server still loading) is not a refusal: the call fails
+// with it and is retried.
 func functionsRefused(err error) bool {
 	msg := err.Error()
-	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command")
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
+		strings.Contains(msg, "Error registering functions") || strings.Contains(msg, "Error compiling function")
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -43,5 +44,23 @@ func TestFunctionLibraries(t *testing.T) {
 	}
 	if !scriptStateGet.readOnly || scriptClaim.readOnly {
 		t.Error("state_get must be read-only and claim not")
+	}
+}
+
+// TestFunctionsRefused: the replies that turn a store to EVALSHA for
+// good, and the transient ones that do not.
+func TestFunctionsRefused(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"ERR unknown command 'FUNCTION', with args beginning with: 'LOAD' 'REPLACE' ":   true,
+		"NOPERM User nofn has no permissions to run the 'function|load' command":        true,
+		"ERR Error registering functions: user_function:3: attempt to call a nil value": true,
+		"ERR Error compiling function: user_function:1: unexpected symbol":              true,
+		"LOADING Redis is loading the dataset in memory":                                false,
+		"READONLY You can't write against a read only replica.":                         false,
+		"dial tcp 127.0.0.1:6379: connect: connection refused":                          false,
+	} {
+		if got := functionsRefused(errors.New(msg)); got != want {
+			t.Errorf("functionsRefused(%q) = %v, want %v", msg, got, want)
+		}
 	}
 }
