@@ -298,9 +298,9 @@ func (l *queueLoop) work() {
 func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
 	ctx, cancel := context.WithCancelCause(l.rn.handlerCtx)
 	defer cancel(nil)
-	h := &handling{q: l.rn.r.q, queue: lease.Item.Queue, tenant: lease.Item.Tenant}
+	h := &handling{Context: ctx, q: l.rn.r.q, queue: lease.Item.Queue, tenant: lease.Item.Tenant}
 	h.token.Store(lease.Token)
-	ctx = context.WithValue(ctx, handlingKey{}, h)
+	ctx = h
 	l.rn.beats.watch(s, lease, cancel, &h.token)
 
 	err := l.call(ctx, lease)
