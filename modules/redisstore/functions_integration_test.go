@@ -5,6 +5,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,5 +146,57 @@ func TestScriptModes(t *testing.T) {
 	_, err = redisstore.NewQueue(admin, nil, redisstore.Settings{Scripts: "lua"})
 	if ve, ok := errors.AsType[*contract.ValidationError](err); !ok || ve.Field != "Settings.Scripts" {
 		t.Errorf("Settings.Scripts \"lua\": %v; want a ValidationError naming Settings.Scripts", err)
+	}
+}
+
+// TestPruneFunctions, on a server of its own: a library of another
+// release (same naming, another hash) and a user's own library beside
+// this release's; the listing names each for what it is, the dry run
+// deletes nothing, the prune deletes the other release's only, and the
+// queue goes on (its next call would load its own again if needed).
+func TestPruneFunctions(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.StartServer(t).Client(t, nil)
+	q, err := redisstore.NewQueue(c, nil, redisstore.Settings{Volatile: true, Namespace: redistest.Namespace(t, c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	roundTrip(t, q, "a")
+	stale := "adk_claim_00000000000000aa"
+	for _, lib := range []string{
+		"#!lua name=" + stale + "\nredis.register_function('" + stale + "', function() return 1 end)",
+		"#!lua name=mine\nredis.register_function('mine', function() return 1 end)",
+	} {
+		if err := c.FunctionLoad(ctx, lib).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := redisstore.PruneFunctions(ctx, c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep) != 1 || !slices.Equal(rep[0].Stale, []string{stale}) || rep[0].Deleted || len(rep[0].Current) == 0 ||
+		!slices.Contains(redisstore.FunctionLibraries(), rep[0].Current[0]) {
+		t.Fatalf("dry run: %+v; want %s stale, this release's current, nothing deleted", rep, stale)
+	}
+	rep, err = redisstore.PruneFunctions(ctx, c, true)
+	if err != nil || len(rep) != 1 || !rep[0].Deleted {
+		t.Fatalf("prune: %+v, %v", rep, err)
+	}
+	libs, err := c.FunctionList(ctx, redis.FunctionListQuery{}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range libs {
+		names = append(names, l.Name)
+	}
+	if slices.Contains(names, stale) || !slices.Contains(names, "mine") || !slices.Contains(names, rep[0].Current[0]) {
+		t.Errorf("after the prune the server holds %v; want %s gone, mine and this release's kept", names, stale)
+	}
+	roundTrip(t, q, "b")
+	if rep, err := redisstore.PruneFunctions(ctx, c, true); err != nil || len(rep[0].Stale) != 0 || rep[0].Deleted {
+		t.Errorf("a second prune: %+v, %v; want nothing stale", rep, err)
 	}
 }

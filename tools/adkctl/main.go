@@ -117,6 +117,7 @@ verbs (adkctl <verb> --help for the flags and more examples):
                                adkctl health
   schema print|apply|verify  the PostgreSQL schema of pgstore
                                adkctl schema apply --dsn postgres://localhost/dev
+  redis functions            list the Redis function libraries of this release and of others (--yes deletes the others')
   redis migrate-layout       move queues an earlier release wrote into this key layout (dry run without --yes)
                                adkctl redis migrate-layout --redis-namespace adk --yes
 

@@ -16,6 +16,16 @@ import (
 )
 
 const redisHelp = `usage: adkctl redis migrate-layout [--redis-namespace NS] [--yes] [flags]
+       adkctl redis functions [--yes] [flags]
+
+functions lists the Redis function libraries the stores load (one per
+script, named adk_<script>_<hash>) on the server, or on every master of a
+cluster: those of this release and those of other releases, which an
+upgrade leaves loaded. With --yes it deletes the other releases' (FUNCTION
+DELETE). That is safe while processes of another release still run: the
+next call of one finds its function missing and loads it again.
+Libraries not named like adk's are never touched. Without --yes it exits 1
+when there are other releases' libraries, 0 when there are none.
 
 migrate-layout moves the queues of one Redis namespace written by an adk
 release before declared keys into the key layout of this one. That layout
@@ -58,6 +68,8 @@ the master that serves it (the error names it when the server given does
 not), or call RedisWorkQueue.MigrateLayout with a ClusterClient.
 
 examples:
+  adkctl redis functions                                       # list; exit 1 if an earlier release's are loaded
+  adkctl redis functions --yes                                 # delete those
   adkctl redis migrate-layout                                  # dry run, namespace "adk"
   adkctl redis migrate-layout --redis-namespace jobs --yes     # with every worker stopped
   adkctl redis migrate-layout --json
@@ -109,8 +121,10 @@ func (a *app) redis(ctx context.Context, args []string) int {
 		return exitOK
 	case "migrate-layout":
 		return a.migrateLayout(ctx, args[1:])
+	case "functions":
+		return a.redisFunctions(ctx, args[1:])
 	}
-	fmt.Fprintf(a.stderr, "adkctl redis: unknown command %q: the command is migrate-layout (adkctl redis --help)\n", args[0])
+	fmt.Fprintf(a.stderr, "adkctl redis: unknown command %q: the commands are migrate-layout and functions (adkctl redis --help)\n", args[0])
 	return exitUsage
 }
 
@@ -260,4 +274,76 @@ func (c *command) printLayout(r redisstore.LayoutReport) error {
 		"whose record is gone or was queued again by the new release (the old release skipped them too); PLACED: tenants\n"+
 		"with queued items but no place in the rotation, put at its back; PLACEHOLDERS: entries missing, written.")
 	return nil
+}
+
+// functionsOut is `adkctl redis functions --json`.
+type functionsOut struct {
+	Deleted bool                 `json:"deleted"`
+	Servers []functionsServerOut `json:"servers"`
+}
+
+type functionsServerOut struct {
+	Server  string   `json:"server"`
+	Current []string `json:"current"`
+	Stale   []string `json:"stale"`
+}
+
+func (a *app) redisFunctions(ctx context.Context, args []string) int {
+	c := a.command("redis functions", redisHelp, false)
+	yes := c.fs.Bool("yes", false, "delete the libraries of other releases (without it: list them and change nothing)")
+	if code, done := c.parse(args); done {
+		return code
+	}
+	if c.backing.Kind() != backing.Redis {
+		return c.report(usagef("functions works on the Redis backing: set ADK_REDIS_DSN or pass --redis"))
+	}
+	return c.exec(ctx, true, func(ctx context.Context) error {
+		q, ok := c.b.Queue.(*redisstore.RedisWorkQueue)
+		if !ok {
+			return fmt.Errorf("the Redis backing opened as %T, not a redisstore queue", c.b.Queue)
+		}
+		rep, err := q.Functions(ctx)
+		if err != nil {
+			return err
+		}
+		stale := 0
+		for _, r := range rep {
+			stale += len(r.Stale)
+		}
+		if *yes && stale > 0 {
+			if rep, err = q.PruneFunctions(ctx); err != nil {
+				return err
+			}
+		}
+		out := functionsOut{Deleted: *yes && stale > 0, Servers: []functionsServerOut{}}
+		for _, r := range rep {
+			out.Servers = append(out.Servers, functionsServerOut{Server: r.Server, Current: r.Current, Stale: r.Stale})
+		}
+		if c.json {
+			if err := c.emit(out); err != nil {
+				return err
+			}
+		} else {
+			tw := c.table("SERVER", "THIS RELEASE", "OTHER RELEASES", "NOTE")
+			for _, r := range out.Servers {
+				what := ""
+				if out.Deleted && len(r.Stale) > 0 {
+					what = "deleted"
+				}
+				row(tw, clean(r.Server), strconv.Itoa(len(r.Current)), strconv.Itoa(len(r.Stale)), what)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, r := range out.Servers {
+				for _, n := range r.Stale {
+					fmt.Fprintf(c.stdout, "%s: %s\n", clean(r.Server), clean(n))
+				}
+			}
+		}
+		if stale > 0 && !*yes {
+			return &refusal{fmt.Sprintf("%s of other releases loaded; nothing changed: rerun with --yes to delete them", plural(stale, "library", "libraries"))}
+		}
+		return nil
+	})
 }

@@ -154,3 +154,52 @@ func TestMigrateLayoutVerb(t *testing.T) {
 		t.Errorf("preflight after the migration: %v", err)
 	}
 }
+
+// TestFunctionsVerb, on a server of its own: adkctl redis functions
+// lists this release's libraries and another release's (exit 1, nothing
+// deleted), --yes deletes the other release's only, and a second run has
+// nothing to do.
+func TestFunctionsVerb(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartServer(t)
+	client := srv.Client(t, nil)
+	q, err := redisstore.NewQueue(client, nil, redisstore.Settings{Volatile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	stale := "adk_enqueue_0000000000000abc"
+	if err := client.FunctionLoad(ctx, "#!lua name="+stale+"\nredis.register_function('"+stale+"', function() return 1 end)").Err(); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ADK_REDIS_DSN": "redis://" + srv.Addr() + "/0"}
+	code, out, errOut := runArgs(t, env, "redis", "functions", "--redis-volatile")
+	if code != exitFailed || !strings.Contains(out, stale) || !strings.Contains(errOut, "1 library of other releases loaded; nothing changed") {
+		t.Errorf("list: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runArgs(t, env, "redis", "functions", "--redis-volatile", "--json")
+	var listed functionsOut
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || code != exitFailed || listed.Deleted || len(listed.Servers) != 1 ||
+		len(listed.Servers[0].Stale) != 1 || len(listed.Servers[0].Current) == 0 {
+		t.Fatalf("list --json: exit %d, %v\n%s", code, err, out)
+	}
+	if n, err := client.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: stale}).Result(); err != nil || len(n) != 1 {
+		t.Fatalf("the listing deleted the other release's library: %v, %v", n, err)
+	}
+	code, out, errOut = runArgs(t, env, "redis", "functions", "--redis-volatile", "--yes")
+	if code != exitOK || !strings.Contains(out, "deleted") {
+		t.Errorf("--yes: exit %d\n%s%s", code, out, errOut)
+	}
+	if n, err := client.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: stale}).Result(); err != nil || len(n) != 0 {
+		t.Errorf("after --yes the other release's library is still there: %v, %v", n, err)
+	}
+	if n, err := client.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: listed.Servers[0].Current[0]}).Result(); err != nil || len(n) != 1 {
+		t.Errorf("after --yes this release's %s is gone: %v, %v", listed.Servers[0].Current[0], n, err)
+	}
+	if code, out, errOut := runArgs(t, env, "redis", "functions", "--redis-volatile"); code != exitOK {
+		t.Errorf("a second run: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -16,7 +16,7 @@ func TestMigrateLayoutUsage(t *testing.T) {
 		want string
 	}{
 		{nil, []string{"redis"}, exitUsage, "usage: adkctl redis migrate-layout"},
-		{nil, []string{"redis", "frob"}, exitUsage, "the command is migrate-layout"},
+		{nil, []string{"redis", "frob"}, exitUsage, "the commands are migrate-layout and functions"},
 		{nil, []string{"redis", "migrate-layout"}, exitUsage, "ADK_REDIS_DSN"},
 		{map[string]string{"ADK_POSTGRES_DSN": "postgres://u:hunter2@127.0.0.1:1/x"}, []string{"redis", "migrate-layout"}, exitUsage, "works on the Redis backing"},
 		{redisEnv, []string{"redis", "migrate-layout", "--namespace", "a", "--redis-namespace", "b"}, exitUsage, "differ"},
