@@ -200,3 +200,46 @@ func TestPruneFunctions(t *testing.T) {
 		t.Errorf("a second prune: %+v, %v; want nothing stale", rep, err)
 	}
 }
+
+// TestPruneFunctionsCluster: on a three-master cluster the first calls
+// load this release's libraries on every master, and PruneFunctions
+// reports each master and deletes another release's library from the
+// one that holds it.
+func TestPruneFunctionsCluster(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.StartCluster(t, 3)
+	cc := cl.Client(t, nil)
+	q, err := redisstore.NewQueue(cc, nil, redisstore.Settings{Volatile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	roundTrip(t, q, "a")
+	stale := "adk_complete_00000000000000ff"
+	one := cl.Nodes[1].Client(t, nil)
+	if err := one.FunctionLoad(ctx, "#!lua name="+stale+"\nredis.register_function('"+stale+"', function() return 1 end)").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := q.Functions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep) != 3 {
+		t.Fatalf("%d servers reported; want the 3 masters: %+v", len(rep), rep)
+	}
+	for _, r := range rep {
+		if len(r.Current) == 0 {
+			t.Errorf("%s holds none of this release's libraries after a round trip: every master should", r.Server)
+		}
+		if want := r.Server == cl.Nodes[1].Addr(); (len(r.Stale) == 1) != want {
+			t.Errorf("%s: stale %v", r.Server, r.Stale)
+		}
+	}
+	if _, err := q.PruneFunctions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := one.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: stale}).Result(); err != nil || len(n) != 0 {
+		t.Errorf("after the prune %s still holds %s: %v, %v", cl.Nodes[1].Addr(), stale, n, err)
+	}
+	roundTrip(t, q, "b")
+}
