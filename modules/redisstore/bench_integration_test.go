@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,24 +161,8 @@ func benchClaimCompleteOn(b *testing.B, client redis.UniversalClient, s redissto
 // scriptTime returns the microseconds the server has spent in FCALL, EVALSHA
 // and EVAL since its statistics were last reset.
 func scriptTime(b *testing.B, c redis.UniversalClient) int64 {
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_fcall") {
-			continue
-		}
-		for _, f := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(f, "usec="); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				total += n
-			}
-		}
-	}
-	return total
+	t := commandTime(b, c)
+	return t["fcall"] + t["evalsha"] + t["eval"]
 }
 
 // BenchmarkEvalBaseline is the yardstick of §9: unpipelined EVALSHA of a

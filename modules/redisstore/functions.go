@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -81,17 +80,7 @@ func PruneFunctions(ctx context.Context, c redis.UniversalClient, apply bool) ([
 		mu.Unlock()
 		return nil
 	}
-	var err error
-	switch cc := c.(type) {
-	case *redis.ClusterClient:
-		err = cc.ForEachMaster(ctx, prune)
-	case *redis.Ring:
-		err = cc.ForEachShard(ctx, prune)
-	case *redis.Client:
-		err = prune(ctx, cc)
-	default:
-		return nil, fmt.Errorf("redisstore: PruneFunctions takes a *redis.Client, *redis.ClusterClient or *redis.Ring, not a %T", c)
-	}
+	err := eachServer(ctx, c, prune)
 	slices.SortFunc(out, func(a, b FunctionsReport) int { return strings.Compare(a.Server, b.Server) })
 	return out, err
 }

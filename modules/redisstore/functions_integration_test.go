@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,26 +43,6 @@ func TestFunctionLibrariesLoad(t *testing.T) {
 	if len(listed) != len(libs) {
 		t.Errorf("FUNCTION LIST holds %d libraries; want the %d loaded", len(listed), len(libs))
 	}
-}
-
-// commandCalls returns the server's call count of each command in
-// names (INFO commandstats).
-func commandCalls(t *testing.T, c *redis.Client, names ...string) map[string]int64 {
-	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		for _, n := range names {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+n+":calls="); ok {
-				v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-				out[n] = v
-			}
-		}
-	}
-	return out
 }
 
 // roundTrip enqueues, claims and completes one item through q.
@@ -104,10 +83,10 @@ func TestScriptModes(t *testing.T) {
 	}
 	watch := func(name string, run func(), fcall, evalsha bool) {
 		t.Helper()
-		before := commandCalls(t, admin, "fcall", "evalsha", "eval")
+		before := commandTime(t, admin)
 		run()
-		after := commandCalls(t, admin, "fcall", "evalsha", "eval")
-		df, de := after["fcall"]-before["fcall"], after["evalsha"]+after["eval"]-before["evalsha"]-before["eval"]
+		after := commandTime(t, admin)
+		df, de := after["#fcall"]-before["#fcall"], after["#evalsha"]+after["#eval"]-before["#evalsha"]-before["#eval"]
 		if (df > 0) != fcall || (de > 0) != evalsha {
 			t.Errorf("%s: %d FCALLs and %d EVALSHA/EVALs; want FCALLs %v, EVALSHAs %v", name, df, de, fcall, evalsha)
 		}

@@ -115,7 +115,7 @@ func BenchmarkLifecycleOneTenant(b *testing.B) {
 
 // commandTime reads the time (µs) of every command from INFO commandstats,
 // and under "#" and the command's name how many calls it had.
-func commandTime(b *testing.B, c redis.UniversalClient) map[string]int64 {
+func commandTime(b testing.TB, c redis.UniversalClient) map[string]int64 {
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)

@@ -133,17 +133,30 @@ func (w writeWait) send(ctx context.Context, c redis.UniversalClient, sc *script
 	return v, nil
 }
 
-// loadFunction loads sc's library on the server, or on every master of
-// a cluster (and every shard of a ring): a call may reach any of them.
+// loadFunction loads sc's library on every server a call may reach (on
+// the one the client reaches when it is none of go-redis's own types).
 func loadFunction(ctx context.Context, c redis.UniversalClient, sc *script) error {
-	load := func(ctx context.Context, n *redis.Client) error { return n.FunctionLoadReplace(ctx, sc.lib).Err() }
-	switch cc := c.(type) {
-	case *redis.ClusterClient:
-		return cc.ForEachMaster(ctx, load)
-	case *redis.Ring:
-		return cc.ForEachShard(ctx, load)
+	switch c.(type) {
+	case *redis.Client, *redis.ClusterClient, *redis.Ring:
+		return eachServer(ctx, c, func(ctx context.Context, n *redis.Client) error {
+			return n.FunctionLoadReplace(ctx, sc.lib).Err()
+		})
 	}
 	return c.FunctionLoadReplace(ctx, sc.lib).Err()
+}
+
+// eachServer runs fn on the server c reaches, on every master of a
+// cluster, or on every shard of a ring.
+func eachServer(ctx context.Context, c redis.UniversalClient, fn func(context.Context, *redis.Client) error) error {
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		return cc.ForEachMaster(ctx, fn)
+	case *redis.Ring:
+		return cc.ForEachShard(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, cc)
+	}
+	return fmt.Errorf("redisstore: the client is a %T; give a *redis.Client, *redis.ClusterClient or *redis.Ring", c)
 }
 
 // functionsRefused reports whether err says the server will not load
