@@ -4,41 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/adkit/adk/modules/contract"
 )
-
-// handling is a handler's context: the context it wraps (the item's
-// own, cancelled when its lease is lost or cancelled), and what it
-// carries of the item: the queue, the item's queue name and tenant (for
-// Charge), and the latest token of its lease, which the heartbeats move
-// on (for Fence and Runs). It is the context itself, rather than a value
-// added to one, and keeps no copy of the lease: one is made for every
-// item a runner handles, and anything more would be garbage on every
-// one.
-type handling struct {
-	context.Context
-	q             contract.WorkQueue
-	queue, tenant string
-	token         atomic.Int64
-}
-
-type handlingKey struct{}
-
-// Value returns the handling itself for handlingKey, and what the
-// wrapped context holds otherwise.
-func (h *handling) Value(key any) any {
-	if _, ok := key.(handlingKey); ok {
-		return h
-	}
-	return h.Context.Value(key)
-}
-
-func handlingOf(ctx context.Context) *handling {
-	h, _ := ctx.Value(handlingKey{}).(*handling)
-	return h
-}
 
 // Fence returns the latest token of the lease the handler runs under:
 // the claim's Token until the first heartbeat, then the one the last

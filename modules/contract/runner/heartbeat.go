@@ -53,11 +53,10 @@ type beatSlot struct {
 	// gone is why the lease is no longer this worker's, nil while it
 	// holds it: the *contract.LeaseLostError or *contract.CancelledError
 	// a heartbeat got.
-	gone   error
-	cancel context.CancelCauseFunc
-	// token is the handler's copy of lease.Token (what Fence reads),
-	// moved on with every heartbeat.
-	token   *atomic.Int64
+	gone error
+	// h is the handler's context: cancelled when the lease is gone, and
+	// its token (what Fence reads) moved on with every heartbeat.
+	h       *handling
 	due     time.Duration // the next beat, from heartbeats.base
 	beating bool
 	beat    sync.WaitGroup // a beat in progress
@@ -81,12 +80,12 @@ func (h *heartbeats) newSlot() *beatSlot {
 	return s
 }
 
-// watch starts heartbeating lease, whose handler's context cancel
-// cancels; each new token a beat obtains is stored in token.
-func (h *heartbeats) watch(s *beatSlot, lease contract.Lease, cancel context.CancelCauseFunc, token *atomic.Int64) {
+// watch starts heartbeating lease, whose handler's context is hc; each
+// new token a beat obtains is stored in hc's token.
+func (h *heartbeats) watch(s *beatSlot, lease contract.Lease, hc *handling) {
 	due := h.now() + h.every
 	s.mu.Lock()
-	s.active, s.lease, s.gone, s.cancel, s.token, s.due = true, lease, nil, cancel, token, due
+	s.active, s.lease, s.gone, s.h, s.due = true, lease, nil, hc, due
 	s.mu.Unlock()
 	// A scan clears isArmed before it reads the slots: either it sees
 	// this item, or this load sees the cleared flag and arms the timer.
@@ -105,7 +104,7 @@ func (h *heartbeats) unwatch(s *beatSlot) (contract.Lease, error) {
 	s.beat.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cancel, s.token = nil, nil
+	s.h = nil
 	return s.lease, s.gone
 }
 
@@ -160,7 +159,7 @@ func (h *heartbeats) extend(s *beatSlot) {
 	defer s.beat.Done()
 	rn := h.rn
 	s.mu.Lock()
-	cur, cancel := s.lease, s.cancel
+	cur, hc := s.lease, s.h
 	s.mu.Unlock()
 	ctx, c := context.WithTimeout(rn.detached, rn.cfg.SettleTimeout)
 	next, err := rn.r.q.Heartbeat(ctx, cur, rn.cfg.LeaseFor)
@@ -171,7 +170,7 @@ func (h *heartbeats) extend(s *beatSlot) {
 	switch {
 	case err == nil:
 		s.lease = next
-		s.token.Store(next.Token)
+		hc.token.Store(next.Token)
 	case gone != nil:
 		s.gone = gone
 	}
@@ -183,13 +182,13 @@ func (h *heartbeats) extend(s *beatSlot) {
 	case gone != nil:
 		// A cancelled item is the queue's to close: the handler stops,
 		// and nothing more is written for its lease.
-		cancel(gone)
+		hc.end(gone)
 	case err != nil:
 		rn.report(err, "heartbeat failed", "queue", cur.Item.Queue, "tenant", cur.Item.Tenant, "id", cur.Item.ID)
 		// Past its expiry the lease may be reaped and given to another
 		// worker at any moment; stop the handler rather than run twice.
 		if !rn.cfg.Clock.Now().Before(cur.ExpiresAt) {
-			cancel(fmt.Errorf("runner: lease expired at %v after heartbeats failed: %w", cur.ExpiresAt, contract.ErrLeaseExpired))
+			hc.end(fmt.Errorf("runner: lease expired at %v after heartbeats failed: %w", cur.ExpiresAt, contract.ErrLeaseExpired))
 		}
 	}
 	if goOn {

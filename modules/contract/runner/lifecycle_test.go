@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -100,8 +101,16 @@ func TestCancelReachesTheHandlersContext(t *testing.T) {
 }
 
 // The heartbeat right after a cancel is the one that stops the handler:
-// here the cancel lands inside the first heartbeat call.
+// here the cancel lands inside the first heartbeat call. A handler that
+// only polls Err (whose context's cancellation is never made) learns it
+// the same way, and its cause.
 func TestFirstHeartbeatAfterCancelStopsTheHandler(t *testing.T) {
+	for _, wait := range []string{"Done", "Err"} {
+		t.Run(wait, func(t *testing.T) { firstHeartbeatAfterCancel(t, wait == "Done") })
+	}
+}
+
+func firstHeartbeatAfterCancel(t *testing.T, done bool) {
 	clock := newClock()
 	store := newStore(clock)
 	c, q := wrapCountingLC(store)
@@ -116,7 +125,12 @@ func TestFirstHeartbeatAfterCancelStopsTheHandler(t *testing.T) {
 	}
 	causes := make(chan error, 1)
 	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
-		<-ctx.Done()
+		if done {
+			<-ctx.Done()
+		}
+		for ctx.Err() == nil {
+			runtime.Gosched()
+		}
 		if n := c.heartbeats.Load(); n != 1 {
 			t.Errorf("the handler was stopped after %d heartbeats; want the first", n)
 		}

@@ -296,14 +296,11 @@ func (l *queueLoop) work() {
 // process runs the handler on one lease, heartbeating meanwhile, and
 // settles the outcome.
 func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
-	ctx, cancel := context.WithCancelCause(l.rn.handlerCtx)
-	defer cancel(nil)
-	h := &handling{Context: ctx, q: l.rn.r.q, queue: lease.Item.Queue, tenant: lease.Item.Tenant}
-	h.token.Store(lease.Token)
-	ctx = h
-	l.rn.beats.watch(s, lease, cancel, &h.token)
+	h := newHandling(l.rn.handlerCtx, l.rn.r.q, lease)
+	defer h.end(nil)
+	l.rn.beats.watch(s, lease, h)
 
-	err := l.call(ctx, lease)
+	err := l.call(h, lease)
 
 	// Stop heartbeating before reading the lease, so the settle presents
 	// the last token a heartbeat obtained.
@@ -312,13 +309,13 @@ func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
 		l.rn.done.add(current)
 		return
 	}
-	l.unsuccessful(ctx, cancel, lease, current, gone, err)
+	l.unsuccessful(h, lease, current, gone, err)
 }
 
 // unsuccessful settles an item whose handler failed, snoozed or waits,
 // or whose lease was lost or cancelled; the log fields are built here,
 // off the path of items that succeed.
-func (l *queueLoop) unsuccessful(ctx context.Context, cancel context.CancelCauseFunc, lease, current contract.Lease, gone, err error) {
+func (l *queueLoop) unsuccessful(h *handling, lease, current contract.Lease, gone, err error) {
 	rn := l.rn
 	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
 	if _, ok := gone.(*contract.CancelledError); ok {
@@ -335,17 +332,17 @@ func (l *queueLoop) unsuccessful(ctx context.Context, cancel context.CancelCause
 	// happened meanwhile (a shutdown's grace running out included).
 	what, serr := "fail", error(nil)
 	if sn, ok := errors.AsType[*SnoozeError](err); ok {
-		what, serr = "snooze", l.snooze(sctx, ctx, log, current, sn)
+		what, serr = "snooze", l.snooze(sctx, h, log, current, sn)
 	} else if w, ok := errors.AsType[*WaitError](err); ok {
-		what, serr = "wait", l.wait(sctx, ctx, log, current, w)
+		what, serr = "wait", l.wait(sctx, h, log, current, w)
 	} else {
-		serr = l.fail(sctx, ctx, log, current, err)
+		serr = l.fail(sctx, h, log, current, err)
 	}
 	switch c, ok := errors.AsType[*contract.CancelledError](serr); {
 	case ok:
 		// Cancelled since the last heartbeat: the queue wrote nothing
 		// the settle asked for, and the item is cancelled now.
-		cancel(c)
+		h.end(c)
 		log.Info("item cancelled while the handler ran; nothing more is written for it", "handler_err", err)
 	case serr != nil:
 		rn.report(serr, what+" failed; the lease will expire and be reaped", "queue", l.name, "tenant", lease.Item.Tenant, "id", lease.Item.ID)
