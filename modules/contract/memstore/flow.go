@@ -17,7 +17,8 @@ import (
 
 // flowState is a tenant's flow-control standing in a queue.
 type flowState struct {
-	own    *contract.Limits // the tenant's own limits, nil for the default
+	own    contract.Limits // the tenant's own limits, when hasOwn
+	hasOwn bool            // false: the queue's default applies
 	bucket contract.RateBucket
 	credit int // items served in its current turn
 	// usage is the budget usage by slot, for slots slotMillis wide.
@@ -27,8 +28,8 @@ type flowState struct {
 
 // limitsFor returns the limits that apply to tq.
 func (q *queue) limitsFor(tq *tenantQueue) contract.Limits {
-	if tq.flow.own != nil {
-		return *tq.flow.own
+	if tq.flow.hasOwn {
+		return tq.flow.own
 	}
 	return q.defLimits
 }
@@ -46,13 +47,15 @@ func (s *store) SetLimits(ctx context.Context, name, tenant string, l contract.L
 		q.defLimits = l
 	case l.IsZero():
 		delete(q.limits, tenant)
-		q.tenant(tenant).flow.own = nil
+		tq := q.tenant(tenant)
+		tq.flow.own, tq.flow.hasOwn = contract.Limits{}, false
 	default:
 		if q.limits == nil {
 			q.limits = make(map[string]contract.Limits)
 		}
 		q.limits[tenant] = l
-		q.tenant(tenant).flow.own = &l
+		tq := q.tenant(tenant)
+		tq.flow.own, tq.flow.hasOwn = l, true
 	}
 	q.limited = !q.defLimits.IsZero() || len(q.limits) > 0
 	s.wake(name, s.clock.Now())
@@ -204,7 +207,7 @@ func (q *queue) nextAllowed(now time.Time, r *contract.ClaimReport, seen map[*te
 		r.Note(why, until)
 	}
 	var found *tenantQueue
-	q.due.Ascend(nil, func(_ int64, tq *tenantQueue) bool {
+	q.due.Ascend(func(_ int64, tq *tenantQueue) bool {
 		why, until := q.held(tq, q.limitsFor(tq), now)
 		if why == contract.HeldNone {
 			found = tq
@@ -269,7 +272,7 @@ func (s *store) FlowStatus(ctx context.Context, name string) ([]contract.TenantF
 	// the tenants' entries are all there is to list.
 	names := make([]string, 0, len(q.tenants))
 	for n, tq := range q.tenants {
-		if tq.flow.own != nil || tq.queued() > 0 || tq.leased > 0 || tq.dead > 0 {
+		if tq.flow.hasOwn || tq.queued() > 0 || tq.leased > 0 || tq.dead > 0 {
 			names = append(names, n)
 		}
 	}
@@ -277,7 +280,7 @@ func (s *store) FlowStatus(ctx context.Context, name string) ([]contract.TenantF
 	for _, n := range names {
 		tq := q.tenants[n]
 		l := q.limitsFor(tq)
-		own := tq.flow.own != nil
+		own := tq.flow.hasOwn
 		live := tq.leased - expired[n]
 		why, until := q.heldWith(tq, l, now, live)
 		out = append(out, contract.TenantFlow{

@@ -1,10 +1,12 @@
 package memstore
 
-// readySet holds a tenant's due items: one tree per priority in use,
+import "slices"
+
+// readySet holds a tenant's due items: one level per priority in use,
 // highest first, each ordered by due time then seq. Items of one priority
-// arrive mostly in order, so each tree grows at its end however the
-// priorities of a batch are mixed, and a tenant that uses no priorities
-// has one tree, as it had before priorities existed.
+// arrive mostly in order, so each level grows at its end (where ordered
+// keeps them in a ring) however the priorities of a batch are mixed, and
+// a tenant that uses no priorities has one level.
 type readySet struct {
 	levels []readyLevel // by rank, ascending (priority descending)
 	n      int
@@ -12,32 +14,30 @@ type readySet struct {
 
 type readyLevel struct {
 	rank int
-	t    *tree[readyKey, *entry]
+	t    ordered[readyKey, *entry] // held here, not behind a pointer: one cache line fewer per claim
 }
 
-// level returns the tree of rank, creating it when create is set.
-func (r *readySet) level(rank int, create bool) *tree[readyKey, *entry] {
-	for i, l := range r.levels {
-		switch {
+// level returns the items of rank, adding a level for it when create is
+// set. The pointer is good until the next level is added or dropped.
+func (r *readySet) level(rank int, create bool) *ordered[readyKey, *entry] {
+	i := 0
+	for ; i < len(r.levels); i++ {
+		switch l := &r.levels[i]; {
 		case l.rank == rank:
-			return l.t
+			return &l.t
 		case l.rank > rank:
 			if !create {
 				return nil
 			}
-			t := newTree[readyKey, *entry](cmpDue)
-			r.levels = append(r.levels, readyLevel{})
-			copy(r.levels[i+1:], r.levels[i:])
-			r.levels[i] = readyLevel{rank: rank, t: t}
-			return t
+			r.levels = slices.Insert(r.levels, i, readyLevel{rank: rank, t: *newOrdered[readyKey, *entry](cmpDue)})
+			return &r.levels[i].t
 		}
 	}
 	if !create {
 		return nil
 	}
-	t := newTree[readyKey, *entry](cmpDue)
-	r.levels = append(r.levels, readyLevel{rank: rank, t: t})
-	return t
+	r.levels = append(r.levels, readyLevel{rank: rank, t: *newOrdered[readyKey, *entry](cmpDue)})
+	return &r.levels[i].t
 }
 
 // Put adds e under k.
@@ -48,7 +48,7 @@ func (r *readySet) Put(k readyKey, e *entry) {
 	r.n += t.Len() - before
 }
 
-// Delete removes k, dropping its priority's tree when it empties.
+// Delete removes k, dropping its priority's level when it empties.
 func (r *readySet) Delete(k readyKey) {
 	t := r.level(k.rank, false)
 	if t == nil || !t.Delete(k) {
@@ -56,12 +56,7 @@ func (r *readySet) Delete(k readyKey) {
 	}
 	r.n--
 	if t.Len() == 0 {
-		for i, l := range r.levels {
-			if l.t == t {
-				r.levels = append(r.levels[:i], r.levels[i+1:]...)
-				break
-			}
-		}
+		r.levels = slices.DeleteFunc(r.levels, func(l readyLevel) bool { return l.rank == k.rank })
 	}
 }
 
@@ -88,7 +83,7 @@ func (r *readySet) Len() int { return r.n }
 func (r *readySet) Ascend(fn func(readyKey, *entry) bool) {
 	for _, l := range r.levels {
 		goOn := true
-		l.t.Ascend(nil, func(k readyKey, e *entry) bool {
+		l.t.Ascend(func(k readyKey, e *entry) bool {
 			goOn = fn(k, e)
 			return goOn
 		})

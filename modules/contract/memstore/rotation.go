@@ -23,7 +23,7 @@ type queue struct {
 	tenants map[string]*tenantQueue
 	items   int   // items of every state
 	turn    int64 // the last stamp given
-	due     *tree[int64, *tenantQueue]
+	due     *ordered[int64, *tenantQueue]
 	waiting *tree[waitKey, *tenantQueue]
 	leases  *tree[leaseKey, *entry]
 	dead    *tree[int64, *entry]
@@ -61,7 +61,7 @@ type tenantQueue struct {
 	// due, by due time. promote moves items from later to ready as they
 	// fall due.
 	ready     readySet
-	later     *tree[readyKey, *entry]
+	later     tree[readyKey, *entry]
 	leased    int
 	dead      int
 	waiting   int
@@ -146,7 +146,7 @@ func newQueue(name string) *queue {
 	return &queue{
 		name:    name,
 		tenants: make(map[string]*tenantQueue),
-		due:     newTree[int64, *tenantQueue](cmpInt64),
+		due:     newOrdered[int64, *tenantQueue](cmpInt64),
 		waiting: newTree[waitKey, *tenantQueue](cmpWait),
 		leases:  newTree[leaseKey, *entry](cmpLease),
 		dead:    newTree[int64, *entry](cmpInt64),
@@ -172,7 +172,7 @@ func (s *store) queue(name string) *queue {
 func (q *queue) tenant(name string) *tenantQueue {
 	tq := q.tenants[name]
 	if tq == nil {
-		tq = &tenantQueue{name: name, later: newTree[readyKey, *entry](cmpDue)}
+		tq = &tenantQueue{name: name, later: *newTree[readyKey, *entry](cmpDue)}
 		q.tenants[name] = tq
 	}
 	return tq
@@ -184,19 +184,22 @@ func (s *store) push(q *queue, tq *tenantQueue, e *entry, due time.Time, now tim
 	s.seq++
 	e.ready = readyKey{rank: -e.item.Priority, due: due, seq: s.seq}
 	e.item.State = contract.StateQueued
-	if tq.place == unplaced {
-		q.turn++
-		tq.stamp = q.turn
-		tq.flow.credit = 0
-	} else {
-		q.unplace(tq)
-	}
 	if due.After(now) {
 		e.isLater = true
 		tq.later.Put(e.ready, e)
 	} else {
 		e.isLater = false
 		tq.ready.Put(e.ready, e)
+	}
+	switch tq.place {
+	case inDue:
+		return // it has due work already: where it stands does not change
+	case unplaced:
+		q.turn++
+		tq.stamp = q.turn
+		tq.flow.credit = 0
+	default:
+		q.unplace(tq)
 	}
 	q.place(tq, now)
 }
