@@ -38,12 +38,18 @@
 // and Fail with the lease's token still succeed: nobody else holds it.
 //
 // One mutex guards the store. Every operation is O(log n) in the items,
-// runs and tenants involved (balanced trees index the ready items, the
-// rotation, the leases by expiry and the dead letters), apart from
+// runs and tenants involved, apart from
 // Tenants' search for each tenant's oldest due item and the tenant and
 // error filters of the dead-letter calls, which scan what they report on.
-// A small record of every queue and tenant seen is kept for the life of
-// the store, so that Served counts survive a tenant running dry.
+// Balanced trees index the leases by expiry and the dead letters. The
+// ready items of each priority and the rotation sit in sorted rings
+// instead, as they mostly arrive at one end and leave from the other: a
+// claim then takes neighbouring slots in O(1) rather than descending a
+// tree, and only what arrives between the ends (a retried item due
+// before newer ones, a tenant back with the place it kept) goes to a
+// tree beside the ring. A small record of every queue and tenant seen is
+// kept for the life of the store, so that Served counts survive a tenant
+// running dry.
 //
 // The package holds no test faults: the mutation table that proves the
 // suites catch a broken store lives in mutation_test.go as edits to these

@@ -213,34 +213,32 @@ func (o *ordered[K, V]) Min() (K, V, bool) {
 	return s.key, s.val, true
 }
 
-// Ascend calls fn on every key in order until it returns false.
+// Ascend calls fn on every key in order until it returns false. The
+// keys beside the ring are merged in as the walk meets them, so a walk
+// that stops early reads no further than it went.
 func (o *ordered[K, V]) Ascend(fn func(K, V) bool) {
-	var side []slot[K, V]
-	if o.sided() {
-		side = make([]slot[K, V], 0, o.side.Len())
-		o.side.Ascend(nil, func(k K, v V) bool {
-			side = append(side, slot[K, V]{key: k, val: v})
-			return true
-		})
-	}
-	for i := range o.n {
-		s := o.at(i)
-		if s.hole {
-			continue
-		}
-		for len(side) > 0 && o.cmp(side[0].key, s.key) < 0 {
-			if !fn(side[0].key, side[0].val) {
+	i, goOn := 0, true
+	// ring calls fn on the ring's keys from i on, those below bound only
+	// when there is one.
+	ring := func(bound *K) {
+		for ; goOn && i < o.n; i++ {
+			s := o.at(i)
+			if s.hole {
+				continue
+			}
+			if bound != nil && o.cmp(s.key, *bound) > 0 {
 				return
 			}
-			side = side[1:]
-		}
-		if !fn(s.key, s.val) {
-			return
+			goOn = fn(s.key, s.val)
 		}
 	}
-	for _, s := range side {
-		if !fn(s.key, s.val) {
-			return
-		}
+	if o.sided() {
+		o.side.Ascend(nil, func(k K, v V) bool {
+			if ring(&k); goOn {
+				goOn = fn(k, v)
+			}
+			return goOn
+		})
 	}
+	ring(nil)
 }
