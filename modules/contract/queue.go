@@ -239,6 +239,7 @@ type CompleteClaimer interface {
 	// due and nothing was lost). A req.Max of 0 only completes. Bad input
 	// in either half is refused before anything is sent. Any other error
 	// leaves the completes in an unknown state: complete them again and
-	// expect some to be reported lost.
+	// expect some to be reported lost. Like Complete, it does not keep
+	// the done slice after it returns.
 	CompleteAndClaim(ctx context.Context, done []Lease, req ClaimRequest) ([]Lease, error)
 }

@@ -102,6 +102,7 @@ func (l *queueLoop) claim(ctx context.Context, n int) ([]contract.Lease, error) 
 	if len(done) == 0 {
 		return rn.r.q.Claim(ctx, req)
 	}
+	defer rn.done.recycle(done) // the call keeps no slice, nor does settle below
 	leases, err := rn.cc.CompleteAndClaim(ctx, done, req)
 	if rn.done.notCompleted(err, len(done), false) {
 		// The other completes landed and the claim went ahead; only the
