@@ -42,8 +42,9 @@
 // Tenants' search for each tenant's oldest due item and the tenant and
 // error filters of the dead-letter calls, which scan what they report on.
 // Balanced trees index the leases by expiry and the dead letters. The
-// ready items of each priority and the rotation sit in sorted rings
-// instead, as they mostly arrive at one end and leave from the other: a
+// ready items of each priority, the rotation and the finished items kept
+// sit in sorted rings instead, as they mostly arrive at one end and leave
+// from the other: a
 // claim then takes neighbouring slots in O(1) rather than descending a
 // tree, and only what arrives between the ends (a retried item due
 // before newer ones, a tenant back with the place it kept) goes to a

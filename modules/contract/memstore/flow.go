@@ -207,7 +207,7 @@ func (q *queue) nextAllowed(now time.Time, r *contract.ClaimReport, seen map[*te
 		r.Note(why, until)
 	}
 	var found *tenantQueue
-	q.due.Ascend(func(_ int64, tq *tenantQueue) bool {
+	q.due.Ascend(nil, func(_ int64, tq *tenantQueue) bool {
 		why, until := q.held(tq, q.limitsFor(tq), now)
 		if why == contract.HeldNone {
 			found = tq

@@ -94,7 +94,7 @@ func (s *store) Rotation(ctx context.Context, name string, n int) (contract.Rota
 	// their items fall due.
 	now := s.clock.Now()
 	var due, later []*tenantQueue
-	q.due.Ascend(func(_ int64, tq *tenantQueue) bool { due = append(due, tq); return true })
+	q.due.Ascend(nil, func(_ int64, tq *tenantQueue) bool { due = append(due, tq); return true })
 	q.waiting.Ascend(nil, func(k waitKey, tq *tenantQueue) bool {
 		if k.at.After(now) {
 			later = append(later, tq)

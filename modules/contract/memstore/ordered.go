@@ -213,13 +213,20 @@ func (o *ordered[K, V]) Min() (K, V, bool) {
 	return s.key, s.val, true
 }
 
-// Ascend calls fn on every key in order until it returns false. The
-// keys beside the ring are merged in as the walk meets them, so a walk
-// that stops early reads no further than it went.
-func (o *ordered[K, V]) Ascend(fn func(K, V) bool) {
+// Ascend calls fn on every key in order, starting at the first key above
+// after (at the smallest key when after is nil), until fn returns false.
+// The keys beside the ring are merged in as the walk meets them, so a
+// walk that stops early reads no further than it went.
+func (o *ordered[K, V]) Ascend(after *K, fn func(K, V) bool) {
 	i, goOn := 0, true
-	// ring calls fn on the ring's keys from i on, those below bound only
-	// when there is one.
+	if after != nil {
+		var found bool
+		if i, found = o.search(*after); found {
+			i++
+		}
+	}
+	// ring calls fn on the ring's keys from i on, up to bound when there
+	// is one.
 	ring := func(bound *K) {
 		for ; goOn && i < o.n; i++ {
 			s := o.at(i)
@@ -233,7 +240,43 @@ func (o *ordered[K, V]) Ascend(fn func(K, V) bool) {
 		}
 	}
 	if o.sided() {
-		o.side.Ascend(nil, func(k K, v V) bool {
+		o.side.Ascend(after, func(k K, v V) bool {
+			if ring(&k); goOn {
+				goOn = fn(k, v)
+			}
+			return goOn
+		})
+	}
+	ring(nil)
+}
+
+// Descend calls fn on every key in reverse order, starting at the largest
+// key at or below atMost (at the largest key when atMost is nil), until
+// fn returns false.
+func (o *ordered[K, V]) Descend(atMost *K, fn func(K, V) bool) {
+	i, goOn := o.n-1, true
+	if atMost != nil {
+		var found bool
+		if i, found = o.search(*atMost); !found {
+			i--
+		}
+	}
+	// ring calls fn on the ring's keys from i down, down to bound when
+	// there is one.
+	ring := func(bound *K) {
+		for ; goOn && i >= 0; i-- {
+			s := o.at(i)
+			if s.hole {
+				continue
+			}
+			if bound != nil && o.cmp(s.key, *bound) < 0 {
+				return
+			}
+			goOn = fn(s.key, s.val)
+		}
+	}
+	if o.sided() {
+		o.side.Descend(atMost, func(k K, v V) bool {
 			if ring(&k); goOn {
 				goOn = fn(k, v)
 			}

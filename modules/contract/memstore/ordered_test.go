@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -92,7 +93,7 @@ func TestOrderedAgainstTree(t *testing.T) {
 				}
 				if step%997 == 0 {
 					var got, want []int64
-					o.Ascend(func(k, v int64) bool { got = append(got, k, v); return true })
+					o.Ascend(nil, func(k, v int64) bool { got = append(got, k, v); return true })
 					tr.Ascend(nil, func(k, v int64) bool { want = append(want, k, v); return true })
 					if len(got) != len(want) {
 						t.Fatalf("step %d: Ascend gave %d keys, want %d", step, len(got)/2, len(want)/2)
@@ -102,9 +103,29 @@ func TestOrderedAgainstTree(t *testing.T) {
 							t.Fatalf("step %d: Ascend differs at %d: %d, want %d", step, i/2, got[i], want[i])
 						}
 					}
+					// Bounded walks both ways, from a key that may or may not be there.
+					b := key()
+					got, want = got[:0], want[:0]
+					o.Ascend(&b, func(k, v int64) bool { got = append(got, k, v); return len(got) < 40 })
+					tr.Ascend(&b, func(k, v int64) bool { want = append(want, k, v); return len(want) < 40 })
+					if !slices.Equal(got, want) {
+						t.Fatalf("step %d: Ascend after %d = %v, want %v", step, b, got, want)
+					}
+					got, want = got[:0], want[:0]
+					o.Descend(&b, func(k, v int64) bool { got = append(got, k, v); return len(got) < 40 })
+					tr.Descend(&b, func(k, v int64) bool { want = append(want, k, v); return len(want) < 40 })
+					if !slices.Equal(got, want) {
+						t.Fatalf("step %d: Descend from %d = %v, want %v", step, b, got, want)
+					}
+					got, want = got[:0], want[:0]
+					o.Descend(nil, func(k, v int64) bool { got = append(got, k, v); return true })
+					tr.Descend(nil, func(k, v int64) bool { want = append(want, k, v); return true })
+					if !slices.Equal(got, want) {
+						t.Fatalf("step %d: Descend = %v, want %v", step, got, want)
+					}
 					if len(got) > 2 { // stopping early stops
 						n := 0
-						o.Ascend(func(int64, int64) bool { n++; return n < 2 })
+						o.Ascend(nil, func(int64, int64) bool { n++; return n < 2 })
 						if n != 2 {
 							t.Fatalf("step %d: Ascend went on after fn returned false (%d calls)", step, n)
 						}
@@ -156,12 +177,12 @@ func TestOrderedHoles(t *testing.T) {
 	o.Put(25, 2) // between the ends: beside the ring
 	o.Delete(30)
 	var seen []int64
-	o.Ascend(func(k, _ int64) bool { seen = append(seen, k); return k < 25 })
+	o.Ascend(nil, func(k, _ int64) bool { seen = append(seen, k); return k < 25 })
 	if len(seen) != 2 || seen[0] != 10 || seen[1] != 25 {
 		t.Fatalf("Ascend saw %v, want [10 25]", seen)
 	}
 	seen = seen[:0]
-	o.Ascend(func(k, _ int64) bool { seen = append(seen, k); return false })
+	o.Ascend(nil, func(k, _ int64) bool { seen = append(seen, k); return false })
 	if len(seen) != 1 {
 		t.Fatalf("Ascend went on after false: %v", seen)
 	}

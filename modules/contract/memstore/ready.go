@@ -83,7 +83,7 @@ func (r *readySet) Len() int { return r.n }
 func (r *readySet) Ascend(fn func(readyKey, *entry) bool) {
 	for _, l := range r.levels {
 		goOn := true
-		l.t.Ascend(func(k readyKey, e *entry) bool {
+		l.t.Ascend(nil, func(k readyKey, e *entry) bool {
 			goOn = fn(k, e)
 			return goOn
 		})

@@ -47,7 +47,7 @@ type queue struct {
 	// transitions take the history hooks.
 	ret      contract.Retention
 	keeping  bool
-	finished *tree[finKey, *entry] // completed and cancelled items, by FinishedAt
+	finished *ordered[finKey, *entry] // completed and cancelled items, by FinishedAt
 	ids      map[string]*entry     // every item by ID, those of one ID chained by nextID
 	log      []contract.Event      // ring of the latest QueueEventLog events
 	logSeq   int64                 // the seq of the last event logged
@@ -155,7 +155,7 @@ func newQueue(name string) *queue {
 		timeouts:  newTree[readyKey, *entry](cmpDue),
 		cancelled: newTree[readyKey, *entry](cmpDue),
 
-		finished: newTree[finKey, *entry](cmpFin),
+		finished: newOrdered[finKey, *entry](cmpFin),
 		ids:      make(map[string]*entry),
 	}
 }
