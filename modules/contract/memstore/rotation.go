@@ -48,9 +48,9 @@ type queue struct {
 	ret      contract.Retention
 	keeping  bool
 	finished *ordered[finKey, *entry] // completed and cancelled items, by FinishedAt
-	ids      map[string]*entry     // every item by ID, those of one ID chained by nextID
-	log      []contract.Event      // ring of the latest QueueEventLog events
-	logSeq   int64                 // the seq of the last event logged
+	ids      map[string]*entry        // every item by ID, those of one ID chained by nextID
+	log      []contract.Event         // ring of the latest QueueEventLog events
+	logSeq   int64                    // the seq of the last event logged
 }
 
 // tenantQueue is one tenant's part of a queue.
