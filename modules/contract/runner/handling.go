@@ -108,6 +108,10 @@ func (h *handling) Value(key any) any {
 	return h.parent.Value(key)
 }
 
+// String names the context, as the context package's own types do, so
+// that printing one reads none of its fields.
+func (h *handling) String() string { return "runner.handlerContext" }
+
 type handlingKey struct{}
 
 func handlingOf(ctx context.Context) *handling {

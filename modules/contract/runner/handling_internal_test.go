@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,6 +40,9 @@ func TestHandlingContext(t *testing.T) {
 		}
 		if _, ok := h.Deadline(); ok {
 			t.Fatal("a deadline the parent does not have")
+		}
+		if got := fmt.Sprint(h); got != "runner.handlerContext" {
+			t.Fatalf("printed as %q", got)
 		}
 	})
 
