@@ -222,3 +222,47 @@ func TestPruneFunctionsCluster(t *testing.T) {
 	}
 	roundTrip(t, q, "b")
 }
+
+// TestPruneFunctionsRing is TestPruneFunctionsCluster on a redis.Ring of
+// two servers: the queue's keys live on one shard, but a missing
+// function is loaded on every shard, and the listing and the prune reach
+// every shard too.
+func TestPruneFunctionsRing(t *testing.T) {
+	ctx := context.Background()
+	servers := []*redistest.Server{redistest.StartServer(t), redistest.StartServer(t)}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": servers[0].Addr(), "b": servers[1].Addr()}})
+	t.Cleanup(func() { _ = ring.Close() })
+	q, err := redisstore.NewQueue(ring, nil, redisstore.Settings{Volatile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	roundTrip(t, q, "a")
+	stale := "adk_complete_00000000000000ff"
+	other := servers[1].Client(t, nil)
+	if err := other.FunctionLoad(ctx, "#!lua name="+stale+"\nredis.register_function('"+stale+"', function() return 1 end)").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := q.Functions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep) != 2 {
+		t.Fatalf("%d servers reported; want both shards: %+v", len(rep), rep)
+	}
+	for _, r := range rep {
+		if len(r.Current) == 0 {
+			t.Errorf("%s holds none of this release's libraries after a round trip: every shard should", r.Server)
+		}
+		if want := r.Server == servers[1].Addr(); (len(r.Stale) == 1) != want {
+			t.Errorf("%s: stale %v", r.Server, r.Stale)
+		}
+	}
+	if _, err := q.PruneFunctions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := other.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: stale}).Result(); err != nil || len(n) != 0 {
+		t.Errorf("after the prune %s still holds %s: %v, %v", servers[1].Addr(), stale, n, err)
+	}
+	roundTrip(t, q, "b")
+}
