@@ -185,42 +185,13 @@ func TestPruneFunctions(t *testing.T) {
 // reports each master and deletes another release's library from the
 // one that holds it.
 func TestPruneFunctionsCluster(t *testing.T) {
-	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
-	cc := cl.Client(t, nil)
-	q, err := redisstore.NewQueue(cc, nil, redisstore.Settings{Volatile: true})
+	q, err := redisstore.NewQueue(cl.Client(t, nil), nil, redisstore.Settings{Volatile: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	roundTrip(t, q, "a")
-	stale := "adk_complete_00000000000000ff"
-	one := cl.Nodes[1].Client(t, nil)
-	if err := one.FunctionLoad(ctx, "#!lua name="+stale+"\nredis.register_function('"+stale+"', function() return 1 end)").Err(); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := q.Functions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep) != 3 {
-		t.Fatalf("%d servers reported; want the 3 masters: %+v", len(rep), rep)
-	}
-	for _, r := range rep {
-		if len(r.Current) == 0 {
-			t.Errorf("%s holds none of this release's libraries after a round trip: every master should", r.Server)
-		}
-		if want := r.Server == cl.Nodes[1].Addr(); (len(r.Stale) == 1) != want {
-			t.Errorf("%s: stale %v", r.Server, r.Stale)
-		}
-	}
-	if _, err := q.PruneFunctions(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := one.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: stale}).Result(); err != nil || len(n) != 0 {
-		t.Errorf("after the prune %s still holds %s: %v, %v", cl.Nodes[1].Addr(), stale, n, err)
-	}
-	roundTrip(t, q, "b")
+	pruneEverywhere(t, q, 3, cl.Nodes[1])
 }
 
 // TestPruneFunctionsRing is TestPruneFunctionsCluster on a redis.Ring of
@@ -228,7 +199,6 @@ func TestPruneFunctionsCluster(t *testing.T) {
 // function is loaded on every shard, and the listing and the prune reach
 // every shard too.
 func TestPruneFunctionsRing(t *testing.T) {
-	ctx := context.Background()
 	servers := []*redistest.Server{redistest.StartServer(t), redistest.StartServer(t)}
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": servers[0].Addr(), "b": servers[1].Addr()}})
 	t.Cleanup(func() { _ = ring.Close() })
@@ -237,32 +207,43 @@ func TestPruneFunctionsRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
+	pruneEverywhere(t, q, 2, servers[1])
+}
+
+// pruneEverywhere runs q once, so that this release's libraries are
+// loaded, loads another release's library on stale (one of q's servers
+// of servers), then checks that Functions reports every server with
+// this release's libraries and stale alone with the other one, that
+// PruneFunctions deletes it, and that q still runs.
+func pruneEverywhere(t *testing.T, q *redisstore.RedisWorkQueue, servers int, stale *redistest.Server) {
+	t.Helper()
+	ctx := context.Background()
 	roundTrip(t, q, "a")
-	stale := "adk_complete_00000000000000ff"
-	other := servers[1].Client(t, nil)
-	if err := other.FunctionLoad(ctx, "#!lua name="+stale+"\nredis.register_function('"+stale+"', function() return 1 end)").Err(); err != nil {
+	lib := "adk_complete_00000000000000ff"
+	holder := stale.Client(t, nil)
+	if err := holder.FunctionLoad(ctx, "#!lua name="+lib+"\nredis.register_function('"+lib+"', function() return 1 end)").Err(); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := q.Functions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep) != 2 {
-		t.Fatalf("%d servers reported; want both shards: %+v", len(rep), rep)
+	if len(rep) != servers {
+		t.Fatalf("%d servers reported; want %d: %+v", len(rep), servers, rep)
 	}
 	for _, r := range rep {
 		if len(r.Current) == 0 {
-			t.Errorf("%s holds none of this release's libraries after a round trip: every shard should", r.Server)
+			t.Errorf("%s holds none of this release's libraries after a round trip: every server should", r.Server)
 		}
-		if want := r.Server == servers[1].Addr(); (len(r.Stale) == 1) != want {
+		if want := r.Server == stale.Addr(); (len(r.Stale) == 1) != want {
 			t.Errorf("%s: stale %v", r.Server, r.Stale)
 		}
 	}
 	if _, err := q.PruneFunctions(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := other.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: stale}).Result(); err != nil || len(n) != 0 {
-		t.Errorf("after the prune %s still holds %s: %v, %v", servers[1].Addr(), stale, n, err)
+	if n, err := holder.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: lib}).Result(); err != nil || len(n) != 0 {
+		t.Errorf("after the prune %s still holds %s: %v, %v", stale.Addr(), lib, n, err)
 	}
 	roundTrip(t, q, "b")
 }

@@ -146,14 +146,7 @@ func (a *app) migrateLayout(ctx context.Context, args []string) int {
 		}
 		c.backing.RedisNamespace = ns
 	}
-	if c.backing.Kind() != backing.Redis {
-		return c.report(usagef("migrate-layout works on the Redis backing: set ADK_REDIS_DSN or pass --redis"))
-	}
-	return c.exec(ctx, true, func(ctx context.Context) error {
-		q, ok := c.b.Queue.(*redisstore.RedisWorkQueue)
-		if !ok {
-			return fmt.Errorf("the Redis backing opened as %T, not a redisstore queue", c.b.Queue)
-		}
+	return c.execRedis(ctx, "migrate-layout", func(ctx context.Context, q *redisstore.RedisWorkQueue) error {
 		c.warnPreflight()
 		if err := c.servesNamespace(ctx, q.Settings().Namespace); err != nil {
 			return err
@@ -294,14 +287,7 @@ func (a *app) redisFunctions(ctx context.Context, args []string) int {
 	if code, done := c.parse(args); done {
 		return code
 	}
-	if c.backing.Kind() != backing.Redis {
-		return c.report(usagef("functions works on the Redis backing: set ADK_REDIS_DSN or pass --redis"))
-	}
-	return c.exec(ctx, true, func(ctx context.Context) error {
-		q, ok := c.b.Queue.(*redisstore.RedisWorkQueue)
-		if !ok {
-			return fmt.Errorf("the Redis backing opened as %T, not a redisstore queue", c.b.Queue)
-		}
+	return c.execRedis(ctx, "functions", func(ctx context.Context, q *redisstore.RedisWorkQueue) error {
 		rep, err := q.Functions(ctx)
 		if err != nil {
 			return err
@@ -345,5 +331,21 @@ func (a *app) redisFunctions(ctx context.Context, args []string) int {
 			return &refusal{fmt.Sprintf("%s of other releases loaded; nothing changed: rerun with --yes to delete them", plural(stale, "library", "libraries"))}
 		}
 		return nil
+	})
+}
+
+// execRedis runs body on the backing's Redis queue, as exec runs a verb;
+// verb names the command in the usage error when the backing is not
+// Redis.
+func (c *command) execRedis(ctx context.Context, verb string, body func(context.Context, *redisstore.RedisWorkQueue) error) int {
+	if c.backing.Kind() != backing.Redis {
+		return c.report(usagef("%s works on the Redis backing: set ADK_REDIS_DSN or pass --redis", verb))
+	}
+	return c.exec(ctx, true, func(ctx context.Context) error {
+		q, ok := c.b.Queue.(*redisstore.RedisWorkQueue)
+		if !ok {
+			return fmt.Errorf("the Redis backing opened as %T, not a redisstore queue", c.b.Queue)
+		}
+		return body(ctx, q)
 	})
 }
