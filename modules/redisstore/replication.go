@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -136,13 +137,21 @@ func (w writeWait) send(ctx context.Context, c redis.UniversalClient, sc *script
 // loadFunction loads sc's library on every server a call may reach (on
 // the one the client reaches when it is none of go-redis's own types).
 func loadFunction(ctx context.Context, c redis.UniversalClient, sc *script) error {
-	switch c.(type) {
-	case *redis.Client, *redis.ClusterClient, *redis.Ring:
-		return eachServer(ctx, c, func(ctx context.Context, n *redis.Client) error {
-			return n.FunctionLoadReplace(ctx, sc.lib).Err()
-		})
+	err := eachServer(ctx, c, func(ctx context.Context, n *redis.Client) error {
+		return n.FunctionLoadReplace(ctx, sc.lib).Err()
+	})
+	if _, ok := errors.AsType[*clientTypeError](err); ok {
+		return c.FunctionLoadReplace(ctx, sc.lib).Err()
 	}
-	return c.FunctionLoadReplace(ctx, sc.lib).Err()
+	return err
+}
+
+// clientTypeError is eachServer's answer for a client that is none of
+// go-redis's own types: it cannot tell which servers that one reaches.
+type clientTypeError struct{ client redis.UniversalClient }
+
+func (e *clientTypeError) Error() string {
+	return fmt.Sprintf("redisstore: the client is a %T; give a *redis.Client, *redis.ClusterClient or *redis.Ring", e.client)
 }
 
 // eachServer runs fn on the server c reaches, on every master of a
@@ -156,7 +165,7 @@ func eachServer(ctx context.Context, c redis.UniversalClient, fn func(context.Co
 	case *redis.Client:
 		return fn(ctx, cc)
 	}
-	return fmt.Errorf("redisstore: the client is a %T; give a *redis.Client, *redis.ClusterClient or *redis.Ring", c)
+	return &clientTypeError{client: c}
 }
 
 // functionsRefused reports whether err says the server will not load
