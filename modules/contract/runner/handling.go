@@ -30,10 +30,17 @@ type handling struct {
 	queue, tenant string
 	token         atomic.Int64
 
-	mu     sync.Mutex
-	ctx    context.Context // the item's own cancel context, once made
+	// made is the item's own cancel context once made: read without
+	// the lock, so Done in a handler's select loop costs what a cancel
+	// context's own Done does. mu orders making it against end.
+	made  atomic.Pointer[madeCtx]
+	mu    sync.Mutex
+	cause error // why it ended before the cancel context was made
+}
+
+type madeCtx struct {
+	ctx    context.Context
 	cancel context.CancelCauseFunc
-	cause  error // why it ended before ctx was made
 }
 
 func newHandling(parent context.Context, q contract.WorkQueue, lease contract.Lease) *handling {
@@ -42,25 +49,32 @@ func newHandling(parent context.Context, q contract.WorkQueue, lease contract.Le
 	return h
 }
 
-// made returns the item's cancel context, making it on first use,
+// ctx returns the item's cancel context, making it on first use,
 // cancelled at once with the cause of a cancel that came before.
-func (h *handling) made() context.Context {
+func (h *handling) ctx() context.Context {
+	if m := h.made.Load(); m != nil {
+		return m.ctx
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ctx == nil {
-		h.ctx, h.cancel = context.WithCancelCause(h.parent)
+	m := h.made.Load()
+	if m == nil {
+		m = &madeCtx{}
+		m.ctx, m.cancel = context.WithCancelCause(h.parent)
 		if h.cause != nil {
-			h.cancel(h.cause)
+			m.cancel(h.cause)
 		}
+		h.made.Store(m)
 	}
-	return h.ctx
+	return m.ctx
 }
 
 // end cancels the context with cause (context.Canceled when nil); the
 // first cause stays.
 func (h *handling) end(cause error) {
 	h.mu.Lock()
-	if h.ctx == nil {
+	m := h.made.Load()
+	if m == nil {
 		if h.cause == nil {
 			if cause == nil {
 				cause = context.Canceled
@@ -70,25 +84,27 @@ func (h *handling) end(cause error) {
 		h.mu.Unlock()
 		return
 	}
-	cancel := h.cancel
 	h.mu.Unlock()
-	cancel(cause)
+	m.cancel(cause)
 }
 
 // Deadline implements context.Context.
 func (h *handling) Deadline() (time.Time, bool) { return h.parent.Deadline() }
 
 // Done implements context.Context.
-func (h *handling) Done() <-chan struct{} { return h.made().Done() }
+func (h *handling) Done() <-chan struct{} { return h.ctx().Done() }
 
 // Err implements context.Context.
 func (h *handling) Err() error {
+	if m := h.made.Load(); m != nil {
+		return m.ctx.Err()
+	}
 	h.mu.Lock()
-	ctx, ended := h.ctx, h.cause != nil
+	m, ended := h.made.Load(), h.cause != nil
 	h.mu.Unlock()
 	switch {
-	case ctx != nil:
-		return ctx.Err()
+	case m != nil:
+		return m.ctx.Err()
 	case ended:
 		return context.Canceled
 	}
@@ -103,7 +119,7 @@ func (h *handling) Value(key any) any {
 		return h
 	}
 	if cancelCtxKey == nil || key == cancelCtxKey {
-		return h.made().Value(key)
+		return h.ctx().Value(key)
 	}
 	return h.parent.Value(key)
 }

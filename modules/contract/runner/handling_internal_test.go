@@ -49,12 +49,12 @@ func TestHandlingContext(t *testing.T) {
 	t.Run("ended before anything asked", func(t *testing.T) {
 		parent, _ := newParent(t)
 		h := newHandling(parent, nil, lease)
-		if h.ctx != nil {
+		if h.made.Load() != nil {
 			t.Fatal("the cancel context was made before anyone asked for it")
 		}
 		h.end(gone)
 		h.end(nil) // a second cause does not replace the first
-		if h.ctx != nil {
+		if h.made.Load() != nil {
 			t.Fatal("end made the cancel context")
 		}
 		if !errors.Is(h.Err(), context.Canceled) {
