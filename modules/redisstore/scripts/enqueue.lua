@@ -22,7 +22,7 @@ local seq = tonumber(seq0 or '0')
 local P = newPushes()
 P.now = now
 local added, wake = 0, false
-local cfg, hp = histCfg(LIFE)
+local cfg, hp, wide = histCfg(LIFE)
 local E = newEvents(cfg, QK, ARGV[2])
 -- Which items exist already: one HMGET for the batch (and a table for ids
 -- repeated within it), then one HSET of the new records.
@@ -116,6 +116,9 @@ if not seq0 then
 end
 if not hp then
   histPlaceholders(QK)
+end
+if not wide then
+  widen()
 end
 redis.call('HSET', ITEMS, unpack(recs))
 if #ids > 0 then

@@ -68,11 +68,12 @@ local function histOf(h, ra, rc, re)
   return c
 end
 
--- histCfg reads the queue's history state from its LIFE key life, and
--- whether its history placeholders were written.
+-- histCfg reads the queue's history state from its LIFE key life,
+-- whether its history placeholders were written, and whether its lease
+-- keys were widened (widen in queue_lib.lua).
 local function histCfg(life)
-  local v = redis.call('HMGET', life, 'h', 'ra', 'rc', 're', 'hp')
-  return histOf(v[1], v[2], v[3], v[4]), v[5] == '1'
+  local v = redis.call('HMGET', life, 'h', 'ra', 'rc', 're', 'hp', 'wd')
+  return histOf(v[1], v[2], v[3], v[4]), v[5] == '1', v[6] == '1'
 end
 
 local function ev(kind, at, f)

@@ -139,6 +139,9 @@ for _, h in ipairs(missing) do
     redis.call('HSET', h[2], '', '')
   end
 end
+if #missing > 0 then
+  widen() -- as the queue's first enqueue would have
+end
 if #adds > 0 then
   redis.call('ZADD', READY, unpack(adds))
   redis.call('HSET', ITEMS, unpack(recs))

@@ -27,8 +27,9 @@
 --                  length-prefixed fields in RECORD order; its state says
 --                  queued or dead, never leased
 --   LEASE    hash  ref -> 'token|expiry us|expiry ns|previous token|
---                  heartbeat nonce|worker' while the item is leased
---   LEASES   zset  leased refs by expiry (us)
+--                  heartbeat nonce|worker' while the item is leased; its
+--                  placeholder's value is WIDE (see widen)
+--   LEASES   zset  leased refs by expiry (us), and WIDE at +inf
 --   DEAD     zset  dead refs by dead seq
 --   TDEAD    zset  dead letters by tenant: score 0, member lp(tenant),
 --                  the dead seq as 16 hex digits, then the ref
@@ -62,7 +63,8 @@
 --                  are, 'p' '1' once any item had a priority (the claim
 --                  then reads the priority sections), 'w' '1' once any
 --                  item waited (the claim then ends the waits that timed
---                  out), 'm' how many leases carry a cancel mark
+--                  out), 'm' how many leases carry a cancel mark, 'wd'
+--                  '1' once LEASE and LEASES were widened
 --   WAITS    zset  waiting refs by when their wait times out (us)
 --   PARKED   zset  waiting refs by when they began to wait (us)
 --   CANCELS  zset  cancelled refs by when they were cancelled (us)
@@ -84,6 +86,26 @@ local READY, ROT, WAIT, TURNS, TURN, SEQ, ITEMS, LEASE, LEASES, DEAD, TDEAD, SER
 local LIFE, WAITS, PARKED, CANCELS, PDELAY = unpack(KEYS, 23, 27)
 local FIN, IDS, EVS, ELOG = unpack(KEYS, 28, 31)
 local function lp(s) return #s .. ':' .. s end
+
+-- WIDE is longer than 64 bytes and is no ref (a ref starts with a digit).
+-- Redis keeps a hash or sorted set with few short entries as one packed
+-- list, which it searches and shifts end to end on every write: LEASE and
+-- LEASES hold one entry per live lease (about a hundred for ten workers
+-- claiming ten each) and every claim and complete writes ten of them,
+-- which cost 2-3 times what the hashed encodings do. One entry longer
+-- than 64 bytes moves a key to the hashed encoding for good (an RDB
+-- load or a slot migration keeps it there too).
+local WIDE = '!no item: an entry over 64 bytes keeps this key out of the packed encoding'
+
+-- widen writes WIDE into LEASE (as its placeholder's value) and LEASES (a
+-- member at +inf, outside every range the scripts read), and marks LIFE.
+-- The first enqueue of a queue does it, and so does the next enqueue of a
+-- queue an earlier release created.
+local function widen()
+  redis.call('HSET', LEASE, '', WIDE)
+  redis.call('ZADD', LEASES, '+inf', WIDE)
+  redis.call('HSET', LIFE, 'wd', '1')
+end
 
 -- refsIn splits s from position pos into refs (each lp(tenant) lp(id),
 -- so a run of them needs no separator).
