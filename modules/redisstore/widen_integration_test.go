@@ -4,6 +4,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -15,11 +16,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestLeaseKeysHashed: a queue's lease hash and lease set are kept in
-// Redis's hashed encodings from its first enqueue on, and a queue whose
-// lease keys are still packed (as an earlier release left them) gets them
-// hashed by its next enqueue; the entry that does it is seen by no reader.
-func TestLeaseKeysHashed(t *testing.T) {
+// TestHotKeysHashed: a queue's lease hash and set, rotation, turns and
+// served counts are kept in Redis's hashed encodings from its first
+// enqueue on, and a queue whose keys are still packed (as an earlier
+// release left them) gets them hashed by its next enqueue; the entry that
+// does it is seen by no reader.
+func TestHotKeysHashed(t *testing.T) {
 	ctx := context.Background()
 	client := redistest.Client(t)
 	ns := redistest.Namespace(t, client)
@@ -28,41 +30,52 @@ func TestLeaseKeysHashed(t *testing.T) {
 	must(t, err)
 	defer q.Close()
 	p := "{" + ns + ":queue}:q:" + lp("default") + ":"
+	want := map[string]string{"lease": "hashtable", "leases": "skiplist", "rot": "skiplist", "turns": "hashtable", "served": "hashtable"}
 	check := func(when string) {
 		t.Helper()
-		if enc := client.ObjectEncoding(ctx, p+"lease").Val(); enc != "hashtable" {
-			t.Errorf("%s: lease hash encoded %q; want hashtable", when, enc)
-		}
-		if enc := client.ObjectEncoding(ctx, p+"leases").Val(); enc != "skiplist" {
-			t.Errorf("%s: lease set encoded %q; want skiplist", when, enc)
+		for k, enc := range want {
+			if got := client.ObjectEncoding(ctx, p+k).Val(); got != enc {
+				t.Errorf("%s: %s encoded %q; want %s", when, k, got, enc)
+			}
 		}
 	}
 	must(t, q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "1"}, contract.Item{Tenant: "a", ID: "2"}))
 	check("after the first enqueue")
 
-	// An earlier release's queue: packed lease keys holding only their
-	// placeholders, and no mark in the lifecycle hash.
+	// An earlier release's queue: packed keys holding only their
+	// placeholders (or the rotation's tenant), and no mark in the
+	// lifecycle hash.
 	must(t, client.HDel(ctx, p+"life", "wd").Err())
-	must(t, client.Del(ctx, p+"lease", p+"leases").Err())
+	must(t, client.Del(ctx, p+"lease", p+"leases", p+"rot", p+"turns", p+"served").Err())
 	must(t, client.HSet(ctx, p+"lease", "", "").Err())
 	must(t, client.ZAdd(ctx, p+"leases", redis.Z{Score: math.Inf(1), Member: ""}).Err())
+	must(t, client.ZAdd(ctx, p+"rot", redis.Z{Score: math.Inf(1), Member: ""}, redis.Z{Score: 1, Member: "a"}).Err())
+	must(t, client.HSet(ctx, p+"turns", "a", "1").Err())
 	if enc := client.ObjectEncoding(ctx, p+"leases").Val(); enc == "skiplist" {
 		t.Fatalf("the packed lease set of the earlier release's queue is already %q", enc)
 	}
 	must(t, q.Enqueue(ctx, contract.Item{Tenant: "b", ID: "1"}))
 	check("after the next enqueue")
 
-	// Readers see the leases only.
+	// Readers see the leases, tenants and turns only.
 	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 2})
 	must(t, err)
-	if len(ls) != 2 {
-		t.Fatalf("claimed %d; want 2", len(ls))
+	if len(ls) != 2 || ls[0].Item.Tenant == ls[1].Item.Tenant {
+		t.Fatalf("claimed %+v; want one item of a and one of b", ls)
+	}
+	rot, err := q.Rotation(ctx, "default", 10)
+	must(t, err)
+	if got := fmt.Sprint(rot.Order); got != "[a]" {
+		t.Errorf("rotation order %s; want [a] (b has nothing left)", got)
 	}
 	var leased int64
 	ts, err := q.Tenants(ctx, "default")
 	must(t, err)
 	for _, s := range ts {
 		leased += s.Leased
+		if s.Served != 1 {
+			t.Errorf("tenant %s served %d turns; want 1", s.Tenant, s.Served)
+		}
 	}
 	if leased != 2 {
 		t.Errorf("tenant stats count %d leases; want 2: %+v", leased, ts)

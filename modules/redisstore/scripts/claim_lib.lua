@@ -1072,10 +1072,22 @@ local function claimLease(c)
   if #c.turnsSet > 0 then -- a weighted tenant part-way through its turn keeps its stamp
     redis.call('HSET', TURNS, unpack(c.turnsSet))
   end
+  -- The turns served: one HINCRBY for a lone tenant, one HMGET and one
+  -- HSET for several (a HINCRBY each would be one call per tenant).
+  local sn, sby = {}, {}
   for i = 1, #c.L do
     if c.served[i] then
-      redis.call('HINCRBY', SERVED, c.L[i], c.served[i])
+      sn[#sn + 1], sby[#sby + 1] = c.L[i], c.served[i]
     end
+  end
+  if #sn == 1 then
+    redis.call('HINCRBY', SERVED, sn[1], sby[1])
+  elseif #sn > 1 then
+    local cur, set = redis.call('HMGET', SERVED, unpack(sn)), {}
+    for j, t in ipairs(sn) do
+      set[2 * j - 1], set[2 * j] = t, string.format('%d', (tonumber(cur[j]) or 0) + sby[j])
+    end
+    redis.call('HSET', SERVED, unpack(set))
   end
   if c.turn ~= c.turn0 then
     redis.call('SET', TURN, c.turn)

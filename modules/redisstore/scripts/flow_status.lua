@@ -9,10 +9,8 @@
 local now = tonumber(ARGV[1])
 local queued = {}
 for _, key in ipairs({ROT, WAIT}) do
-  for _, t in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-    if t ~= '' then
-      queued[#queued + 1] = t
-    end
+  for _, t in ipairs(redis.call('ZRANGE', key, '-inf', '(+inf', 'BYSCORE')) do
+    queued[#queued + 1] = t
   end
 end
 -- Tenants with dead letters: one lex step per tenant through TDEAD

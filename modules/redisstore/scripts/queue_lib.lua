@@ -30,6 +30,7 @@
 --                  heartbeat nonce|worker' while the item is leased; its
 --                  placeholder's value is WIDE (see widen)
 --   LEASES   zset  leased refs by expiry (us), and WIDE at +inf
+--                  (ROT, TURNS and SERVED below hold WIDE too)
 --   DEAD     zset  dead refs by dead seq
 --   TDEAD    zset  dead letters by tenant: score 0, member lp(tenant),
 --                  the dead seq as 16 hex digits, then the ref
@@ -64,7 +65,7 @@
 --                  then reads the priority sections), 'w' '1' once any
 --                  item waited (the claim then ends the waits that timed
 --                  out), 'm' how many leases carry a cancel mark, 'wd'
---                  '1' once LEASE and LEASES were widened
+--                  '1' once the queue's keys were widened (see widen)
 --   WAITS    zset  waiting refs by when their wait times out (us)
 --   PARKED   zset  waiting refs by when they began to wait (us)
 --   CANCELS  zset  cancelled refs by when they were cancelled (us)
@@ -87,23 +88,29 @@ local LIFE, WAITS, PARKED, CANCELS, PDELAY = unpack(KEYS, 23, 27)
 local FIN, IDS, EVS, ELOG = unpack(KEYS, 28, 31)
 local function lp(s) return #s .. ':' .. s end
 
--- WIDE is longer than 64 bytes and is no ref (a ref starts with a digit).
--- Redis keeps a hash or sorted set with few short entries as one packed
--- list, which it searches and shifts end to end on every write: LEASE and
--- LEASES hold one entry per live lease (about a hundred for ten workers
--- claiming ten each) and every claim and complete writes ten of them,
--- which cost 2-3 times what the hashed encodings do. One entry longer
--- than 64 bytes moves a key to the hashed encoding for good (an RDB
--- load or a slot migration keeps it there too).
-local WIDE = '!no item: an entry over 64 bytes keeps this key out of the packed encoding'
+-- WIDE is longer than 64 bytes and starts with a NUL byte, which no ref
+-- (it starts with a digit) and no tenant name (names may not hold one)
+-- does. Redis keeps a hash or sorted set with few short entries as one
+-- packed list, which it searches and shifts end to end on every write:
+-- LEASE and LEASES hold one entry per live lease (about a hundred for ten
+-- workers claiming ten each), ROT, TURNS and SERVED one per tenant, and a
+-- claim or complete writes ten of them at a time, at 2-3 times what the
+-- hashed encodings cost. One entry longer than 64 bytes moves a key to
+-- the hashed encoding for good (an RDB load or a slot migration keeps it
+-- there too).
+local WIDE = '\0no item: an entry over 64 bytes keeps this key out of the packed encoding'
 
--- widen writes WIDE into LEASE (as its placeholder's value) and LEASES (a
--- member at +inf, outside every range the scripts read), and marks LIFE.
--- The first enqueue of a queue does it, and so does the next enqueue of a
--- queue an earlier release created.
+-- widen writes WIDE into LEASE (as its placeholder's value), LEASES and
+-- ROT (members at +inf, outside every range the scripts read), TURNS and
+-- SERVED (fields valued '0', what a tenant without one reads), and marks
+-- LIFE. The first enqueue of a queue does it, and so does the next enqueue
+-- of a queue an earlier release created.
 local function widen()
   redis.call('HSET', LEASE, '', WIDE)
   redis.call('ZADD', LEASES, '+inf', WIDE)
+  redis.call('ZADD', ROT, '+inf', WIDE)
+  redis.call('HSET', TURNS, WIDE, '0')
+  redis.call('HSET', SERVED, WIDE, '0')
   redis.call('HSET', LIFE, 'wd', '1')
 end
 
