@@ -428,3 +428,44 @@ func TestQueuesListsKeptFinishedItems(t *testing.T) {
 		t.Fatalf("Queues after the prune = %v, %v; want none", names, err)
 	}
 }
+
+// TestIDIndexFollowsItems: the ID index Find reads holds a member for
+// each item the queue has and loses it when the item completes, whether
+// the completion came alone or carried into the next claim.
+func TestIDIndexFollowsItems(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	ns := redistest.Namespace(t, client)
+	q, err := redisstore.NewQueue(client, contracttest.NewFakeClock(contracttest.FakeEpoch), redisstore.Settings{Namespace: ns})
+	must(t, err)
+	defer q.Close()
+	index := func() []string {
+		ms, err := client.ZRange(ctx, "{"+ns+":queue}:q:"+lp("default")+":ids", 0, -1).Result()
+		must(t, err)
+		return ms
+	}
+	must(t, q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "i1"}, contract.Item{Tenant: "globex", ID: "i1"},
+		contract.Item{Tenant: "acme", ID: "job-22"}))
+	want := []string{"", lp("i1") + lp("acme"), lp("i1") + lp("globex"), lp("job-22") + lp("acme")}
+	if got := index(); !slices.Equal(got, want) {
+		t.Fatalf("ID index after the enqueue %q; want %q", got, want)
+	}
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 2})
+	must(t, err)
+	must(t, q.Complete(ctx, ls...))
+	left := map[string]bool{lp("i1") + lp("acme"): true, lp("i1") + lp("globex"): true, lp("job-22") + lp("acme"): true}
+	for _, l := range ls {
+		delete(left, lp(l.Item.ID)+lp(l.Item.Tenant))
+	}
+	if got := index(); len(got) != 2 || got[0] != "" || !left[got[1]] {
+		t.Fatalf("ID index after completing %d items %q; want the placeholder and the one left", len(ls), got)
+	}
+	rest, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+	must(t, err)
+	if _, err := q.CompleteAndClaim(ctx, rest, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1}); err != nil && !errors.Is(err, contract.ErrEmpty) {
+		t.Fatal(err)
+	}
+	if got := index(); !slices.Equal(got, []string{""}) {
+		t.Fatalf("ID index once every item completed %q; want the placeholder alone", got)
+	}
+}

@@ -130,6 +130,11 @@ func hex16(n int64) string {
 // dead-letter sets, and the suffix of its record key.
 func itemRef(tenant, id string) string { return lp(tenant) + lp(id) }
 
+// idMember is the item's member of its queue's ID index (IDS in
+// queue_lib.lua): lp(id) lp(tenant), so that an ID's items are one lex
+// range.
+func idMember(tenant, id string) string { return lp(id) + lp(tenant) }
+
 // parseRef splits an itemRef back into tenant and id.
 func parseRef(ref string) (tenant, id string, ok bool) {
 	tenant, rest, ok := cutLP(ref)

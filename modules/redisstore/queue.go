@@ -422,10 +422,10 @@ func claimedLeases(rows []any, name, worker string, exp time.Time) ([]contract.L
 }
 
 // completeArgs appends leases to keys and args in the groups the
-// complete script reads (per queue its six keys; the count, the queue's
-// wake channel, then ref and token per lease) and returns the position of each script
-// argument's lease in leases: the script names lost leases by their
-// 1-based place in the groups.
+// complete script reads (per queue its twelve keys; the count, the
+// queue's wake channel, then ref, token and ID index member per lease)
+// and returns the position of each script argument's lease in leases:
+// the script names lost leases by their 1-based place in the groups.
 func (q *workQueue) completeArgs(keys []string, args []any, leases []contract.Lease) ([]string, []any, []int) {
 	byQueue := map[string][]int{}
 	var names []string
@@ -443,7 +443,7 @@ func (q *workQueue) completeArgs(keys []string, args []any, leases []contract.Le
 		args = append(args, len(idx), wakeChannel(q.settings.Namespace, name))
 		for _, i := range idx {
 			l := leases[i]
-			args = append(args, itemRef(l.Item.Tenant, l.Item.ID), l.Token)
+			args = append(args, itemRef(l.Item.Tenant, l.Item.ID), l.Token, idMember(l.Item.Tenant, l.Item.ID))
 		}
 		order = append(order, idx...)
 	}
@@ -593,7 +593,7 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 	for start := 0; start < len(leases); start += 1000 {
 		chunk := leases[start:min(start+1000, len(leases))]
 		now := q.clock.Now()
-		keys, args, order := q.completeArgs(make([]string, 0, nCompleteKeys), append(make([]any, 0, 5+2*len(chunk)),
+		keys, args, order := q.completeArgs(make([]string, 0, nCompleteKeys), append(make([]any, 0, 5+3*len(chunk)),
 			nowMicros(now), nextMicrosHex(now), nanos(now)), chunk)
 		res, err := q.run(ctx, scriptComplete, keys, args...)
 		if err != nil {

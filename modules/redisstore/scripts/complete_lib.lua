@@ -7,9 +7,12 @@
 -- per group (the queue's ITEMS, LEASE, LEASES, FLAG, FSTATE, TLEASES, LIFE,
 -- CANCELS, FIN, IDS, EVS and ELOG), and
 -- from ARGV[fa] on, how many leases the group has, the queue's wake
--- channel, then ref and token per lease (ARGV[1] and ARGV[2] are the
--- caller's: now (us) and now+1us as 16 hex digits; ARGV[3] is now (ns)). It returns the 1-based positions (counted
--- over all groups) of the leases that were lost, ascending. Every group
+-- channel, then ref, token and ID index member per lease (the caller
+-- makes the member: cutting it from the ref here took more of the
+-- server's time than the ZREM that removes it). ARGV[1] and ARGV[2] are
+-- the caller's now (us) and now+1us as 16 hex digits; ARGV[3] is now
+-- (ns). It returns the 1-based positions (counted over all groups) of
+-- the leases that were lost, ascending. Every group
 -- is read before the first is written: completeRead reads and returns the
 -- positions lost and what to drop, completeWrite drops it.
 --
@@ -34,7 +37,7 @@ local function completeRead(fa, fk)
     local n = tonumber(ARGV[i])
     local refs = {}
     for j = 1, n do
-      refs[j] = ARGV[i + 2 * j]
+      refs[j] = ARGV[i + 3 * j - 1]
     end
     local vals = redis.call('HMGET', KEYS[key + 1], unpack(refs))
     local flow = redis.call('GET', KEYS[key + 3]) == '1'
@@ -49,8 +52,8 @@ local function completeRead(fa, fk)
         toks[v] = tok
       end
       k = k + 1
-      if tok and tok == ARGV[i + 1 + 2 * j] and not seen[ref] then
-        seen[ref] = true
+      if tok and tok == ARGV[i + 3 * j] and not seen[ref] then
+        seen[ref] = ARGV[i + 3 * j + 1] -- its ID index member
         ok[#ok + 1] = ref
         okPos[#ok] = k
       else
@@ -153,9 +156,9 @@ local function completeRead(fa, fk)
     if #ok > 0 or cancel then
       local marks = flow and #ok > 0 and capMarked(KEYS[key + 4], ok) or {}
       drops[#drops + 1] = {key, ok, flow = flow, marks = marks, wake = (#marks > 0 or cancel) and ARGV[i + 1], cancel = cancel,
-        gone = gone, keep = keep, E = E, hk = hk}
+        gone = gone, keep = keep, E = E, hk = hk, idOf = seen}
     end
-    i = i + 2 + 2 * n
+    i = i + 2 + 3 * n
     key = key + 12
   end
   return lost, drops
@@ -168,7 +171,7 @@ local function completeWrite(drops)
     local hk = d.hk or {life = KEYS[key + 6], fin = KEYS[key + 8], ids = KEYS[key + 9], evs = KEYS[key + 10], elog = KEYS[key + 11]}
     if #d.gone > 0 then
       redis.call('HDEL', KEYS[key], unpack(d.gone))
-      histDrop(hk, d.gone, d.hk ~= nil)
+      histDrop(hk, d.gone, d.hk ~= nil, d.idOf)
     end
     if d.keep and #d.keep > 0 then
       local set, fin = {}, {}

@@ -201,14 +201,15 @@ local function claimedAt(v)
 end
 
 -- histDrop removes the history of refs being deleted (their IDS members,
--- events and heartbeats) from the keys k (k.ids, k.evs).
-local function histDrop(k, refs, evs)
+-- events and heartbeats) from the keys k (k.ids, k.evs). idOf, when
+-- given, holds each ref's IDS member, made by the caller.
+local function histDrop(k, refs, evs, idOf)
   if #refs == 0 then
     return
   end
   local ids = {}
   for j, ref in ipairs(refs) do
-    ids[j] = idMember(ref)
+    ids[j] = idOf and idOf[ref] or idMember(ref)
   end
   redis.call('ZREM', k.ids, unpack(ids))
   if evs then
