@@ -137,7 +137,7 @@ local function endWaits()
     local r = decode(vals[k])
     if r and r.s == 'w' then
       local X = xget(r)
-      evAdd(E, ref, r.t, r.i, ev('timed_out', ARGV[3], {sig = X.ws}))
+      evAdd(E, ref, ev('timed_out', ARGV[3], {sig = X.ws}))
       X.rs, X.rp, X.rt, X.ra = X.ws, '', '1', X.wu
       X.ws, X.wsi, X.wu = '', '', ''
       xput(r, X)
@@ -1136,19 +1136,25 @@ local function claimLease(c)
   redis.call('ZADD', LEASES, unpack(lz))
   if EVC > 0 then
     -- A claimed event per item: its execution is its attempts so far
-    -- plus one.
+    -- plus one. Only that differs from item to item, so the event is
+    -- the batch's head and tail around it (ev's fields, in order), and
+    -- each distinct count is made once.
     local E = newEvents({ev = EVC}, QK, ARGV[3])
+    local head, tail = lp('claimed') .. lp(ARGV[3]) .. lp(ARGV[6]), lp(stok) .. '0:0:0:0:0:'
+    local execs = {}
     for j = 1, n do
-      -- The ref gives the tenant and id, so only the attempts are read.
       local a = recAttempts(out[j + 1])
-      local r = a and {a = a}
-      if r then
-        r.t, r.i = refParts(got[j])
-      else
-        r = decode(out[j + 1])
+      if not a then
+        local r = decode(out[j + 1])
+        a = r and r.a
       end
-      if r then
-        evAdd(E, got[j], r.t, r.i, ev('claimed', ARGV[3], {w = ARGV[6], a = string.format('%d', tonumber(r.a) + 1), tok = stok}))
+      if a then
+        local x = execs[a]
+        if not x then
+          x = lp(string.format('%d', tonumber(a) + 1))
+          execs[a] = x
+        end
+        evAdd(E, got[j], head .. x .. tail)
         E.claim[got[j]] = ARGV[3]
       end
     end

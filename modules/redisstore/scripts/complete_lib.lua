@@ -101,19 +101,19 @@ local function completeRead(fa, fk)
         claims = redis.call('HMGET', hk.evs, unpack(ok))
       end
       keep, gone = {}, {}
+      local workers = {}
       for j, ref in ipairs(ok) do
         -- The record as completed is made from its string where it can
         -- be (recFinish), without decoding and re-encoding it.
         -- A queue that keeps nothing, none of whose items ever asked for
         -- a uniqueness window, keeps none of these: their events need
-        -- only the attempts (the ref gives tenant and id).
+        -- only the attempts.
         local v = rs[j]
         local pk, nv, uf
         if not hist.keeps and not anyUnique then
           local a = recAttempts(v)
           if a then
             pk, uf = {a = a}, ''
-            pk.t, pk.i = refParts(ref)
             nv = true
           end
         else
@@ -132,7 +132,13 @@ local function completeRead(fa, fk)
         if r then
           local stay = hist.keeps or uf ~= ''
           if E then
-            local w = lrefs[ref] and string.match(lrefs[ref], '^%d+|%d+|%d+|%d*|[^|]*|(.*)$')
+            -- A claimed batch shares one lease value: its worker is cut once.
+            local lv = lrefs[ref]
+            local w = lv and workers[lv]
+            if lv and w == nil then
+              w = string.match(lv, '^%d+|%d+|%d+|%d*|[^|]*|(.*)$') or false
+              workers[lv] = w
+            end
             local at = claims and claimedAt(claims[j])
             local f = {w = w or '', a = string.format('%d', tonumber(r.a) + 1)}
             if at then
@@ -141,7 +147,7 @@ local function completeRead(fa, fk)
             if claims and claims[j] then
               E.cur[ref] = claims[j]
             end
-            evAdd(E, ref, r.t, r.i, ev('completed', E.now, f), not stay)
+            evAdd(E, ref, ev('completed', E.now, f), not stay)
           end
           if stay then
             keep[#keep + 1] = {ref, r, nv}
@@ -213,7 +219,7 @@ local function completeWrite(drops)
       r.s = 'c'
       redis.call('HSET', KEYS[key], ref, encode(r))
       redis.call('ZADD', hk.fin, 0, finMember(ARGV[1], r.t, r.i))
-      evAdd(d.E, ref, r.t, r.i, ev('cancelled', d.E and d.E.now or '', {why = X.cr}))
+      evAdd(d.E, ref, ev('cancelled', d.E and d.E.now or '', {why = X.cr}))
       redis.call('HDEL', KEYS[key + 1], ref)
       redis.call('ZREM', KEYS[key + 2], ref)
       redis.call('ZREM', KEYS[key + 5], ref)

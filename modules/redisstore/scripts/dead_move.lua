@@ -39,7 +39,7 @@ plan(P)
 local E = newEvents(histCfg(LIFE), QK, ARGV[4])
 if requeue then
   for j = 1, #recs, 2 do
-    evAdd(E, recs[j], recs[j + 1].t, recs[j + 1].i, ev('requeued', ARGV[4], {}))
+    evAdd(E, recs[j], ev('requeued', ARGV[4], {}))
   end
 end
 

@@ -67,8 +67,7 @@ for k, ref in ipairs(refs) do
       if fresh then
         ids[#ids + 1] = 0
         ids[#ids + 1] = idMember(ref)
-        local t, id = refParts(ref)
-        evAdd(E, ref, t, id, ev('enqueued', ARGV[2], {nd = ARGV[i + 6]}))
+        evAdd(E, ref, ev('enqueued', ARGV[2], {nd = ARGV[i + 6]}))
       end
       seq = seq + 1
       local due = ARGV[i + 3]

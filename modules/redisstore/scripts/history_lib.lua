@@ -28,14 +28,16 @@ local QUEUELOG = 10000
 -- dearest step of it in the server's Lua, so each length's prefix is made
 -- once per script run.
 local LPN = {}
-local function lp(s)
-  local n = #s
+local function lpHead(n)
   local h = LPN[n]
   if not h then
     h = n .. ':'
     LPN[n] = h
   end
-  return h .. s
+  return h
+end
+local function lp(s)
+  return lpHead(#s) .. s
 end
 
 local function finMember(us, t, i)
@@ -47,14 +49,6 @@ local function idMember(ref)
   local c = string.find(ref, ':', 1, true)
   local n = c + tonumber(string.sub(ref, 1, c - 1))
   return string.sub(ref, n + 1) .. string.sub(ref, 1, n)
-end
-
--- refParts splits ref into tenant and id.
-local function refParts(ref)
-  local c = string.find(ref, ':', 1, true)
-  local n = c + tonumber(string.sub(ref, 1, c - 1))
-  local c2 = string.find(ref, ':', n + 1, true)
-  return string.sub(ref, c + 1, n), string.sub(ref, c2 + 1)
 end
 
 -- histOf is the history state of LIFE's fields h, ra, rc, re: nil when
@@ -91,13 +85,14 @@ local function newEvents(cfg, k, now)
   return {cap = cfg.ev, life = k.life, evs = k.evs, elog = k.elog, now = now, by = {}, order = {}, log = {}, claim = {}, gone = {}, cur = {}}
 end
 
--- evAdd records event e (from ev) of item ref (tenant t, id i); gone:
--- the item is being deleted, so the event goes to the queue's log only.
-local function evAdd(E, ref, t, i, e, gone)
+-- evAdd records event e (from ev) of item ref; gone: the item is being
+-- deleted, so the event goes to the queue's log only. (A log row's
+-- lp(tenant) lp(id) is the ref itself.)
+local function evAdd(E, ref, e, gone)
   if not E then
     return
   end
-  E.log[#E.log + 1] = lp(t) .. lp(i) .. e
+  E.log[#E.log + 1] = ref .. e
   if gone then
     E.gone[ref] = true
     return
@@ -109,6 +104,46 @@ local function evAdd(E, ref, t, i, e, gone)
     E.order[#E.order + 1] = ref
   end
   l[#l + 1] = lp(e)
+end
+
+-- evValue is an item's EVS value once its new events (new, each lp'd)
+-- are appended to its stored value cv (nil for none), with claim (nil to
+-- keep the stored one) as its last claim time, capped at E.cap events.
+local function evValue(E, cv, claim, new)
+  -- A stored event is at least 23 bytes (ten prefixed fields, then its
+  -- own prefix), so a body shorter than that many times one more than
+  -- the cap holds no more than the cap: the stored value is then kept as
+  -- it is, the new events appended and the claim time replaced, without
+  -- taking it apart.
+  local short = (E.cap + 1) * 23
+  local c2
+  if cv then
+    c2 = select(2, string.find(cv, '^%d+:%d*:'))
+  end
+  if c2 and #cv - c2 + #new < short then
+    if not claim then
+      return cv .. new
+    end
+    local c1 = string.find(cv, ':', 1, true)
+    return string.sub(cv, 1, c1) .. claim .. string.sub(cv, c2) .. new
+  end
+  local dropped, body = 0, ''
+  if c2 then
+    local d, c, b = string.match(cv, '^(%d+):(%d*):(.*)$')
+    dropped, claim, body = tonumber(d), claim or c, b
+  end
+  body = body .. new
+  local starts, pos = {}, #body < short and #body + 1 or 1
+  while pos <= #body do
+    local c = string.find(body, ':', pos, true)
+    starts[#starts + 1] = pos
+    pos = c + 1 + tonumber(string.sub(body, pos, c - 1))
+  end
+  if #starts > E.cap then
+    dropped = dropped + #starts - E.cap
+    body = string.sub(body, starts[#starts - E.cap + 1])
+  end
+  return string.format('%d', dropped) .. ':' .. (claim or '') .. ':' .. body
 end
 
 -- evFlush writes what evAdd gathered: each item's events, capped, and the
@@ -139,31 +174,9 @@ local function evFlush(E)
     end
     local set = {}
     for _, ref in ipairs(keep) do
-      local dropped, claim, body = 0, '', ''
-      local cv = E.cur[ref]
-      if cv then
-        local d, c, b = string.match(cv, '^(%d+):(%d*):(.*)$')
-        if d then
-          dropped, claim, body = tonumber(d), c, b
-        end
-      end
-      claim = E.claim[ref] or claim
-      body = body .. table.concat(E.by[ref])
-      -- A stored event is at least 23 bytes (ten prefixed fields, then
-      -- its own prefix), so a shorter body holds no more than the cap
-      -- and is not walked.
-      local starts, pos = {}, #body < (E.cap + 1) * 23 and #body + 1 or 1
-      while pos <= #body do
-        local c = string.find(body, ':', pos, true)
-        starts[#starts + 1] = pos
-        pos = c + 1 + tonumber(string.sub(body, pos, c - 1))
-      end
-      if #starts > E.cap then
-        dropped = dropped + #starts - E.cap
-        body = string.sub(body, starts[#starts - E.cap + 1])
-      end
+      local evs = E.by[ref]
       set[#set + 1] = ref
-      set[#set + 1] = string.format('%d', dropped) .. ':' .. claim .. ':' .. body
+      set[#set + 1] = evValue(E, E.cur[ref], E.claim[ref], #evs == 1 and evs[1] or table.concat(evs))
     end
     redis.call('HSET', E.evs, unpack(set))
   end
@@ -171,7 +184,8 @@ local function evFlush(E)
   local first = last - #E.log
   local rows = {}
   for j, l in ipairs(E.log) do
-    rows[j] = lp(string.format('%d', first + j)) .. l
+    local sq = string.format('%d', first + j)
+    rows[j] = lpHead(#sq) .. sq .. l
   end
   local n = redis.call('RPUSH', E.elog, unpack(rows))
   if n > QUEUELOG then
