@@ -40,8 +40,14 @@ local function lp(s)
   return lpHead(#s) .. s
 end
 
+local FINH = {}
 local function finMember(us, t, i)
-  return string.format('%016x', tonumber(us)) .. t .. '\0' .. i
+  local h = FINH[us] -- a script finishes its items at one time
+  if not h then
+    h = string.format('%016x', tonumber(us))
+    FINH[us] = h
+  end
+  return h .. t .. '\0' .. i
 end
 
 -- idMember turns ref (lp(t) lp(i)) into its IDS member lp(i) lp(t).

@@ -155,6 +155,10 @@ local function recPeek(v)
   return {a = a, t = t, i = i, xat = x}
 end
 
+-- FINX holds, by finish time, the extension recFinish gives a record
+-- that had none.
+local FINX = {}
+
 -- recFinish is what decode, setting the extension's fa to us and the
 -- state to k, xput and encode make of record v (recPeek's pk), and its
 -- extension's uf; nil when v is not in the shape it handles (then decode
@@ -171,6 +175,16 @@ local function recFinish(v, pk, us)
     if not x or rest <= #v then
       return nil
     end
+  end
+  if x == '' then
+    -- No extension (the usual item): every completed one gets the same.
+    local tail = FINX[us]
+    if not tail then
+      local body = string.rep('0:', 13) .. #us .. ':' .. us
+      tail = #body .. ':' .. body
+      FINX[us] = tail
+    end
+    return head .. tail, ''
   end
   -- The extension's first 13 fields as they are (absent ones empty),
   -- then fa.
