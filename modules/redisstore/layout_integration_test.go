@@ -291,9 +291,10 @@ func TestMigrateLayoutRepairs(t *testing.T) {
 	must(t, err)
 	defer q.Close()
 	// This release, started without Preflight: s1 queued again (the
-	// enqueue widens the lease keys, writing the lease hash's placeholder,
-	// so the migration finds seven missing), and a claim that serves it
-	// and, finding no items of p and r, takes them out of the rotation.
+	// enqueue gives the hot keys their long entries, writing the lease
+	// hash's placeholder, so the migration finds seven missing), and a
+	// claim that serves it and, finding no items of p and r, takes them
+	// out of the rotation.
 	must(t, q.Enqueue(ctx, contract.Item{Tenant: "s", ID: "s1", Payload: []byte("again")}))
 	if ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}); err != nil || len(ls) != 1 || ls[0].Item.ID != "s1" {
 		t.Fatalf("claim on the unmigrated namespace: %v, %v; want s1 (queued again by this release)", ls, err)

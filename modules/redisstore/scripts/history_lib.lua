@@ -69,8 +69,8 @@ local function histOf(h, ra, rc, re)
 end
 
 -- histCfg reads the queue's history state from its LIFE key life,
--- whether its history placeholders were written, and whether its lease
--- keys were widened (widen in queue_lib.lua).
+-- whether its history placeholders were written, and whether its hot
+-- keys hold their long entries (widen in queue_lib.lua).
 local function histCfg(life)
   local v = redis.call('HMGET', life, 'h', 'ra', 'rc', 're', 'hp', 'wd')
   return histOf(v[1], v[2], v[3], v[4]), v[5] == '1', v[6] == '1'
