@@ -469,3 +469,28 @@ func TestIDIndexFollowsItems(t *testing.T) {
 		t.Fatalf("ID index once every item completed %q; want the placeholder alone", got)
 	}
 }
+
+// TestUniqueWindowsCompletedTogether: items completed in one call whose
+// records carry the same extension (the same uniqueness window) each keep
+// their window, the later ones too.
+func TestUniqueWindowsCompletedTogether(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	q, _ := historyQueue(t, client, policy.Policy{})
+	items := []contract.Item{{Tenant: "a", ID: "1", UniqueFor: time.Hour}, {Tenant: "a", ID: "2", UniqueFor: time.Hour},
+		{Tenant: "b", ID: "1", UniqueFor: time.Hour}}
+	must(t, q.Enqueue(ctx, items...))
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
+	must(t, err)
+	if len(ls) != len(items) {
+		t.Fatalf("claimed %d; want %d", len(ls), len(items))
+	}
+	must(t, q.Complete(ctx, ls...))
+	res, err := q.EnqueueReport(ctx, items...)
+	must(t, err)
+	for i, r := range res {
+		if !r.Duplicate || r.State != contract.StateCompleted {
+			t.Errorf("enqueue again of %s/%s: %+v; want a duplicate, completed within its window", items[i].Tenant, items[i].ID, r)
+		}
+	}
+}

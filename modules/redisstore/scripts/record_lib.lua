@@ -155,8 +155,10 @@ local function recPeek(v)
   return {a = a, t = t, i = i, xat = x}
 end
 
--- FINX holds, by finish time, the extension recFinish gives a record
--- that had none.
+-- FINX holds, by finish time and then by a record's extension, the
+-- length-prefixed extension recFinish made of it and its uf: the items of
+-- one call mostly share theirs (none, or a few alike), so each is
+-- rewritten once.
 local FINX = {}
 
 -- recFinish is what decode, setting the extension's fa to us and the
@@ -176,15 +178,14 @@ local function recFinish(v, pk, us)
       return nil
     end
   end
-  if x == '' then
-    -- No extension (the usual item): every completed one gets the same.
-    local tail = FINX[us]
-    if not tail then
-      local body = string.rep('0:', 13) .. #us .. ':' .. us
-      tail = #body .. ':' .. body
-      FINX[us] = tail
-    end
-    return head .. tail, ''
+  local byX = FINX[us]
+  if not byX then
+    byX = {}
+    FINX[us] = byX
+  end
+  local made = byX[x]
+  if made then
+    return head .. made[1], made[2]
   end
   -- The extension's first 13 fields as they are (absent ones empty),
   -- then fa.
@@ -201,5 +202,7 @@ local function recFinish(v, pk, us)
     pos = nxt
   end
   local body = string.sub(x, 1, pos - 1) .. string.rep('0:', 13 - n) .. #us .. ':' .. us
-  return head .. #body .. ':' .. body, uf
+  local tail = #body .. ':' .. body
+  byX[x] = {tail, uf}
+  return head .. tail, uf
 end
