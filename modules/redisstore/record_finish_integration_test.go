@@ -5,6 +5,7 @@ package redisstore
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/adkit/adk/modules/redisstore/redistest"
@@ -45,10 +46,15 @@ end
 return {'edited', nv, want, uf, wuf, pk.a .. '|' .. pk.t .. '|' .. pk.i, r.a .. '|' .. r.t .. '|' .. r.i}
 `
 	lp := func(s string) string { return strconv.Itoa(len(s)) + ":" + s }
-	head := func(s, a, t, i string) string {
+	headP := func(s, a, t, i, p string) string {
 		return lp(s) + lp(a) + lp("boom") + lp("") + lp("1893456000000000000") + lp("") + lp("") + lp("n1") +
-			lp(t) + lp(i) + lp(`{"k":"v:1"}`) + lp("\x00pay:load") + lp("000000000000002a"+lp(t)+lp(i))
+			lp(t) + lp(i) + lp(`{"k":"v:1"}`) + lp(p) + lp("000000000000002a"+lp(t)+lp(i))
 	}
+	head := func(s, a, t, i string) string { return headP(s, a, t, i, "\x00pay:load") }
+	// Payloads whose length prefixes have one to five digits: the parser
+	// reads prefixes of up to three from their bytes and longer ones
+	// through a cut.
+	pay := func(n int) string { return strings.Repeat("7:x", n/3+1)[:n] }
 	ext := func(fields ...string) string {
 		var s string
 		for _, f := range fields {
@@ -68,6 +74,14 @@ return {'edited', nv, want, uf, wuf, pk.a .. '|' .. pk.t .. '|' .. pk.i, r.a .. 
 		"unique only":           {head("q", "0", "t", "i") + lp(ext("", "", "", "", "", "", "", "", "", "", "", "", "60")), "edited"},
 		"long state":            {head("qq", "0", "t", "i"), "fallback"},
 		"trailing bytes":        {head("q", "0", "t", "i") + lp(full) + "zz", "fallback"},
+		"payload of 9":          {headP("q", "0", "t", "i", pay(9)), "edited"},
+		"payload of 10":         {headP("q", "0", "t", "i", pay(10)) + lp(full), "edited"},
+		"payload of 999":        {headP("q", "0", "t", "i", pay(999)), "edited"},
+		"payload of 1000":       {headP("q", "0", "t", "i", pay(1000)) + lp(full), "edited"},
+		"payload of 12345":      {headP("q", "0", "t", "i", pay(12345)) + lp(full), "edited"},
+		"long error":            {lp("q") + lp("0") + lp(pay(1500)) + headP("q", "0", "t", "i", "p")[len(lp("q")+lp("0")+lp("boom")):], "edited"},
+		"prefix not a number":   {"1:q" + "x:0" + head("q", "0", "t", "i")[6:], "nil"},
+		"member cut short":      {head("q", "0", "t", "i")[:len(head("q", "0", "t", "i"))-len(lp("000000000000002a"+lp("t")+lp("i")))] + "99999:zz", "fallback"},
 		"empty":                 {"", "nil"},
 		"cut short":             {head("q", "0", "t", "i")[:20], "nil"},
 	} {

@@ -23,26 +23,56 @@ local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p'
 -- fa finished at (us: completed, or became cancelled)
 local EXT = {'pr', 'sn', 'ws', 'wsi', 'wu', 'rs', 'rp', 'rt', 'ra', 'ca', 'cr', 'cu', 'uf', 'fa'}
 
+-- lenAt reads the length prefix of the field of v at pos: the length of
+-- its value and where the value starts, or nil when there is no prefix
+-- there. A prefix of up to three digits (every field but a long payload
+-- or metadata) is read from its bytes: one call that makes no string,
+-- where cutting the digits out and converting them took three calls,
+-- two of them through strtod.
+local function lenAt(v, pos)
+  local a, b, c, d = string.byte(v, pos, pos + 3)
+  if not a or a < 48 or a > 57 then
+    return nil
+  end
+  if b == 58 then
+    return a - 48, pos + 2
+  end
+  if not b or b < 48 or b > 57 then
+    return nil
+  end
+  if c == 58 then
+    return a * 10 + b - 528, pos + 3
+  end
+  if not c or c < 48 or c > 57 then
+    return nil
+  end
+  if d == 58 then
+    return a * 100 + b * 10 + c - 5328, pos + 4
+  end
+  local k = string.find(v, ':', pos, true)
+  local n = k and tonumber(string.sub(v, pos, k - 1))
+  if not n then
+    return nil
+  end
+  return n, k + 1
+end
+
 local function decode(v)
   if not v or v == '' then
     return nil
   end
   local r, pos = {}, 1
   for _, f in ipairs(RECORD) do
-    local c = string.find(v, ':', pos, true)
-    if not c then
-      if f == 'x' then
+    local n, at = lenAt(v, pos)
+    if not n then
+      if f == 'x' and pos > #v then
         r.x = ''
         return r
       end
       return nil
     end
-    local n = tonumber(string.sub(v, pos, c - 1))
-    if not n then
-      return nil
-    end
-    r[f] = string.sub(v, c + 1, c + n)
-    pos = c + n + 1
+    r[f] = string.sub(v, at, at + n - 1)
+    pos = at + n
   end
   return r
 end
@@ -65,11 +95,10 @@ local function xget(r)
   end
   local X, v, pos = {}, r.x or '', 1
   for _, f in ipairs(EXT) do
-    local c = v ~= '' and string.find(v, ':', pos, true)
-    if c then
-      local n = tonumber(string.sub(v, pos, c - 1))
-      X[f] = string.sub(v, c + 1, c + n)
-      pos = c + n + 1
+    local n, at = lenAt(v, pos)
+    if n then
+      X[f] = string.sub(v, at, at + n - 1)
+      pos = at + n
     else
       X[f] = ''
     end
@@ -91,18 +120,28 @@ local function xput(r, X)
 end
 
 -- recSkip returns the position after the n length-prefixed fields of v
--- that start at pos, or nil when v has fewer: it makes no strings.
+-- that start at pos, or nil when v has fewer: it makes no strings. (It
+-- reads the prefixes as lenAt does, inline: a call per field costs as
+-- much again.)
 local function recSkip(v, pos, n)
   for _ = 1, n do
-    local c = string.find(v, ':', pos, true)
-    if not c then
+    local a, b, c, d = string.byte(v, pos, pos + 3)
+    if not a or a < 48 or a > 57 then
       return nil
     end
-    local l = tonumber(string.sub(v, pos, c - 1))
-    if not l then
-      return nil
+    if b == 58 then
+      pos = pos + a - 46
+    elseif b and b >= 48 and b <= 57 and c == 58 then
+      pos = pos + a * 10 + b - 525
+    elseif b and b >= 48 and b <= 57 and c and c >= 48 and c <= 57 and d == 58 then
+      pos = pos + a * 100 + b * 10 + c - 5324
+    else
+      local l, at = lenAt(v, pos)
+      if not l then
+        return nil
+      end
+      pos = at + l
     end
-    pos = c + l + 1
   end
   return pos
 end
@@ -110,15 +149,11 @@ end
 -- recField reads the field of v at pos: its value and the position after
 -- it, or nil.
 local function recField(v, pos)
-  local c = string.find(v, ':', pos, true)
-  if not c then
-    return nil
-  end
-  local l = tonumber(string.sub(v, pos, c - 1))
+  local l, at = lenAt(v, pos)
   if not l then
     return nil
   end
-  return string.sub(v, c + 1, c + l), c + l + 1
+  return string.sub(v, at, at + l - 1), at + l
 end
 
 -- recAttempts is the attempts field of record v, without decoding the
