@@ -101,7 +101,10 @@ local function completeRead(fa, fk)
         claims = redis.call('HMGET', hk.evs, unpack(ok))
       end
       keep, gone = {}, {}
-      local workers = {}
+      -- Items claimed together share their worker, attempts and claim
+      -- time, so each of what the completed event makes of them is made
+      -- once per distinct value.
+      local workers, execs, runs = {}, {}, {}
       for j, ref in ipairs(ok) do
         -- The record as completed is made from its string where it can
         -- be (recFinish), without decoding and re-encoding it.
@@ -140,9 +143,19 @@ local function completeRead(fa, fk)
               workers[lv] = w
             end
             local at = claims and claimedAt(claims[j])
-            local f = {w = w or '', a = string.format('%d', tonumber(r.a) + 1)}
+            local x = execs[r.a]
+            if not x then
+              x = string.format('%d', tonumber(r.a) + 1)
+              execs[r.a] = x
+            end
+            local f = {w = w or '', a = x}
             if at then
-              f.rt = nsSince(ARGV[3], at)
+              local rt = runs[at]
+              if not rt then
+                rt = nsSince(ARGV[3], at)
+                runs[at] = rt
+              end
+              f.rt = rt
             end
             if claims and claims[j] then
               E.cur[ref] = claims[j]

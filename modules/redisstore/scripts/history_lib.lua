@@ -189,8 +189,18 @@ local function evFlush(E)
   local last = redis.call('HINCRBY', E.life, 'ls', #E.log)
   local first = last - #E.log
   local rows = {}
+  -- The rows' seqs run on from first + 1: each ten of them shares its
+  -- digits but the last, so a seq is formatted once per ten (a format
+  -- takes as long as the rest of the row).
+  local tens, tensOf
   for j, l in ipairs(E.log) do
-    local sq = string.format('%d', first + j)
+    local n = first + j
+    local d = n % 10
+    local t = (n - d) / 10
+    if t ~= tensOf then
+      tensOf, tens = t, t > 0 and string.format('%d', t) or ''
+    end
+    local sq = tens .. string.char(48 + d)
     rows[j] = lpHead(#sq) .. sq .. l
   end
   local n = redis.call('RPUSH', E.elog, unpack(rows))
