@@ -494,3 +494,49 @@ func TestUniqueWindowsCompletedTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletedEventsOfSeveralClaims completes, in one call, the leases of
+// two claims by different workers at different times, one of whose items
+// had failed before: each item's completed event names its own claim's
+// worker, its own attempt and the run time since its own claim, although
+// the script makes the event once per lease value and attempts count.
+func TestCompletedEventsOfSeveralClaims(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	q, clock := historyQueue(t, client, policy.Policy{MaxAttempts: 3, BaseDelay: time.Second, Jitter: policy.Fixed(1)})
+	must(t, q.SetRetention(ctx, "", contract.Retention{Age: time.Hour, Events: 10}))
+	must(t, q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "r"}))
+	if _, err := q.Fail(ctx, claimOne(t, q, "w0"), errors.New("boom")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second) // r is due again
+	must(t, q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "1"}, contract.Item{Tenant: "a", ID: "2"}, contract.Item{Tenant: "a", ID: "3"}))
+	first, err := q.Claim(ctx, contract.ClaimRequest{Worker: "wA", LeaseFor: time.Minute, Max: 2})
+	must(t, err)
+	clock.Advance(4 * time.Second)
+	second, err := q.Claim(ctx, contract.ClaimRequest{Worker: "wB", LeaseFor: time.Minute, Max: 2})
+	must(t, err)
+	if len(first) != 2 || len(second) != 2 {
+		t.Fatalf("claimed %d and %d; want 2 and 2", len(first), len(second))
+	}
+	clock.Advance(3 * time.Second)
+	must(t, q.Complete(ctx, append(append([]contract.Lease{}, second[1], first[0]), append(second[:1:1], first[1])...)...))
+	want := map[string]contract.Event{}
+	for _, l := range first {
+		want[l.Item.ID] = contract.Event{Worker: "wA", Attempt: l.Item.Attempts + 1, RunTime: 7 * time.Second}
+	}
+	for _, l := range second {
+		want[l.Item.ID] = contract.Event{Worker: "wB", Attempt: l.Item.Attempts + 1, RunTime: 3 * time.Second}
+	}
+	if want["r"].Attempt != 2 {
+		t.Fatalf("item r served with attempt %d; want its second", want["r"].Attempt)
+	}
+	for id, w := range want {
+		h, err := q.History(ctx, contract.ItemKey{Tenant: "a", ID: id})
+		must(t, err)
+		ev := h.Events[len(h.Events)-1]
+		if ev.Kind != contract.EventCompleted || ev.Worker != w.Worker || ev.Attempt != w.Attempt || ev.RunTime != w.RunTime {
+			t.Errorf("item %s: last event %+v; want completed by %s, attempt %d, run time %v", id, ev, w.Worker, w.Attempt, w.RunTime)
+		}
+	}
+}

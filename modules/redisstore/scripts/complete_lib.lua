@@ -101,10 +101,11 @@ local function completeRead(fa, fk)
         claims = redis.call('HMGET', hk.evs, unpack(ok))
       end
       keep, gone = {}, {}
-      -- Items claimed together share their worker, attempts and claim
-      -- time, so each of what the completed event makes of them is made
-      -- once per distinct value.
-      local workers, execs, runs = {}, {}, {}
+      -- Items of one claim share their lease value (the claim's token is
+      -- in it), so their worker and claim time, and thus the run time of
+      -- their completed event: that event is made once per lease value
+      -- and attempts count.
+      local byLease = {}
       for j, ref in ipairs(ok) do
         -- The record as completed is made from its string where it can
         -- be (recFinish), without decoding and re-encoding it.
@@ -135,32 +136,24 @@ local function completeRead(fa, fk)
         if r then
           local stay = hist.keeps or uf ~= ''
           if E then
-            -- A claimed batch shares one lease value: its worker is cut once.
             local lv = lrefs[ref]
-            local w = lv and workers[lv]
-            if lv and w == nil then
-              w = string.match(lv, '^%d+|%d+|%d+|%d*|[^|]*|(.*)$') or false
-              workers[lv] = w
-            end
-            local at = claims and claimedAt(claims[j])
-            local x = execs[r.a]
-            if not x then
-              x = string.format('%d', tonumber(r.a) + 1)
-              execs[r.a] = x
-            end
-            local f = {w = w or '', a = x}
-            if at then
-              local rt = runs[at]
-              if not rt then
-                rt = nsSince(ARGV[3], at)
-                runs[at] = rt
+            local B = lv and byLease[lv]
+            if not B then
+              local at = claims and claimedAt(claims[j])
+              B = {w = lv and string.match(lv, '^%d+|%d+|%d+|%d*|[^|]*|(.*)$') or '', rt = at and nsSince(ARGV[3], at), evs = {}}
+              if lv then
+                byLease[lv] = B
               end
-              f.rt = rt
+            end
+            local e = B.evs[r.a]
+            if not e then
+              e = ev('completed', E.now, {w = B.w, a = string.format('%d', tonumber(r.a) + 1), rt = B.rt})
+              B.evs[r.a] = e
             end
             if claims and claims[j] then
               E.cur[ref] = claims[j]
             end
-            evAdd(E, ref, ev('completed', E.now, f), not stay)
+            evAdd(E, ref, e, not stay)
           end
           if stay then
             keep[#keep + 1] = {ref, r, nv}
