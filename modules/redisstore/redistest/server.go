@@ -29,9 +29,10 @@ type Server struct {
 	// needs one it can rewrite).
 	conf string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	started bool // it has run once: its port is known to others from then on
 }
 
 // StartServer starts redis-server on a free loopback port in a temporary
@@ -67,6 +68,26 @@ func (s *Server) Start() {
 	if s.cmd != nil {
 		return
 	}
+	// A free port can be taken again before the server binds it (by
+	// another test process, or as a client's source port). Before the
+	// server's first start it then moves to another port; and it counts
+	// as up only once the process answering on its port is its own.
+	for try := 1; ; try++ {
+		log, up := s.startOnce()
+		if up {
+			break
+		}
+		if s.started || try == 3 || !strings.Contains(log, "in use") {
+			s.t.Fatalf("redis-server exited at start: %s", log)
+		}
+		s.Port = FreePort(s.t)
+	}
+	s.started = true
+}
+
+// startOnce runs the process and waits until it answers on its port: it
+// reports whether it did, or else the log of a process that exited.
+func (s *Server) startOnce() (log string, up bool) {
 	var all []string
 	if s.conf != "" {
 		all = append(all, s.conf)
@@ -84,18 +105,42 @@ func (s *Server) Start() {
 	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
 	const limit = 15 * time.Second // replaying a large append-only file takes a while
 	deadline := time.Now().Add(limit)
-	for !pong(s.Addr()) {
+	for !pong(s.Addr()) || serverPID(s.Addr()) != cmd.Process.Pid {
 		select {
 		case <-s.done:
-			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
 			s.cmd = nil
-			s.t.Fatalf("redis-server exited at start: %s", log)
+			return string(b), false
 		default:
 		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("redis-server on %s did not answer within %v", s.Addr(), limit)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	return "", true
+}
+
+// serverPID is the process_id the server at addr reports (INFO server),
+// or 0.
+func serverPID(addr string) int {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	fmt.Fprint(c, "INFO server\r\n")
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return 0
+		}
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			pid, _ := strconv.Atoi(strings.TrimSpace(v))
+			return pid
+		}
 	}
 }
 
