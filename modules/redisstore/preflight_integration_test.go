@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/adkit/adk/modules/contract"
 	"github.com/adkit/adk/modules/redisstore"
@@ -96,19 +97,40 @@ func TestHealthReportsRefusal(t *testing.T) {
 	}
 }
 
-// TestOutOfMemory: a full server (noeviction) refuses writes; the store
-// reports it at once as the retryable unavailable error, not a raw reply.
+// TestOutOfMemory: a full server (noeviction) refuses what adds data; the
+// store reports it at once as the retryable unavailable error, not a raw
+// reply. What drains the queue still runs, whether its function was
+// loaded before the server filled or not, and once drained the server
+// takes new items again.
 func TestOutOfMemory(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.StartServer(t, "--maxmemory", "1mb", "--maxmemory-policy", "noeviction")
+	srv := redistest.StartServer(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
 	client := srv.Client(t, nil)
 	st, _ := redisstore.NewState(client, nil, redisstore.Settings{})
 	q, _ := redisstore.NewQueue(client, nil, redisstore.Settings{})
 	defer q.Close()
+	// Claim and Complete run once before the server fills, so their
+	// functions are loaded and run as such; Heartbeat's and Fail's are
+	// first called on the full server, which will not load them.
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	warm, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Complete(ctx, warm...); err != nil {
+		t.Fatal(err)
+	}
 	payload := make([]byte, 64<<10)
-	var err error
-	for i := 0; i < 100 && err == nil; i++ {
-		err = q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "i" + strconv.Itoa(i), Payload: payload})
+	queued := 0
+	for ; queued < 1000; queued++ {
+		if err = q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "i" + strconv.Itoa(queued), Payload: payload}); err != nil {
+			break
+		}
+	}
+	if queued < 2 {
+		t.Fatalf("the server was full after %d enqueues; want room for a few first", queued)
 	}
 	var qe *contract.QueueUnavailableError
 	if !errors.As(err, &qe) || !contract.Retryable(err) || !strings.Contains(err.Error(), "OOM") {
@@ -118,5 +140,25 @@ func TestOutOfMemory(t *testing.T) {
 	var spe *contract.StatePersistenceError
 	if !errors.As(err, &spe) || spe.Reason != contract.ReasonUnavailable || !contract.Retryable(err) {
 		t.Errorf("put into a full server: %v; want a retryable unavailable StatePersistenceError", err)
+	}
+	// Draining is what frees a full server, so the work already queued
+	// still goes through: claimed, heartbeated, failed back and completed.
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 100})
+	if err != nil || len(ls) == 0 {
+		t.Fatalf("claim from a full server: %d leases, %v; want the queued items", len(ls), err)
+	}
+	if l, err := q.Heartbeat(ctx, ls[0], time.Minute); err != nil {
+		t.Errorf("heartbeat on a full server: %v", err)
+	} else {
+		ls[0] = l
+	}
+	if _, err := q.Fail(ctx, ls[len(ls)-1], errors.New("again")); err != nil {
+		t.Errorf("fail on a full server: %v", err)
+	}
+	if err := q.Complete(ctx, ls[:len(ls)-1]...); err != nil {
+		t.Errorf("complete on a full server: %v", err)
+	}
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "after", Payload: payload}); err != nil {
+		t.Errorf("enqueue once the queue drained: %v", err)
 	}
 }

@@ -84,36 +84,43 @@ func newWriteWait(c redis.UniversalClient, s Settings) (writeWait, error) {
 // EVALSHA for good.
 func (w writeWait) eval(ctx context.Context, c redis.UniversalClient, sc *script, keys []string, args ...any) (any, error) {
 	if w.mode.eval.Load() {
-		return w.evalSha(ctx, c, sc, keys, args...)
+		return w.evalSha(ctx, c, sc.Script, sc.readOnly, keys, args...)
 	}
 	call := func(p redis.Cmdable) *redis.Cmd { return p.FCall(ctx, sc.fn, keys, args...) }
-	v, err := w.send(ctx, c, sc, call)
+	v, err := w.send(ctx, c, sc.readOnly, call)
 	if err == nil || !strings.Contains(err.Error(), "Function not found") {
 		return v, err
 	}
 	if err := loadFunction(ctx, c, sc); err != nil {
+		if strings.HasPrefix(err.Error(), "OOM") && sc.flagged != nil {
+			// A full server loads no library, but it runs a script that
+			// carries the function's flags: this call goes that way, and
+			// the next one tries the function again.
+			return w.evalSha(ctx, c, sc.flagged, sc.readOnly, keys, args...)
+		}
 		if !functionsRefused(err) {
 			return nil, err
 		}
 		w.mode.eval.Store(true)
-		return w.evalSha(ctx, c, sc, keys, args...)
+		return w.evalSha(ctx, c, sc.Script, sc.readOnly, keys, args...)
 	}
-	return w.send(ctx, c, sc, call)
+	return w.send(ctx, c, sc.readOnly, call)
 }
 
-// evalSha runs sc by EVALSHA, and by EVAL on a server without it cached.
-func (w writeWait) evalSha(ctx context.Context, c redis.UniversalClient, sc *script, keys []string, args ...any) (any, error) {
-	v, err := w.send(ctx, c, sc, func(p redis.Cmdable) *redis.Cmd { return sc.EvalSha(ctx, p, keys, args...) })
+// evalSha runs src by EVALSHA, and by EVAL on a server without it
+// cached; readOnly as the script's.
+func (w writeWait) evalSha(ctx context.Context, c redis.UniversalClient, src *redis.Script, readOnly bool, keys []string, args ...any) (any, error) {
+	v, err := w.send(ctx, c, readOnly, func(p redis.Cmdable) *redis.Cmd { return src.EvalSha(ctx, p, keys, args...) })
 	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		v, err = w.send(ctx, c, sc, func(p redis.Cmdable) *redis.Cmd { return sc.Eval(ctx, p, keys, args...) })
+		v, err = w.send(ctx, c, readOnly, func(p redis.Cmdable) *redis.Cmd { return src.Eval(ctx, p, keys, args...) })
 	}
 	return v, err
 }
 
-// send runs call alone, or followed by a WAIT in one round trip when sc
-// writes and the settings ask for replicas.
-func (w writeWait) send(ctx context.Context, c redis.UniversalClient, sc *script, call func(redis.Cmdable) *redis.Cmd) (any, error) {
-	if w.replicas == 0 || sc.readOnly {
+// send runs call alone, or followed by a WAIT in one round trip when the
+// script writes (not readOnly) and the settings ask for replicas.
+func (w writeWait) send(ctx context.Context, c redis.UniversalClient, readOnly bool, call func(redis.Cmdable) *redis.Cmd) (any, error) {
+	if w.replicas == 0 || readOnly {
 		return call(c).Result()
 	}
 	pipe := c.Pipeline()

@@ -1,7 +1,9 @@
 package redisstore
 
 import (
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -49,9 +51,23 @@ func loadWith(name string, libs ...string) *script {
 	body := read(name)
 	src.WriteString(body + "\n")
 	sc := &script{Script: redis.NewScript(src.String())}
-	sc.fn = "adk_" + name + "_" + sc.Hash()[:16]
 	sc.readOnly = readOnlyScripts[name]
-	sc.lib = functionLibrary(sc.fn, parts, body, sc.readOnly)
+	flags := "'allow-oom'"
+	switch {
+	case sc.readOnly:
+		flags = "'no-writes'"
+	case growingScripts[name]:
+		flags = ""
+	}
+	// The function's name changes with its flags as with its source: a
+	// server holding the library under the name keeps the flags it was
+	// loaded with.
+	sum := sha1.Sum([]byte(src.String() + "\x00flags=" + flags))
+	sc.fn = "adk_" + name + "_" + hex.EncodeToString(sum[:])[:16]
+	sc.lib = functionLibrary(sc.fn, parts, body, flags)
+	if flags != "" {
+		sc.flagged = redis.NewScript("#!lua flags=" + strings.ReplaceAll(strings.Trim(flags, "'"), "'", "") + "\n" + src.String())
+	}
 	allScripts = append(allScripts, sc)
 	return sc
 }
@@ -62,6 +78,17 @@ var allScripts []*script
 // readOnlyScripts are the scripts that never write: no WAIT after them,
 // and their functions carry the no-writes flag.
 var readOnlyScripts = map[string]bool{"dead_page": true, "state_get": true, "state_list": true}
+
+// growingScripts are the scripts that add data: new items, run state, a
+// signal's payload. A server out of memory (maxmemory reached, no
+// eviction) refuses their functions before they run, as it refuses
+// those of every other script unless they carry the allow-oom flag,
+// which every other writing script does: claiming, settling, reaping,
+// pruning and cancelling are what drain a full server, and Redis would
+// otherwise stop all of them too. (A script run by EVALSHA is refused at
+// its first write of a command that may use memory: the growing ones at
+// once, the others not at all.)
+var growingScripts = map[string]bool{"enqueue": true, "state_put": true, "state_patch": true, "state_fork": true, "signal": true}
 
 // script is one of the package's Lua scripts. It runs as a Redis
 // function (FCALL of fn, from the library lib, loaded on a server the
@@ -79,6 +106,10 @@ type script struct {
 	fn       string // the function's name (and its library's): adk_<script>_<hash>
 	lib      string // the library's source, for FUNCTION LOAD
 	readOnly bool
+	// flagged is the script with its function's flags (a shebang line,
+	// Redis 7), for a call whose function a full server would not load;
+	// nil for a script without flags.
+	flagged *redis.Script
 }
 
 // functionLibrary returns the source of a Redis function library that
@@ -93,8 +124,10 @@ type script struct {
 // declared where it stood, so the helpers below it see it, and its value
 // is assigned by the lib's init function, which the call runs first, in
 // the libs' order. KEYS and ARGV are locals of the library, set from the
-// call's keys and arguments; the body runs as the function itself.
-func functionLibrary(fn string, libs []string, body string, readOnly bool) string {
+// call's keys and arguments; the body runs as the function itself. flags
+// are the function's flags as Lua strings ("'no-writes'"), or empty for
+// none.
+func functionLibrary(fn string, libs []string, body string, flags string) string {
 	var b, calls strings.Builder
 	b.WriteString("#!lua name=" + fn + "\nlocal KEYS, ARGV\n")
 	for i, lib := range libs {
@@ -107,9 +140,8 @@ func functionLibrary(fn string, libs []string, body string, readOnly bool) strin
 		b.WriteString("local function " + name + "()\n" + init + "end\n")
 		calls.WriteString(name + "()\n")
 	}
-	flags := ""
-	if readOnly {
-		flags = ", flags = {'no-writes'}"
+	if flags != "" {
+		flags = ", flags = {" + flags + "}"
 	}
 	b.WriteString("redis.register_function{function_name = '" + fn + "', callback = function(keys, args)\nKEYS, ARGV = keys, args\n" +
 		calls.String() + body + "\nend" + flags + "}\n")

@@ -23,27 +23,51 @@ func TestSplitTopLevel(t *testing.T) {
 	}
 }
 
-// TestFunctionLibraries: every script has a library named after it and
-// its hash, whose call sets KEYS and ARGV and runs the libs' assignments
-// before the body; the read-only ones carry no-writes.
+// TestFunctionLibraries: every script has a library named after it and a
+// hash of its source and flags, whose call sets KEYS and ARGV and runs
+// the libs' assignments before the body; the read-only ones carry
+// no-writes, the growing ones no flag, every other allow-oom and a
+// flagged script for a full server (TestOutOfMemory runs those).
 func TestFunctionLibraries(t *testing.T) {
 	if len(allScripts) < 30 {
 		t.Fatalf("%d scripts", len(allScripts))
 	}
+	names := map[string]bool{}
 	for _, sc := range allScripts {
-		if !strings.HasPrefix(sc.lib, "#!lua name="+sc.fn+"\n") || !strings.HasPrefix(sc.fn, "adk_") || !strings.HasSuffix(sc.fn, sc.Hash()[:16]) {
+		if !strings.HasPrefix(sc.lib, "#!lua name="+sc.fn+"\n") || !strings.HasPrefix(sc.fn, "adk_") || len(sc.fn) < len("adk_x_")+16 {
 			t.Errorf("%s: library header %q", sc.fn, sc.lib[:min(len(sc.lib), 60)])
 		}
+		if names[sc.fn] {
+			t.Errorf("%s: two scripts share the name", sc.fn)
+		}
+		names[sc.fn] = true
 		call := sc.lib[strings.Index(sc.lib, "redis.register_function{"):]
 		if !strings.Contains(call, "callback = function(keys, args)\nKEYS, ARGV = keys, args\n") {
 			t.Errorf("%s: the call does not set KEYS and ARGV first", sc.fn)
 		}
-		if got := strings.Contains(call, "flags = {'no-writes'}"); got != sc.readOnly {
-			t.Errorf("%s: no-writes %v, read-only %v", sc.fn, got, sc.readOnly)
+		name := strings.TrimPrefix(sc.fn[:len(sc.fn)-17], "adk_")
+		flag := "'allow-oom'"
+		switch {
+		case sc.readOnly:
+			flag = "'no-writes'"
+		case growingScripts[name]:
+			flag = ""
+		}
+		if got := strings.Contains(call, "flags = {"+flag+"}"); got != (flag != "") || (flag == "" && strings.Contains(call, "flags =")) {
+			t.Errorf("%s: flags in %q; want {%s}", sc.fn, call[len(call)-60:], flag)
+		}
+		switch {
+		case flag == "" && sc.flagged != nil:
+			t.Errorf("%s: a flagged script for a script without flags", sc.fn)
+		case flag != "" && (sc.flagged == nil || sc.flagged.Hash() == sc.Hash()):
+			t.Errorf("%s: no flagged script", sc.fn)
 		}
 	}
 	if !scriptStateGet.readOnly || scriptClaim.readOnly {
 		t.Error("state_get must be read-only and claim not")
+	}
+	if scriptEnqueue.flagged != nil || scriptClaim.flagged == nil || scriptComplete.flagged == nil {
+		t.Error("enqueue must be refused by a full server, claim and complete not")
 	}
 }
 
