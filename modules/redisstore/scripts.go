@@ -85,9 +85,10 @@ var readOnlyScripts = map[string]bool{"dead_page": true, "state_get": true, "sta
 // those of every other script unless they carry the allow-oom flag,
 // which every other writing script does: claiming, settling, reaping,
 // pruning and cancelling are what drain a full server, and Redis would
-// otherwise stop all of them too. (A script run by EVALSHA is refused at
-// its first write of a command that may use memory: the growing ones at
-// once, the others not at all.)
+// otherwise stop all of them too. (A script run by EVALSHA carries no
+// flags: a full server refuses it at its first write of a command that
+// may use memory, which for most writing scripts comes early. So with
+// ScriptsEval, or before Redis 7, a full server drains only partly.)
 var growingScripts = map[string]bool{"enqueue": true, "state_put": true, "state_patch": true, "state_fork": true, "signal": true}
 
 // script is one of the package's Lua scripts. It runs as a Redis
