@@ -88,7 +88,8 @@ local function newEvents(cfg, k, now)
   if not cfg or cfg.ev <= 0 then
     return nil
   end
-  return {cap = cfg.ev, life = k.life, evs = k.evs, elog = k.elog, now = now, by = {}, order = {}, log = {}, claim = {}, gone = {}, cur = {}}
+  return {cap = cfg.ev, life = k.life, evs = k.evs, elog = k.elog, now = now, by = {}, order = {}, log = {}, loge = {}, claim = {}, gone = {},
+    cur = {}}
 end
 
 -- evAdd records event e (from ev) of item ref; gone: the item is being
@@ -98,7 +99,8 @@ local function evAdd(E, ref, e, gone)
   if not E then
     return
   end
-  E.log[#E.log + 1] = ref .. e
+  local n = #E.log + 1
+  E.log[n], E.loge[n] = ref, e -- joined with the row's seq in evFlush
   if gone then
     E.gone[ref] = true
     return
@@ -193,7 +195,8 @@ local function evFlush(E)
   -- digits but the last, so a seq is formatted once per ten (a format
   -- takes as long as the rest of the row).
   local tens, tensOf
-  for j, l in ipairs(E.log) do
+  local loge = E.loge
+  for j, ref in ipairs(E.log) do
     local n = first + j
     local d = n % 10
     local t = (n - d) / 10
@@ -201,7 +204,7 @@ local function evFlush(E)
       tensOf, tens = t, t > 0 and string.format('%d', t) or ''
     end
     local sq = tens .. string.char(48 + d)
-    rows[j] = lpHead(#sq) .. sq .. l
+    rows[j] = lpHead(#sq) .. sq .. ref .. loge[j]
   end
   local n = redis.call('RPUSH', E.elog, unpack(rows))
   if n > QUEUELOG then
