@@ -52,21 +52,21 @@ func loadWith(name string, libs ...string) *script {
 	src.WriteString(body + "\n")
 	sc := &script{Script: redis.NewScript(src.String())}
 	sc.readOnly = readOnlyScripts[name]
-	flags := "'allow-oom'"
+	flags := []string{"allow-oom"}
 	switch {
 	case sc.readOnly:
-		flags = "'no-writes'"
+		flags = []string{"no-writes"}
 	case growingScripts[name]:
-		flags = ""
+		flags = nil
 	}
 	// The function's name changes with its flags as with its source: a
 	// server holding the library under the name keeps the flags it was
 	// loaded with.
-	sum := sha1.Sum([]byte(src.String() + "\x00flags=" + flags))
+	sum := sha1.Sum([]byte(src.String() + "\x00flags=" + strings.Join(flags, ",")))
 	sc.fn = "adk_" + name + "_" + hex.EncodeToString(sum[:])[:16]
 	sc.lib = functionLibrary(sc.fn, parts, body, flags)
-	if flags != "" {
-		sc.flagged = redis.NewScript("#!lua flags=" + strings.ReplaceAll(strings.Trim(flags, "'"), "'", "") + "\n" + src.String())
+	if len(flags) > 0 {
+		sc.flagged = redis.NewScript("#!lua flags=" + strings.Join(flags, ",") + "\n" + src.String())
 	}
 	allScripts = append(allScripts, sc)
 	return sc
@@ -125,10 +125,9 @@ type script struct {
 // declared where it stood, so the helpers below it see it, and its value
 // is assigned by the lib's init function, which the call runs first, in
 // the libs' order. KEYS and ARGV are locals of the library, set from the
-// call's keys and arguments; the body runs as the function itself. flags
-// are the function's flags as Lua strings ("'no-writes'"), or empty for
-// none.
-func functionLibrary(fn string, libs []string, body string, flags string) string {
+// call's keys and arguments; the body runs as the function itself, with
+// flags (none when empty).
+func functionLibrary(fn string, libs []string, body string, flags []string) string {
 	var b, calls strings.Builder
 	b.WriteString("#!lua name=" + fn + "\nlocal KEYS, ARGV\n")
 	for i, lib := range libs {
@@ -141,11 +140,12 @@ func functionLibrary(fn string, libs []string, body string, flags string) string
 		b.WriteString("local function " + name + "()\n" + init + "end\n")
 		calls.WriteString(name + "()\n")
 	}
-	if flags != "" {
-		flags = ", flags = {" + flags + "}"
+	list := ""
+	if len(flags) > 0 {
+		list = ", flags = {'" + strings.Join(flags, "', '") + "'}"
 	}
 	b.WriteString("redis.register_function{function_name = '" + fn + "', callback = function(keys, args)\nKEYS, ARGV = keys, args\n" +
-		calls.String() + body + "\nend" + flags + "}\n")
+		calls.String() + body + "\nend" + list + "}\n")
 	return b.String()
 }
 

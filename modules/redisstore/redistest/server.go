@@ -105,7 +105,7 @@ func (s *Server) startOnce() (log string, up bool) {
 	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
 	const limit = 15 * time.Second // replaying a large append-only file takes a while
 	deadline := time.Now().Add(limit)
-	for !pong(s.Addr()) || serverPID(s.Addr()) != cmd.Process.Pid {
+	for serverPID(s.Addr()) != cmd.Process.Pid {
 		select {
 		case <-s.done:
 			b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
@@ -121,8 +121,10 @@ func (s *Server) startOnce() (log string, up bool) {
 	return "", true
 }
 
-// serverPID is the process_id the server at addr reports (INFO server),
-// or 0.
+// serverPID is the process_id the server at addr reports (INFO server)
+// once it answers PING with PONG, or 0: a server still loading its
+// append-only file answers -LOADING, one that is not there nothing. Both
+// go on one connection.
 func serverPID(addr string) int {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
@@ -130,8 +132,11 @@ func serverPID(addr string) int {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	fmt.Fprint(c, "INFO server\r\n")
+	fmt.Fprint(c, "PING\r\nINFO server\r\n")
 	r := bufio.NewReader(c)
+	if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "+PONG") {
+		return 0
+	}
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
@@ -142,20 +147,6 @@ func serverPID(addr string) int {
 			return pid
 		}
 	}
-}
-
-// pong reports whether the server at addr answers PING with PONG (a
-// server still loading its append-only file answers -LOADING instead).
-func pong(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	fmt.Fprint(c, "PING\r\n")
-	line, _ := bufio.NewReader(c).ReadString('\n')
-	return strings.HasPrefix(line, "+PONG")
 }
 
 // Kill sends SIGKILL, so nothing is flushed that was not already, and

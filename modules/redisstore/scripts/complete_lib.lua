@@ -137,13 +137,11 @@ local function completeRead(fa, fk)
           local stay = hist.keeps or uf ~= ''
           if E then
             local lv = lrefs[ref]
-            local B = lv and byLease[lv]
+            local B = byLease[lv] -- every completed lease has its value (ok holds only those)
             if not B then
               local at = claims and claimedAt(claims[j])
-              B = {w = lv and string.match(lv, '^%d+|%d+|%d+|%d*|[^|]*|(.*)$') or '', rt = at and nsSince(ARGV[3], at), evs = {}}
-              if lv then
-                byLease[lv] = B
-              end
+              B = {w = string.match(lv, '^%d+|%d+|%d+|%d*|[^|]*|(.*)$') or '', rt = at and nsSince(ARGV[3], at), evs = {}}
+              byLease[lv] = B
             end
             local e = B.evs[r.a]
             if not e then
