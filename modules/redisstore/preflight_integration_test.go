@@ -103,15 +103,25 @@ func TestHealthReportsRefusal(t *testing.T) {
 // loaded before the server filled or not, and once drained the server
 // takes new items again.
 func TestOutOfMemory(t *testing.T) {
+	for _, mode := range []redisstore.ScriptMode{redisstore.ScriptsFunctions, redisstore.ScriptsEval} {
+		t.Run(string(mode), func(t *testing.T) { testOutOfMemory(t, mode) })
+	}
+}
+
+// testOutOfMemory fills a server and drains it with the store running its
+// scripts in mode: by EVALSHA the scripts carry their functions' flags in
+// a shebang line, so a full server treats them alike.
+func testOutOfMemory(t *testing.T, mode redisstore.ScriptMode) {
 	ctx := context.Background()
 	srv := redistest.StartServer(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
 	client := srv.Client(t, nil)
-	st, _ := redisstore.NewState(client, nil, redisstore.Settings{})
-	q, _ := redisstore.NewQueue(client, nil, redisstore.Settings{})
+	st, _ := redisstore.NewState(client, nil, redisstore.Settings{Scripts: mode})
+	q, _ := redisstore.NewQueue(client, nil, redisstore.Settings{Scripts: mode})
 	defer q.Close()
 	// Claim and Complete run once before the server fills, so their
-	// functions are loaded and run as such; Heartbeat's and Fail's are
-	// first called on the full server, which will not load them.
+	// functions are loaded (or their scripts cached) and run as such;
+	// Heartbeat's and Fail's are first called on the full server, which
+	// will not load them.
 	if err := q.Enqueue(ctx, contract.Item{Tenant: "acme", ID: "warm"}); err != nil {
 		t.Fatal(err)
 	}

@@ -51,9 +51,12 @@ type writeWait struct {
 }
 
 // runMode is a store's choice between functions and EVALSHA, made at
-// the first call: functions until loading one is refused.
+// the first call: functions until loading one is refused. By EVALSHA a
+// script carries its function's flags in a shebang line until a server
+// refuses to compile one (before Redis 7).
 type runMode struct {
-	eval atomic.Bool // set once the server refused to load a function
+	eval    atomic.Bool // set once the server refused to load a function
+	noFlags atomic.Bool // set once the server refused a script's shebang
 }
 
 func newWriteWait(c redis.UniversalClient, s Settings) (writeWait, error) {
@@ -84,7 +87,7 @@ func newWriteWait(c redis.UniversalClient, s Settings) (writeWait, error) {
 // EVALSHA for good.
 func (w writeWait) eval(ctx context.Context, c redis.UniversalClient, sc *script, keys []string, args ...any) (any, error) {
 	if w.mode.eval.Load() {
-		return w.evalSha(ctx, c, sc.Script, sc.readOnly, keys, args...)
+		return w.evalFlagged(ctx, c, sc, keys, args...)
 	}
 	call := func(p redis.Cmdable) *redis.Cmd { return p.FCall(ctx, sc.fn, keys, args...) }
 	v, err := w.send(ctx, c, sc.readOnly, call)
@@ -102,9 +105,24 @@ func (w writeWait) eval(ctx context.Context, c redis.UniversalClient, sc *script
 			return nil, err
 		}
 		w.mode.eval.Store(true)
-		return w.evalSha(ctx, c, sc.Script, sc.readOnly, keys, args...)
+		return w.evalFlagged(ctx, c, sc, keys, args...)
 	}
 	return w.send(ctx, c, sc.readOnly, call)
+}
+
+// evalFlagged runs sc by EVALSHA with its function's flags (so that a
+// full server still runs what drains it, as with functions), or without
+// them on a server that cannot read them: the first script such a server
+// refuses to compile turns the store to scripts without flags for good.
+func (w writeWait) evalFlagged(ctx context.Context, c redis.UniversalClient, sc *script, keys []string, args ...any) (any, error) {
+	if sc.flagged != nil && !w.mode.noFlags.Load() {
+		v, err := w.evalSha(ctx, c, sc.flagged, sc.readOnly, keys, args...)
+		if err == nil || !shebangRefused(err) {
+			return v, err
+		}
+		w.mode.noFlags.Store(true)
+	}
+	return w.evalSha(ctx, c, sc.Script, sc.readOnly, keys, args...)
 }
 
 // evalSha runs src by EVALSHA, and by EVAL on a server without it
@@ -185,4 +203,12 @@ func functionsRefused(err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
 		strings.Contains(msg, "Error registering functions") || strings.Contains(msg, "Error compiling function")
+}
+
+// shebangRefused reports whether err is a server's refusal to compile a
+// script that starts with a shebang line: a server before Redis 7 reads
+// the line as Lua, which it is not. The package's scripts compile
+// everywhere else, so no other compile error is expected.
+func shebangRefused(err error) bool {
+	return strings.Contains(err.Error(), "Error compiling script")
 }

@@ -85,10 +85,11 @@ var readOnlyScripts = map[string]bool{"dead_page": true, "state_get": true, "sta
 // those of every other script unless they carry the allow-oom flag,
 // which every other writing script does: claiming, settling, reaping,
 // pruning and cancelling are what drain a full server, and Redis would
-// otherwise stop all of them too. (A script run by EVALSHA carries no
-// flags: a full server refuses it at its first write of a command that
-// may use memory, which for most writing scripts comes early. So with
-// ScriptsEval, or before Redis 7, a full server drains only partly.)
+// otherwise stop all of them too. A script run by EVALSHA carries the
+// same flags in a shebang line. (Before Redis 7 a script can carry none,
+// and a full server refuses it at its first write of a command that may
+// use memory, which for most writing scripts comes early: such a server
+// drains only partly.)
 var growingScripts = map[string]bool{"enqueue": true, "state_put": true, "state_patch": true, "state_fork": true, "signal": true}
 
 // script is one of the package's Lua scripts. It runs as a Redis
@@ -108,8 +109,8 @@ type script struct {
 	lib      string // the library's source, for FUNCTION LOAD
 	readOnly bool
 	// flagged is the script with its function's flags (a shebang line,
-	// Redis 7), for a call whose function a full server would not load;
-	// nil for a script without flags.
+	// Redis 7): what runs by EVALSHA, and a call whose function a full
+	// server would not load; nil for a script without flags.
 	flagged *redis.Script
 }
 

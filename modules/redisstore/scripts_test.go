@@ -88,3 +88,21 @@ func TestFunctionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestShebangRefused: a server before Redis 7 reads a script's shebang
+// line as Lua and refuses to compile it, which turns the store to
+// scripts without flags; transient replies and a full server's refusal
+// do not.
+func TestShebangRefused(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"ERR Error compiling script (new function): user_script:1: unexpected symbol near '#' ": true,
+		"OOM command not allowed when used memory > 'maxmemory'.":                               false,
+		"NOSCRIPT No matching script. Please use EVAL.":                                         false,
+		"LOADING Redis is loading the dataset in memory":                                        false,
+		"dial tcp 127.0.0.1:6379: connect: connection refused":                                  false,
+	} {
+		if got := shebangRefused(errors.New(msg)); got != want {
+			t.Errorf("shebangRefused(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}

@@ -165,7 +165,9 @@ const (
 	// them.
 	ScriptsFunctions ScriptMode = "functions"
 	// ScriptsEval runs each script by EVALSHA (EVAL once per server that
-	// has not cached it), as releases before functions did.
+	// has not cached it), as releases before functions did, with its
+	// function's flags in a shebang line where the server reads one
+	// (Redis 7 and later).
 	ScriptsEval ScriptMode = "eval"
 )
 
