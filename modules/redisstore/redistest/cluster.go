@@ -17,8 +17,6 @@ import (
 type Cluster struct {
 	Nodes []*Server
 	ids   []string
-	// bus holds each node's cluster bus port.
-	bus []int
 }
 
 // ClusterOptions shape the cluster StartClusterWith starts.
@@ -66,13 +64,13 @@ func StartClusterWith(t testing.TB, o ClusterOptions) *Cluster {
 	}
 	cl := &Cluster{}
 	for range o.Masters * (1 + o.ReplicasPerMaster) {
-		// The bus port is chosen too: port+10000, the default, may be
-		// taken or past 65535.
-		bus := FreePort(t)
-		a := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", strconv.FormatInt(timeout.Milliseconds(), 10)}, o.Args...)
-		cl.Nodes = append(cl.Nodes, StartServer(t, a...))
-		cl.bus = append(cl.bus, bus)
+		a := append([]string{"--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.FormatInt(timeout.Milliseconds(), 10)}, o.Args...)
+		s := newServer(t, a)
+		s.bus = FreePort(t)
+		s.Start()
+		t.Cleanup(s.Kill)
+		cl.Nodes = append(cl.Nodes, s)
 	}
 	ctx := context.Background()
 	for i := range cl.Nodes {
@@ -92,7 +90,7 @@ func StartClusterWith(t testing.TB, o ClusterOptions) *Cluster {
 	for r := o.Masters; r < len(cl.Nodes); r++ {
 		m := (r - o.Masters) / o.ReplicasPerMaster
 		c := cl.node(r)
-		if err := c.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", cl.Nodes[m].Port, cl.bus[m]).Err(); err != nil {
+		if err := c.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", cl.Nodes[m].Port, cl.Nodes[m].bus).Err(); err != nil {
 			t.Fatalf("cluster meet: %v", err)
 		}
 		// REPLICATE needs the master known, which the gossip after MEET

@@ -33,3 +33,25 @@ func TestStartMovesOffATakenPort(t *testing.T) {
 		})
 	}
 }
+
+// TestStartMovesOffATakenBusPort starts a cluster node whose bus port is
+// taken: the node comes up on another data port and another bus port.
+func TestStartMovesOffATakenBusPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	s := newServer(t, []string{"--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"})
+	s.bus = taken
+	first := s.Port
+	s.Start()
+	t.Cleanup(s.Kill)
+	if s.bus == taken || s.Port == first {
+		t.Fatalf("started with bus port %d and port %d; want both moved off %d and %d", s.bus, s.Port, taken, first)
+	}
+	if pid := serverPID(s.Addr()); pid != s.cmd.Process.Pid {
+		t.Fatalf("the server on %s has pid %d; want %d, the started process", s.Addr(), pid, s.cmd.Process.Pid)
+	}
+}

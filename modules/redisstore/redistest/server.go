@@ -28,6 +28,10 @@ type Server struct {
 	// conf, when set, is a configuration file passed first (a Sentinel
 	// needs one it can rewrite).
 	conf string
+	// bus, when set, is the node's cluster bus port: chosen as the port
+	// is (port+10000, the default, may be taken or past 65535), and
+	// chosen again with it when either is taken at the first start.
+	bus int
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -81,6 +85,9 @@ func (s *Server) Start() {
 			s.t.Fatalf("redis-server exited at start: %s", log)
 		}
 		s.Port = FreePort(s.t)
+		if s.bus != 0 {
+			s.bus = FreePort(s.t)
+		}
 	}
 	s.started = true
 }
@@ -91,6 +98,9 @@ func (s *Server) startOnce() (log string, up bool) {
 	var all []string
 	if s.conf != "" {
 		all = append(all, s.conf)
+	}
+	if s.bus != 0 {
+		all = append(all, "--cluster-port", strconv.Itoa(s.bus))
 	}
 	all = append(all, "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.Dir,
 		"--save", "", "--daemonize", "no", "--protected-mode", "no",
