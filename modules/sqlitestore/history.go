@@ -80,13 +80,10 @@ func (b *eventBatch) finish(queue string) {
 	b.finished[queue]++
 }
 
-// flush writes what the batch holds and empties it.
+// flush writes what the batch holds and empties it. A queue's count of
+// finished items goes with the numbers its first events take.
 func (b *eventBatch) flush(ctx context.Context, e execer) error {
-	for queue, n := range b.finished {
-		if err := finishedAdd(ctx, e, queue, n); err != nil {
-			return err
-		}
-	}
+	finished := b.finished
 	b.finished = nil
 	rows := b.rows
 	b.rows = nil
@@ -95,10 +92,17 @@ func (b *eventBatch) flush(ctx context.Context, e execer) error {
 		for j < len(rows) && rows[j].key.Queue == rows[i].key.Queue && rows[j].capN == rows[i].capN {
 			j++
 		}
-		if err := writeEvents(ctx, e, rows[i:j]); err != nil {
+		queue := rows[i].key.Queue
+		if err := writeEvents(ctx, e, rows[i:j], finished[queue]); err != nil {
 			return err
 		}
+		delete(finished, queue)
 		i = j
+	}
+	for queue, n := range finished {
+		if err := finishedAdd(ctx, e, queue, n); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -132,8 +136,15 @@ var eventInsertRows = &rowsSQL{build: func(n int) string {
 		n, func(int) string { return eventValues }, "")
 }}
 
-// writeEvents writes the events of one queue, all with the same cap.
-func writeEvents(ctx context.Context, e execer, rows []pendingEvent) error {
+// logTrimStep is how many numbers a queue's log takes between trims: the
+// log holds its latest contract.QueueEventLog entries and up to this
+// many older ones, which QueueEvents does not return, so a trim deletes
+// them in one go rather than a few with every write.
+const logTrimStep = 256
+
+// writeEvents writes the events of one queue, all with the same cap,
+// and counts finished more finished items of the queue.
+func writeEvents(ctx context.Context, e execer, rows []pendingEvent, finished int) error {
 	queue, capN := rows[0].key.Queue, rows[0].capN
 	// The item's own events. An item's number is read from the rows
 	// before the statement, so a chunk holds an item at most once.
@@ -153,9 +164,10 @@ func writeEvents(ctx context.Context, e execer, rows []pendingEvent) error {
 		}
 	}
 	// The queue's log: len(rows) numbers taken at once, the latest
-	// contract.QueueEventLog kept.
+	// contract.QueueEventLog kept (trimmed when the numbers pass a
+	// multiple of logTrimStep).
 	var last int64
-	if err := e.QueryRowContext(ctx, logTakeManySQL, queue, len(rows)).Scan(&last); err != nil {
+	if err := e.QueryRowContext(ctx, logTakeManySQL, queue, len(rows), finished).Scan(&last); err != nil {
 		return err
 	}
 	seq := last - int64(len(rows)) + 1
@@ -172,7 +184,7 @@ func writeEvents(ctx context.Context, e execer, rows []pendingEvent) error {
 			return err
 		}
 	}
-	if last > contract.QueueEventLog {
+	if last > contract.QueueEventLog && last/logTrimStep != (last-int64(len(rows)))/logTrimStep {
 		if _, err := e.ExecContext(ctx, logTrimSQL, queue, last-contract.QueueEventLog); err != nil {
 			return err
 		}
@@ -660,14 +672,17 @@ func (q *workQueue) QueueEvents(ctx context.Context, queue, cursor string, limit
 		if err := e.QueryRowContext(ctx, logBoundsSQL, queue).Scan(&first, &last); err != nil {
 			return err
 		}
+		// The log may still hold up to logTrimStep entries older than
+		// its latest contract.QueueEventLog; they are not returned.
 		oldest := last + 1
 		if first.Valid {
-			oldest = first.Int64
+			oldest = max(first.Int64, last-contract.QueueEventLog+1)
 		}
 		if after < 0 {
 			after = oldest - 1
 		} else if after+1 < oldest && after < last {
 			out.Gap = true
+			after = oldest - 1
 		}
 		next := after
 		rows, err := e.QueryContext(ctx, logReadSQL, queue, after, limit)

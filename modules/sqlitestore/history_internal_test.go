@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,77 @@ func TestHistoryReadsUseIndexes(t *testing.T) {
 			t.Errorf("%s reads no index: %s", name, p)
 		}
 		t.Logf("%s: %s", name, p)
+	}
+}
+
+// The queue's log keeps its latest contract.QueueEventLog events and says
+// when a reader's cursor fell behind them. It is trimmed every
+// logTrimStep numbers: written a few events at a time, it never holds
+// more than its latest contract.QueueEventLog and logTrimStep older ones,
+// which QueueEvents does not return.
+func TestQueueLogTrimmedInSteps(t *testing.T) {
+	ctx := t.Context()
+	db, err := OpenDB(filepath.Join(t.TempDir(), "adk.db"), Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q, err := OpenQueue(ctx, db, nil, Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetRetention(ctx, "", contract.Retention{Events: 1}); err != nil {
+		t.Fatal(err)
+	}
+	start, err := q.QueueEvents(ctx, "", "", 10)
+	if err != nil || len(start.Events) != 0 || start.Next == "" {
+		t.Fatalf("QueueEvents of an empty log = %+v, %v", start, err)
+	}
+	rows := func() int {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM adk_event_log").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	total, most := 0, 0
+	for total < contract.QueueEventLog+3*logTrimStep {
+		batch := 37
+		if total == 0 {
+			batch = contract.QueueEventLog - 2*logTrimStep // the first ones at once
+		}
+		items := make([]contract.Item, batch)
+		for i := range items {
+			items[i] = contract.Item{Tenant: "t", ID: "i" + strconv.Itoa(total+i)}
+		}
+		if err := q.Enqueue(ctx, items...); err != nil {
+			t.Fatal(err)
+		}
+		total += batch
+		if total > contract.QueueEventLog {
+			most = max(most, rows())
+		}
+	}
+	if most > contract.QueueEventLog+logTrimStep || most <= contract.QueueEventLog {
+		t.Errorf("the log held up to %d entries; want more than %d (trimmed in steps) and at most %d", most, contract.QueueEventLog, contract.QueueEventLog+logTrimStep)
+	}
+	p, err := q.QueueEvents(ctx, "", "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Events) != 1 || p.Events[0].ID != "i"+strconv.Itoa(total-contract.QueueEventLog) {
+		t.Fatalf("QueueEvents from the oldest = %+v; want the oldest of the latest %d, i%d", p.Events, contract.QueueEventLog, total-contract.QueueEventLog)
+	}
+	fromStart, err := q.QueueEvents(ctx, "", start.Next, 1)
+	if err != nil || !fromStart.Gap || len(fromStart.Events) != 1 || fromStart.Events[0].ID != p.Events[0].ID {
+		t.Fatalf("QueueEvents from the empty log's cursor = gap %v, %+v, %v; want a gap, then %s", fromStart.Gap, fromStart.Events, err, p.Events[0].ID)
+	}
+	if _, err := q.QueueEvents(ctx, "", "bogus", 10); err == nil {
+		t.Fatal("a bad cursor was taken")
+	}
+	// A cursor inside the untrimmed older entries is behind the log.
+	behind, err := q.QueueEvents(ctx, "", "e"+strconv.Itoa(total-contract.QueueEventLog-2), 1)
+	if err != nil || !behind.Gap || len(behind.Events) != 1 || behind.Events[0].ID != p.Events[0].ID {
+		t.Fatalf("QueueEvents from a cursor behind the latest %d = gap %v, %+v, %v; want a gap, then %s", contract.QueueEventLog, behind.Gap, behind.Events, err, p.Events[0].ID)
 	}
 }

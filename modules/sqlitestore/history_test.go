@@ -381,35 +381,3 @@ func TestHistoryPruneAndFinished(t *testing.T) {
 		t.Fatalf("Prune of a cancelled item under a retention = %d, %v", n, err)
 	}
 }
-
-// The queue's log keeps its latest contract.QueueEventLog events and says
-// when a reader's cursor fell behind them.
-func TestHistoryQueueLogGap(t *testing.T) {
-	ctx := t.Context()
-	q, _ := historyQueue(t, policy.Policy{})
-	if err := q.SetRetention(ctx, "", contract.Retention{Events: 1}); err != nil {
-		t.Fatal(err)
-	}
-	start, err := q.QueueEvents(ctx, "", "", 10)
-	if err != nil || len(start.Events) != 0 || start.Next == "" {
-		t.Fatalf("QueueEvents of an empty log = %+v, %v", start, err)
-	}
-	items := make([]contract.Item, contract.QueueEventLog+5)
-	for i := range items {
-		items[i] = contract.Item{Tenant: "t", ID: fmt.Sprintf("i%05d", i)}
-	}
-	if err := q.Enqueue(ctx, items...); err != nil {
-		t.Fatal(err)
-	}
-	p, err := q.QueueEvents(ctx, "", start.Next, 10)
-	if err != nil || !p.Gap || len(p.Events) != 10 || p.Events[0].ID != "i00005" {
-		t.Fatalf("QueueEvents behind the log = gap %v, %d events, %v", p.Gap, len(p.Events), err)
-	}
-	p, err = q.QueueEvents(ctx, "", "", 10)
-	if err != nil || p.Gap || p.Events[0].ID != "i00005" {
-		t.Fatalf("QueueEvents from the oldest = %+v, %v", p.Gap, err)
-	}
-	if _, err := q.QueueEvents(ctx, "", "bogus", 10); err == nil {
-		t.Fatal("a bad cursor was taken")
-	}
-}
