@@ -184,7 +184,7 @@ local function promoteDue()
       local lt = lts[j]
       r.m = pMember(lt, xget(r).pr, string.sub(m, #lt + 1, #lt + 32), refs[j])
       del[#del + 1] = m
-      add[#add + 1] = 0
+      add[#add + 1] = '0'
       add[#add + 1] = r.m
       recs[#recs + 1] = refs[j]
       recs[#recs + 1] = encode(r)
@@ -1103,7 +1103,7 @@ local function claimLease(c)
       local j = #got + 1
       got[j], out[j + 1] = c.refs[k], rec
       if c.capped and c.capped[k] then
-        tm[#tm + 1] = 0
+        tm[#tm + 1] = '0'
         tm[#tm + 1] = c.refs[k]
       end
     end
@@ -1120,7 +1120,7 @@ local function claimLease(c)
     redis.call('SET', FLAG, '0')
     redis.call('HSET', LIMITS, '', '')
     redis.call('HSET', FSTATE, '', '')
-    redis.call('ZADD', TLEASES, 0, '')
+    redis.call('ZADD', TLEASES, '0', '')
   end
   local tok, stok = nextToken()
   out[1] = tok

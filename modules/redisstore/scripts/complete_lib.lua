@@ -196,7 +196,7 @@ local function completeWrite(drops)
         end
         set[#set + 1] = ref
         set[#set + 1] = nv
-        fin[#fin + 1] = 0
+        fin[#fin + 1] = '0'
         fin[#fin + 1] = finMember(ARGV[1], r.t, r.i)
       end
       redis.call('HSET', KEYS[key], unpack(set))
@@ -222,7 +222,7 @@ local function completeWrite(drops)
       xput(r, X)
       r.s = 'c'
       redis.call('HSET', KEYS[key], ref, encode(r))
-      redis.call('ZADD', hk.fin, 0, finMember(ARGV[1], r.t, r.i))
+      redis.call('ZADD', hk.fin, '0', finMember(ARGV[1], r.t, r.i))
       evAdd(d.E, ref, ev('cancelled', d.E and d.E.now or '', {why = X.cr}))
       redis.call('HDEL', KEYS[key + 1], ref)
       redis.call('ZREM', KEYS[key + 2], ref)

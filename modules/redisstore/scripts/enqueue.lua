@@ -65,7 +65,7 @@ for k, ref in ipairs(refs) do
     if r then
       out[k] = 'n'
       if fresh then
-        ids[#ids + 1] = 0
+        ids[#ids + 1] = '0'
         ids[#ids + 1] = idMember(ref)
         evAdd(E, ref, ev('enqueued', ARGV[2], {nd = ARGV[i + 6]}))
       end
@@ -75,7 +75,7 @@ for k, ref in ipairs(refs) do
       recs[#recs + 1] = ref
       if fresh then
         local x = ARGV[i + 5]
-        recs[#recs + 1] = ARGV[i + 2] .. #r.m .. ':' .. r.m .. (x ~= '' and #x .. ':' .. x or '')
+        recs[#recs + 1] = ARGV[i + 2] .. lenp(#r.m) .. r.m .. (x ~= '' and lenp(#x) .. x or '')
       else
         recs[#recs + 1] = encode(r)
       end
@@ -95,18 +95,18 @@ plan(P)
 if not seq0 then
   -- The queue's first enqueue: the placeholders that keep its keys from
   -- ever running empty (see the prelude).
-  redis.call('ZADD', READY, 0, '')
+  redis.call('ZADD', READY, '0', '')
   redis.call('ZADD', ROT, '+inf', '')
   redis.call('ZADD', WAIT, '+inf', '')
   redis.call('HSET', ITEMS, '', '')
   redis.call('HSET', LEASE, '', '')
   redis.call('ZADD', LEASES, '+inf', '')
   redis.call('ZADD', DEAD, -1, '')
-  redis.call('ZADD', TDEAD, 0, '')
+  redis.call('ZADD', TDEAD, '0', '')
   redis.call('SET', FLAG, '0', 'NX') -- SetLimits may have come first
   redis.call('HSET', LIMITS, '', '')
   redis.call('HSET', FSTATE, '', '')
-  redis.call('ZADD', TLEASES, 0, '')
+  redis.call('ZADD', TLEASES, '0', '')
   redis.call('HSET', LIFE, '', '')
   redis.call('ZADD', WAITS, '+inf', '')
   redis.call('ZADD', PARKED, '+inf', '')

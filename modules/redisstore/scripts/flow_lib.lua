@@ -195,7 +195,7 @@ end
 local function zaddRefs(key, refs)
   local batch = {}
   for _, ref in ipairs(refs) do
-    batch[#batch + 1] = 0
+    batch[#batch + 1] = '0'
     batch[#batch + 1] = ref
     if #batch >= 2000 then
       redis.call('ZADD', key, unpack(batch))

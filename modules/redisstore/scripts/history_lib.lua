@@ -24,20 +24,9 @@
 -- error, next due (ns), signal, reason, run time (ns).
 local QUEUELOG = 10000
 
--- lp is s length-prefixed. Turning a number into a string is the
--- dearest step of it in the server's Lua, so each length's prefix is made
--- once per script run.
-local LPN = {}
-local function lpHead(n)
-  local h = LPN[n]
-  if not h then
-    h = n .. ':'
-    LPN[n] = h
-  end
-  return h
-end
+-- lp is s length-prefixed (lenp in record_lib.lua).
 local function lp(s)
-  return lpHead(#s) .. s
+  return lenp(#s) .. s
 end
 
 local FINH = {}
@@ -204,7 +193,7 @@ local function evFlush(E)
       tensOf, tens = t, t > 0 and string.format('%d', t) or ''
     end
     local sq = tens .. string.char(48 + d)
-    rows[j] = lpHead(#sq) .. sq .. ref .. loge[j]
+    rows[j] = lenp(#sq) .. sq .. ref .. loge[j]
   end
   local n = redis.call('RPUSH', E.elog, unpack(rows))
   if n > QUEUELOG then

@@ -35,7 +35,7 @@ local function intoCancelled(ref, r, now, E)
   r.s = 'c'
   redis.call('HSET', ITEMS, ref, encode(r))
   redis.call('ZADD', CANCELS, X.cu, ref)
-  redis.call('ZADD', FIN, 0, finMember(now, r.t, r.i))
+  redis.call('ZADD', FIN, '0', finMember(now, r.t, r.i))
   evAdd(E, ref, ev('cancelled', E and E.now or '', {why = X.cr}))
 end
 

@@ -83,7 +83,7 @@ if r.s == 'q' then
   apply(P, now)
 elseif r.s == 'd' then
   redis.call('ZADD', DEAD, r.ds, ref)
-  redis.call('ZADD', TDEAD, 0, lp(r.t) .. hex16(seq) .. ref)
+  redis.call('ZADD', TDEAD, '0', lp(r.t) .. hex16(seq) .. ref)
 else
   redis.call('ZADD', WAITS, ARGV[10], ref)
   redis.call('ZADD', PARKED, ARGV[1], ref)

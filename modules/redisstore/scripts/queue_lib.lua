@@ -86,7 +86,7 @@ local READY, ROT, WAIT, TURNS, TURN, SEQ, ITEMS, LEASE, LEASES, DEAD, TDEAD, SER
   FLAG, LIMITS, FSTATE, TLEASES, TOKEN, QUEUES = unpack(KEYS, 1, 22)
 local LIFE, WAITS, PARKED, CANCELS, PDELAY = unpack(KEYS, 23, 27)
 local FIN, IDS, EVS, ELOG = unpack(KEYS, 28, 31)
-local function lp(s) return #s .. ':' .. s end
+local function lp(s) return lenp(#s) .. s end
 
 -- WIDE is longer than 64 bytes and starts with a NUL byte, which no ref
 -- (it starts with a digit) and no tenant name (names may not hold one)
@@ -253,7 +253,7 @@ local function add(P, r, ref, due, dx, seq)
     r.m = g.lt .. dx .. hex16(seq) .. ref
   end
   local ms = P.members
-  ms[#ms + 1] = 0
+  ms[#ms + 1] = '0'
   ms[#ms + 1] = r.m
   if not g.min or tonumber(due) < tonumber(g.min) then
     g.min = due

@@ -23,6 +23,27 @@ local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p'
 -- fa finished at (us: completed, or became cancelled)
 local EXT = {'pr', 'sn', 'ws', 'wsi', 'wu', 'rs', 'rp', 'rt', 'ra', 'ca', 'cr', 'cu', 'uf', 'fa'}
 
+-- lenp is the length prefix of a field n bytes long ('n:'). Turning a
+-- number into a string is among the dearest steps of the server's Lua
+-- (concatenation formats it as a double), so the prefixes of fields
+-- shorter than 4096 bytes are made once and kept in LENP. LENP is filled
+-- where the script is loaded, outside any call, so a function library
+-- (scripts.go) keeps it from call to call; it holds only what lenp
+-- returns for each n, so no call sees anything of another.
+local LENP
+LENP = {}
+local function lenp(n)
+  local p = LENP[n]
+  if p then
+    return p
+  end
+  p = string.format('%d:', n)
+  if n < 4096 then
+    LENP[n] = p
+  end
+  return p
+end
+
 -- lenAt reads the length prefix of the field of v at pos: the length of
 -- its value and where the value starts, or nil when there is no prefix
 -- there. A prefix of up to three digits (every field but a long payload
@@ -82,7 +103,7 @@ local function encode(r)
   for k, f in ipairs(RECORD) do
     local v = r[f] or ''
     if f ~= 'x' or v ~= '' then
-      parts[k] = #v .. ':' .. v
+      parts[k] = lenp(#v) .. v
     end
   end
   return table.concat(parts)
@@ -113,7 +134,7 @@ local function xput(r, X)
   for k, f in ipairs(EXT) do
     local v = X[f] or ''
     any = any or v ~= ''
-    parts[k] = #v .. ':' .. v
+    parts[k] = lenp(#v) .. v
   end
   r.X = X
   r.x = any and table.concat(parts) or ''
@@ -236,8 +257,8 @@ local function recFinish(v, pk, us)
     end
     pos = nxt
   end
-  local body = string.sub(x, 1, pos - 1) .. string.rep('0:', 13 - n) .. #us .. ':' .. us
-  local tail = #body .. ':' .. body
+  local body = string.sub(x, 1, pos - 1) .. string.rep('0:', 13 - n) .. lenp(#us) .. us
+  local tail = lenp(#body) .. body
   byX[x] = {tail, uf}
   return head .. tail, uf
 end

@@ -82,7 +82,7 @@ end
 if not holder then
   redis.call('HSET', LIMITS, '', '')
   redis.call('HSET', FSTATE, '', '')
-  redis.call('ZADD', TLEASES, 0, '')
+  redis.call('ZADD', TLEASES, '0', '')
 end
 if val == '' then
   if had then
@@ -104,7 +104,7 @@ if leases then
   local batch = {}
   for _, ref in ipairs(leases) do
     if ref ~= '' then
-      batch[#batch + 1] = 0
+      batch[#batch + 1] = '0'
       batch[#batch + 1] = ref
       if #batch >= 2000 then
         redis.call('ZADD', TLEASES, unpack(batch))

@@ -62,7 +62,7 @@ for i = 4, #ARGV, 10 do
       r.s, r.da, r.ds = 'd', ARGV[2], s
       dead[#dead + 1] = s
       dead[#dead + 1] = ref
-      tdead[#tdead + 1] = 0
+      tdead[#tdead + 1] = '0'
       tdead[#tdead + 1] = lp(r.t) .. hex16(seq) .. ref
     end
     recs[#recs + 1] = ref
