@@ -58,11 +58,11 @@ local EVC = 0
 local function dueRange(lt, NX, off, n)
   local plain = {'[' .. lt, '(' .. lt .. NX}
   if not PRI then
-    return redis.call('ZRANGE', READY, plain[1], plain[2], 'BYLEX', 'LIMIT', off, n)
+    return redis.call('ZRANGE', READY, plain[1], plain[2], 'BYLEX', 'LIMIT', num(off), num(n))
   end
   local mid = lt .. 'p64'
   if off == 0 then
-    local sec = redis.call('ZRANGE', READY, '[' .. lt .. 'p', '(' .. lt .. 'q', 'BYLEX', 'LIMIT', 0, n)
+    local sec = redis.call('ZRANGE', READY, '[' .. lt .. 'p', '(' .. lt .. 'q', 'BYLEX', 'LIMIT', '0', num(n))
     local out, lo = {}, {}
     for _, m in ipairs(sec) do
       if m < mid then
@@ -72,11 +72,11 @@ local function dueRange(lt, NX, off, n)
       end
     end
     if #out < n then
-      concatInto(out, redis.call('ZRANGE', READY, plain[1], plain[2], 'BYLEX', 'LIMIT', 0, n - #out))
+      concatInto(out, redis.call('ZRANGE', READY, plain[1], plain[2], 'BYLEX', 'LIMIT', '0', num(n - #out)))
     end
     if #out < n then
       if #sec == n and #lo == 0 then -- the read ended inside the high ranks
-        lo = redis.call('ZRANGE', READY, '(' .. mid, '(' .. lt .. 'q', 'BYLEX', 'LIMIT', 0, n - #out)
+        lo = redis.call('ZRANGE', READY, '(' .. mid, '(' .. lt .. 'q', 'BYLEX', 'LIMIT', '0', num(n - #out))
       end
       for _, m in ipairs(lo) do
         if #out >= n then
@@ -101,7 +101,7 @@ local function dueRange(lt, NX, off, n)
       end
     end
     if not skip then
-      concatInto(out, redis.call('ZRANGE', READY, r[1], r[2], 'BYLEX', 'LIMIT', off, n - #out))
+      concatInto(out, redis.call('ZRANGE', READY, r[1], r[2], 'BYLEX', 'LIMIT', num(off), num(n - #out)))
       off = 0
     end
   end
@@ -119,7 +119,7 @@ end
 -- endWaits queues the waits that timed out by now (ARGV[1]), due when
 -- they timed out, with a Resume saying so.
 local function endWaits()
-  local got = redis.call('ZRANGE', WAITS, '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, 256, 'WITHSCORES')
+  local got = redis.call('ZRANGE', WAITS, '-inf', ARGV[1], 'BYSCORE', 'LIMIT', '0', '256', 'WITHSCORES')
   if #got == 0 then
     return
   end
@@ -166,7 +166,7 @@ end
 -- promoteDue moves the delayed prioritised items that fell due by now
 -- into their tenants' priority sections.
 local function promoteDue()
-  local ms = redis.call('ZRANGE', PDELAY, '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, 256)
+  local ms = redis.call('ZRANGE', PDELAY, '-inf', ARGV[1], 'BYSCORE', 'LIMIT', '0', '256')
   if #ms == 0 then
     return
   end
@@ -259,7 +259,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
         local want = n - #got
         local head = head0
         if not (head and rotOff == 0 and want == max) then
-          head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', rotOff, want, 'WITHSCORES')
+          head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', num(rotOff), num(want), 'WITHSCORES')
         end
         pageT, pageS, pi = {}, {}, 1
         for j = 1, #head, 2 do
@@ -530,7 +530,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
         rotAdd[#rotAdd + 1] = e.stamp
         rotAdd[#rotAdd + 1] = t
       else
-        local f = redis.call('ZRANGE', READY, '[' .. lt .. NX, '(' .. lt .. 'g', 'BYLEX', 'LIMIT', 0, 1)[1]
+        local f = redis.call('ZRANGE', READY, '[' .. lt .. NX, '(' .. lt .. 'g', 'BYLEX', 'LIMIT', '0', '1')[1]
         if not fromWait[t] then
           rotDel[#rotDel + 1] = t
         end
@@ -776,7 +776,7 @@ local function flowRounds(L, S, max, freed, woken, extra)
     end
     L[j + 1], S[j + 1], lts[j + 1] = extra[1], tonumber(extra[2]), xlt
   elseif extra then
-    local more = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', n, nheld, 'WITHSCORES')
+    local more = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', num(n), num(nheld), 'WITHSCORES')
     local mlts = {}
     for k = 1, #more, 2 do
       mlts[#mlts + 1] = lp(more[k])
@@ -848,7 +848,7 @@ local function claimRead(freed)
   -- With limits the head is read one tenant longer: that one takes the
   -- place of a tenant held at the head (flowRounds).
   local L, S = {}, {}
-  local head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', 0, flag == '1' and max + 1 or max,
+  local head = redis.call('ZRANGE', ROT, '-inf', '(+inf', 'BYSCORE', 'LIMIT', '0', num(flag == '1' and max + 1 or max),
     'WITHSCORES')
   local extra
   if #head > 2 * max then
@@ -995,10 +995,10 @@ local function claimRead(freed)
         left = #dueRange(lt, NX, fetched[i], 1) > 0
       end
       if left then
-        rotAdd[#rotAdd + 1] = stamp[i] or S[i]
+        rotAdd[#rotAdd + 1] = stamp[i] and num(stamp[i]) or S[i]
         rotAdd[#rotAdd + 1] = t
       else
-        local f = redis.call('ZRANGE', READY, '[' .. lt .. NX, '(' .. lt .. 'g', 'BYLEX', 'LIMIT', 0, 1)[1]
+        local f = redis.call('ZRANGE', READY, '[' .. lt .. NX, '(' .. lt .. 'g', 'BYLEX', 'LIMIT', '0', '1')[1]
         if not fromWait[t] then
           rotDel[#rotDel + 1] = t
         end
@@ -1009,7 +1009,7 @@ local function claimRead(freed)
       end
       if stamp[i] then
         turnsSet[#turnsSet + 1] = t
-        turnsSet[#turnsSet + 1] = stamp[i]
+        turnsSet[#turnsSet + 1] = num(stamp[i])
       end
     elseif fromWait[t] then
       rotAdd[#rotAdd + 1] = fromWait[t]
@@ -1081,7 +1081,7 @@ local function claimLease(c)
     end
   end
   if #sn == 1 then
-    redis.call('HINCRBY', SERVED, sn[1], sby[1])
+    redis.call('HINCRBY', SERVED, sn[1], num(sby[1]))
   elseif #sn > 1 then
     local cur, set = redis.call('HMGET', SERVED, unpack(sn)), {}
     for j, t in ipairs(sn) do
@@ -1090,7 +1090,7 @@ local function claimLease(c)
     redis.call('HSET', SERVED, unpack(set))
   end
   if c.turn ~= c.turn0 then
-    redis.call('SET', TURN, c.turn)
+    redis.call('SET', TURN, string.format('%d', c.turn))
   end
 
   -- Lease the items: one HSET of the lease hash and one ZADD for the

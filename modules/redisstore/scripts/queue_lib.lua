@@ -206,7 +206,7 @@ end
 -- firstOf returns the first queued member of tenant t (lp(t) is lt), or
 -- nil: its due time is the 16 hex digits after lt.
 local function firstOf(lt)
-  return redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. 'g', 'BYLEX', 'LIMIT', 0, 1)[1]
+  return redis.call('ZRANGE', READY, '[' .. lt, '(' .. lt .. 'g', 'BYLEX', 'LIMIT', '0', '1')[1]
 end
 
 local function dueOf(lt, m)

@@ -44,6 +44,24 @@ local function lenp(n)
   return p
 end
 
+-- num is integer n as a decimal string, for a count or an offset passed
+-- to redis.call: Redis formats a number argument as a double, as
+-- concatenation does. Those of 0 to 4095 are made once and kept, as
+-- LENP's are.
+local NUMS
+NUMS = {}
+local function num(n)
+  local s = NUMS[n]
+  if s then
+    return s
+  end
+  s = string.format('%d', n)
+  if n >= 0 and n < 4096 then
+    NUMS[n] = s
+  end
+  return s
+end
+
 -- lenAt reads the length prefix of the field of v at pos: the length of
 -- its value and where the value starts, or nil when there is no prefix
 -- there. A prefix of up to three digits (every field but a long payload
