@@ -12,7 +12,12 @@
 -- script appends the member)  x the lifecycle extension, present only
 -- when one of its fields is set (so a record that never used a
 -- lifecycle control keeps the shape earlier releases read).
-local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p', 'm', 'x'}
+--
+-- RECORD and EXT are assigned apart from their declarations, so that a
+-- function library (scripts.go) builds them once, where it is loaded,
+-- not at every call; neither is ever changed.
+local RECORD, EXT
+RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p', 'm', 'x'}
 
 -- The extension's fields, length-prefixed in this order: pr priority
 -- (decimal, '' for 0)  sn snoozes  ws the awaited signal  wsi waiting
@@ -21,7 +26,7 @@ local RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p'
 -- ca cancelled at (ns; on a leased item, the cancel mark)  cr the reason
 -- cu cancelled at (us, the CANCELS score)  uf the uniqueness window (us)
 -- fa finished at (us: completed, or became cancelled)
-local EXT = {'pr', 'sn', 'ws', 'wsi', 'wu', 'rs', 'rp', 'rt', 'ra', 'ca', 'cr', 'cu', 'uf', 'fa'}
+EXT = {'pr', 'sn', 'ws', 'wsi', 'wu', 'rs', 'rp', 'rt', 'ra', 'ca', 'cr', 'cu', 'uf', 'fa'}
 
 -- lenp is the length prefix of a field n bytes long ('n:'). Turning a
 -- number into a string is among the dearest steps of the server's Lua

@@ -21,7 +21,8 @@
 local NONCE, NOW, FORGET, ID = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 -- The run hash fields a record keeps, in the order it keeps them.
-local RECORDED = {'v', 'seq', 'it', 'ot', 'c', 'i', 'cur', 'ca', 'ua', 'st', 'se', 'f'}
+local RECORDED
+RECORDED = {'v', 'seq', 'it', 'ot', 'c', 'i', 'cur', 'ca', 'ua', 'st', 'se', 'f'}
 
 -- replayed returns the hash fields an earlier try of this call left, as
 -- it recorded them, or nil when there was none.
