@@ -28,43 +28,34 @@ RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p', 'm',
 -- fa finished at (us: completed, or became cancelled)
 EXT = {'pr', 'sn', 'ws', 'wsi', 'wu', 'rs', 'rp', 'rt', 'ra', 'ca', 'cr', 'cu', 'uf', 'fa'}
 
--- lenp is the length prefix of a field n bytes long ('n:'). Turning a
--- number into a string is among the dearest steps of the server's Lua
--- (concatenation formats it as a double), so the prefixes of fields
--- shorter than 4096 bytes are made once and kept in LENP. LENP is filled
+-- Turning a number into a string is among the dearest steps of the
+-- server's Lua: concatenation formats it as a double, and so does Redis
+-- for a number passed to redis.call. The strings scripts make of small
+-- numbers are therefore made once and kept: LENP and NUMS are created
 -- where the script is loaded, outside any call, so a function library
--- (scripts.go) keeps it from call to call; it holds only what lenp
--- returns for each n, so no call sees anything of another.
-local LENP
-LENP = {}
+-- (scripts.go) keeps them from call to call; they hold only what
+-- string.format makes of each n, so no call sees anything of another.
+local LENP, NUMS
+LENP, NUMS = {}, {}
+
+-- intString is string.format(fmt, n), kept in T when n is 0 to 4095.
+local function intString(T, fmt, n)
+  local s = string.format(fmt, n)
+  if n >= 0 and n < 4096 then
+    T[n] = s
+  end
+  return s
+end
+
+-- lenp is the length prefix of a field n bytes long ('n:').
 local function lenp(n)
-  local p = LENP[n]
-  if p then
-    return p
-  end
-  p = string.format('%d:', n)
-  if n < 4096 then
-    LENP[n] = p
-  end
-  return p
+  return LENP[n] or intString(LENP, '%d:', n)
 end
 
 -- num is integer n as a decimal string, for a count or an offset passed
--- to redis.call: Redis formats a number argument as a double, as
--- concatenation does. Those of 0 to 4095 are made once and kept, as
--- LENP's are.
-local NUMS
-NUMS = {}
+-- to redis.call.
 local function num(n)
-  local s = NUMS[n]
-  if s then
-    return s
-  end
-  s = string.format('%d', n)
-  if n >= 0 and n < 4096 then
-    NUMS[n] = s
-  end
-  return s
+  return NUMS[n] or intString(NUMS, '%d', n)
 end
 
 -- lenAt reads the length prefix of the field of v at pos: the length of
