@@ -143,7 +143,7 @@ var eventInsertRows = &rowsSQL{build: func(n int) string {
 const logTrimStep = 256
 
 // writeEvents writes the events of one queue, all with the same cap,
-// and counts finished more finished items of the queue.
+// and adds finished to the queue's count of finished items.
 func writeEvents(ctx context.Context, e execer, rows []pendingEvent, finished int) error {
 	queue, capN := rows[0].key.Queue, rows[0].capN
 	// The item's own events. An item's number is read from the rows
