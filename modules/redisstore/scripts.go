@@ -125,9 +125,13 @@ type script struct {
 // that is not a function (a local with a value) is split: the local is
 // declared where it stood, so the helpers below it see it, and its value
 // is assigned by the lib's init function, which the call runs first, in
-// the libs' order. KEYS and ARGV are locals of the library, set from the
-// call's keys and arguments; the body runs as the function itself, with
-// flags (none when empty).
+// the libs' order. A statement that assigns a local declared apart
+// ("local T" then "T = {}") is not split: it runs once, at the load, and
+// its value is kept from call to call, which a lib uses for constants and
+// for memos that hold nothing of any call (record_lib.lua's field lists
+// and number strings). KEYS and ARGV are locals of the library, set from
+// the call's keys and arguments; the body runs as the function itself,
+// with flags (none when empty).
 func functionLibrary(fn string, libs []string, body string, flags []string) string {
 	var b, calls strings.Builder
 	b.WriteString("#!lua name=" + fn + "\nlocal KEYS, ARGV\n")
