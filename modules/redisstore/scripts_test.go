@@ -11,9 +11,11 @@ import (
 // statement continued on indented lines included; functions, comments
 // and locals without a value stay as they are.
 func TestSplitTopLevel(t *testing.T) {
-	src := "-- keys\nlocal A, B,\n  C = unpack(KEYS, 1, 3)\nlocal D\nlocal function f()\n  local x = 1\n  return A .. x\nend\nlocal E = {'s', 'a'}\n"
+	// D is assigned apart from its declaration: the assignment stays at
+	// the top level, run once at the load (a value kept between calls).
+	src := "-- keys\nlocal A, B,\n  C = unpack(KEYS, 1, 3)\nlocal D\nD = {}\nlocal function f()\n  local x = 1\n  return A .. x\nend\nlocal E = {'s', 'a'}\n"
 	decl, init := splitTopLevel(src)
-	wantDecl := "-- keys\nlocal A, B, C\nlocal D\nlocal function f()\n  local x = 1\n  return A .. x\nend\nlocal E\n\n"
+	wantDecl := "-- keys\nlocal A, B, C\nlocal D\nD = {}\nlocal function f()\n  local x = 1\n  return A .. x\nend\nlocal E\n\n"
 	if decl != wantDecl {
 		t.Errorf("declarations:\n%s\nwant:\n%s", decl, wantDecl)
 	}
@@ -104,5 +106,27 @@ func TestShebangRefused(t *testing.T) {
 		if got := shebangRefused(errors.New(msg)); got != want {
 			t.Errorf("shebangRefused(%q) = %v, want %v", msg, got, want)
 		}
+	}
+}
+
+// TestLibrariesKeepTheirConstants: the record's field lists and the
+// number strings' memos are built where a library loads, not by the init
+// a call runs first, in every library that has them.
+func TestLibrariesKeepTheirConstants(t *testing.T) {
+	seen := 0
+	for _, sc := range allScripts {
+		if !strings.Contains(sc.lib, "local RECORD, EXT\n") {
+			continue
+		}
+		seen++
+		for _, load := range []string{"\nRECORD = {", "\nEXT = {", "\nLENP, NUMS = {}, {}\n"} {
+			at := strings.Index(sc.lib, load)
+			if at < 0 || strings.LastIndex(sc.lib[:at], "local function adkInit") > strings.LastIndex(sc.lib[:at], "\nend\n") {
+				t.Errorf("%s: %q is not at the library's top level", sc.fn, strings.TrimSpace(load))
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("%d libraries hold the record's field lists; want the queue scripts' (20 or more)", seen)
 	}
 }
