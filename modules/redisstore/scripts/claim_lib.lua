@@ -1090,7 +1090,7 @@ local function claimLease(c)
     redis.call('HSET', SERVED, unpack(set))
   end
   if c.turn ~= c.turn0 then
-    redis.call('SET', TURN, string.format('%d', c.turn))
+    redis.call('SET', TURN, num(c.turn))
   end
 
   -- Lease the items: one HSET of the lease hash and one ZADD for the

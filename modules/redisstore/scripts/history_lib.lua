@@ -24,11 +24,6 @@
 -- error, next due (ns), signal, reason, run time (ns).
 local QUEUELOG = 10000
 
--- lp is s length-prefixed (lenp in record_lib.lua).
-local function lp(s)
-  return lenp(#s) .. s
-end
-
 local FINH = {}
 local function finMember(us, t, i)
   local h = FINH[us] -- a script finishes its items at one time

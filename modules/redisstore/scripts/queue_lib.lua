@@ -86,7 +86,6 @@ local READY, ROT, WAIT, TURNS, TURN, SEQ, ITEMS, LEASE, LEASES, DEAD, TDEAD, SER
   FLAG, LIMITS, FSTATE, TLEASES, TOKEN, QUEUES = unpack(KEYS, 1, 22)
 local LIFE, WAITS, PARKED, CANCELS, PDELAY = unpack(KEYS, 23, 27)
 local FIN, IDS, EVS, ELOG = unpack(KEYS, 28, 31)
-local function lp(s) return lenp(#s) .. s end
 
 -- WIDE is longer than 64 bytes and starts with a NUL byte, which no ref
 -- (it starts with a digit) and no tenant name (names may not hold one)

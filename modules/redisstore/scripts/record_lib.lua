@@ -58,6 +58,11 @@ local function num(n)
   return NUMS[n] or intString(NUMS, '%d', n)
 end
 
+-- lp is s length-prefixed.
+local function lp(s)
+  return lenp(#s) .. s
+end
+
 -- lenAt reads the length prefix of the field of v at pos: the length of
 -- its value and where the value starts, or nil when there is no prefix
 -- there. A prefix of up to three digits (every field but a long payload
