@@ -812,6 +812,11 @@ func TestCompletesRideAlongWithClaims(t *testing.T) {
 		}
 		cfg := fastConfig(clock)
 		cfg.Concurrency = 10
+		// A Complete carries up to max(Concurrency, BatchSize) items. With
+		// the claims carrying them, at most Concurrency finished items wait
+		// between two claims, so a batch of 20 never fills there and only
+		// the claims and the shutdown settle; without, it fills and flushes.
+		cfg.BatchSize = 20
 		cfg.CompleteDelay = time.Hour // only a full batch, a claim or the shutdown settles
 		cfg.CarryCompletes = true
 		r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error { return nil }, cfg)
