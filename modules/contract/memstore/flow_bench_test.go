@@ -62,3 +62,50 @@ func BenchmarkClaimLimits(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClaimTenantsScale is a claim of 10 and its Complete with 100
+// and with 10,000 busy tenants, each with limits that never bind and
+// three items: adkbench's limits-scale row, without the harness. The
+// ratio of the two sub-benchmarks is what the count of tenants costs a
+// claim (go test -bench ClaimTenantsScale -count 6).
+func BenchmarkClaimTenantsScale(b *testing.B) {
+	loose := contract.Limits{MaxLeased: 10_000, Rate: contract.MaxRate, Burst: contract.MaxLimitLeased}
+	for _, tenants := range []int{100, 10_000} {
+		b.Run(fmt.Sprint(tenants), func(b *testing.B) {
+			ctx := b.Context()
+			s := memstore.New(contracttest.NewFakeClock(contracttest.FakeEpoch), memstore.Settings{})
+			items := make([]contract.Item, 0, 3*tenants)
+			for t := range tenants {
+				name := fmt.Sprintf("t%05d", t)
+				if err := s.SetLimits(ctx, "", name, loose); err != nil {
+					b.Fatal(err)
+				}
+				for i := range 3 {
+					items = append(items, contract.Item{Tenant: name, ID: fmt.Sprint(i)})
+				}
+			}
+			if err := s.Enqueue(ctx, items...); err != nil {
+				b.Fatal(err)
+			}
+			req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}
+			back := make([]contract.Item, 0, 10)
+			b.ReportAllocs()
+			for b.Loop() {
+				ls, err := s.Claim(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Complete(ctx, ls...); err != nil {
+					b.Fatal(err)
+				}
+				back = back[:0]
+				for _, l := range ls {
+					back = append(back, contract.Item{Tenant: l.Item.Tenant, ID: l.Item.ID})
+				}
+				if err := s.Enqueue(ctx, back...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -145,32 +145,32 @@ func (e *entry) windowOpen(now time.Time) bool {
 	return e.item.UniqueFor > 0 && now.Before(e.item.FinishedAt.Add(e.item.UniqueFor))
 }
 
-// indexID adds e to its queue's index by ID.
+// indexID adds e to its queue's index by ID, at the head of its ID's
+// chain.
 func (q *queue) indexID(e *entry) {
-	e.nextID = q.ids[e.item.ID]
+	next := q.ids[e.item.ID]
+	e.nextID, e.prevID = next, nil
+	if next != nil {
+		next.prevID = e
+	}
 	q.ids[e.item.ID] = e
 }
 
-// unindexID takes e out of its queue's index by ID.
+// unindexID takes e out of its queue's index by ID. The chain is linked
+// both ways, so this costs the same however many tenants share the ID.
 func (q *queue) unindexID(e *entry) {
-	id := e.item.ID
-	head := q.ids[id]
-	if head == e {
-		if e.nextID == nil {
-			delete(q.ids, id)
-		} else {
-			q.ids[id] = e.nextID
-		}
-		e.nextID = nil
-		return
+	switch {
+	case e.prevID != nil:
+		e.prevID.nextID = e.nextID
+	case e.nextID != nil:
+		q.ids[e.item.ID] = e.nextID
+	default:
+		delete(q.ids, e.item.ID)
 	}
-	for p := head; p != nil; p = p.nextID {
-		if p.nextID == e {
-			p.nextID = e.nextID
-			e.nextID = nil
-			return
-		}
+	if e.nextID != nil {
+		e.nextID.prevID = e.prevID
 	}
+	e.nextID, e.prevID = nil, nil
 }
 
 // History returns the item and its recorded events.

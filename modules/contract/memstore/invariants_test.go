@@ -90,9 +90,13 @@ func checkInvariants(t *testing.T, st *Store) {
 		}
 		indexed := 0
 		for id, e := range q.ids {
-			for ; e != nil; e = e.nextID {
+			var prev *entry
+			for ; e != nil; prev, e = e, e.nextID {
 				if e.item.ID != id || s.items[e.item.Key()] != e {
 					t.Fatalf("queue %s indexes %v under ID %q, which the items map does not hold there", name, e.item.Key(), id)
+				}
+				if e.prevID != prev {
+					t.Fatalf("queue %s: %v's back link in the index by ID does not name the item before it", name, e.item.Key())
 				}
 				indexed++
 			}

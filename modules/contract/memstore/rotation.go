@@ -48,7 +48,7 @@ type queue struct {
 	ret      contract.Retention
 	keeping  bool
 	finished *ordered[finKey, *entry] // completed and cancelled items, by FinishedAt
-	ids      map[string]*entry        // every item by ID, those of one ID chained by nextID
+	ids      map[string]*entry        // every item by ID, those of one ID chained by nextID and prevID
 	log      []contract.Event         // ring of the latest QueueEventLog events
 	logSeq   int64                    // the seq of the last event logged
 }
@@ -98,6 +98,7 @@ type entry struct {
 	deadSeq int64 // while dead
 
 	nextID    *entry       // the next item of the same ID in the queue's index
+	prevID    *entry       // the item before it there; nil at the chain's head
 	hist      *itemHistory // recorded events, when the queue records them
 	claimedAt time.Time    // when its lease was claimed, when events are recorded
 }
