@@ -190,33 +190,49 @@ func (q *queue) heldWith(tq *tenantQueue, l contract.Limits, now time.Time, live
 	return contract.HeldNone, time.Time{}
 }
 
+// heldPass is one claim's progress past held tenants. A tenant held at
+// the claim's now stays held for the rest of the claim (its live leases
+// only grow, its bucket and budget window do not move, pause is not
+// lifted meanwhile) and keeps its stamp, and the tenants a claim serves
+// take stamps after every other. So every due tenant up to the last held
+// one passed is held, and the claim resumes its walk after it: each held
+// tenant is read and reported once per claim, not once per item.
+type heldPass struct {
+	report *contract.ClaimReport // nil when the caller wants no report
+	last   int64                 // the stamp of the last held tenant passed
+	any    bool                  // whether one was passed
+}
+
+// pass notes tq, held for why until until, and resumes later walks after
+// it.
+func (p *heldPass) pass(tq *tenantQueue, why contract.HeldReason, until time.Time) {
+	p.report.Note(why, until)
+	p.last, p.any = tq.stamp, true
+}
+
 // nextAllowed returns the first tenant in rotation order that has a due
-// item and is not held back, noting each held tenant it passes in r once
-// per claim (seen remembers them).
-func (q *queue) nextAllowed(now time.Time, r *contract.ClaimReport, seen map[*tenantQueue]bool) *tenantQueue {
+// item and is not held back, passing (and noting in p) the held tenants
+// before it.
+func (q *queue) nextAllowed(now time.Time, p *heldPass) *tenantQueue {
 	head := q.next(now) // moves the tenants that fell due into due
 	if head == nil {
 		return nil
 	}
-	why, until := q.held(head, q.limitsFor(head), now)
-	if why == contract.HeldNone {
-		return head
-	}
-	if !seen[head] {
-		seen[head] = true
-		r.Note(why, until)
+	if !p.any || head.stamp > p.last {
+		why, until := q.held(head, q.limitsFor(head), now)
+		if why == contract.HeldNone {
+			return head
+		}
+		p.pass(head, why, until)
 	}
 	var found *tenantQueue
-	q.due.Ascend(nil, func(_ int64, tq *tenantQueue) bool {
+	q.due.Ascend(&p.last, func(_ int64, tq *tenantQueue) bool {
 		why, until := q.held(tq, q.limitsFor(tq), now)
 		if why == contract.HeldNone {
 			found = tq
 			return false
 		}
-		if !seen[tq] {
-			seen[tq] = true
-			r.Note(why, until)
-		}
+		p.pass(tq, why, until)
 		return true
 	})
 	return found

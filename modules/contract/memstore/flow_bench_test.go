@@ -109,3 +109,50 @@ func BenchmarkClaimTenantsScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClaimPastHeld is a claim of 10 from one tenant behind 10,
+// 1,000 and 10,000 tenants held at their cap (each capped at 1 with its
+// one lease live and an item queued). A claim passes each held tenant
+// once, not once per item it serves (go test -bench ClaimPastHeld).
+func BenchmarkClaimPastHeld(b *testing.B) {
+	for _, held := range []int{10, 1000, 10000} {
+		b.Run(fmt.Sprint(held), func(b *testing.B) {
+			ctx := b.Context()
+			s := memstore.New(contracttest.NewFakeClock(contracttest.FakeEpoch), memstore.Settings{})
+			var items []contract.Item
+			for t := range held {
+				name := fmt.Sprintf("h%05d", t)
+				if err := s.SetLimits(ctx, "", name, contract.Limits{MaxLeased: 1}); err != nil {
+					b.Fatal(err)
+				}
+				items = append(items, contract.Item{Tenant: name, ID: "a"}, contract.Item{Tenant: name, ID: "b"})
+			}
+			if err := s.Enqueue(ctx, items...); err != nil {
+				b.Fatal(err)
+			}
+			for { // lease one item of every held tenant
+				ls, err := s.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Hour, Max: 100})
+				if err != nil || len(ls) == 0 {
+					break
+				}
+			}
+			free := []contract.Item{}
+			for i := range 10 {
+				free = append(free, contract.Item{Tenant: "free", ID: fmt.Sprint(i)})
+			}
+			req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}
+			for b.Loop() {
+				if err := s.Enqueue(ctx, free...); err != nil {
+					b.Fatal(err)
+				}
+				ls, err := s.Claim(ctx, req)
+				if err != nil || len(ls) != 10 {
+					b.Fatal(err, len(ls))
+				}
+				if err := s.Complete(ctx, ls...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

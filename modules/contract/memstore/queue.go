@@ -89,17 +89,15 @@ func (s *store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 	}
 	s.endWaits(q, now)
 	var out []contract.Lease
-	var report *contract.ClaimReport
-	var seen map[*tenantQueue]bool
+	var held heldPass
 	gated := q.limited || q.pausedTenants > 0
 	if gated {
-		report = contract.ClaimReportFrom(ctx)
-		seen = make(map[*tenantQueue]bool)
+		held.report = contract.ClaimReportFrom(ctx)
 	}
 	for len(out) < req.Max {
 		var tq *tenantQueue
 		if gated {
-			tq = q.nextAllowed(now, report, seen)
+			tq = q.nextAllowed(now, &held)
 		} else {
 			tq = q.next(now)
 		}
