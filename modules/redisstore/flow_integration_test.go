@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -690,5 +691,76 @@ func TestFlowRateBucketKeepsFractions(t *testing.T) {
 	f.clock.Advance(time.Microsecond)
 	if got, err := f.Claim(ctx, claimReq(1)); err != nil || len(got) != 1 {
 		t.Fatalf("once the token came: %d, %v; want 1", len(got), err)
+	}
+}
+
+// TestFlowCapMarksOfManyTenants: a claim that passes many tenants over
+// for their caps marks each of them once, and a Complete that ends a
+// lease of some of them drops exactly those marks (and wakes), keeping
+// the others, however the ended leases and the marks are ordered.
+func TestFlowCapMarksOfManyTenants(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	fstate := f.d.keys.queue("default") + "fstate"
+	const n = 40
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("t%02d", i)
+		f.setLimits(t, names[i], contract.Limits{MaxLeased: 1})
+		f.enqueue(t, names[i], 2)
+	}
+	first, err := f.Claim(ctx, claimReq(2*n))
+	if err != nil || len(first) != n {
+		t.Fatalf("first claim: %d, %v; want one item of each of %d tenants", len(first), err, n)
+	}
+	if got, err := f.Claim(ctx, claimReq(10)); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("every tenant at its cap: %v, %v; want ErrEmpty", byTenant(got), err)
+	}
+	marks := func() map[string]int {
+		t.Helper()
+		v, err := f.client.HGet(ctx, fstate, "!h").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, name := range names {
+			out[name] = strings.Count(v, fmt.Sprintf("%d:%s", len(name), name))
+		}
+		return out
+	}
+	for name, c := range marks() {
+		if c != 1 {
+			t.Fatalf("tenant %s marked %d times after the claims; want once", name, c)
+		}
+	}
+	// End the leases of every third tenant, listed backwards.
+	var done []contract.Lease
+	ended := map[string]bool{}
+	for i := len(first) - 1; i >= 0; i-- {
+		var k int
+		if _, err := fmt.Sscanf(first[i].Item.Tenant, "t%02d", &k); err != nil {
+			t.Fatal(err)
+		}
+		if k%3 == 0 {
+			done = append(done, first[i])
+			ended[first[i].Item.Tenant] = true
+		}
+	}
+	if err := f.Complete(ctx, done...); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range marks() {
+		if want := map[bool]int{true: 0, false: 1}[ended[name]]; c != want {
+			t.Fatalf("tenant %s marked %d times after the complete (lease ended: %v); want %d", name, c, ended[name], want)
+		}
+	}
+	next, err := f.Claim(ctx, claimReq(2*n))
+	if got := byTenant(next); err != nil || len(next) != len(ended) {
+		t.Fatalf("claim after the complete: %v, %v; want one item of each of the %d freed tenants", got, err, len(ended))
+	}
+	for _, l := range next {
+		if !ended[l.Item.Tenant] {
+			t.Fatalf("claim after the complete served %s, whose lease did not end", l.Item.Tenant)
+		}
 	}
 }

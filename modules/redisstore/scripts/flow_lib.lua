@@ -277,22 +277,21 @@ local function markList(v)
 end
 
 -- capMarked returns {} when no lease in refs is of a marked tenant, else
--- {the MARKS value without those tenants}.
+-- {the MARKS value without those tenants}. The tenants of refs are
+-- gathered first, so this costs one pass over the marks and one over
+-- refs however many tenants are marked.
 local function capMarked(fstate, refs)
   local v = redis.call('HGET', fstate, MARKS)
   if not v or v == '' then
     return {}
   end
+  local ended = {}
+  for _, ref in ipairs(refs) do
+    ended[tenantOfRef(ref)] = true
+  end
   local keep, hit = {}, false
   for _, lt in ipairs(markList(v)) do
-    local ended = false
-    for _, ref in ipairs(refs) do
-      if string.find(ref, lt, 1, true) == 1 then -- ref is lp(tenant)..lp(id)
-        ended = true
-        break
-      end
-    end
-    if ended then
+    if ended[lt] then
       hit = true
     else
       keep[#keep + 1] = lt
@@ -318,10 +317,10 @@ end
 -- markSet is the set of lp names in a MARKS value, keeping the value as v
 -- ('' for none).
 local function markSet(v)
-  local out = {v = ''}
-  for _, lt in ipairs(markList(v or '')) do
+  local list = markList(v or '')
+  local out = {v = table.concat(list)}
+  for _, lt in ipairs(list) do
     out[lt] = true
-    out.v = out.v .. lt
   end
   return out
 end
