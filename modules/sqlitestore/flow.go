@@ -414,9 +414,16 @@ type flowClaim struct {
 	def     contract.Limits
 	budgets bool           // a budget applies to some tenant
 	leased  map[string]int // live leases by tenant, when a cap applies
-	out     []contract.Lease
-	held    []heldTenant
-	noted   map[string]bool
+	// pages is how many reads of the rotation the claim made, and page
+	// the length of the last. byTenant holds the live leases of every
+	// tenant at the claim's start, read once when the claim reads a
+	// second page (tenants held ahead of it): from then on the rotation's
+	// reads count nothing, and the pages double.
+	pages, page int
+	byTenant    map[string]int
+	out         []contract.Lease
+	held        []heldTenant
+	noted       map[string]bool
 }
 
 // flowHead is one row of the rotation as flow_heads.sql returns it.
@@ -459,13 +466,26 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 	// Two more rows than the batch has room for: a tenant or two held
 	// back at the front then cost no second read.
 	n += 2
+	if c.pages > 0 {
+		// Tenants held ahead: read further at once, and count every
+		// tenant's leases in one pass rather than one pass per tenant.
+		n = min(max(n, 2*c.page), 1024)
+		if c.leased != nil && c.byTenant == nil {
+			var err error
+			if c.byTenant, err = leasesByTenant(ctx, c.e, c.req.Queue, c.at); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c.pages, c.page = c.pages+1, n
+	count := c.leased != nil && c.byTenant == nil
 	var rows *sql.Rows
 	var err error
 	if d := c.def.Budget; c.budgets {
 		rows, err = c.e.QueryContext(ctx, flowHeadsSQL, c.req.Queue, c.at, after, n,
-			d.Window.Milliseconds(), d.CostMicros, d.Tokens, c.now.UnixMilli(), c.pauses, c.def.MaxLeased)
+			d.Window.Milliseconds(), d.CostMicros, d.Tokens, c.now.UnixMilli(), c.pauses, c.def.MaxLeased, count)
 	} else {
-		rows, err = c.e.QueryContext(ctx, flowHeadsPlainSQL, c.req.Queue, c.at, after, n, c.pauses, c.def.MaxLeased)
+		rows, err = c.e.QueryContext(ctx, flowHeadsPlainSQL, c.req.Queue, c.at, after, n, c.pauses, c.def.MaxLeased, count)
 	}
 	if err != nil {
 		return nil, err
@@ -484,9 +504,32 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 		if _, seen := c.leased[h.tenant]; c.leased != nil && !seen {
 			// Counted before the claim leased it anything (a tenant is
 			// served only once read): the claim adds its own leases.
+			if c.byTenant != nil {
+				live = c.byTenant[h.tenant]
+			}
 			c.leased[h.tenant] = live
 		}
 		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// leasesByTenant returns the live leases at at of each tenant of queue
+// that holds one.
+func leasesByTenant(ctx context.Context, e execer, queue string, at int64) (map[string]int, error) {
+	rows, err := e.QueryContext(ctx, leasedByTenantSQL, queue, at)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var tenant string
+		var n int
+		if err := rows.Scan(&tenant, &n); err != nil {
+			return nil, err
+		}
+		out[tenant] = n
 	}
 	return out, rows.Err()
 }

@@ -372,3 +372,55 @@ func TestCapCountedInALaterReadOfTheRotation(t *testing.T) {
 		}
 	}
 }
+
+// A claim that reads the rotation past its first page, because the
+// tenants at its front are held at their caps, counts the live leases of
+// the tenants it reads from then on in one pass: the counts must be the
+// same as the per-tenant ones. Fifteen tenants at their cap of 2 fill the
+// first page; five behind them hold one lease each, so each gets one
+// more and no held tenant gets any.
+func TestCapCountsPastTheFirstPage(t *testing.T) {
+	ctx := t.Context()
+	q, _ := flowQueue(t)
+	names := make([]string, 20)
+	for i := range names {
+		names[i] = fmt.Sprintf("t%02d", i)
+		enqueueN(t, q, names[i], 4)
+	}
+	leases, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Hour, Max: 40})
+	if err != nil || len(leases) != 40 {
+		t.Fatalf("two leases of each tenant: %d, %v", len(leases), err)
+	}
+	var done []contract.Lease
+	ended := map[string]bool{}
+	for _, l := range leases {
+		if l.Item.Tenant >= "t15" && !ended[l.Item.Tenant] {
+			done = append(done, l)
+			ended[l.Item.Tenant] = true
+		}
+	}
+	if err := q.Complete(ctx, done...); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if err := q.SetLimits(ctx, "", name, contract.Limits{MaxLeased: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Hour, Max: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]int{}
+	for _, l := range got {
+		served[l.Item.Tenant]++
+	}
+	if len(got) != 5 || len(served) != 5 {
+		t.Fatalf("claim behind 15 tenants at their caps served %v; want one item of each of t15 to t19", served)
+	}
+	for tenant, n := range served {
+		if !ended[tenant] || n != 1 {
+			t.Fatalf("claim behind 15 tenants at their caps served %v; want one item of each of t15 to t19", served)
+		}
+	}
+}

@@ -106,6 +106,8 @@ var (
 	leaseAttemptsSQL string
 	//go:embed queries/lease_cancel.sql
 	leaseCancelSQL string
+	//go:embed queries/leased_by_tenant.sql
+	leasedByTenantSQL string
 	//go:embed queries/limits_delete.sql
 	limitsDeleteSQL string
 	//go:embed queries/limits_get.sql

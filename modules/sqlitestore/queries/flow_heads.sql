@@ -4,9 +4,13 @@
 -- default's, ?5 to ?7, apply) and whether its budget's window at ?8 (Unix
 -- milliseconds) holds charges that reach a ceiling; whether it is ranked,
 -- and, when ?9 says the queue has paused tenants, whether it is one; and,
--- when a cap applies to it (?10 is the default's), its live leases at ?2
--- (those not yet expired, reaped or not), counted from the queue's index
--- of leases by expiry, in which every entry names its tenant.
+-- when a cap applies to it (?10 is the default's) and ?11 asks for it,
+-- its live leases at ?2 (those not yet expired, reaped or not), counted
+-- from the queue's index of leases by expiry, in which every entry names
+-- its tenant. That index is not led by the tenant, so each count reads
+-- every live lease of the queue: a claim that reads past its first page
+-- (tenants held ahead of it) counts them all at once with
+-- leased_by_tenant.sql instead and sets ?11 false.
 SELECT t.tenant, t.stamp, t.credit, t.tat, t.ranked,
        CASE WHEN ?9 THEN EXISTS (SELECT 1 FROM adk_pauses p WHERE p.queue = t.queue AND p.tenant = t.tenant) ELSE 0 END,
        l.tenant IS NOT NULL, l.max_leased, l.rate, l.burst, l.weight,
@@ -19,7 +23,7 @@ SELECT t.tenant, t.stamp, t.credit, t.tat, t.ranked,
              AND u.start_ms >= (?8 / (coalesce(l.budget_window_ms, ?5) / 10) - 10) * (coalesce(l.budget_window_ms, ?5) / 10)
              AND u.start_ms <  (?8 / (coalesce(l.budget_window_ms, ?5) / 10) + 1) * (coalesce(l.budget_window_ms, ?5) / 10)
        ) ELSE 0 END,
-       CASE WHEN coalesce(l.max_leased, ?10) > 0 THEN (
+       CASE WHEN ?11 AND coalesce(l.max_leased, ?10) > 0 THEN (
            SELECT count(*) FROM adk_work w INDEXED BY adk_work_leased
            WHERE w.queue = t.queue AND w.state = 'leased' AND w.lease_expires_at > ?2 AND w.tenant = t.tenant
        ) ELSE 0 END
