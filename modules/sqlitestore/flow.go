@@ -417,14 +417,20 @@ type flowClaim struct {
 	// pages is how many reads of the rotation the claim made, and page
 	// the length of the last. byTenant holds the live leases of every
 	// tenant at the claim's start, read once when the claim reads a
-	// second page (tenants held ahead of it): from then on the rotation's
-	// reads count nothing, and the pages double.
+	// further page having passed manyHeld tenants over: from then on the
+	// rotation's reads count nothing, and the pages double.
 	pages, page int
 	byTenant    map[string]int
 	out         []contract.Lease
 	held        []heldTenant
 	noted       map[string]bool
 }
+
+// manyHeld is how many tenants a flow claim passes over before its
+// further reads of the rotation count live leases in one grouped pass
+// (leased_by_tenant.sql) instead of one pass per tenant. Below it the
+// per-tenant counts of a page are cheaper than the grouped pass.
+const manyHeld = 8
 
 // flowHead is one row of the rotation as flow_heads.sql returns it.
 type flowHead struct {
@@ -466,8 +472,8 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 	// Two more rows than the batch has room for: a tenant or two held
 	// back at the front then cost no second read.
 	n += 2
-	if c.pages > 0 {
-		// Tenants held ahead: read further at once, and count every
+	if c.pages > 0 && len(c.held) >= manyHeld {
+		// Many tenants held ahead: read further at once, and count every
 		// tenant's leases in one pass rather than one pass per tenant.
 		n = min(max(n, 2*c.page), 1024)
 		if c.leased != nil && c.byTenant == nil {
