@@ -39,26 +39,7 @@ func BenchmarkClaimLimits(b *testing.B) {
 			if err := s.Enqueue(ctx, items...); err != nil {
 				b.Fatal(err)
 			}
-			req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}
-			b.ReportAllocs()
-			for b.Loop() {
-				ls, err := s.Claim(ctx, req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				// Complete and put the same items back: the queue stays
-				// the same size, every tenant busy.
-				if err := s.Complete(ctx, ls...); err != nil {
-					b.Fatal(err)
-				}
-				back := items[:0:0]
-				for _, l := range ls {
-					back = append(back, contract.Item{Tenant: l.Item.Tenant, ID: l.Item.ID})
-				}
-				if err := s.Enqueue(ctx, back...); err != nil {
-					b.Fatal(err)
-				}
-			}
+			claimCompleteRequeue(b, s)
 		})
 	}
 }
@@ -87,25 +68,7 @@ func BenchmarkClaimTenantsScale(b *testing.B) {
 			if err := s.Enqueue(ctx, items...); err != nil {
 				b.Fatal(err)
 			}
-			req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}
-			back := make([]contract.Item, 0, 10)
-			b.ReportAllocs()
-			for b.Loop() {
-				ls, err := s.Claim(ctx, req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Complete(ctx, ls...); err != nil {
-					b.Fatal(err)
-				}
-				back = back[:0]
-				for _, l := range ls {
-					back = append(back, contract.Item{Tenant: l.Item.Tenant, ID: l.Item.ID})
-				}
-				if err := s.Enqueue(ctx, back...); err != nil {
-					b.Fatal(err)
-				}
-			}
+			claimCompleteRequeue(b, s)
 		})
 	}
 }
@@ -154,5 +117,31 @@ func BenchmarkClaimPastHeld(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// claimCompleteRequeue is the loop of the claim benchmarks: a claim of
+// 10, its Complete, and the same items enqueued again, so that the queue
+// stays the same size and every tenant busy.
+func claimCompleteRequeue(b *testing.B, s *memstore.Store) {
+	ctx := b.Context()
+	req := contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10}
+	back := make([]contract.Item, 0, req.Max)
+	b.ReportAllocs()
+	for b.Loop() {
+		ls, err := s.Claim(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Complete(ctx, ls...); err != nil {
+			b.Fatal(err)
+		}
+		back = back[:0]
+		for _, l := range ls {
+			back = append(back, contract.Item{Tenant: l.Item.Tenant, ID: l.Item.ID})
+		}
+		if err := s.Enqueue(ctx, back...); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
