@@ -416,9 +416,11 @@ type flowClaim struct {
 	leased  map[string]int // live leases by tenant, when a cap applies
 	// pages is how many reads of the rotation the claim made, and page
 	// the length of the last. byTenant holds the live leases of every
-	// tenant at the claim's start, read once when the claim reads a
-	// further page having passed manyHeld tenants over: from then on the
-	// rotation's reads count nothing, and the pages double.
+	// tenant, read once when the claim reads a further page having
+	// passed manyHeld tenants over: from then on the rotation's reads
+	// count nothing, and the pages double. It is used only for tenants
+	// read after it, to which the claim has leased nothing yet, so their
+	// counts are those at the claim's start.
 	pages, page int
 	byTenant    map[string]int
 	out         []contract.Lease
