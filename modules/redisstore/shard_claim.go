@@ -292,9 +292,14 @@ func (s *shardedQueue) claimRound(ctx context.Context, only, share []int, by [][
 			return nil
 		}
 		cctx := ctx
-		if withReport {
+		switch {
+		case withReport:
 			g.report = &contract.ClaimReport{}
 			cctx = contract.WithClaimReport(ctx, g.report)
+		case contract.ClaimReportFrom(ctx) != nil:
+			// A refill's holds are not the claim's (see claim): the
+			// caller's report must not see them.
+			cctx = contract.WithClaimReport(ctx, nil)
 		}
 		r := req
 		r.Max = share[k]
