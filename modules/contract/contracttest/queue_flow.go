@@ -32,6 +32,7 @@ func queueFlowCases() []subtest[QueueFactory] {
 		{"Budget", testFlowBudget},
 		{"BudgetCountsItsOwnWindow", testFlowBudgetOwnWindow},
 		{"HeldKeepsPlace", testFlowKeepsPlace},
+		{"ManyHeldAhead", testFlowManyHeld},
 	}
 }
 
@@ -493,6 +494,54 @@ func testFlowKeepsPlace(t *testing.T, f QueueFactory) {
 	mustNoErr(t, q.Complete(context.WithoutCancel(t.Context()), a), "Complete of acme's lease")
 	if next := claimOne(t, q, "w"); next.Item.Tenant != "acme" {
 		t.Fatalf("after acme's lease ended the claim served %s, want acme: a held tenant keeps its place at the head", next.Item.Tenant)
+	}
+}
+
+// testFlowManyHeld: a claim behind thirty tenants at their caps fills its
+// batch from the tenant after them, passes each held one over (and
+// reports it) once however many items it takes, and the held tenants keep
+// their places: those whose lease ends are served first, up to their caps
+// again (and then count as passed over too).
+func testFlowManyHeld(t *testing.T, f QueueFactory) {
+	q, clock := newQueue(t, f, testPolicy())
+	fc := flowOf(t, q)
+	const held = 30
+	for i := range held {
+		tn := fmt.Sprintf("h%02d", i)
+		setLimits(t, fc, tn, contract.Limits{MaxLeased: 1})
+		enqueue(t, q, items(tn, tn, 3)...)
+		clock.Advance(time.Millisecond)
+	}
+	enqueue(t, q, items("zfree", "z", 20)...)
+	first, _, err := claimReported(t, q, held)
+	mustNoErr(t, err, "the claim of one item of each capped tenant")
+	if n := countTenants(first); len(first) != held || len(n) != held || n["zfree"] != 0 {
+		t.Fatalf("a claim of %d served %v, want one item of each capped tenant", held, n)
+	}
+	for round := range 2 {
+		ls, r, err := claimReported(t, q, 10)
+		mustNoErr(t, err, "a claim behind the held tenants")
+		if n := countTenants(ls); n["zfree"] != 10 || len(n) != 1 {
+			t.Fatalf("claim %d behind %d tenants at their caps served %v, want 10 of zfree", round, held, n)
+		}
+		if r.PassedOver != held || r.Held[contract.HeldCap] != held {
+			t.Fatalf("claim %d's report = %+v, want each of the %d held tenants passed over once, for its cap", round, r, held)
+		}
+	}
+	var ended []contract.Lease
+	for _, l := range first {
+		if l.Item.Tenant == "h07" || l.Item.Tenant == "h23" {
+			ended = append(ended, l)
+		}
+	}
+	mustNoErr(t, q.Complete(context.WithoutCancel(t.Context()), ended...), "Complete of h07's and h23's leases")
+	ls, r, err := claimReported(t, q, 10)
+	mustNoErr(t, err, "the claim after two leases ended")
+	if n := countTenants(ls); len(ls) != 2 || n["h07"] != 1 || n["h23"] != 1 {
+		t.Fatalf("the claim after h07's and h23's leases ended served %v, want one item of each", n)
+	}
+	if r.PassedOver != held || r.Held[contract.HeldCap] != held {
+		t.Fatalf("the claim's report = %+v, want each of the %d tenants passed over once, h07 and h23 after their item", r, held)
 	}
 }
 
