@@ -84,8 +84,9 @@ rotation AS (
 -- The tenants of the rotation as the walk meets them, numbered (ord), each
 -- with its room and the chunk its first round offers it (chunk1), and the
 -- reason a gated tenant with no room is held. A gated tenant that is not
--- paused has its turn row locked here first (g); one another claim holds
--- is skipped (credit NULL: another claim is serving it). Its budget usage
+-- paused, and not at its cap in the statement's snapshot (s), has its
+-- turn row locked here first (g); one another claim holds is skipped
+-- (credit NULL: another claim is serving it). Its budget usage
 -- is read only when it has a budget. gate is read lazily, by pick's first
 -- round and then by the report (reached), which reads no further than the
 -- first round did, so every tenant locked here is one the walk reached.
@@ -95,23 +96,37 @@ gate AS (
            g.credit, g.rate_tat, c.cap_room, least(c.cap_room, c.rate_room) AS room0,
            CASE WHEN r.paused THEN 0 -- passed over, keeping its place
                 WHEN NOT r.gated THEN 1
+                WHEN s.full THEN 0 -- at its cap in the snapshot: held, not locked
                 WHEN g.credit IS NULL THEN 0 -- another claim is serving it
                 WHEN c.cap_room <= 0 OR c.rate_room <= 0 OR g.over THEN 0
                 ELSE least(greatest(r.w - g.credit, 1), c.cap_room, c.rate_room)
            END AS chunk1,
-           CASE WHEN NOT r.gated OR r.paused OR g.credit IS NULL THEN NULL
+           CASE WHEN NOT r.gated OR r.paused THEN NULL
+                WHEN s.full THEN 'cap'
+                WHEN g.credit IS NULL THEN NULL
                 WHEN c.cap_room <= 0 THEN 'cap'
                 WHEN c.rate_room <= 0 THEN 'rate'
                 WHEN g.over THEN 'budget'
            END AS reason
     FROM rotation r
+    -- A capped tenant's live leases in the statement's snapshot. At its
+    -- cap there, it is held without its turn row being locked: a lease
+    -- that ended since the snapshot only makes the count too high, and
+    -- holding a tenant never breaks its cap (the lease's Complete wakes
+    -- the claimers). So a claim behind many tenants at their caps locks
+    -- none of their rows.
+    LEFT JOIN LATERAL (
+        SELECT n, n >= r.max_leased AS full
+        FROM (SELECT count(*)::integer AS n FROM {work} w
+              WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'leased' AND w.lease_expires_at > $2) q
+        WHERE r.gated AND NOT r.paused AND r.max_leased > 0
+    ) s ON true
     LEFT JOIN LATERAL (
         SELECT x.rate_tat, x.credit,
                CASE WHEN r.max_leased <= 0 THEN 0
                     WHEN x.tid <> r.tid THEN {work}_live_leases($1, r.tenant, $2)
-                    ELSE (SELECT CASE WHEN r.max_leased - s.n >= $3 THEN s.n ELSE {work}_live_leases($1, r.tenant, $2) END
-                          FROM (SELECT count(*)::integer AS n FROM {work} w
-                                WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'leased' AND w.lease_expires_at > $2) s)
+                    WHEN r.max_leased - s.n >= $3 THEN s.n
+                    ELSE {work}_live_leases($1, r.tenant, $2)
                END AS live,
                CASE WHEN r.slot_ms > 0 THEN
                    (SELECT (r.budget_cost > 0 AND coalesce(sum(u.cost_micros), 0) >= r.budget_cost)
@@ -125,7 +140,7 @@ gate AS (
         FROM (
             SELECT t.rate_tat, t.credit, t.ctid AS tid
             FROM {turns} t
-            WHERE t.queue = $1 AND t.tenant = r.tenant AND r.gated AND NOT r.paused
+            WHERE t.queue = $1 AND t.tenant = r.tenant AND r.gated AND NOT r.paused AND s.full IS NOT TRUE
             FOR UPDATE SKIP LOCKED
         ) x
     ) g ON true
