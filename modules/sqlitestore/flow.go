@@ -414,18 +414,18 @@ type flowClaim struct {
 	def     contract.Limits
 	budgets bool           // a budget applies to some tenant
 	leased  map[string]int // live leases by tenant, when a cap applies
-	// pages is how many reads of the rotation the claim made, and page
-	// the length of the last. byTenant holds the live leases of every
+	// page is the length of the claim's last read of the rotation (0
+	// before the first). byTenant holds the live leases of every
 	// tenant, read once when the claim reads a further page having
 	// passed manyHeld tenants over: from then on the rotation's reads
 	// count nothing, and the pages double. It is used only for tenants
 	// read after it, to which the claim has leased nothing yet, so their
 	// counts are those at the claim's start.
-	pages, page int
-	byTenant    map[string]int
-	out         []contract.Lease
-	held        []heldTenant
-	noted       map[string]bool
+	page     int
+	byTenant map[string]int
+	out      []contract.Lease
+	held     []heldTenant
+	noted    map[string]bool
 }
 
 // manyHeld is how many tenants a flow claim passes over before its
@@ -474,7 +474,7 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 	// Two more rows than the batch has room for: a tenant or two held
 	// back at the front then cost no second read.
 	n += 2
-	if c.pages > 0 && len(c.held) >= manyHeld {
+	if c.page > 0 && len(c.held) >= manyHeld {
 		// Many tenants held ahead: read further at once, and count every
 		// tenant's leases in one pass rather than one pass per tenant.
 		n = min(max(n, 2*c.page), 1024)
@@ -485,7 +485,7 @@ func (c *flowClaim) heads(ctx context.Context, after int64, n int) ([]flowHead, 
 			}
 		}
 	}
-	c.pages, c.page = c.pages+1, n
+	c.page = n
 	count := c.leased != nil && c.byTenant == nil
 	var rows *sql.Rows
 	var err error
