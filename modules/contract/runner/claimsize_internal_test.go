@@ -83,7 +83,8 @@ func TestGatherFillsTheBatchWithinItsWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := testLoop(t, r)
-	l.free.Store(3) // seven handlers running
+	l.gatherMax = time.Hour // the wait must end by the releases, however late they come
+	l.free.Store(3)         // seven handlers running
 	go func() {
 		// Return the seven handlers once gather waits for them: each
 		// release but the last leaves it waiting, the last wakes it.
@@ -103,6 +104,7 @@ func TestGatherFillsTheBatchWithinItsWindow(t *testing.T) {
 		t.Fatalf("gather left the freed signal armed for %d slots", w)
 	}
 
+	l.gatherMax = maxGather
 	l.free.Store(3) // none of the running handlers returns
 	l.gather(context.Background(), gathering, time.Millisecond)
 	if n := l.free.Load(); n != 3 {

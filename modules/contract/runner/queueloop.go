@@ -49,15 +49,19 @@ type queueLoop struct {
 	// (capacity 1): the claim loop then claims at once instead of at its
 	// next poll, since a delayed item coming due wakes no claimer.
 	snoozed chan struct{}
+	// gatherMax bounds gather's wait: maxGather, longer only in tests
+	// that must not depend on the scheduler.
+	gatherMax time.Duration
 }
 
 func newQueueLoop(rn *run, spec queueSpec) *queueLoop {
 	l := &queueLoop{
 		rn: rn, name: spec.Name, conc: spec.Concurrency, batch: spec.BatchSize, handler: spec.handler,
-		log:     rn.log.With("queue", spec.Name),
-		freed:   make(chan struct{}, 1),
-		snoozed: make(chan struct{}, 1),
-		jobs:    make(chan contract.Lease, spec.Concurrency),
+		log:       rn.log.With("queue", spec.Name),
+		freed:     make(chan struct{}, 1),
+		snoozed:   make(chan struct{}, 1),
+		jobs:      make(chan contract.Lease, spec.Concurrency),
+		gatherMax: maxGather,
 	}
 	l.free.Store(int64(spec.Concurrency))
 	return l
@@ -253,7 +257,7 @@ func (l *queueLoop) gather(ctx context.Context, t *time.Timer, window time.Durat
 	if free := l.free.Load(); window <= 0 || free == int64(l.conc) || free >= want {
 		return
 	}
-	t.Reset(min(window, maxGather))
+	t.Reset(min(window, l.gatherMax))
 	defer t.Stop()
 	defer l.need.Store(0)
 	for !l.await(want) {
