@@ -728,3 +728,55 @@ func TestFlowPausedQueueReportsOnlyThePause(t *testing.T) {
 		t.Fatalf("report = %+v, want the queue paused and nobody passed over", rep)
 	}
 }
+
+// A tenant the claim statement's snapshot already shows held (at its cap,
+// out of rate tokens, over its budget) is passed over without its turn
+// row being locked, so a claim behind many held tenants writes no row
+// lock for any of them; the report still gives each one's reason, and a
+// rate hold its end.
+func TestFlowHeldInSnapshotTakesNoLock(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	clock := contracttest.NewFakeClock(time.Time{})
+	q := flowQueue(t, d, clock)
+	limits := map[string]contract.Limits{
+		"capped": {MaxLeased: 1},
+		"rated":  {Rate: 0.5, Burst: 1},
+		"spent":  {Budget: contract.Budget{CostMicros: 10, Window: time.Minute}},
+	}
+	for tenant, l := range limits {
+		if err := q.SetLimits(ctx, "", tenant, l); err != nil {
+			t.Fatal(err)
+		}
+		enqueueN(t, q, tenant, 2)
+	}
+	if err := q.Charge(ctx, "", "spent", contract.Usage{CostMicros: 10}); err != nil {
+		t.Fatal(err)
+	}
+	// The first claim takes capped's one lease and rated's one token.
+	ls, err := q.Claim(ctx, contract.ClaimRequest{LeaseFor: time.Hour, Max: 10})
+	if err != nil || len(ls) != 2 {
+		t.Fatalf("first claim = %d leases, %v; want capped's and rated's first items", len(ls), err)
+	}
+	enqueueN(t, q, "free", 1)
+
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	rep := &contract.ClaimReport{}
+	ls, err = q.Bound(tx).Claim(contract.WithClaimReport(ctx, rep), contract.ClaimRequest{LeaseFor: time.Minute, Max: 10})
+	if err != nil || len(ls) != 1 || ls[0].Item.Tenant != "free" {
+		t.Fatalf("claim behind the held tenants = %v, %v; want free's item alone", ls, err)
+	}
+	want := map[contract.HeldReason]int{contract.HeldCap: 1, contract.HeldRate: 1, contract.HeldBudget: 1}
+	if rep.PassedOver != 3 || fmt.Sprint(rep.Held) != fmt.Sprint(want) || !rep.RetryAt.Equal(clock.Now().Add(2*time.Second)) {
+		t.Errorf("report = %+v; want cap, rate and budget holds, the rate's ending in 2s", rep)
+	}
+	var n int
+	err = d.pool.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM adk_queue_turns WHERE tenant IN ('capped', 'rated', 'spent') FOR UPDATE NOWAIT) x").Scan(&n)
+	if err != nil || n != 3 {
+		t.Fatalf("locking the held tenants' turn rows while the claim's transaction is open: %d rows, %v; want all three free", n, err)
+	}
+}

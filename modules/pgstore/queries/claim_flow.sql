@@ -36,7 +36,9 @@
 -- its live leases, the tokens in its bucket, none when it is over budget.
 -- The first of them that leaves no room (cap, rate, budget, in that order)
 -- holds the tenant: it is passed over, none of its items is locked, its
--- turn row is not changed, and the walk goes on with the others. Each
+-- turn row is not changed, and the walk goes on with the others. A tenant
+-- the statement's snapshot already shows held is passed over before its
+-- row is locked (see gate). Each
 -- chunk it is served is cut to the room left, so a claim that brings it
 -- to its cap or empties its bucket mid-batch stops serving it there.
 --
@@ -58,10 +60,11 @@ dflt AS MATERIALIZED (
 -- The rotation with each tenant's limits (its own row, else the queue's
 -- default: burst and w with a 0 resolved, burst_set, weight_set and
 -- budget_window_ms as written, for the report) and whether it is paused;
--- tid is its turn row's version in the statement's snapshot. Read lazily
+-- tid is its turn row's version in the statement's snapshot, tat_s its
+-- rate bucket there. Read lazily
 -- by gate: a tenant the walk does not reach costs nothing.
 rotation AS (
-    SELECT t.tenant, t.turn_batch * 1024 + t.turn_pos AS pos, t.ctid AS tid, e.max_leased IS NOT NULL AS gated,
+    SELECT t.tenant, t.turn_batch * 1024 + t.turn_pos AS pos, t.ctid AS tid, t.rate_tat AS tat_s, e.max_leased IS NOT NULL AS gated,
            coalesce(e.max_leased, 0) AS max_leased, coalesce(e.rate, 0) AS rate,
            CASE WHEN e.burst > 0 THEN e.burst ELSE greatest(1, ceil(coalesce(e.rate, 0)))::int END AS burst,
            greatest(coalesce(e.weight, 0), 1) AS w,
@@ -84,63 +87,70 @@ rotation AS (
 -- The tenants of the rotation as the walk meets them, numbered (ord), each
 -- with its room and the chunk its first round offers it (chunk1), and the
 -- reason a gated tenant with no room is held. A gated tenant that is not
--- paused, and not at its cap in the statement's snapshot (s), has its
+-- paused, and not already held in the statement's snapshot (h), has its
 -- turn row locked here first (g); one another claim holds is skipped
--- (credit NULL: another claim is serving it). Its budget usage
--- is read only when it has a budget. gate is read lazily, by pick's first
+-- (credit NULL: another claim is serving it). gate is read lazily, by pick's first
 -- round and then by the report (reached), which reads no further than the
 -- first round did, so every tenant locked here is one the walk reached.
 gate AS (
     SELECT row_number() OVER () AS ord, r.tenant, r.pos, r.gated, r.paused, r.w, r.rate, r.max_leased,
            r.burst_set, r.weight_set, r.budget_cost, r.budget_tokens, r.budget_window_ms,
-           g.credit, g.rate_tat, c.cap_room, least(c.cap_room, c.rate_room) AS room0,
+           g.credit, coalesce(g.rate_tat, r.tat_s) AS rate_tat, c.cap_room, least(c.cap_room, c.rate_room) AS room0,
            CASE WHEN r.paused THEN 0 -- passed over, keeping its place
                 WHEN NOT r.gated THEN 1
-                WHEN s.full THEN 0 -- at its cap in the snapshot: held, not locked
+                WHEN h.why IS NOT NULL THEN 0 -- held in the snapshot, not locked
                 WHEN g.credit IS NULL THEN 0 -- another claim is serving it
-                WHEN c.cap_room <= 0 OR c.rate_room <= 0 OR g.over THEN 0
+                WHEN c.cap_room <= 0 OR c.rate_room <= 0 THEN 0
                 ELSE least(greatest(r.w - g.credit, 1), c.cap_room, c.rate_room)
            END AS chunk1,
            CASE WHEN NOT r.gated OR r.paused THEN NULL
-                WHEN s.full THEN 'cap'
+                WHEN h.why IS NOT NULL THEN h.why
                 WHEN g.credit IS NULL THEN NULL
                 WHEN c.cap_room <= 0 THEN 'cap'
                 WHEN c.rate_room <= 0 THEN 'rate'
-                WHEN g.over THEN 'budget'
            END AS reason
     FROM rotation r
-    -- A capped tenant's live leases in the statement's snapshot. At its
-    -- cap there, it is held without its turn row being locked: a lease
-    -- that ended since the snapshot only makes the count too high, and
-    -- holding a tenant never breaks its cap (the lease's Complete wakes
-    -- the claimers). So a claim behind many tenants at their caps locks
-    -- none of their rows.
+    -- A capped tenant's live leases in the statement's snapshot.
     LEFT JOIN LATERAL (
         SELECT n, n >= r.max_leased AS full
         FROM (SELECT count(*)::integer AS n FROM {work} w
               WHERE w.queue = $1 AND w.tenant = r.tenant AND w.state = 'leased' AND w.lease_expires_at > $2) q
         WHERE r.gated AND NOT r.paused AND r.max_leased > 0
     ) s ON true
+    -- Why the snapshot holds a gated tenant, if it does: at its cap, its
+    -- bucket empty (the next token is due later than now: rate_room below
+    -- would be 0), or at a budget ceiling in the window. Held there, it is
+    -- passed over without its turn row being locked. The snapshot can
+    -- only err towards holding: a lease that ended since makes the count
+    -- too high, a claim since only moved the bucket's time later, and
+    -- charges are only ever added; holding a tenant breaks no limit, and
+    -- its claimers are woken when a lease ends, at the token's time, or
+    -- when the window slides. So a claim behind many held tenants locks
+    -- none of their rows.
+    LEFT JOIN LATERAL (
+        SELECT CASE WHEN s.full THEN 'cap'
+                    WHEN r.rate > 0 AND r.tat_s - $6 > (r.burst - 1) * (1e6 / r.rate) + 1e-6 THEN 'rate'
+                    WHEN r.slot_ms > 0 AND (
+                        SELECT (r.budget_cost > 0 AND coalesce(sum(u.cost_micros), 0) >= r.budget_cost)
+                            OR (r.budget_tokens > 0 AND coalesce(sum(u.tokens), 0) >= r.budget_tokens)
+                        FROM {work}_usage u
+                        WHERE u.queue = $1 AND u.tenant = r.tenant AND u.slot_ms = r.slot_ms
+                          AND u.at_ms >= $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms - 10 * r.slot_ms
+                          AND u.at_ms <  $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms + r.slot_ms) THEN 'budget'
+               END AS why
+        WHERE r.gated AND NOT r.paused
+    ) h ON true
     LEFT JOIN LATERAL (
         SELECT x.rate_tat, x.credit,
                CASE WHEN r.max_leased <= 0 THEN 0
                     WHEN x.tid <> r.tid THEN {work}_live_leases($1, r.tenant, $2)
                     WHEN r.max_leased - s.n >= $3 THEN s.n
                     ELSE {work}_live_leases($1, r.tenant, $2)
-               END AS live,
-               CASE WHEN r.slot_ms > 0 THEN
-                   (SELECT (r.budget_cost > 0 AND coalesce(sum(u.cost_micros), 0) >= r.budget_cost)
-                        OR (r.budget_tokens > 0 AND coalesce(sum(u.tokens), 0) >= r.budget_tokens)
-                    FROM {work}_usage u
-                    WHERE u.queue = $1 AND u.tenant = r.tenant AND u.slot_ms = r.slot_ms
-                      AND u.at_ms >= $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms - 10 * r.slot_ms
-                      AND u.at_ms <  $7 - (($7 % r.slot_ms) + r.slot_ms) % r.slot_ms + r.slot_ms)
-                   ELSE false
-               END AS over
+               END AS live
         FROM (
             SELECT t.rate_tat, t.credit, t.ctid AS tid
             FROM {turns} t
-            WHERE t.queue = $1 AND t.tenant = r.tenant AND r.gated AND NOT r.paused AND s.full IS NOT TRUE
+            WHERE t.queue = $1 AND t.tenant = r.tenant AND r.gated AND NOT r.paused AND h.why IS NULL
             FOR UPDATE SKIP LOCKED
         ) x
     ) g ON true
