@@ -187,9 +187,16 @@ func TestParkSkipsTenantWithEnqueueInFlight(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
 	q, clock := parkQueue(t, d)
-	if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: "later", NotBefore: clock.Now().Add(time.Hour)}); err != nil {
+	// t holds one item due in an hour and nothing due, and is not parked
+	// yet: it was born with an item due at once, since served.
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: "first"}, contract.Item{Tenant: "t", ID: "later", NotBefore: clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
+	ids, ls := claimIDs(t, ctx, q)
+	if !slices.Equal(ids, []string{"t/first"}) {
+		t.Fatalf("first claim: %v, want [t/first]", ids)
+	}
+	complete(t, ctx, q, ls)
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -297,10 +304,20 @@ func TestClaimInCallersTransactionDoesNotPark(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
 	q, clock := parkQueue(t, d)
+	// idle holds one item due in an hour and is not parked yet: it was
+	// born with an item due at once, since served.
 	if err := q.Enqueue(ctx,
+		contract.Item{Tenant: "idle", ID: "first"},
 		contract.Item{Tenant: "idle", ID: "later", NotBefore: clock.Now().Add(time.Hour)},
-		contract.Item{Tenant: "busy", ID: "now"},
 	); err != nil {
+		t.Fatal(err)
+	}
+	ids, ls := claimIDs(t, ctx, q)
+	if !slices.Equal(ids, []string{"idle/first"}) {
+		t.Fatalf("first claim: %v, want [idle/first]", ids)
+	}
+	complete(t, ctx, q, ls)
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "busy", ID: "now"}); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := d.pool.Begin(ctx)
@@ -331,5 +348,90 @@ func TestClaimInCallersTransactionDoesNotPark(t *testing.T) {
 	}
 	if at, forever := d.wakeAt(t, ctx, "idle"); forever || !at.IsZero() {
 		t.Errorf("idle parked until %v (forever: %v) by a claim in the caller's transaction", at, forever)
+	}
+}
+
+// A tenant whose first items are all delayed joins the rotation parked
+// until the earliest of them is due, as a park pass would leave it, so
+// claims never probe it before then; one with an item due at once joins
+// unparked. Time reaching the item serves it.
+func TestNewTenantOfDelayedItemsStartsParked(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q, clock := parkQueue(t, d)
+	soon, later := clock.Now().Add(time.Minute), clock.Now().Add(time.Hour)
+	if err := q.Enqueue(ctx,
+		contract.Item{Tenant: "delayed", ID: "b", NotBefore: later},
+		contract.Item{Tenant: "delayed", ID: "a", NotBefore: soon},
+		contract.Item{Tenant: "due", ID: "a"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if at, forever := d.wakeAt(t, ctx, "delayed"); forever || !at.Equal(soon) {
+		t.Fatalf("delayed joined parked until %v (forever: %v), want its earliest item's due time %v", at, forever, soon)
+	}
+	if at, forever := d.wakeAt(t, ctx, "due"); forever || !at.IsZero() {
+		t.Fatalf("due joined parked until %v (forever: %v), want unparked", at, forever)
+	}
+	if ids, _ := claimIDs(t, ctx, q); !slices.Equal(ids, []string{"due/a"}) {
+		t.Fatalf("claim before anything delayed is due: %v, want [due/a]", ids)
+	}
+	clock.Advance(time.Minute)
+	if ids, _ := claimIDs(t, ctx, q); !slices.Equal(ids, []string{"delayed/a"}) {
+		t.Fatalf("claim when the first delayed item is due: %v, want [delayed/a]", ids)
+	}
+}
+
+// Two enqueues bring a new tenant in at once, the first with an item due
+// in an hour, the second with one due now, whose statement starts before
+// the first commits: its snapshot does not hold the first's turn row, so
+// it wakes the tenant through the insert's conflict with that row. Left
+// parked, the item due now would wait an hour.
+func TestConcurrentEnqueuesOfNewTenantWakeIt(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q, clock := parkQueue(t, d)
+	first, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Rollback(ctx) }()
+	if err := q.Bound(first).Enqueue(ctx, contract.Item{Tenant: "new", ID: "later", NotBefore: clock.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = second.Rollback(ctx) }()
+	var pid int
+	if err := second.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- q.Bound(second).Enqueue(ctx, contract.Item{Tenant: "new", ID: "now"}) }()
+	waiting := false
+	for deadline := time.Now().Add(10 * time.Second); !waiting && time.Now().Before(deadline); {
+		if err := d.pool.QueryRow(ctx, "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if !waiting {
+			time.Sleep(5 * time.Millisecond) // polling the server for the waiter, not standing in for a clock
+		}
+	}
+	if !waiting {
+		t.Fatal("the second enqueue never waited for the first's turn row")
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := claimIDs(t, ctx, q); !slices.Equal(ids, []string{"new/now"}) {
+		t.Fatalf("claim after both enqueues committed: %v, want [new/now]", ids)
 	}
 }

@@ -65,19 +65,26 @@ ev AS (
 -- the exclusive side, so it never removes a row while an enqueue for
 -- that tenant is in flight, and an enqueue that waited behind a prune
 -- inserts the row afresh.
--- A new tenant joins the rotation at the back: its turn batch is drawn
--- after those of every tenant served so far.
-turns AS (
-    INSERT INTO {turns} (queue, tenant, turn_batch)
-    SELECT d.queue, d.tenant, nextval('{turns}_seq')
-    FROM (SELECT DISTINCT queue, tenant FROM input) d
-    WHERE NOT EXISTS (SELECT 1 FROM {turns} t WHERE t.queue = d.queue AND t.tenant = d.tenant)
-    ORDER BY d.queue, d.tenant
-    ON CONFLICT (queue, tenant) DO NOTHING
-),
 -- A parked tenant wakes at its earliest new item.
 woken AS (
     SELECT queue, tenant, min(due_at) AS due_at FROM input GROUP BY queue, tenant
+),
+-- A new tenant joins the rotation at the back: its turn batch is drawn
+-- after those of every tenant served so far. When none of its items is
+-- due yet it starts parked until the earliest is, as a park pass would
+-- leave it, so a tenant whose items are all delayed costs claims nothing
+-- until then (born '-infinity', due at once, every claim probed it until
+-- a park pass came).
+-- A row another enqueue inserted after this statement's snapshot is not
+-- seen by wake_turns below; the insert meets it instead (ON CONFLICT
+-- reads the latest row, waiting for that enqueue to commit) and wakes it.
+turns AS (
+    INSERT INTO {turns} AS t (queue, tenant, turn_batch, wake_at)
+    SELECT d.queue, d.tenant, nextval('{turns}_seq'), CASE WHEN d.due_at > $8 THEN d.due_at ELSE '-infinity' END
+    FROM woken d
+    WHERE NOT EXISTS (SELECT 1 FROM {turns} t WHERE t.queue = d.queue AND t.tenant = d.tenant)
+    ORDER BY d.queue, d.tenant
+    ON CONFLICT (queue, tenant) DO UPDATE SET wake_at = EXCLUDED.wake_at WHERE t.wake_at > EXCLUDED.wake_at
 ),
 {wake_turns},
 notified AS (
