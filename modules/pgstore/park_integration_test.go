@@ -5,6 +5,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -66,6 +67,39 @@ func complete(t *testing.T, ctx context.Context, q contract.WorkQueue, ls []cont
 	if err := q.Complete(ctx, ls...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// idleUnparked leaves tenant holding one item, due at later, and nothing
+// due, unparked: it joins with an item due at once (a tenant whose items
+// are all delayed joins parked), which is then served. q must hold
+// nothing else due.
+func idleUnparked(t *testing.T, ctx context.Context, q contract.WorkQueue, tenant string, later time.Time) {
+	t.Helper()
+	if err := q.Enqueue(ctx, contract.Item{Tenant: tenant, ID: "first"}, contract.Item{Tenant: tenant, ID: "later", NotBefore: later}); err != nil {
+		t.Fatal(err)
+	}
+	ids, ls := claimIDs(t, ctx, q)
+	if !slices.Equal(ids, []string{tenant + "/first"}) {
+		t.Fatalf("claim of %s's first item: %v", tenant, ids)
+	}
+	complete(t, ctx, q, ls)
+}
+
+// awaitServer polls query, which returns one boolean, on d's pool until
+// it is true, failing with what after 10 s. It watches the server for a
+// waiter; it stands in for no clock.
+func (d *testDB) awaitServer(t *testing.T, ctx context.Context, what, query string, args ...any) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var ok bool
+		if err := d.pool.QueryRow(ctx, query, args...).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatal(what)
 }
 
 // A tenant with nothing due is parked, and every way an item of it
@@ -187,16 +221,7 @@ func TestParkSkipsTenantWithEnqueueInFlight(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
 	q, clock := parkQueue(t, d)
-	// t holds one item due in an hour and nothing due, and is not parked
-	// yet: it was born with an item due at once, since served.
-	if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: "first"}, contract.Item{Tenant: "t", ID: "later", NotBefore: clock.Now().Add(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
-	ids, ls := claimIDs(t, ctx, q)
-	if !slices.Equal(ids, []string{"t/first"}) {
-		t.Fatalf("first claim: %v, want [t/first]", ids)
-	}
-	complete(t, ctx, q, ls)
+	idleUnparked(t, ctx, q, "t", clock.Now().Add(time.Hour))
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -238,9 +263,7 @@ func TestEnqueueBehindParkWakesTenant(t *testing.T) {
 	q, clock := parkQueue(t, d)
 	tenant := "t-" + d.schema // advisory locks are database-wide
 	later := clock.Now().Add(time.Hour)
-	if err := q.Enqueue(ctx, contract.Item{Tenant: tenant, ID: "later", NotBefore: later}); err != nil {
-		t.Fatal(err)
-	}
+	idleUnparked(t, ctx, q, tenant, later)
 	parker, err := d.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -252,20 +275,8 @@ func TestEnqueueBehindParkWakesTenant(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- q.Enqueue(ctx, contract.Item{Tenant: tenant, ID: "now"}) }()
-	waiting := false
-	for deadline := time.Now().Add(10 * time.Second); !waiting && time.Now().Before(deadline); {
-		err := d.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND objid::bigint = (hashtext($1 || chr(31) || $2)::bigint + 4294967296) % 4294967296)`, contract.DefaultQueue, tenant).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !waiting {
-			time.Sleep(5 * time.Millisecond) // polling the server for the waiter, not standing in for a clock
-		}
-	}
-	if !waiting {
-		t.Fatal("the enqueue never waited for the park's lock")
-	}
+	d.awaitServer(t, ctx, "the enqueue never waited for the park's lock", `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+		AND objid::bigint = (hashtext($1 || chr(31) || $2)::bigint + 4294967296) % 4294967296)`, contract.DefaultQueue, tenant)
 	if _, err := parker.Exec(ctx, "UPDATE adk_queue_turns SET wake_at = $3 WHERE queue = $1 AND tenant = $2", contract.DefaultQueue, tenant, later); err != nil {
 		t.Fatal(err)
 	}
@@ -304,19 +315,7 @@ func TestClaimInCallersTransactionDoesNotPark(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
 	q, clock := parkQueue(t, d)
-	// idle holds one item due in an hour and is not parked yet: it was
-	// born with an item due at once, since served.
-	if err := q.Enqueue(ctx,
-		contract.Item{Tenant: "idle", ID: "first"},
-		contract.Item{Tenant: "idle", ID: "later", NotBefore: clock.Now().Add(time.Hour)},
-	); err != nil {
-		t.Fatal(err)
-	}
-	ids, ls := claimIDs(t, ctx, q)
-	if !slices.Equal(ids, []string{"idle/first"}) {
-		t.Fatalf("first claim: %v, want [idle/first]", ids)
-	}
-	complete(t, ctx, q, ls)
+	idleUnparked(t, ctx, q, "idle", clock.Now().Add(time.Hour))
 	if err := q.Enqueue(ctx, contract.Item{Tenant: "busy", ID: "now"}); err != nil {
 		t.Fatal(err)
 	}
@@ -410,18 +409,8 @@ func TestConcurrentEnqueuesOfNewTenantWakeIt(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- q.Bound(second).Enqueue(ctx, contract.Item{Tenant: "new", ID: "now"}) }()
-	waiting := false
-	for deadline := time.Now().Add(10 * time.Second); !waiting && time.Now().Before(deadline); {
-		if err := d.pool.QueryRow(ctx, "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if !waiting {
-			time.Sleep(5 * time.Millisecond) // polling the server for the waiter, not standing in for a clock
-		}
-	}
-	if !waiting {
-		t.Fatal("the second enqueue never waited for the first's turn row")
-	}
+	d.awaitServer(t, ctx, "the second enqueue never waited for the first's turn row",
+		"SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1", pid)
 	if err := first.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -433,5 +422,51 @@ func TestConcurrentEnqueuesOfNewTenantWakeIt(t *testing.T) {
 	}
 	if ids, _ := claimIDs(t, ctx, q); !slices.Equal(ids, []string{"new/now"}) {
 		t.Fatalf("claim after both enqueues committed: %v, want [new/now]", ids)
+	}
+}
+
+// Tenants drained faster than a park pass can take them (a chunk of 500
+// a second) are parked by one pass per claim until none is left, not by
+// one chunk a second: 1,200 tenants served their only item are all
+// parked by the three claims after the pass comes due, with the clock
+// standing still.
+func TestParkPassesKeepUpWithManyIdleTenants(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q, clock := parkQueue(t, d)
+	const tenants = 1200
+	items := make([]contract.Item, tenants)
+	for i := range items {
+		items[i] = contract.Item{Tenant: fmt.Sprintf("t%04d", i), ID: "only"}
+	}
+	if err := q.Enqueue(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	for served := 0; served < tenants; {
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Hour, Max: 100})
+		if err != nil {
+			t.Fatalf("claim after %d served: %v", served, err)
+		}
+		served += len(ls)
+	}
+	awake := func() (n int) {
+		t.Helper()
+		if err := d.pool.QueryRow(ctx, "SELECT count(*) FROM adk_queue_turns WHERE queue = $1 AND wake_at <= $2",
+			contract.DefaultQueue, clock.Now()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := awake(); n != tenants {
+		t.Fatalf("%d tenants awake before the park pass is due, want all %d", n, tenants)
+	}
+	clock.Advance(time.Second)
+	for range 3 {
+		if ids, _ := claimIDs(t, ctx, q); len(ids) != 0 {
+			t.Fatalf("claim of the drained queue = %v, want nothing", ids)
+		}
+	}
+	if n := awake(); n != 0 {
+		t.Fatalf("%d of %d idle tenants still awake after three claims; want each claim to park a chunk while a pass finds a whole one", n, tenants)
 	}
 }

@@ -77,7 +77,7 @@ func NewQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQue
 	}
 	return (&workQueue{
 		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,
-		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]time.Time{}},
+		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]time.Time{}, more: map[string]bool{}},
 		limited: &limitedQueues{m: map[string]bool{}},
 	}).front(), nil
 }
@@ -722,13 +722,22 @@ func (q *workQueue) ownsConn(e Executor) bool {
 	return ok
 }
 
-// parkEvery is how often a queue's claims run a park pass.
+// parkEvery is how often a queue's claims run a park pass, while the
+// passes find fewer than a chunk of tenants to park.
 const parkEvery = time.Second
 
-// parkTimes remembers when each queue last had a park pass.
+// parkTimes remembers when each queue last had a park pass, and which
+// queues' last pass found a whole chunk of tenants to park.
 type parkTimes struct {
 	mu   sync.Mutex
 	last map[string]time.Time
+	// more holds the queues whose last pass found reapChunk candidates:
+	// there may be more, so the next claim runs another pass rather than
+	// wait for parkEvery. Without it, tenants going idle faster than a
+	// chunk a second (thousands drained by a burst of claims) would stay
+	// in the rotation, every claim probing each of them, for as many
+	// seconds as they make chunks, or for good.
+	more map[string]bool
 }
 
 // due reports whether queue's next park pass is due at now, and if so
@@ -736,11 +745,22 @@ type parkTimes struct {
 func (p *parkTimes) due(queue string, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if last, ok := p.last[queue]; ok && now.Sub(last) < parkEvery && !now.Before(last) {
+	if last, ok := p.last[queue]; ok && !p.more[queue] && now.Sub(last) < parkEvery && !now.Before(last) {
 		return false
 	}
 	p.last[queue] = now
+	delete(p.more, queue)
 	return true
+}
+
+// found records how many candidates a pass of queue found.
+func (p *parkTimes) found(queue string, n int) {
+	if n < reapChunk {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.more[queue] = true
 }
 
 // park parks up to reapChunk tenants of the queue that have nothing due,
@@ -764,8 +784,11 @@ func (q *workQueue) parkOn(queue string) func(ctx context.Context, e Executor) e
 			return err
 		}
 		now := q.clock.Now()
-		_, err := q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.parkCandidates, args: []any{queue, now, reapChunk}},
+		n, err := q.underTurnLocks(ctx, e, queue, stmt{sql: q.q.parkCandidates, args: []any{queue, now, reapChunk}},
 			func(locked []string) stmt { return stmt{sql: q.q.park, args: []any{queue, locked, now}} })
+		if err == nil {
+			q.parks.found(queue, n)
+		}
 		return err
 	}
 }
