@@ -32,7 +32,9 @@ import (
 // out by now are queued again first (lifecycle.go), and a queue where
 // none is due pays nothing for them. The same row's statement reads the
 // queue's cap of events: a claim of a queue that records none writes
-// nothing more.
+// nothing more. Tenants whose queued items are all delayed sleep out of
+// the rotation's index until the first is due (schema version 7); a
+// claim wakes those whose time has come before it walks.
 func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimRequest) (claimed, error) {
 	name := req.Queue
 	now := q.clock.Now()
@@ -59,6 +61,11 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 		if err := endWaits(ctx, e, name, at, events); err != nil {
 			return claimed{}, err
 		}
+	}
+	// Tenants asleep until an item of theirs is due wake if it is now;
+	// the others stay out of the walk below.
+	if _, err := e.ExecContext(ctx, turnSweepSQL, name, at); err != nil {
+		return claimed{}, err
 	}
 	var token int64
 	if err := e.QueryRowContext(ctx, counterGetSQL, "token").Scan(&token); err != nil {
@@ -154,7 +161,7 @@ func claimRotation(ctx context.Context, e execer, req contract.ClaimRequest, at,
 			if id == "" {
 				// The tenant's wake time was ahead of its items (the clock
 				// went back): put it right and pass it over.
-				if _, err := e.ExecContext(ctx, turnWakeSQL, name, tenant, wake); err != nil {
+				if _, err := e.ExecContext(ctx, turnWakeSQL, name, tenant, wake, at); err != nil {
 					return nil, err
 				}
 				continue
@@ -166,7 +173,7 @@ func claimRotation(ctx context.Context, e execer, req contract.ClaimRequest, at,
 			if err != nil {
 				return nil, err
 			}
-			if _, err := e.ExecContext(ctx, turnServedSQL, name, tenant, stamp, wake); err != nil {
+			if _, err := e.ExecContext(ctx, turnServedSQL, name, tenant, stamp, wake, at); err != nil {
 				return nil, err
 			}
 			if _, err := e.ExecContext(ctx, recentPutSQL, name, turn, tenant, id, req.Worker, at); err != nil {

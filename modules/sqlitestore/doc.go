@@ -26,9 +26,11 @@
 // A file that holds a schema is never altered: a file of an earlier
 // version is refused, naming the published up-migrations ([Migrations],
 // schema/migrations/) that its owner applies. Version 5 added fenced
-// run writes and run versions; version 6 (this release) keeps the data of
-// kept versions in a table of its own, and its migration from version 5
-// moves the data of existing versions there.
+// run writes and run versions; version 6 keeps the data of kept versions
+// in a table of its own, and its migration from version 5 moves the data
+// of existing versions there; version 7 (this release) keeps tenants
+// whose queued items are all delayed out of the claims' walk until one is
+// due.
 //
 // # Fences and versions
 //

@@ -604,7 +604,7 @@ func (c *flowClaim) serve(ctx context.Context, h flowHead) error {
 		if id == "" {
 			// Nothing due after all (its wake time was ahead of its
 			// items): put the wake time right and pass it over.
-			_, err := c.e.ExecContext(ctx, turnWakeSQL, name, h.tenant, wake)
+			_, err := c.e.ExecContext(ctx, turnWakeSQL, name, h.tenant, wake, c.at)
 			return err
 		}
 		c.token++
@@ -628,7 +628,7 @@ func (c *flowClaim) serve(ctx context.Context, h flowHead) error {
 			c.stamp++
 			h.stamp = c.stamp
 		}
-		if _, err := c.e.ExecContext(ctx, turnServedFlowSQL, name, h.tenant, h.stamp, wake, h.credit, h.tat); err != nil {
+		if _, err := c.e.ExecContext(ctx, turnServedFlowSQL, name, h.tenant, h.stamp, wake, h.credit, h.tat, c.at); err != nil {
 			return err
 		}
 		if _, err := c.e.ExecContext(ctx, recentPutSQL, name, c.turn, h.tenant, id, c.req.Worker, c.at); err != nil {

@@ -166,7 +166,7 @@ func cancelOne(ctx context.Context, e execer, key contract.ItemKey, state contra
 	if wake.Valid {
 		at = wake.Int64
 	}
-	_, err := e.ExecContext(ctx, turnWakeSQL, key.Queue, key.Tenant, at)
+	_, err := e.ExecContext(ctx, turnWakeSQL, key.Queue, key.Tenant, at, now)
 	return err
 }
 
@@ -285,7 +285,7 @@ func (q *workQueue) Snooze(ctx context.Context, l contract.Lease, d time.Duratio
 		if err := record(ctx, e, h.events, k, contract.Event{Kind: contract.EventSnoozed, At: now, Worker: l.Worker, NextDue: due}, false); err != nil {
 			return err
 		}
-		return join(ctx, e, k, due, h.priority)
+		return join(ctx, e, k, due, h.priority, now)
 	})
 	if err != nil {
 		return policy.Decision{}, queueErr(ctx, err)
@@ -354,7 +354,7 @@ func resume(ctx context.Context, e execer, key contract.ItemKey, priority int, s
 	if err := record(ctx, e, capN, key, contract.Event{Kind: kind, At: fromNanos(now), Signal: signal}, false); err != nil {
 		return err
 	}
-	return join(ctx, e, key, fromNanos(at), priority)
+	return join(ctx, e, key, fromNanos(at), priority, fromNanos(now))
 }
 
 // endWaits queues the waits of the queue that timed out by at, each due

@@ -218,6 +218,8 @@ var (
 	turnServedFlowSQL string
 	//go:embed queries/turn_wake.sql
 	turnWakeSQL string
+	//go:embed queries/turn_sweep.sql
+	turnSweepSQL string
 	//go:embed queries/usage_add.sql
 	usageAddSQL string
 	//go:embed queries/usage_prune.sql

@@ -207,7 +207,7 @@ func (q *workQueue) enqueue(ctx context.Context, report bool, items []contract.I
 				}
 				events.add(c, r.key, ev, false)
 			}
-			if _, err := e.ExecContext(ctx, turnJoinSQL, r.key.Queue, r.key.Tenant, stamps[r.key.Queue], nanos(due), r.item.Priority != 0); err != nil {
+			if _, err := e.ExecContext(ctx, turnJoinSQL, r.key.Queue, r.key.Tenant, stamps[r.key.Queue], nanos(due), r.item.Priority != 0, nanos(now)); err != nil {
 				return err
 			}
 		}
@@ -519,7 +519,7 @@ func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemK
 	if err := record(ctx, e, h.events, k, ev, false); err != nil {
 		return d, err
 	}
-	return d, join(ctx, e, k, due, h.priority)
+	return d, join(ctx, e, k, due, h.priority, now)
 }
 
 // join puts a tenant's newly queued item, of priority priority, in the
@@ -527,8 +527,9 @@ func (q *workQueue) settleFailed(ctx context.Context, e execer, k contract.ItemK
 // of the queue's counter, and its row is written only when the item falls
 // due before the tenant wakes or makes it ranked: the snooze or retry of
 // a busy tenant's item, due later than the items it already has queued,
-// writes neither the queue's row nor the tenant's.
-func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time, priority int) error {
+// writes neither the queue's row nor the tenant's. now decides whether
+// the tenant sleeps until its wake time.
+func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time, priority int, now time.Time) error {
 	var in, same bool
 	err := e.QueryRowContext(ctx, turnGetSQL, k.Queue, k.Tenant, nanos(due), priority != 0).Scan(&in, &same)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -543,7 +544,7 @@ func join(ctx context.Context, e execer, k contract.ItemKey, due time.Time, prio
 			return err
 		}
 	}
-	_, err = e.ExecContext(ctx, turnJoinSQL, k.Queue, k.Tenant, stamp, nanos(due), priority != 0)
+	_, err = e.ExecContext(ctx, turnJoinSQL, k.Queue, k.Tenant, stamp, nanos(due), priority != 0, nanos(now))
 	return err
 }
 
@@ -768,7 +769,7 @@ func (q *workQueue) Requeue(ctx context.Context, f contract.DeadLetterFilter) (i
 			if err := record(ctx, e, capN, k.key, contract.Event{Kind: contract.EventRequeued, At: now}, false); err != nil {
 				return err
 			}
-			if err := join(ctx, e, k.key, now, k.priority); err != nil {
+			if err := join(ctx, e, k.key, now, k.priority, now); err != nil {
 				return err
 			}
 		}

@@ -20,15 +20,16 @@ import (
 // (retention, events, uniqueness windows, Find by ID); version 5 fenced
 // run writes and run versions (the fence of each run, the table of
 // earlier versions); version 6 the data of kept versions in a table of
-// its own (adk_run_blobs), out of the versions' rows.
-const SchemaVersion = 6
+// its own (adk_run_blobs), out of the versions' rows; version 7 keeps
+// tenants whose queued items are all delayed out of the claims' walk.
+const SchemaVersion = 7
 
 //go:embed schema/*.sql schema/migrations/*.sql
 var schemaFS embed.FS
 
 // ExpectedSchema is the SQL of the schema: what Open runs in a new, empty
 // file.
-var ExpectedSchema = readSQL(schemaFS, "schema/006_schema.sql")
+var ExpectedSchema = readSQL(schemaFS, "schema/007_schema.sql")
 
 // A Migration brings a file from one schema version to the next. The
 // library never applies one: the owner of the file does, after a backup,
@@ -51,6 +52,7 @@ var Migrations = []Migration{
 	{From: 3, To: 4, Name: "schema/migrations/003_to_004.sql", SQL: readSQL(schemaFS, "schema/migrations/003_to_004.sql")},
 	{From: 4, To: 5, Name: "schema/migrations/004_to_005.sql", SQL: readSQL(schemaFS, "schema/migrations/004_to_005.sql")},
 	{From: 5, To: 6, Name: "schema/migrations/005_to_006.sql", SQL: readSQL(schemaFS, "schema/migrations/005_to_006.sql")},
+	{From: 6, To: 7, Name: "schema/migrations/006_to_007.sql", SQL: readSQL(schemaFS, "schema/migrations/006_to_007.sql")},
 }
 
 // tables are the tables of the schema, each checked by Verify.
@@ -61,7 +63,7 @@ var tables = []string{"adk_schema", "adk_counters", "adk_runs", "adk_work", "adk
 var columns = map[string][]string{
 	"adk_runs":         {"fence"},
 	"adk_run_versions": {"blob"},
-	"adk_turns":        {"credit", "tat", "ranked"},
+	"adk_turns":        {"credit", "tat", "ranked", "asleep"},
 	"adk_queues":       {"paused", "paused_tenants", "wait_next"},
 	"adk_work": {"priority", "snoozes", "wait_signal", "wait_since", "wait_until", "resumed_signal", "resumed_payload",
 		"resumed_timed_out", "resumed_at", "cancelled_at", "cancel_reason", "unique_for", "finished_at", "unique_until", "heartbeats"},

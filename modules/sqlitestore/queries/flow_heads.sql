@@ -29,5 +29,5 @@ SELECT t.tenant, t.stamp, t.credit, t.tat, t.ranked,
        ) ELSE 0 END
 FROM adk_turns t
 LEFT JOIN adk_limits l ON l.queue = t.queue AND l.tenant = t.tenant
-WHERE t.queue = ?1 AND t.wake_at <= ?2 AND t.stamp > ?3
+WHERE t.queue = ?1 AND t.wake_at <= ?2 AND t.asleep = 0 AND t.stamp > ?3
 ORDER BY t.stamp LIMIT ?4
