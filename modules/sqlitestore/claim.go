@@ -46,8 +46,9 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 	var events int
 	var def nullLimits // the queue's default limits, when it has limits
 	var anyCap, budgets bool
-	err := e.QueryRowContext(ctx, queueGetSQL, name).Scan(append(append([]any{&stamp, &turn, &paused, &pausedTenants, &waitNext, &limited, &events},
-		def.dest()...), &anyCap, &budgets)...)
+	var wakes bool // a sleeping tenant's time has come
+	err := e.QueryRowContext(ctx, queueGetSQL, name, at).Scan(append(append([]any{&stamp, &turn, &paused, &pausedTenants, &waitNext, &limited, &events},
+		def.dest()...), &anyCap, &budgets, &wakes)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return claimed{}, nil
 	}
@@ -64,8 +65,10 @@ func (q *workQueue) claim(ctx context.Context, e execer, req contract.ClaimReque
 	}
 	// Tenants asleep until an item of theirs is due wake if it is now;
 	// the others stay out of the walk below.
-	if _, err := e.ExecContext(ctx, turnSweepSQL, name, at); err != nil {
-		return claimed{}, err
+	if wakes {
+		if _, err := e.ExecContext(ctx, turnSweepSQL, name, at); err != nil {
+			return claimed{}, err
+		}
 	}
 	var token int64
 	if err := e.QueryRowContext(ctx, counterGetSQL, "token").Scan(&token); err != nil {
