@@ -59,16 +59,17 @@ ev AS (
     FROM ins i JOIN ret r ON r.queue = i.queue
 ),
 {record_events},
+-- Each tenant of the batch with its earliest new item: a parked tenant
+-- wakes at it, and a new one joins parked until it when it is ahead.
+woken AS (
+    SELECT queue, tenant, min(due_at) AS due_at FROM input GROUP BY queue, tenant
+),
 -- Every tenant gets its turn row. The transaction took the shared side of
 -- each tenant's turn lock in the statement before this one
 -- (turns_share.sql): Reap prunes the turn rows of drained tenants under
 -- the exclusive side, so it never removes a row while an enqueue for
 -- that tenant is in flight, and an enqueue that waited behind a prune
 -- inserts the row afresh.
--- A parked tenant wakes at its earliest new item.
-woken AS (
-    SELECT queue, tenant, min(due_at) AS due_at FROM input GROUP BY queue, tenant
-),
 -- A new tenant joins the rotation at the back: its turn batch is drawn
 -- after those of every tenant served so far. When none of its items is
 -- due yet it starts parked until the earliest is, as a park pass would
