@@ -77,7 +77,7 @@ func NewQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQue
 	}
 	return (&workQueue{
 		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,
-		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]time.Time{}, more: map[string]bool{}},
+		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]parkMark{}},
 		limited: &limitedQueues{m: map[string]bool{}},
 	}).front(), nil
 }
@@ -726,18 +726,21 @@ func (q *workQueue) ownsConn(e Executor) bool {
 // passes find fewer than a chunk of tenants to park.
 const parkEvery = time.Second
 
-// parkTimes remembers when each queue last had a park pass, and which
-// queues' last pass found a whole chunk of tenants to park.
+// parkTimes remembers each queue's last park pass.
 type parkTimes struct {
 	mu   sync.Mutex
-	last map[string]time.Time
-	// more holds the queues whose last pass found reapChunk candidates:
-	// there may be more, so the next claim runs another pass rather than
-	// wait for parkEvery. Without it, tenants going idle faster than a
-	// chunk a second (thousands drained by a burst of claims) would stay
-	// in the rotation, every claim probing each of them, for as many
-	// seconds as they make chunks, or for good.
-	more map[string]bool
+	last map[string]parkMark
+}
+
+// parkMark is a queue's last park pass: when it ran, and whether it found
+// a whole chunk (reapChunk) of candidates. Then there may be more, so the
+// next claim runs another pass rather than wait for parkEvery. Without
+// it, tenants going idle faster than a chunk a second (thousands drained
+// by a burst of claims) would stay in the rotation, every claim probing
+// each of them, for as many seconds as they make chunks, or for good.
+type parkMark struct {
+	at   time.Time
+	more bool
 }
 
 // due reports whether queue's next park pass is due at now, and if so
@@ -745,11 +748,10 @@ type parkTimes struct {
 func (p *parkTimes) due(queue string, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if last, ok := p.last[queue]; ok && !p.more[queue] && now.Sub(last) < parkEvery && !now.Before(last) {
+	if last, ok := p.last[queue]; ok && !last.more && now.Sub(last.at) < parkEvery && !now.Before(last.at) {
 		return false
 	}
-	p.last[queue] = now
-	delete(p.more, queue)
+	p.last[queue] = parkMark{at: now}
 	return true
 }
 
@@ -760,7 +762,9 @@ func (p *parkTimes) found(queue string, n int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.more[queue] = true
+	m := p.last[queue]
+	m.more = true
+	p.last[queue] = m
 }
 
 // park parks up to reapChunk tenants of the queue that have nothing due,

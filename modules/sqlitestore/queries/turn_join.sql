@@ -10,4 +10,4 @@ ON CONFLICT (queue, tenant) DO UPDATE SET
     credit  = CASE WHEN wake_at IS NULL THEN 0 ELSE credit END,
     ranked  = CASE WHEN wake_at IS NULL THEN excluded.ranked ELSE max(ranked, excluded.ranked) END,
     wake_at = CASE WHEN wake_at IS NULL OR excluded.wake_at < wake_at THEN excluded.wake_at ELSE wake_at END,
-    asleep  = CASE WHEN wake_at IS NULL OR excluded.wake_at < wake_at THEN excluded.wake_at ELSE wake_at END > ?6
+    asleep  = excluded.asleep AND (wake_at IS NULL OR wake_at > ?6)
