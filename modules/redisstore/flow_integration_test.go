@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -716,15 +716,22 @@ func TestFlowCapMarksOfManyTenants(t *testing.T) {
 	if got, err := f.Claim(ctx, claimReq(10)); !errors.Is(err, contract.ErrEmpty) {
 		t.Fatalf("every tenant at its cap: %v, %v; want ErrEmpty", byTenant(got), err)
 	}
+	// A tenant's mark is a field of its own; !m counts them.
 	marks := func() map[string]int {
 		t.Helper()
-		v, err := f.client.HGet(ctx, fstate, "!h").Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
+		all, err := f.client.HGetAll(ctx, fstate).Result()
+		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]int{}
+		out, fields := map[string]int{}, 0
 		for _, name := range names {
-			out[name] = strings.Count(v, fmt.Sprintf("%d:%s", len(name), name))
+			if _, ok := all[fmt.Sprintf("h%d:%s", len(name), name)]; ok {
+				out[name]++
+				fields++
+			}
+		}
+		if n, _ := strconv.Atoi(all["!m"]); n != fields {
+			t.Fatalf("!m = %q with %d mark fields", all["!m"], fields)
 		}
 		return out
 	}
@@ -762,5 +769,86 @@ func TestFlowCapMarksOfManyTenants(t *testing.T) {
 		if !ended[l.Item.Tenant] {
 			t.Fatalf("claim after the complete served %s, whose lease did not end", l.Item.Tenant)
 		}
+	}
+}
+
+// TestFlowCapMarkSurvivesCompleteAndClaim: a CompleteAndClaim whose
+// complete half ends a marked tenant's lease (dropping its mark) and
+// whose claim half brings that tenant back to its cap leaves it marked,
+// so the next lease of it to end still wakes the claimers.
+func TestFlowCapMarkSurvivesCompleteAndClaim(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	fstate := f.d.keys.queue("default") + "fstate"
+	f.setLimits(t, "a", contract.Limits{MaxLeased: 1})
+	f.enqueue(t, "a", 3)
+	first, err := f.Claim(ctx, claimReq(5))
+	if err != nil || len(first) != 1 {
+		t.Fatalf("first claim: %v, %v; want one item of a", byTenant(first), err)
+	}
+	if got, err := f.Claim(ctx, claimReq(5)); !errors.Is(err, contract.ErrEmpty) {
+		t.Fatalf("a at its cap: %v, %v; want ErrEmpty", byTenant(got), err)
+	}
+	marked := func(when string, want bool) {
+		t.Helper()
+		all, err := f.client.HGetAll(ctx, fstate).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got := all["h1:a"]
+		n, _ := strconv.Atoi(all["!m"])
+		if got != want || n != map[bool]int{true: 1, false: 0}[want] {
+			t.Fatalf("%s: a marked %v, !m %q; want marked %v", when, got, all["!m"], want)
+		}
+	}
+	marked("after the claim that found a at its cap", true)
+	next, err := f.CompleteAndClaim(ctx, first, claimReq(5))
+	if err != nil || len(next) != 1 || next[0].Item.Tenant != "a" {
+		t.Fatalf("CompleteAndClaim: %v, %v; want the next item of a", byTenant(next), err)
+	}
+	marked("after the complete half ended a's lease and the claim half leased it to its cap again", true)
+	wake, stop := f.Subscribe("")
+	defer stop()
+	drain(wake)
+	if err := f.Complete(ctx, next...); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake after the marked tenant's lease ended")
+	}
+	marked("after its lease ended", false)
+}
+
+// TestFlowCapMarksOfAnEarlierRelease: the one list of marks an earlier
+// release kept is read as a mark of every tenant: the next lease to end
+// wakes the claimers and drops it.
+func TestFlowCapMarksOfAnEarlierRelease(t *testing.T) {
+	ctx := context.Background()
+	f := newFlowQueue(t)
+	fstate := f.d.keys.queue("default") + "fstate"
+	f.setLimits(t, "a", contract.Limits{MaxLeased: 5})
+	f.enqueue(t, "b", 2)
+	leases, err := f.Claim(ctx, claimReq(5))
+	if err != nil || len(leases) != 2 {
+		t.Fatalf("claim: %v, %v; want b's two items", byTenant(leases), err)
+	}
+	if err := f.client.HSet(ctx, fstate, "!h", "1:a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	wake, stop := f.Subscribe("")
+	defer stop()
+	drain(wake)
+	if err := f.Complete(ctx, leases[0]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake after a lease ended with an earlier release's marks")
+	}
+	if n, err := f.client.HExists(ctx, fstate, "!h").Result(); err != nil || n {
+		t.Fatalf("the earlier release's marks are still there (%v, %v); want them dropped", n, err)
 	}
 }

@@ -248,7 +248,6 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
   -- call ends (by ref, and how many per tenant), and the expired ones not
   -- yet reaped, by tenant; read once, when a cap first needs them.
   local gone, goneBy, expired
-  local marked -- the cap marks (markSet), read when a cap is first counted
   local function exhausted()
     return pi > #pageT and rotDone and wi > #wk
   end
@@ -375,8 +374,6 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
           end
           local live, refs = capLive(TLEASES, LEASES, e.lt, e.idx, gone, goneBy, expired)
           e.live, e.track, e.idx = live, refs, true
-          marked = marked or markSet(redis.call('HGET', FSTATE, MARKS))
-          e.marked = marked[e.lt]
         end
       end
     end
@@ -443,7 +440,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       local why, untl = holdOf(e)
       if why then
         e.held = true
-        if why == 'cap' and not e.marked then
+        if why == 'cap' then
           marks[#marks + 1] = e.lt -- a lease of it ending wakes the claimers
         end
         if report then
@@ -578,14 +575,11 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
     fset[#fset + 1] = ANYTRACK
     fset[#fset + 1] = '1'
   end
-  if #marks > 0 then
-    fset[#fset + 1] = MARKS
-    fset[#fset + 1] = marked.v .. table.concat(marks)
-  end
+  local nmark = #marks > 0 and capMark(FSTATE, marks, fset, goneBy) or 0
   local recs = np > 0 and redis.call('HMGET', ITEMS, unpack(refs)) or {}
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = names, served = served, turn = turn, turn0 = turn0,
-    flow = true, capped = capped, fset = fset, fdel = fdel, held = held, track = track}
+    flow = true, capped = capped, fset = fset, fdel = fdel, nmark = nmark, held = held, track = track}
 end
 
 -- flowRounds reads the limits of the head tenants L (at most max, with
@@ -665,7 +659,7 @@ local function flowRounds(L, S, max, freed, woken, extra)
   -- The caps, counted only where they can bind (cap[i]: tenant i's new
   -- leases go into TLEASES; track[i]: its leases listed now, to index),
   -- then the rates; a tenant either holds is passed over.
-  local bound, expired, gone, goneBy, marked
+  local bound, expired, gone, goneBy
   local live, track, marks, held, nheld, pass = {}, nil, nil, {}, 0, nil
   for i = 1, n do
     local Lx = lims[i]
@@ -691,13 +685,10 @@ local function flowRounds(L, S, max, freed, woken, extra)
           track[i] = refs
         end
         cap[i] = true
-        marked = marked or markSet(redis.call('HGET', FSTATE, MARKS))
         if live[i] >= Lx.cap then
           why, untl = 'cap', 0
-          if not marked[lts[i]] then
-            marks = marks or {}
-            marks[#marks + 1] = lts[i]
-          end
+          marks = marks or {}
+          marks[#marks + 1] = lts[i]
         end
       end
     end
@@ -741,8 +732,7 @@ local function flowRounds(L, S, max, freed, woken, extra)
     F.fset[#F.fset + 1] = '1'
   end
   if marks then
-    F.fset[#F.fset + 1] = MARKS
-    F.fset[#F.fset + 1] = marked.v .. table.concat(marks)
+    F.nmark = capMark(FSTATE, marks, F.fset, goneBy)
   end
   if nheld == 0 then
     lts[n + 1] = nil
@@ -1033,7 +1023,7 @@ local function claimRead(freed)
   if F then
     return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
       refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
-      flow = true, capped = F.capped, fset = F.fset, held = F.held, track = F.track}
+      flow = true, capped = F.capped, fset = F.fset, nmark = F.nmark, held = F.held, track = F.track}
   end
   return {woke = #woke > 0, waitAdd = waitAdd, rotAdd = rotAdd, rotDel = rotDel, np = np, taken = taken,
     refs = refs, recs = recs, turnsSet = turnsSet, L = L, served = served, turn = turn, turn0 = turn0,
@@ -1058,6 +1048,9 @@ local function claimLease(c)
   end
   if c.fset and #c.fset > 0 then
     redis.call('HSET', FSTATE, unpack(c.fset))
+  end
+  if c.nmark and c.nmark > 0 then
+    redis.call('HINCRBY', FSTATE, NMARKS, c.nmark)
   end
   if c.track and #c.track > 0 then
     zaddRefs(TLEASES, c.track)

@@ -252,75 +252,82 @@ local function limitsOf(limits, lts)
   return v
 end
 
--- The cap wake marks: FSTATE's field MARKS holds, one after another, the
--- lp names of the tenants a claim passed over for their cap since a lease
--- of theirs last ended. A complete, fail or reap that ends a lease of a
--- marked tenant wakes the queue's claimers and drops the mark, so ending
--- leases costs one HGET of MARKS (and, while a tenant is marked, a prefix
--- test of each ended ref against each mark).
-local MARKS = '!h'
+-- The cap wake marks. A claim that passes tenant t over for its cap
+-- marks t, setting FSTATE's field MARK..lp(t); the complete, fail or reap
+-- that next ends a lease of t drops the mark and wakes the queue's
+-- claimers (a snooze or a wait wakes them whenever the queue has limits).
+-- NMARKS counts the marks, so ending leases costs one HMGET while nobody
+-- is marked, and one more, of the marks of the ended leases' tenants,
+-- while some are: never a pass over every marked tenant, however many a
+-- cap holds back. (Releases before this one listed every mark in the one
+-- field OLDMARKS. One still there is taken as a mark of every tenant:
+-- the next lease to end wakes the claimers and drops it.)
+local MARK, NMARKS, OLDMARKS = 'h', '!m', '!h'
 
--- markList splits a MARKS value into its lp names (none for a value this
--- encoding did not write).
-local function markList(v)
-  local out, pos = {}, 1
-  while v and pos <= #v do
-    local c = string.find(v, ':', pos, true)
-    local n = c and tonumber(string.sub(v, pos, c - 1))
-    if not n then
-      break
+-- capMarked finds the marks of the tenants whose leases refs end. It
+-- returns {} when there are none, else the change for capUnmark: any set,
+-- and the fields to drop in the array part.
+local function capMarked(fstate, refs)
+  local v = redis.call('HMGET', fstate, NMARKS, OLDMARKS)
+  local out = {}
+  if v[2] then
+    out[1], out.any, out.old = OLDMARKS, true, true
+  end
+  if (tonumber(v[1]) or 0) <= 0 then
+    return out
+  end
+  local f, seen = {}, {}
+  for _, ref in ipairs(refs) do
+    local lt = tenantOfRef(ref)
+    if not seen[lt] then
+      seen[lt] = true
+      f[#f + 1] = MARK .. lt
     end
-    out[#out + 1] = string.sub(v, pos, c + n)
-    pos = c + n + 1
+  end
+  local mv = redis.call('HMGET', fstate, unpack(f))
+  local hit = 0
+  for i = 1, #f do
+    if mv[i] then
+      out[#out + 1] = f[i]
+      hit = hit + 1
+    end
+  end
+  if hit > 0 then
+    out.any, out.hit = true, hit
   end
   return out
-end
-
--- capMarked returns {} when no lease in refs is of a marked tenant, else
--- {the MARKS value without those tenants}. The tenants of refs are
--- gathered first, so this costs one pass over the marks and one over
--- refs however many tenants are marked.
-local function capMarked(fstate, refs)
-  local v = redis.call('HGET', fstate, MARKS)
-  if not v or v == '' then
-    return {}
-  end
-  local ended = {}
-  for _, ref in ipairs(refs) do
-    ended[tenantOfRef(ref)] = true
-  end
-  local keep, hit = {}, false
-  for _, lt in ipairs(markList(v)) do
-    if ended[lt] then
-      hit = true
-    else
-      keep[#keep + 1] = lt
-    end
-  end
-  if not hit then
-    return {}
-  end
-  return {table.concat(keep)}
 end
 
 -- capUnmark drops the marks capMarked found.
 local function capUnmark(fstate, marks)
-  if #marks > 0 then
-    if marks[1] == '' then
-      redis.call('HDEL', fstate, MARKS)
-    else
-      redis.call('HSET', fstate, MARKS, marks[1])
-    end
+  if not marks.any then
+    return
+  end
+  redis.call('HDEL', fstate, unpack(marks))
+  if marks.hit then
+    redis.call('HINCRBY', fstate, NMARKS, -marks.hit)
   end
 end
 
--- markSet is the set of lp names in a MARKS value, keeping the value as v
--- ('' for none).
-local function markSet(v)
-  local list = markList(v or '')
-  local out = {v = table.concat(list)}
-  for _, lt in ipairs(list) do
-    out[lt] = true
+-- capMark marks the tenants lts (lp names, each once) a claim holds for
+-- their caps: it adds the new marks to fset (field, value pairs for the
+-- claim's one HSET of FSTATE) and returns how many, for the claim to add
+-- to NMARKS. A tenant in ending (by lp name: those whose leases the
+-- complete half of the same call ends; that half drops their marks, and
+-- writes first) is marked anew.
+local function capMark(fstate, lts, fset, ending)
+  local f = {}
+  for i, lt in ipairs(lts) do
+    f[i] = MARK .. lt
   end
-  return out
+  local v = redis.call('HMGET', fstate, unpack(f))
+  local k = 0
+  for i, lt in ipairs(lts) do
+    if not v[i] or (ending and ending[lt]) then
+      fset[#fset + 1] = f[i]
+      fset[#fset + 1] = '1'
+      k = k + 1
+    end
+  end
+  return k
 end

@@ -49,7 +49,8 @@
 --   FSTATE   hash  per tenant flow state: 'r'..lp(t) rate bucket TAT (us),
 --                  'c'..lp(t) weight credit, 'b'..lp(t) budget slots,
 --                  'k'..lp(t) '1' once all of t's leases are in TLEASES,
---                  '!h' the cap wake marks (lp(t) of each marked tenant),
+--                  'h'..lp(t) '1' while t is marked for a cap wake, '!m'
+--                  how many such marks there are (MARK in flow_lib.lua),
 --                  '!k' '1' once any tenant is marked 'k', '0' while none
 --                  is (ANYTRACK in flow_lib.lua)
 --   TLEASES  zset  while FLAG is '1': refs of leases of tenants whose

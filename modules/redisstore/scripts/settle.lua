@@ -72,7 +72,7 @@ for i = 4, #ARGV, 10 do
 end
 plan(P)
 local marks = flow and #drops > 0 and capMarked(FSTATE, drops) or {}
-if #marks > 0 then
+if marks.any then
   wake = true
 end
 
