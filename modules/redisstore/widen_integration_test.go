@@ -93,3 +93,55 @@ func TestHotKeysHashed(t *testing.T) {
 	}
 	check("after the reap")
 }
+
+// TestFlowKeysHashed: a queue's limits and flow state hashes, which every
+// claim of a queue with limits reads per tenant, are kept in Redis's
+// hashed encoding by their placeholders once the queue has limits, and a
+// queue whose flow keys are still packed (as an earlier release left
+// them) gets them hashed by its next SetLimits; readers of the limits see
+// the rows only.
+func TestFlowKeysHashed(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	ns := redistest.Namespace(t, client)
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: ns})
+	must(t, err)
+	defer q.Close()
+	p := "{" + ns + ":queue}:q:" + lp("default") + ":"
+	check := func(when string) {
+		t.Helper()
+		for _, k := range []string{"limits", "fstate"} {
+			if got := client.ObjectEncoding(ctx, p+k).Val(); got != "hashtable" {
+				t.Errorf("%s: %s encoded %q; want hashtable", when, k, got)
+			}
+		}
+	}
+	must(t, q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "1"}))
+	check("after the first enqueue")
+	must(t, q.SetLimits(ctx, "default", "a", contract.Limits{MaxLeased: 1}))
+	check("after SetLimits")
+
+	// An earlier release's queue: packed flow keys with their
+	// placeholders and a's row.
+	must(t, client.Del(ctx, p+"limits", p+"fstate").Err())
+	must(t, client.HSet(ctx, p+"limits", "", "", lp("a"), "1|0|0|0|0|0|0").Err())
+	must(t, client.HSet(ctx, p+"fstate", "", "").Err())
+	if enc := client.ObjectEncoding(ctx, p+"limits").Val(); enc == "hashtable" {
+		t.Fatalf("the packed limits of the earlier release's queue are already %q", enc)
+	}
+	must(t, q.SetLimits(ctx, "default", "b", contract.Limits{MaxLeased: 2}))
+	check("after the next SetLimits")
+
+	ql, err := q.Limits(ctx, "default")
+	must(t, err)
+	if len(ql.Tenants) != 2 || ql.Tenants["a"].MaxLeased != 1 || ql.Tenants["b"].MaxLeased != 2 || !ql.Default.IsZero() {
+		t.Fatalf("limits %+v; want a's cap of 1 and b's of 2, no default", ql)
+	}
+	must(t, q.Enqueue(ctx, contract.Item{Tenant: "a", ID: "2"}))
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 5})
+	must(t, err)
+	if len(ls) != 1 || ls[0].Item.Tenant != "a" {
+		t.Fatalf("claimed %+v; want one item of a, its cap", ls)
+	}
+}

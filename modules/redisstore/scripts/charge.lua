@@ -25,7 +25,7 @@ e[2] = e[2] + tonumber(ARGV[3])
 
 -- Writes from here on.
 if not holder then
-  redis.call('HSET', FSTATE, '', '')
+  redis.call('HSET', FSTATE, '', WIDE)
 end
 redis.call('HSET', FSTATE, f, budgetEncode(slots, L.width, s))
 return 1

@@ -1111,8 +1111,8 @@ local function claimLease(c)
     -- The flow keys' placeholders (see the prelude), for a queue an
     -- earlier release created.
     redis.call('SET', FLAG, '0')
-    redis.call('HSET', LIMITS, '', '')
-    redis.call('HSET', FSTATE, '', '')
+    redis.call('HSET', LIMITS, '', WIDE)
+    redis.call('HSET', FSTATE, '', WIDE)
     redis.call('ZADD', TLEASES, '0', '')
   end
   local tok, stok = nextToken()

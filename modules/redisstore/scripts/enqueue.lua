@@ -104,8 +104,8 @@ if not seq0 then
   redis.call('ZADD', DEAD, -1, '')
   redis.call('ZADD', TDEAD, '0', '')
   redis.call('SET', FLAG, '0', 'NX') -- SetLimits may have come first
-  redis.call('HSET', LIMITS, '', '')
-  redis.call('HSET', FSTATE, '', '')
+  redis.call('HSET', LIMITS, '', WIDE)
+  redis.call('HSET', FSTATE, '', WIDE)
   redis.call('ZADD', TLEASES, '0', '')
   redis.call('HSET', LIFE, '', '')
   redis.call('ZADD', WAITS, '+inf', '')

@@ -79,11 +79,15 @@ elseif flag == '1' then
 end
 
 -- Writes from here on.
+-- The placeholders of LIMITS and FSTATE hold WIDE, which keeps both out
+-- of Redis's packed encoding (see WIDE in queue_lib.lua): every claim of
+-- a queue with limits reads a field of each per tenant, and writes
+-- FSTATE's. A queue an earlier release made gets them here too.
 if not holder then
-  redis.call('HSET', LIMITS, '', '')
-  redis.call('HSET', FSTATE, '', '')
   redis.call('ZADD', TLEASES, '0', '')
 end
+redis.call('HSET', LIMITS, '', WIDE)
+redis.call('HSET', FSTATE, '', WIDE)
 if val == '' then
   if had then
     redis.call('HDEL', LIMITS, field)
