@@ -147,14 +147,21 @@ func TestFlowCapReportAndWake(t *testing.T) {
 	if err := f.Complete(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-wake:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no wake after a capped tenant's lease ended")
-	}
+	awaitWake(t, wake, "no wake after a capped tenant's lease ended")
 	next, err := f.Claim(ctx, claimReq(10))
 	if err != nil || len(next) != 1 || next[0].Item.Tenant != "a" {
 		t.Fatalf("after the complete: %v, %v; want one item of a", next, err)
+	}
+}
+
+// awaitWake fails the test with what unless the queue's claimers are
+// woken within five seconds.
+func awaitWake(t *testing.T, wake <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-wake:
+	case <-time.After(5 * time.Second):
+		t.Fatal(what)
 	}
 }
 
@@ -813,11 +820,7 @@ func TestFlowCapMarkSurvivesCompleteAndClaim(t *testing.T) {
 	if err := f.Complete(ctx, next...); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-wake:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no wake after the marked tenant's lease ended")
-	}
+	awaitWake(t, wake, "no wake after the marked tenant's lease ended")
 	marked("after its lease ended", false)
 }
 
@@ -843,11 +846,7 @@ func TestFlowCapMarksOfAnEarlierRelease(t *testing.T) {
 	if err := f.Complete(ctx, leases[0]); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-wake:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no wake after a lease ended with an earlier release's marks")
-	}
+	awaitWake(t, wake, "no wake after a lease ended with an earlier release's marks")
 	if n, err := f.client.HExists(ctx, fstate, "!h").Result(); err != nil || n {
 		t.Fatalf("the earlier release's marks are still there (%v, %v); want them dropped", n, err)
 	}

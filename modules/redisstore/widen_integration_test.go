@@ -16,6 +16,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// encodingQueue opens a queue on a namespace of its own, closed when the
+// test ends, and returns it with its client, clock and the prefix of the
+// default queue's keys.
+func encodingQueue(t *testing.T) (*redisstore.RedisWorkQueue, *redis.Client, *contracttest.FakeClock, string) {
+	t.Helper()
+	client := redistest.Client(t)
+	ns := redistest.Namespace(t, client)
+	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
+	q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: ns})
+	must(t, err)
+	t.Cleanup(func() { _ = q.Close() })
+	return q, client, clock, "{" + ns + ":queue}:q:" + lp("default") + ":"
+}
+
 // TestHotKeysHashed: a queue's lease hash and set, rotation, turns and
 // served counts are kept in Redis's hashed encodings from its first
 // enqueue on, and a queue whose keys are still packed (as an earlier
@@ -23,13 +37,7 @@ import (
 // does it is seen by no reader.
 func TestHotKeysHashed(t *testing.T) {
 	ctx := context.Background()
-	client := redistest.Client(t)
-	ns := redistest.Namespace(t, client)
-	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
-	q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: ns})
-	must(t, err)
-	defer q.Close()
-	p := "{" + ns + ":queue}:q:" + lp("default") + ":"
+	q, client, clock, p := encodingQueue(t)
 	want := map[string]string{"lease": "hashtable", "leases": "skiplist", "rot": "skiplist", "turns": "hashtable", "served": "hashtable"}
 	check := func(when string) {
 		t.Helper()
@@ -102,13 +110,7 @@ func TestHotKeysHashed(t *testing.T) {
 // the rows only.
 func TestFlowKeysHashed(t *testing.T) {
 	ctx := context.Background()
-	client := redistest.Client(t)
-	ns := redistest.Namespace(t, client)
-	clock := contracttest.NewFakeClock(contracttest.FakeEpoch)
-	q, err := redisstore.NewQueue(client, clock, redisstore.Settings{Namespace: ns})
-	must(t, err)
-	defer q.Close()
-	p := "{" + ns + ":queue}:q:" + lp("default") + ":"
+	q, client, _, p := encodingQueue(t)
 	check := func(when string) {
 		t.Helper()
 		for _, k := range []string{"limits", "fstate"} {
