@@ -271,7 +271,7 @@ local function capMarked(fstate, refs)
   local v = redis.call('HMGET', fstate, NMARKS, OLDMARKS)
   local out = {}
   if v[2] then
-    out[1], out.any, out.old = OLDMARKS, true, true
+    out[1], out.any = OLDMARKS, true
   end
   if (tonumber(v[1]) or 0) <= 0 then
     return out
