@@ -39,6 +39,9 @@ func newFlowQueue(t *testing.T) flowQueue {
 	return flowQueue{RedisWorkQueue: q, client: client, ns: ns, clock: clock}
 }
 
+// fstateKey is the default queue's flow state hash.
+func (f flowQueue) fstateKey() string { return f.d.keys.queue("default") + "fstate" }
+
 func (f flowQueue) enqueue(t *testing.T, tenant string, n int) {
 	t.Helper()
 	items := make([]contract.Item, n)
@@ -584,7 +587,7 @@ func TestFlowMarkedCapIndexedWhileItCannotBind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newFlowQueue(t)
-			fstate := f.d.keys.queue("default") + "fstate"
+			fstate := f.fstateKey()
 			// b's 300 leases let a claim reach a's cap before a does.
 			f.enqueue(t, "b", 300)
 			if got, err := f.Claim(ctx, claimReq(300)); err != nil || len(got) != 300 {
@@ -708,7 +711,7 @@ func TestFlowRateBucketKeepsFractions(t *testing.T) {
 func TestFlowCapMarksOfManyTenants(t *testing.T) {
 	ctx := context.Background()
 	f := newFlowQueue(t)
-	fstate := f.d.keys.queue("default") + "fstate"
+	fstate := f.fstateKey()
 	const n = 40
 	names := make([]string, n)
 	for i := range names {
@@ -786,7 +789,7 @@ func TestFlowCapMarksOfManyTenants(t *testing.T) {
 func TestFlowCapMarkSurvivesCompleteAndClaim(t *testing.T) {
 	ctx := context.Background()
 	f := newFlowQueue(t)
-	fstate := f.d.keys.queue("default") + "fstate"
+	fstate := f.fstateKey()
 	f.setLimits(t, "a", contract.Limits{MaxLeased: 1})
 	f.enqueue(t, "a", 3)
 	first, err := f.Claim(ctx, claimReq(5))
@@ -830,7 +833,7 @@ func TestFlowCapMarkSurvivesCompleteAndClaim(t *testing.T) {
 func TestFlowCapMarksOfAnEarlierRelease(t *testing.T) {
 	ctx := context.Background()
 	f := newFlowQueue(t)
-	fstate := f.d.keys.queue("default") + "fstate"
+	fstate := f.fstateKey()
 	f.setLimits(t, "a", contract.Limits{MaxLeased: 5})
 	f.enqueue(t, "b", 2)
 	leases, err := f.Claim(ctx, claimReq(5))

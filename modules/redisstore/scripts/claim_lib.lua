@@ -714,8 +714,8 @@ local function flowRounds(L, S, max, freed, woken, extra)
       end
     end
   end
-  -- fset starts with the marks this claim makes, and claimRead adds the
-  -- rate buckets to it; of maps each item to its tenant, kept only while
+  -- fset gathers the index and cap marks this claim makes, and claimRead
+  -- adds the rate buckets to it; of maps each item to its tenant, kept only while
   -- some tenant's leases are indexed (capped).
   local F = {names = L, stamps = S, L = lims, cap = cap, live = live, tat = tat, held = held, lts = lts, rf = rf,
     fset = {}, capped = next(cap) and {}}
@@ -730,9 +730,6 @@ local function flowRounds(L, S, max, freed, woken, extra)
     end
     F.fset[#F.fset + 1] = ANYTRACK
     F.fset[#F.fset + 1] = '1'
-  end
-  if marks then
-    F.nmark = capMark(FSTATE, marks, F.fset, goneBy)
   end
   if nheld == 0 then
     lts[n + 1] = nil
@@ -779,6 +776,11 @@ local function flowRounds(L, S, max, freed, woken, extra)
       j = j + 1
       L[j], S[j], lts[j] = more[2 * k - 1], tonumber(more[2 * k]), mlts[k]
     end
+  end
+  -- The marks are read only once the rounds are sure to serve: when the
+  -- walk decides, it marks the held tenants itself.
+  if marks then
+    F.nmark = capMark(FSTATE, marks, F.fset, goneBy)
   end
   return F
 end

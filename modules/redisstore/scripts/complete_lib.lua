@@ -165,7 +165,7 @@ local function completeRead(fa, fk)
     end
     if #ok > 0 or cancel then
       local marks = flow and #ok > 0 and capMarked(KEYS[key + 4], ok) or {}
-      drops[#drops + 1] = {key, ok, flow = flow, marks = marks, wake = (marks.any or cancel) and ARGV[i + 1], cancel = cancel,
+      drops[#drops + 1] = {key, ok, flow = flow, marks = marks, wake = (#marks > 0 or cancel) and ARGV[i + 1], cancel = cancel,
         gone = gone, keep = keep, E = E, hk = hk, idOf = seen}
     end
     i = i + 2 + 3 * n

@@ -264,14 +264,14 @@ end
 -- the next lease to end wakes the claimers and drops it.)
 local MARK, NMARKS, OLDMARKS = 'h', '!m', '!h'
 
--- capMarked finds the marks of the tenants whose leases refs end. It
--- returns {} when there are none, else the change for capUnmark: any set,
--- and the fields to drop in the array part.
+-- capMarked finds the marks of the tenants whose leases refs end: the
+-- FSTATE fields to drop (capUnmark), none when no claimer is to be woken;
+-- hit counts those that are marks of tenants.
 local function capMarked(fstate, refs)
   local v = redis.call('HMGET', fstate, NMARKS, OLDMARKS)
-  local out = {}
+  local out = {hit = 0}
   if v[2] then
-    out[1], out.any = OLDMARKS, true
+    out[1] = OLDMARKS
   end
   if (tonumber(v[1]) or 0) <= 0 then
     return out
@@ -285,26 +285,22 @@ local function capMarked(fstate, refs)
     end
   end
   local mv = redis.call('HMGET', fstate, unpack(f))
-  local hit = 0
   for i = 1, #f do
     if mv[i] then
       out[#out + 1] = f[i]
-      hit = hit + 1
+      out.hit = out.hit + 1
     end
-  end
-  if hit > 0 then
-    out.any, out.hit = true, hit
   end
   return out
 end
 
 -- capUnmark drops the marks capMarked found.
 local function capUnmark(fstate, marks)
-  if not marks.any then
+  if #marks == 0 then
     return
   end
   redis.call('HDEL', fstate, unpack(marks))
-  if marks.hit then
+  if marks.hit > 0 then
     redis.call('HINCRBY', fstate, NMARKS, -marks.hit)
   end
 end

@@ -72,7 +72,7 @@ for i = 4, #ARGV, 10 do
 end
 plan(P)
 local marks = flow and #drops > 0 and capMarked(FSTATE, drops) or {}
-if marks.any then
+if #marks > 0 then
   wake = true
 end
 
