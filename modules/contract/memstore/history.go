@@ -179,7 +179,7 @@ func (s *store) History(ctx context.Context, key contract.ItemKey) (contract.His
 		return contract.History{}, err
 	}
 	defer s.mu.Unlock()
-	e := s.items[key]
+	e := s.item(key)
 	if e == nil {
 		return contract.History{}, contract.ErrNotFound
 	}

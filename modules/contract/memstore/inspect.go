@@ -165,7 +165,7 @@ func (s *store) Item(ctx context.Context, key contract.ItemKey) (contract.ItemIn
 		return contract.ItemInfo{}, err
 	}
 	defer s.mu.Unlock()
-	e := s.items[key]
+	e := s.item(key)
 	if e == nil {
 		return contract.ItemInfo{}, contract.ErrNotFound
 	}

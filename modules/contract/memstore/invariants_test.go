@@ -14,7 +14,7 @@ import (
 	"github.com/adkit/adk/modules/policy"
 )
 
-// checkInvariants verifies that the indexes agree with the items map: every
+// checkInvariants verifies that the indexes agree with the tenants' item maps: every
 // item sits in exactly the index its state names, counts match, and every
 // tenant with queued work is placed in the rotation by its earliest item.
 func checkInvariants(t *testing.T, st *Store) {
@@ -25,12 +25,15 @@ func checkInvariants(t *testing.T, st *Store) {
 	perQueue := map[string]int{}
 	perFinished := map[string]int{}
 	liveSeen := 0
-	for k, e := range s.items {
+	for k, e := range allItems(s) {
 		if k != e.item.Key() {
 			t.Fatalf("item under key %v says it is %v", k, e.item.Key())
 		}
 		q := s.queues[k.Queue]
 		tq := q.tenants[k.Tenant]
+		if e.tq != tq {
+			t.Fatalf("item %v points at another tenant's part of its queue", k)
+		}
 		perQueue[k.Queue]++
 		if e.item.State == contract.StateCompleted || e.item.State == contract.StateCancelled {
 			perFinished[k.Queue]++
@@ -92,8 +95,8 @@ func checkInvariants(t *testing.T, st *Store) {
 		for id, e := range q.ids {
 			var prev *entry
 			for ; e != nil; prev, e = e, e.nextID {
-				if e.item.ID != id || s.items[e.item.Key()] != e {
-					t.Fatalf("queue %s indexes %v under ID %q, which the items map does not hold there", name, e.item.Key(), id)
+				if e.item.ID != id || s.item(e.item.Key()) != e {
+					t.Fatalf("queue %s indexes %v under ID %q, which its tenant's item map does not hold there", name, e.item.Key(), id)
 				}
 				if e.prevID != prev {
 					t.Fatalf("queue %s: %v's back link in the index by ID does not name the item before it", name, e.item.Key())
@@ -367,7 +370,22 @@ func TestConcurrentOperationsKeepInvariants(t *testing.T) {
 		}
 	}
 	checkInvariants(t, s)
-	if len(s.s.items) != 0 {
-		t.Errorf("%d items left after all completed", len(s.s.items))
+	if n := len(allItems(s.s)); n != 0 {
+		t.Errorf("%d items left after all completed", n)
 	}
+}
+
+// allItems returns every item the store holds, under the key each is
+// indexed by: its queue, the tenant whose index holds it, and its ID
+// there.
+func allItems(s *store) map[contract.ItemKey]*entry {
+	out := map[contract.ItemKey]*entry{}
+	for qn, q := range s.queues {
+		for tn, tq := range q.tenants {
+			for id, e := range tq.items {
+				out[contract.ItemKey{Queue: qn, Tenant: tn, ID: id}] = e
+			}
+		}
+	}
+	return out
 }

@@ -72,7 +72,7 @@ func (s *store) Cancel(ctx context.Context, key contract.ItemKey, reason string)
 		return "", err
 	}
 	defer s.mu.Unlock()
-	e := s.items[key]
+	e := s.item(key)
 	if e == nil {
 		return "", contract.ErrNotFound
 	}
@@ -137,14 +137,29 @@ func (s *store) settleCancelled(q *queue, e *entry, now time.Time) {
 // matching calls fn on every item of the queue f selects.
 func (s *store) matching(f contract.CancelFilter, fn func(*entry)) {
 	var hit []*entry
-	for k, e := range s.items {
-		if k.Queue != f.Queue || !f.Matches(e.item) {
-			continue
+	q := s.queues[f.Queue]
+	if q == nil {
+		return
+	}
+	visit := func(tq *tenantQueue) {
+		for _, e := range tq.items {
+			if !f.Matches(e.item) {
+				continue
+			}
+			if e.item.State == contract.StateLeased && !e.item.CancelledAt.IsZero() {
+				continue // already marked
+			}
+			hit = append(hit, e)
 		}
-		if e.item.State == contract.StateLeased && !e.item.CancelledAt.IsZero() {
-			continue // already marked
+	}
+	if f.Tenant != "" {
+		if tq := q.tenants[f.Tenant]; tq != nil {
+			visit(tq)
 		}
-		hit = append(hit, e)
+	} else {
+		for _, tq := range q.tenants {
+			visit(tq)
+		}
 	}
 	for _, e := range hit {
 		fn(e)
@@ -338,7 +353,7 @@ func (s *store) Signal(ctx context.Context, key contract.ItemKey, signal string,
 		return err
 	}
 	defer s.mu.Unlock()
-	e := s.items[key]
+	e := s.item(key)
 	if e == nil {
 		return contract.ErrNotFound
 	}

@@ -34,7 +34,7 @@ var mutants = []struct {
 	// The four points the issue asks to see fail.
 	{"no-fencing", "TestWorkQueue/Lease/CompletedOrForgedTokenLost",
 		"settles ignore the token, so a forged or spent lease completes the item (also caught by Lease/StaleTokenAfterReclaim, Lease/HeartbeatKeepsLease, Basic/BatchCompletePartialLoss)",
-		[]edit{{"queue.go", "e := s.live[l.Token]", "e := s.items[l.Key()]"}}, nil},
+		[]edit{{"queue.go", "e := s.live[l.Token]", "e := s.item(l.Key())"}}, nil},
 	{"no-rotation", "TestWorkQueue/Fairness/SmallTenantsServedEarly",
 		"a claim serves the head tenant until it runs dry, so a backlog starves its neighbours (also caught by the other Fairness points but DelayedTenantDoesNotBlock)",
 		[]edit{{"queue.go", "\t\tif q.served(tq, now) {\n\t\t\tq.turn++\n\t\t\ttq.stamp = q.turn\n\t\t}\n", "\t\tq.served(tq, now)\n"}}, nil},
@@ -148,7 +148,7 @@ var mutants = []struct {
 		[]edit{{"queue.go", "\t\tif !e.item.CancelledAt.IsZero() {\n\t\t\ts.settleCancelled(q, e, now)\n\t\t\tcontinue", "\t\tif false {\n\t\t\ts.settleCancelled(q, e, now)\n\t\t\tcontinue"}}, nil},
 	{"bulk-cancel-overreach", "TestWorkQueue/Lifecycle/CancelMatching",
 		"a bulk cancel touches every item of the queue, not only those its filter selects",
-		[]edit{{"lifecycle.go", "if k.Queue != f.Queue || !f.Matches(e.item) {", "if k.Queue != f.Queue {"}}, nil},
+		[]edit{{"lifecycle.go", "if !f.Matches(e.item) {", "if e == nil {"}}, nil},
 	{"purge-every-cancelled", "TestWorkQueue/Lifecycle/PurgeCancelled",
 		"PurgeCancelled deletes cancelled items whenever they were cancelled",
 		[]edit{{"lifecycle.go", "\t\tif !k.due.Before(before) {\n", "\t\tif false {\n"}}, nil},

@@ -28,7 +28,8 @@ func (s *store) enqueue(ctx context.Context, items []contract.Item, report []con
 	for i, it := range items {
 		k := it.Key()
 		q := s.queue(k.Queue)
-		if old, there := s.items[k]; there {
+		tq := q.tenant(k.Tenant)
+		if old, there := tq.items[k.ID]; there {
 			if old.item.State != contract.StateCompleted || old.windowOpen(now) {
 				if report != nil {
 					report[i] = contract.EnqueueResult{Duplicate: true, State: old.item.State}
@@ -38,7 +39,7 @@ func (s *store) enqueue(ctx context.Context, items []contract.Item, report []con
 				}
 				continue
 			}
-			s.drop(q, q.tenant(k.Tenant), old) // a new life for the ID
+			s.drop(q, tq, old) // a new life for the ID
 		}
 		it = copyItem(it)
 		it.Queue = k.Queue
@@ -46,9 +47,8 @@ func (s *store) enqueue(ctx context.Context, items []contract.Item, report []con
 		it.LastError = ""
 		it.DeadAt = time.Time{}
 		it.EnqueuedAt = now
-		tq := q.tenant(k.Tenant)
 		e := &entry{item: it, tq: tq}
-		s.items[k] = e
+		tq.items[k.ID] = e
 		q.items++
 		q.indexID(e)
 		s.push(q, tq, e, s.dueAt(it.NotBefore, now), now)
@@ -88,6 +88,7 @@ func (s *store) Claim(ctx context.Context, req contract.ClaimRequest) ([]contrac
 		return nil, contract.ErrEmpty
 	}
 	s.endWaits(q, now)
+	s.warmed += q.warm(req.Max)
 	var out []contract.Lease
 	var held heldPass
 	gated := q.limited || q.pausedTenants > 0
@@ -279,7 +280,7 @@ func (s *store) drop(q *queue, tq *tenantQueue, e *entry) {
 		q.dead.Delete(e.deadSeq)
 		tq.dead--
 	}
-	delete(s.items, e.item.Key())
+	delete(tq.items, e.item.ID)
 	q.unindexID(e)
 	q.items--
 }
@@ -388,7 +389,7 @@ func (s *store) deadMatching(f contract.DeadLetterFilter, newest bool, at *int64
 	}
 	if f.Tenant != "" && f.ID != "" {
 		// At most one item can match: look it up instead of scanning.
-		e := s.items[contract.ItemKey{Tenant: f.Tenant, Queue: q.name, ID: f.ID}]
+		e := s.item(contract.ItemKey{Tenant: f.Tenant, Queue: q.name, ID: f.ID})
 		if e != nil && e.item.State == contract.StateDead && inRange(e.deadSeq) && f.Matches(e.item) {
 			fn(e)
 		}

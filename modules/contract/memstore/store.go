@@ -44,11 +44,12 @@ type store struct {
 	sessionRuns map[runKey]*tree[int64, *contract.Run] // keyed by tenant and session
 	kept        map[runKey]*runVersions                // each run's earlier versions (versions.go)
 
-	items  map[contract.ItemKey]*entry
 	live   map[int64]*entry // the leased entries by token: a settle finds its entry in a map of the live leases, not of every item
 	queues map[string]*queue
 	tokens int64 // the last fencing token issued, store-wide so none repeats
 	seq    int64 // orders ready items that fall due together, and dead letters
+
+	warmed int64 // the sum queue.warm returns, kept so its reads are not dropped
 
 	subs     map[string]map[*subscription]struct{}
 	wakes    int64
@@ -123,7 +124,6 @@ func New(clock contract.Clock, settings Settings) *Store {
 		tenantRuns:  make(map[string]*tree[int64, *contract.Run]),
 		sessionRuns: make(map[runKey]*tree[int64, *contract.Run]),
 		kept:        make(map[runKey]*runVersions),
-		items:       make(map[contract.ItemKey]*entry),
 		live:        make(map[int64]*entry),
 		queues:      make(map[string]*queue),
 		subs:        make(map[string]map[*subscription]struct{}),
@@ -172,6 +172,19 @@ func copyItem(it contract.Item) contract.Item {
 		it.Resumed = &r
 	}
 	return it
+}
+
+// item returns the entry stored under key, or nil.
+func (s *store) item(key contract.ItemKey) *entry {
+	q := s.queues[key.Queue]
+	if q == nil {
+		return nil
+	}
+	tq := q.tenants[key.Tenant]
+	if tq == nil {
+		return nil
+	}
+	return tq.items[key.ID]
 }
 
 // Cursors are opaque to callers; inside they are the position of the last
