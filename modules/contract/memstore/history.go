@@ -145,9 +145,18 @@ func (e *entry) windowOpen(now time.Time) bool {
 	return e.item.UniqueFor > 0 && now.Before(e.item.FinishedAt.Add(e.item.UniqueFor))
 }
 
-// indexID adds e to its queue's index by ID, at the head of its ID's
-// chain.
+// The index by ID across tenants serves Find alone, an operator's call,
+// while keeping it up costs every enqueue and every settle an update of a
+// map of every item of the queue. So a queue builds it at its first Find
+// and keeps it from then on: a queue never searched this way pays nothing
+// for it, and one that is pays once for the build.
+
+// indexID adds e to its queue's index by ID, when the queue keeps one, at
+// the head of its ID's chain.
 func (q *queue) indexID(e *entry) {
+	if q.ids == nil {
+		return
+	}
 	next := q.ids[e.item.ID]
 	e.nextID, e.prevID = next, nil
 	if next != nil {
@@ -159,6 +168,9 @@ func (q *queue) indexID(e *entry) {
 // unindexID takes e out of its queue's index by ID. The chain is linked
 // both ways, so this costs the same however many tenants share the ID.
 func (q *queue) unindexID(e *entry) {
+	if q.ids == nil {
+		return
+	}
 	switch {
 	case e.prevID != nil:
 		e.prevID.nextID = e.nextID
@@ -201,6 +213,14 @@ func (s *store) Find(ctx context.Context, name, id string) ([]contract.Item, err
 	q := s.queues[name]
 	if q == nil {
 		return out, nil
+	}
+	if q.ids == nil {
+		q.ids = make(map[string]*entry, q.items)
+		for _, tq := range q.tenants {
+			for _, e := range tq.items {
+				q.indexID(e)
+			}
+		}
 	}
 	for e := q.ids[id]; e != nil; e = e.nextID {
 		out = append(out, copyItem(e.item))

@@ -48,7 +48,7 @@ type queue struct {
 	ret      contract.Retention
 	keeping  bool
 	finished *ordered[finKey, *entry] // completed and cancelled items, by FinishedAt
-	ids      map[string]*entry        // every item by ID, those of one ID chained by nextID and prevID
+	ids      map[string]*entry        // every item by ID, those of one ID chained by nextID and prevID; nil until the queue's first Find
 	log      []contract.Event         // ring of the latest QueueEventLog events
 	logSeq   int64                    // the seq of the last event logged
 }
@@ -163,7 +163,6 @@ func newQueue(name string) *queue {
 		cancelled: newTree[readyKey, *entry](cmpDue),
 
 		finished: newOrdered[finKey, *entry](cmpFin),
-		ids:      make(map[string]*entry),
 	}
 }
 
