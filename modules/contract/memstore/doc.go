@@ -40,7 +40,10 @@
 // One mutex guards the store. Every operation is O(log n) in the items,
 // runs and tenants involved, apart from
 // Tenants' search for each tenant's oldest due item and the tenant and
-// error filters of the dead-letter calls, which scan what they report on.
+// error filters of the dead-letter calls, which scan what they report on,
+// and a queue's first Find, which indexes its items by ID (kept up from
+// then on, so later Finds are O(1) in the items). Each tenant indexes
+// its own items, so a settle updates a map the size of its tenant.
 // Balanced trees index the leases by expiry and the dead letters. The
 // ready items of each priority, the rotation and the finished items kept
 // sit in sorted rings instead, as they mostly arrive at one end and leave
