@@ -8,9 +8,12 @@ package memstore
 // the last access: a claim of ten reads ten neighbouring slots instead of
 // descending a tree of nodes scattered over the heap, which is what made
 // a claim over many tenants, or over items served out of their enqueue
-// order, slower than over few. A key that arrives between the ends (a
-// retried item due before newer ones, a tenant returning to the rotation
-// with the stamp it kept) goes to a treap beside the ring.
+// order, slower than over few. A key that arrives a few places before
+// the last (items finished together, ordered by tenant and ID) goes into
+// the ring, the keys after it moving up a slot; one that arrives further
+// between the ends (a retried item due before newer ones, a tenant
+// returning to the rotation with the stamp it kept) goes to a treap
+// beside the ring.
 //
 // Deleting a key inside the ring leaves a hole that keeps the key, so
 // the ring stays sorted and a Put of that key fills the hole again (a
@@ -33,6 +36,12 @@ type slot[K, V any] struct {
 }
 
 const (
+	// shiftMax is how far from the end of the ring a key arriving out of
+	// order may go into the ring itself, the keys after it moving up a
+	// slot: items finished in one call share their finish time and are
+	// ordered by tenant and ID, so a batch's keys arrive a few places out
+	// of order, and moving a few slots costs less than a tree's node.
+	shiftMax    = 16
 	minRing     = 8
 	compactFrom = 32 // holes below this are never worth a compaction
 )
@@ -105,6 +114,20 @@ func (o *ordered[K, V]) Put(k K, v V) {
 		o.n++
 	default:
 		i, ok := o.search(k)
+		if !ok && o.n-i <= shiftMax {
+			// Just before the last keys: move them up one slot rather
+			// than start the tree beside the ring.
+			if o.n == len(o.ring) {
+				o.resize(o.n + 1)
+				i, _ = o.search(k)
+			}
+			for j := o.n; j > i; j-- {
+				*o.at(j) = *o.at(j - 1)
+			}
+			*o.at(i) = slot[K, V]{key: k, val: v}
+			o.n++
+			return
+		}
 		if !ok {
 			if o.side == nil {
 				o.side = newTree[K, V](o.cmp)

@@ -14,16 +14,19 @@ import (
 // shrinking all happen).
 func TestOrderedAgainstTree(t *testing.T) {
 	for _, w := range []struct {
-		name                       string
-		ascend, front, middle, del int   // weights of the operations
-		first                      int   // of every 3 deletes, how many take the first key
-		span                       int64 // keys drawn from [0, span) at random instead
+		name                             string
+		ascend, front, middle, late, del int   // weights of the operations
+		first                            int   // of every 3 deletes, how many take the first key
+		span                             int64 // keys drawn from [0, span) at random instead
 	}{
-		{"queue", 60, 5, 5, 30, 2, 0},
-		{"rotation", 40, 10, 10, 40, 2, 0},
-		{"holes", 55, 0, 0, 45, 0, 0},
-		{"random", 0, 0, 1, 1, 0, 300},
-		{"drain", 30, 0, 2, 68, 2, 0},
+		{"queue", 60, 5, 5, 0, 30, 2, 0},
+		{"rotation", 40, 10, 10, 0, 40, 2, 0},
+		{"holes", 55, 0, 0, 0, 45, 0, 0},
+		{"random", 0, 0, 1, 0, 1, 0, 300},
+		{"drain", 30, 0, 2, 0, 68, 2, 0},
+		// Keys a few places before the last, as items finished by one
+		// call arrive, some into the ring and some beside it.
+		{"late", 40, 0, 2, 25, 33, 2, 0},
 	} {
 		t.Run(w.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, uint64(len(w.name))))
@@ -37,7 +40,7 @@ func TestOrderedAgainstTree(t *testing.T) {
 				}
 				return lo + r.Int64N(next-lo+1)
 			}
-			total := w.ascend + w.front + w.middle + w.del
+			total := w.ascend + w.front + w.middle + w.late + w.del
 			for step := range 60_000 {
 				var k int64
 				op := r.IntN(total)
@@ -68,6 +71,10 @@ func TestOrderedAgainstTree(t *testing.T) {
 					k = key()
 					o.Put(k, k*5)
 					tr.Put(k, k*5)
+				case op < w.ascend+w.front+w.middle+w.late:
+					k = max(key(), next-r.Int64N(24))
+					o.Put(k, k*7)
+					tr.Put(k, k*7)
 				default:
 					if r.IntN(3) < w.first {
 						k, _, _ = tr.Min() // the claim's delete: the first
