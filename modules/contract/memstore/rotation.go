@@ -53,7 +53,10 @@ type queue struct {
 	logSeq   int64                    // the seq of the last event logged
 }
 
-// tenantQueue is one tenant's part of a queue.
+// tenantQueue is one tenant's part of a queue. Its fields are in the
+// order a claim and a settle read them: what both read (up to the flow
+// standing's credit) fills the first three of its four cache lines, and
+// what only budgets, dead letters, waits and cancels use comes last.
 type tenantQueue struct {
 	name string
 	// items holds every item of the tenant in the queue, whatever its
@@ -66,18 +69,19 @@ type tenantQueue struct {
 	// then by due time, then in enqueue order; later holds those not yet
 	// due, by due time. promote moves items from later to ready as they
 	// fall due.
-	ready     readySet
-	later     tree[readyKey, *entry]
-	leased    int
+	ready  readySet
+	later  tree[readyKey, *entry]
+	leased int
+	stamp  int64
+	served int64
+	place  place
+	paused bool
+	flow   flowState
+
 	dead      int
 	waiting   int
 	cancelled int
-	paused    bool
-	served    int64
-	stamp     int64
-	place     place
 	waitAt    time.Time // the key under which it sits in waiting
-	flow      flowState
 }
 
 type place uint8
