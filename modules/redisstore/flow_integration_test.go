@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -319,6 +320,55 @@ func TestFlowCompleteAndClaimFreesTheCap(t *testing.T) {
 // TestFlowWeightRateBudget: weights share the rotation 3:1, a rate hands
 // out its burst and then a token per interval, and a budget holds the
 // tenant until its window slides past the charge.
+// TestFlowRateBucketsOfOneClaim: a claim that serves several tenants
+// with rates writes back each one's own bucket, tenants whose buckets
+// stood alike sharing a value and the others not, on both of the claim's
+// paths (a tenant with a weight sends the claim down the walk).
+func TestFlowRateBucketsOfOneClaim(t *testing.T) {
+	ctx := context.Background()
+	for _, walk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("walk=%v", walk), func(t *testing.T) {
+			f := newFlowQueue(t)
+			rated := contract.Limits{Rate: 10, Burst: 10}
+			for _, tn := range []string{"a", "b", "c"} {
+				f.enqueue(t, tn, 5)
+				f.setLimits(t, tn, rated)
+			}
+			last := 3
+			if walk {
+				f.enqueue(t, "d", 5)
+				f.setLimits(t, "d", contract.Limits{Weight: 2})
+				last = 5
+			}
+			// a, then b, take a token each; the last claim serves c (full
+			// bucket), then a and b (one token short), at the same instant.
+			for _, want := range []string{"a", "b"} {
+				ls, err := f.Claim(ctx, claimReq(1))
+				if err != nil || len(ls) != 1 || ls[0].Item.Tenant != want {
+					t.Fatalf("claim of 1: %v %v; want one of %s", ls, err, want)
+				}
+			}
+			ls, err := f.Claim(ctx, claimReq(last))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := byTenant(ls); n["a"] != 1 || n["b"] != 1 || n["c"] != 1 {
+				t.Fatalf("last claim served %v; want one item each of a, b and c", n)
+			}
+			st, err := f.FlowStatus(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]float64{"a": 8, "b": 8, "c": 9}
+			for _, tf := range st {
+				if w, ok := want[tf.Tenant]; ok && math.Abs(tf.RateTokens-w) > 1e-6 {
+					t.Errorf("tenant %s holds %v tokens; want %v", tf.Tenant, tf.RateTokens, w)
+				}
+			}
+		})
+	}
+}
+
 func TestFlowWeightRateBudget(t *testing.T) {
 	ctx := context.Background()
 	t.Run("weight", func(t *testing.T) {

@@ -515,6 +515,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
   local rotAdd, rotDel, waitAdd, turnsSet, fset, fdel, track = {}, {}, {}, {}, {}, {}, {}
   local names, served, inE = {}, {}, {}
   local anyTrack = false
+  local lastTat, lastS -- buckets that end alike are written out once
   for i, e in ipairs(E) do
     local t, lt = e.t, e.lt
     names[i], served[i], inE[t] = t, e.served, true
@@ -553,8 +554,11 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       fset[#fset + 1] = '1'
     end
     if e.rf and e.served then -- a token taken
+      if e.tat ~= lastTat then
+        lastTat, lastS = e.tat, fnum(e.tat)
+      end
       fset[#fset + 1] = e.rf
-      fset[#fset + 1] = fnum(e.tat)
+      fset[#fset + 1] = lastS
     end
     if e.credit ~= (e.credit0 or 0) then
       if e.credit == 0 then
@@ -958,6 +962,9 @@ local function claimRead(freed)
         end
       end
     end
+    -- Tenants whose buckets were full, served as many items at the same
+    -- rate, end with the same bucket: it is written out once.
+    local lastTat, lastS
     for i = 1, #L do
       local Lx = F.rf[i] and F.L[i]
       if Lx and served[i] then
@@ -968,8 +975,11 @@ local function claimRead(freed)
           end
           tat = rateTake(Lx, tat, now)
         end
+        if tat ~= lastTat then
+          lastTat, lastS = tat, fnum(tat)
+        end
         F.fset[#F.fset + 1] = F.rf[i]
-        F.fset[#F.fset + 1] = fnum(tat)
+        F.fset[#F.fset + 1] = lastS
       end
     end
   end
