@@ -304,25 +304,37 @@ func (q *queue) lastTurns(n int) []contract.Turn {
 	return out
 }
 
-// warm reads, for the first n tenants of the rotation, the words a claim
-// is about to read of each: the tenant, its first ready slot and that
-// item. The claim reads them one tenant after another, each read waiting
-// on the one before (tenant, then slot, then item); read here in a loop
-// that uses nothing it reads, the reads of different tenants are in
-// flight together, so with many tenants (whose parts are no longer in
-// the processor's cache) the claim waits for memory about once rather
-// than once per tenant. It returns a sum only so that the reads stay.
+// warm reads, for the first of the n items a claim is about to serve,
+// the words the claim will read: each tenant's, its first ready slots'
+// and their items'. The claim reads them one item after another, each
+// read waiting on the one before (tenant, then slot, then item) and on
+// the work between; read here in a loop that uses nothing it reads, the
+// reads of different tenants and items are in flight together. So with
+// many tenants (whose parts are no longer in the processor's cache), or
+// a tenant whose items are served out of their enqueue order (by
+// priority, so each lies apart from the one before), the claim waits for
+// memory about once rather than once per item. With fewer tenants due
+// than n, each gives the claim several items, and as many of its slots
+// are read. It returns a sum only so that the reads stay.
 func (q *queue) warm(n int) int64 {
 	var sum int64
-	for i := 0; i < n && i < q.due.n; i++ {
+	tenants := min(n, q.due.n)
+	if tenants == 0 {
+		return 0
+	}
+	per := (n + tenants - 1) / tenants
+	for i := range tenants {
 		tq := q.due.at(i).val
 		if tq == nil { // a hole
 			continue
 		}
 		sum += tq.stamp + int64(tq.leased+tq.flow.credit)
-		if len(tq.ready.levels) > 0 {
-			if l := &tq.ready.levels[0].t; l.n > 0 {
-				e := l.at(0).val
+		if len(tq.ready.levels) == 0 {
+			continue
+		}
+		l := &tq.ready.levels[0].t
+		for j := range min(per, l.n) {
+			if e := l.at(j).val; e != nil { // nil: a hole
 				sum += e.ready.seq + int64(e.item.Attempts)
 			}
 		}
