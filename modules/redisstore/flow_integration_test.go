@@ -317,9 +317,6 @@ func TestFlowCompleteAndClaimFreesTheCap(t *testing.T) {
 	}
 }
 
-// TestFlowWeightRateBudget: weights share the rotation 3:1, a rate hands
-// out its burst and then a token per interval, and a budget holds the
-// tenant until its window slides past the charge.
 // TestFlowRateBucketsOfOneClaim: a claim that serves several tenants
 // with rates writes back each one's own bucket, tenants whose buckets
 // stood alike sharing a value and the others not, on both of the claim's
@@ -369,6 +366,9 @@ func TestFlowRateBucketsOfOneClaim(t *testing.T) {
 	}
 }
 
+// TestFlowWeightRateBudget: weights share the rotation 3:1, a rate hands
+// out its burst and then a token per interval, and a budget holds the
+// tenant until its window slides past the charge.
 func TestFlowWeightRateBudget(t *testing.T) {
 	ctx := context.Background()
 	t.Run("weight", func(t *testing.T) {

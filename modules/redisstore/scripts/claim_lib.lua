@@ -515,7 +515,7 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
   local rotAdd, rotDel, waitAdd, turnsSet, fset, fdel, track = {}, {}, {}, {}, {}, {}, {}
   local names, served, inE = {}, {}, {}
   local anyTrack = false
-  local lastTat, lastS -- buckets that end alike are written out once
+  local bucket = fnumMemo()
   for i, e in ipairs(E) do
     local t, lt = e.t, e.lt
     names[i], served[i], inE[t] = t, e.served, true
@@ -554,11 +554,8 @@ local function claimReadFlow(freed, head0, woke0, stamps0)
       fset[#fset + 1] = '1'
     end
     if e.rf and e.served then -- a token taken
-      if e.tat ~= lastTat then
-        lastTat, lastS = e.tat, fnum(e.tat)
-      end
       fset[#fset + 1] = e.rf
-      fset[#fset + 1] = lastS
+      fset[#fset + 1] = bucket(e.tat)
     end
     if e.credit ~= (e.credit0 or 0) then
       if e.credit == 0 then
@@ -719,8 +716,8 @@ local function flowRounds(L, S, max, freed, woken, extra)
     end
   end
   -- fset gathers the index and cap marks this claim makes, and claimRead
-  -- adds the rate buckets to it; of maps each item to its tenant, kept only while
-  -- some tenant's leases are indexed (capped).
+  -- adds the rate buckets to it; capped marks the items whose leases go
+  -- into TLEASES, made only while some tenant's leases are indexed.
   local F = {names = L, stamps = S, L = lims, cap = cap, live = live, tat = tat, held = held, lts = lts, rf = rf,
     fset = {}, capped = next(cap) and {}}
   if track then
@@ -962,9 +959,7 @@ local function claimRead(freed)
         end
       end
     end
-    -- Tenants whose buckets were full, served as many items at the same
-    -- rate, end with the same bucket: it is written out once.
-    local lastTat, lastS
+    local bucket = fnumMemo()
     for i = 1, #L do
       local Lx = F.rf[i] and F.L[i]
       if Lx and served[i] then
@@ -975,11 +970,8 @@ local function claimRead(freed)
           end
           tat = rateTake(Lx, tat, now)
         end
-        if tat ~= lastTat then
-          lastTat, lastS = tat, fnum(tat)
-        end
         F.fset[#F.fset + 1] = F.rf[i]
-        F.fset[#F.fset + 1] = lastS
+        F.fset[#F.fset + 1] = bucket(tat)
       end
     end
   end

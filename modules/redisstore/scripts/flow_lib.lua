@@ -65,6 +65,19 @@ local function fnum(x)
   return string.format('%.17g', x)
 end
 
+-- fnumMemo returns fnum with a memory of the last number it wrote: the
+-- rate buckets one claim writes back often end alike (tenants whose
+-- buckets were full, served one item each), and those are formatted once.
+local function fnumMemo()
+  local last, s
+  return function(x)
+    if x ~= last then
+      last, s = x, fnum(x)
+    end
+    return s
+  end
+end
+
 -- budgetSlots decodes a budget field into slot -> {cost, tokens}. Slots
 -- kept in another width (the window changed since) are not counted: a
 -- new window starts the count afresh, as on every backing.
