@@ -137,7 +137,9 @@ local function endWaits()
     local r = decode(vals[k])
     if r and r.s == 'w' then
       local X = xget(r)
-      evAdd(E, ref, ev('timed_out', ARGV[3], {sig = X.ws}))
+      if E then
+        evAdd(E, ref, ev('timed_out', ARGV[3], {sig = X.ws}))
+      end
       X.rs, X.rp, X.rt, X.ra = X.ws, '', '1', X.wu
       X.ws, X.wsi, X.wu = '', '', ''
       xput(r, X)

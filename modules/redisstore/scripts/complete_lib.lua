@@ -223,7 +223,9 @@ local function completeWrite(drops)
       r.s = 'c'
       redis.call('HSET', KEYS[key], ref, encode(r))
       redis.call('ZADD', hk.fin, '0', finMember(ARGV[1], r.t, r.i))
-      evAdd(d.E, ref, ev('cancelled', d.E and d.E.now or '', {why = X.cr}))
+      if d.E then
+        evAdd(d.E, ref, ev('cancelled', d.E.now, {why = X.cr}))
+      end
       redis.call('HDEL', KEYS[key + 1], ref)
       redis.call('ZREM', KEYS[key + 2], ref)
       redis.call('ZREM', KEYS[key + 5], ref)

@@ -39,7 +39,9 @@ plan(P)
 local E = newEvents(histCfg(LIFE), QK, ARGV[4])
 if requeue then
   for j = 1, #recs, 2 do
-    evAdd(E, recs[j], ev('requeued', ARGV[4], {}))
+    if E then
+      evAdd(E, recs[j], ev('requeued', ARGV[4], {}))
+    end
   end
 end
 

@@ -67,7 +67,9 @@ for k, ref in ipairs(refs) do
       if fresh then
         ids[#ids + 1] = '0'
         ids[#ids + 1] = idMember(ref)
-        evAdd(E, ref, ev('enqueued', ARGV[2], {nd = ARGV[i + 6]}))
+        if E then
+          evAdd(E, ref, ev('enqueued', ARGV[2], {nd = ARGV[i + 6]}))
+        end
       end
       seq = seq + 1
       local due = ARGV[i + 3]

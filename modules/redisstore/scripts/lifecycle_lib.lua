@@ -36,7 +36,9 @@ local function intoCancelled(ref, r, now, E)
   redis.call('HSET', ITEMS, ref, encode(r))
   redis.call('ZADD', CANCELS, X.cu, ref)
   redis.call('ZADD', FIN, '0', finMember(now, r.t, r.i))
-  evAdd(E, ref, ev('cancelled', E and E.now or '', {why = X.cr}))
+  if E then
+    evAdd(E, ref, ev('cancelled', E.now, {why = X.cr}))
+  end
 end
 
 -- endMarked ends the marked lease of ref and cancels its item r.

@@ -43,16 +43,22 @@ if ARGV[7] == 's' then
     add(P, r, ref, ARGV[10], ARGV[11], seq)
     plan(P)
     wake = tonumber(ARGV[10]) <= now
-    evAdd(E, ref, ev('snoozed', ARGV[2], {w = l.w, nd = ARGV[12]}))
+    if E then
+      evAdd(E, ref, ev('snoozed', ARGV[2], {w = l.w, nd = ARGV[12]}))
+    end
   else
     r.e, r.s, r.da, r.ds = ARGV[13], 'd', ARGV[2], string.format('%d', seq)
-    evAdd(E, ref, ev('dead', ARGV[2], {w = l.w, a = string.format('%d', tonumber(r.a) + 1), e = r.e}))
+    if E then
+      evAdd(E, ref, ev('dead', ARGV[2], {w = l.w, a = string.format('%d', tonumber(r.a) + 1), e = r.e}))
+    end
   end
 else
   X.ws, X.wsi, X.wu = ARGV[8], ARGV[2], ARGV[9]
   xput(r, X)
   r.s = 'w'
-  evAdd(E, ref, ev('waiting', ARGV[2], {w = l.w, sig = ARGV[8], nd = ARGV[9]}))
+  if E then
+    evAdd(E, ref, ev('waiting', ARGV[2], {w = l.w, sig = ARGV[8], nd = ARGV[9]}))
+  end
 end
 r.fn = ARGV[6]
 -- A snooze due now is work, and with limits on the queue a lease ending

@@ -55,9 +55,13 @@ for i = 4, #ARGV, 10 do
       add(P, r, ref, ARGV[i + 5], ARGV[i + 6], seq)
       wake = true
       f.nd = ARGV[i + 7]
-      evAdd(E, ref, ev('failed', ARGV[2], f))
+      if E then
+        evAdd(E, ref, ev('failed', ARGV[2], f))
+      end
     else
-      evAdd(E, ref, ev('dead', ARGV[2], f))
+      if E then
+        evAdd(E, ref, ev('dead', ARGV[2], f))
+      end
       local s = string.format('%d', seq)
       r.s, r.da, r.ds = 'd', ARGV[2], s
       dead[#dead + 1] = s

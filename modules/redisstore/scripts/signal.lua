@@ -40,7 +40,9 @@ add(P, r, ref, ARGV[1], ARGV[3], seq)
 plan(P)
 
 local E = newEvents(histCfg(LIFE), QK, ARGV[2])
-evAdd(E, ref, ev('signalled', ARGV[2], {sig = ARGV[6]}))
+if E then
+  evAdd(E, ref, ev('signalled', ARGV[2], {sig = ARGV[6]}))
+end
 
 -- Writes from here on.
 redis.call('ZREM', WAITS, ref)
