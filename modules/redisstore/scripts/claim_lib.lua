@@ -184,7 +184,7 @@ local function promoteDue()
     local r = decode(vals[j])
     if r and r.s == 'q' and r.m == m then
       local lt = lts[j]
-      r.m = pMember(lt, xget(r).pr, string.sub(m, #lt + 1, #lt + 32), refs[j])
+      r.m = pMember(lt, xprio(r), string.sub(m, #lt + 1, #lt + 32), refs[j])
       del[#del + 1] = m
       add[#add + 1] = '0'
       add[#add + 1] = r.m

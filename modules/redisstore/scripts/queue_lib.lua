@@ -191,8 +191,18 @@ end
 -- it only when the queue's LIFE flag 'p' says priorities were used.
 -- Ranks below 100 come before the tenant's plain due items, those above
 -- after them.
+-- PRANK memoises each priority's section prefix: it is declared apart
+-- from its value, so the table is made once, at the load, and kept from
+-- call to call (it holds nothing of any call, and priorities are few).
+local PRANK
+PRANK = {}
 local function pMember(lt, pr, dueSeq, ref)
-  return lt .. 'p' .. string.format('%02x', 100 - tonumber(pr)) .. dueSeq .. ref
+  local rk = PRANK[pr]
+  if not rk then
+    rk = 'p' .. string.format('%02x', 100 - tonumber(pr))
+    PRANK[pr] = rk
+  end
+  return lt .. rk .. dueSeq .. ref
 end
 
 -- refOfMember is the ref a READY member of lp(t) = lt ends with.
@@ -235,7 +245,7 @@ local function add(P, r, ref, due, dx, seq)
     P.order[#P.order + 1] = t
   end
   r.s = 'q'
-  local pr = r.x and r.x ~= '' and xget(r).pr or ''
+  local pr = xprio(r)
   if pr ~= '' and pr ~= '0' and P.now then
     -- A prioritised item: due, it goes to its tenant's priority section
     -- (pMember); delayed, it waits in the plain order and in PDELAY,

@@ -147,6 +147,24 @@ local function xget(r)
   return X
 end
 
+-- xprio is the priority of r ('' for none): the extension's first field,
+-- read without decoding the other thirteen as xget would (an enqueue of
+-- prioritised items did that for every item).
+local function xprio(r)
+  if r.X then
+    return r.X.pr
+  end
+  local v = r.x
+  if not v or v == '' then
+    return ''
+  end
+  local n, at = lenAt(v, 1)
+  if not n then
+    return ''
+  end
+  return string.sub(v, at, at + n - 1)
+end
+
 -- xput writes X back into r.x ('' when every field is empty).
 local function xput(r, X)
   local parts, any = {}, false
