@@ -30,5 +30,5 @@ ev_log AS (
 ev_trim AS (
     DELETE FROM {work}_events x
     USING ev_seq e
-    WHERE e.item AND x.queue = e.queue AND x.tenant = e.tenant AND x.id = e.id AND x.n <= e.n - e.keep
+    WHERE e.item AND e.n > e.keep AND x.queue = e.queue AND x.tenant = e.tenant AND x.id = e.id AND x.n <= e.n - e.keep
 )
