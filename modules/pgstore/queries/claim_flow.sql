@@ -57,6 +57,12 @@ dflt AS MATERIALIZED (
     SELECT max_leased, rate, burst, weight, budget_cost, budget_tokens, budget_window_ms
     FROM {work}_limits WHERE queue = $1 AND tenant = ''
 ),
+-- Whether any tenant of the queue is paused: one probe, so that on a
+-- queue with limits and no paused tenant (the common case) a tenant the
+-- walk reaches is not probed for a pause of its own as well.
+tpaused AS MATERIALIZED (
+    SELECT EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant <> '') AS p
+),
 -- The rotation with each tenant's limits (its own row, else the queue's
 -- default: burst and w with a 0 resolved, burst_set, weight_set and
 -- budget_window_ms as written, for the report) and whether it is paused;
@@ -71,7 +77,7 @@ rotation AS (
            coalesce(e.budget_cost, 0) AS budget_cost, coalesce(e.budget_tokens, 0) AS budget_tokens,
            coalesce(e.budget_window_ms, 0) / 10 AS slot_ms,
            e.burst AS burst_set, e.weight AS weight_set, e.budget_window_ms,
-           EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = t.tenant) AS paused
+           (SELECT p FROM tpaused) AND EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = t.tenant) AS paused
     FROM {turns} t
     LEFT JOIN LATERAL (
         SELECT o.max_leased, o.rate, o.burst, o.weight, o.budget_cost, o.budget_tokens, o.budget_window_ms
