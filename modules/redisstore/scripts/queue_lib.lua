@@ -183,6 +183,13 @@ local function hex16(n)
   return string.format('%016x', n)
 end
 
+-- PRANK memoises each priority's section prefix ('p' and its rank): it is
+-- declared apart from its value, so the table is made once, at the load,
+-- and kept from call to call (it holds nothing of any call, and there are
+-- at most 2 * contract.MaxPriority + 1 priorities).
+local PRANK
+PRANK = {}
+
 -- The priority section of a tenant's items in READY: due items with a
 -- priority other than 0, members lp(t) 'p' rank (2 hex digits, 100 -
 -- priority, so higher priorities sort first) then the due time and seq
@@ -191,11 +198,6 @@ end
 -- it only when the queue's LIFE flag 'p' says priorities were used.
 -- Ranks below 100 come before the tenant's plain due items, those above
 -- after them.
--- PRANK memoises each priority's section prefix: it is declared apart
--- from its value, so the table is made once, at the load, and kept from
--- call to call (it holds nothing of any call, and priorities are few).
-local PRANK
-PRANK = {}
 local function pMember(lt, pr, dueSeq, ref)
   local rk = PRANK[pr]
   if not rk then

@@ -147,8 +147,9 @@ local function xget(r)
   return X
 end
 
--- xprio is the priority of r ('' for none): the extension's first field,
--- read without decoding the other thirteen as xget would (an enqueue of
+-- xprio is the priority of r ('' for none): the extension's first field
+-- ('pr' leads EXT, as it has since extensions were written), read
+-- without decoding the other thirteen as xget would (an enqueue of
 -- prioritised items did that for every item).
 local function xprio(r)
   if r.X then
