@@ -79,13 +79,11 @@ end
 -- evAdd records event e (from ev) of item ref; gone: the item is being
 -- deleted, so the event goes to the queue's log only. (A log row's
 -- lp(tenant) lp(id) is the ref itself.)
--- Callers make e only when E is set: an event is a dozen string
--- operations and a table, work thrown away on a queue that keeps none
--- (for an enqueue that was a fifth of its server time per item).
+-- E must be set: callers make e, and call evAdd, only when the queue
+-- records events (newEvents returned a table). An event is a dozen
+-- string operations and a table, work thrown away on a queue that keeps
+-- none (for an enqueue that was a fifth of its server time per item).
 local function evAdd(E, ref, e, gone)
-  if not E then
-    return
-  end
   local n = #E.log + 1
   E.log[n], E.loge[n] = ref, e -- joined with the row's seq in evFlush
   if gone then

@@ -49,18 +49,17 @@ for i = 4, #ARGV, 10 do
     r.fn = ARGV[i + 9]
     seq = seq + 1
     -- A worker's Fail names it; a reap (a lease score bound) names none.
-    local f = {a = r.a, e = r.e, w = maxs == '+inf' and l.w or ''}
+    -- The event's fields are made only when the queue records events.
     if ARGV[i + 4] == '1' then
       r.nb = ARGV[i + 7]
       add(P, r, ref, ARGV[i + 5], ARGV[i + 6], seq)
       wake = true
-      f.nd = ARGV[i + 7]
       if E then
-        evAdd(E, ref, ev('failed', ARGV[2], f))
+        evAdd(E, ref, ev('failed', ARGV[2], {a = r.a, e = r.e, w = maxs == '+inf' and l.w or '', nd = ARGV[i + 7]}))
       end
     else
       if E then
-        evAdd(E, ref, ev('dead', ARGV[2], f))
+        evAdd(E, ref, ev('dead', ARGV[2], {a = r.a, e = r.e, w = maxs == '+inf' and l.w or ''}))
       end
       local s = string.format('%d', seq)
       r.s, r.da, r.ds = 'd', ARGV[2], s
