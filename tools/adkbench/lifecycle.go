@@ -130,7 +130,7 @@ func (lc *lifecycleLoad) handler(rec *recorder) runner.Handler {
 		default:
 			lc.wrong.fail(fmt.Errorf("item %d served with Snoozes %d; it snoozed once", seq, l.Item.Snoozes))
 		}
-		rec.handleID(l.Item.ID)
+		rec.handle(seq) // the seq parsed above: the plain side parses each ID once too
 		return nil
 	}
 }
