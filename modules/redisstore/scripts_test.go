@@ -109,17 +109,17 @@ func TestShebangRefused(t *testing.T) {
 	}
 }
 
-// TestLibrariesKeepTheirConstants: the record's field lists and the
-// number strings' memos are built where a library loads, not by the init
-// a call runs first, in every library that has them.
+// TestLibrariesKeepTheirConstants: the number strings' memos are built
+// where a library loads, not by the init a call runs first, in every
+// library that has them.
 func TestLibrariesKeepTheirConstants(t *testing.T) {
 	seen := 0
 	for _, sc := range allScripts {
-		if !strings.Contains(sc.lib, "local RECORD, EXT\n") {
+		if !strings.Contains(sc.lib, "local LENP, NUMS\n") {
 			continue
 		}
 		seen++
-		for _, load := range []string{"\nRECORD = {", "\nEXT = {", "\nLENP, NUMS = {}, {}\n"} {
+		for _, load := range []string{"\nLENP, NUMS = {}, {}\n"} {
 			at := strings.Index(sc.lib, load)
 			if at < 0 || strings.LastIndex(sc.lib[:at], "local function adkInit") > strings.LastIndex(sc.lib[:at], "\nend\n") {
 				t.Errorf("%s: %q is not at the library's top level", sc.fn, strings.TrimSpace(load))
@@ -127,6 +127,6 @@ func TestLibrariesKeepTheirConstants(t *testing.T) {
 		}
 	}
 	if seen < 20 {
-		t.Fatalf("%d libraries hold the record's field lists; want the queue scripts' (20 or more)", seen)
+		t.Fatalf("%d libraries hold the number strings' memos; want the queue scripts' (20 or more)", seen)
 	}
 }

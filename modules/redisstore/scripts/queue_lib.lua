@@ -24,7 +24,7 @@
 --   TURN     string  the last stamp given
 --   SEQ      string  orders ready items and dead letters
 --   ITEMS    hash  ref -> the item record (ref = lp(tenant)..lp(id)),
---                  length-prefixed fields in RECORD order; its state says
+--                  length-prefixed fields (record_lib.lua); its state says
 --                  queued or dead, never leased
 --   LEASE    hash  ref -> 'token|expiry us|expiry ns|previous token|
 --                  heartbeat nonce|worker' while the item is leased; its

@@ -13,20 +13,18 @@
 -- when one of its fields is set (so a record that never used a
 -- lifecycle control keeps the shape earlier releases read).
 --
--- RECORD and EXT are assigned apart from their declarations, so that a
--- function library (scripts.go) builds them once, where it is loaded,
--- not at every call; neither is ever changed.
-local RECORD, EXT
-RECORD = {'s', 'a', 'e', 'nb', 'ea', 'da', 'ds', 'fn', 't', 'i', 'md', 'p', 'm', 'x'}
-
+-- The fields, each length-prefixed, in this order (decode and encode
+-- spell it out): s a e nb ea da ds fn t i md p m, then x when set.
+--
 -- The extension's fields, length-prefixed in this order: pr priority
 -- (decimal, '' for 0)  sn snoozes  ws the awaited signal  wsi waiting
 -- since (ns)  wu waiting until (ns)  rs the resuming signal  rp its
 -- payload  rt '1' when the wait timed out  ra resumed at (ns)
 -- ca cancelled at (ns; on a leased item, the cancel mark)  cr the reason
 -- cu cancelled at (us, the CANCELS score)  uf the uniqueness window (us)
--- fa finished at (us: completed, or became cancelled)
-EXT = {'pr', 'sn', 'ws', 'wsi', 'wu', 'rs', 'rp', 'rt', 'ra', 'ca', 'cr', 'cu', 'uf', 'fa'}
+-- fa finished at (us: completed, or became cancelled). xget and xput
+-- spell the order out; an older record's extension may end early, its
+-- missing fields empty.
 
 -- Turning a number into a string is among the dearest steps of the
 -- server's Lua: concatenation formats it as a double, and so does Redis
@@ -97,52 +95,116 @@ local function lenAt(v, pos)
   return n, k + 1
 end
 
+-- recField reads the length-prefixed field of v at pos: its value and the
+-- position after it, or nil (also for a pos of nil, so that a run of
+-- reads stops giving values at the first that fails). A prefix of up to
+-- three digits is read from its bytes, as recSkip reads it: one call per
+-- field, where lenAt and a cut were two.
+local function recField(v, pos)
+  if not pos then
+    return nil
+  end
+  local a, b, c, d = string.byte(v, pos, pos + 3)
+  if not a or a < 48 or a > 57 then
+    return nil
+  end
+  if b == 58 then
+    return string.sub(v, pos + 2, pos + a - 47), pos + a - 46
+  end
+  if b and b >= 48 and b <= 57 then
+    if c == 58 then
+      local n = a * 10 + b - 528
+      return string.sub(v, pos + 3, pos + n + 2), pos + n + 3
+    end
+    if c and c >= 48 and c <= 57 and d == 58 then
+      local n = a * 100 + b * 10 + c - 5328
+      return string.sub(v, pos + 4, pos + n + 3), pos + n + 4
+    end
+  end
+  local l, at = lenAt(v, pos)
+  if not l then
+    return nil
+  end
+  return string.sub(v, at, at + l - 1), at + l
+end
+
+-- decode reads record v into a table of its fields (RECORD), or nil when
+-- v is empty or not a record. The fields are read into locals and the
+-- table made at once, with all its keys: a table filled field by field
+-- is grown and rehashed four times on the way, which cost as much as
+-- reading the fields.
 local function decode(v)
   if not v or v == '' then
     return nil
   end
-  local r, pos = {}, 1
-  for _, f in ipairs(RECORD) do
-    local n, at = lenAt(v, pos)
-    if not n then
-      if f == 'x' and pos > #v then
-        r.x = ''
-        return r
-      end
+  local s, a, e, nb, ea, da, ds, fn, t, i, md, p, m, x, pos
+  s, pos = recField(v, 1)
+  a, pos = recField(v, pos)
+  e, pos = recField(v, pos)
+  nb, pos = recField(v, pos)
+  ea, pos = recField(v, pos)
+  da, pos = recField(v, pos)
+  ds, pos = recField(v, pos)
+  fn, pos = recField(v, pos)
+  t, pos = recField(v, pos)
+  i, pos = recField(v, pos)
+  md, pos = recField(v, pos)
+  p, pos = recField(v, pos)
+  m, pos = recField(v, pos)
+  if not m then
+    return nil
+  end
+  if pos > #v then
+    x = ''
+  else
+    x = recField(v, pos)
+    if not x then
       return nil
     end
-    r[f] = string.sub(v, at, at + n - 1)
-    pos = at + n
   end
-  return r
+  return {s = s, a = a, e = e, nb = nb, ea = ea, da = da, ds = ds, fn = fn, t = t, i = i, md = md, p = p, m = m, x = x}
 end
 
+-- encode is record r as one string: its fields in RECORD order, each
+-- length-prefixed, the extension only when set. One concatenation makes
+-- it, where a table of the parts and table.concat took nearly three
+-- times as long.
 local function encode(r)
-  local parts = {}
-  for k, f in ipairs(RECORD) do
-    local v = r[f] or ''
-    if f ~= 'x' or v ~= '' then
-      parts[k] = lenp(#v) .. v
-    end
+  local s, a, e, nb, ea, da, ds = r.s or '', r.a or '', r.e or '', r.nb or '', r.ea or '', r.da or '', r.ds or ''
+  local fn, t, i, md, p, m, x = r.fn or '', r.t or '', r.i or '', r.md or '', r.p or '', r.m or '', r.x or ''
+  local v = lenp(#s) .. s .. lenp(#a) .. a .. lenp(#e) .. e .. lenp(#nb) .. nb .. lenp(#ea) .. ea .. lenp(#da) .. da ..
+    lenp(#ds) .. ds .. lenp(#fn) .. fn .. lenp(#t) .. t .. lenp(#i) .. i .. lenp(#md) .. md .. lenp(#p) .. p .. lenp(#m) .. m
+  if x == '' then
+    return v
   end
-  return table.concat(parts)
+  return v .. lenp(#x) .. x
 end
 
--- xget returns the extension of r as a table (every field a string).
+-- xget returns the extension of r as a table (every field a string; one
+-- an older record's shorter extension lacks is empty), read as decode
+-- reads a record.
 local function xget(r)
   if r.X then
     return r.X
   end
-  local X, v, pos = {}, r.x or '', 1
-  for _, f in ipairs(EXT) do
-    local n, at = lenAt(v, pos)
-    if n then
-      X[f] = string.sub(v, at, at + n - 1)
-      pos = at + n
-    else
-      X[f] = ''
-    end
-  end
+  local v = r.x or ''
+  local pr, sn, ws, wsi, wu, rs, rp, rt, ra, ca, cr, cu, uf, fa, pos
+  pr, pos = recField(v, 1)
+  sn, pos = recField(v, pos)
+  ws, pos = recField(v, pos)
+  wsi, pos = recField(v, pos)
+  wu, pos = recField(v, pos)
+  rs, pos = recField(v, pos)
+  rp, pos = recField(v, pos)
+  rt, pos = recField(v, pos)
+  ra, pos = recField(v, pos)
+  ca, pos = recField(v, pos)
+  cr, pos = recField(v, pos)
+  cu, pos = recField(v, pos)
+  uf, pos = recField(v, pos)
+  fa = recField(v, pos)
+  local X = {pr = pr or '', sn = sn or '', ws = ws or '', wsi = wsi or '', wu = wu or '', rs = rs or '', rp = rp or '',
+    rt = rt or '', ra = ra or '', ca = ca or '', cr = cr or '', cu = cu or '', uf = uf or '', fa = fa or ''}
   r.X = X
   return X
 end
@@ -166,16 +228,19 @@ local function xprio(r)
   return string.sub(v, at, at + n - 1)
 end
 
--- xput writes X back into r.x ('' when every field is empty).
+-- xput writes X back into r.x ('' when every field is empty), in EXT
+-- order, made as encode makes a record.
 local function xput(r, X)
-  local parts, any = {}, false
-  for k, f in ipairs(EXT) do
-    local v = X[f] or ''
-    any = any or v ~= ''
-    parts[k] = lenp(#v) .. v
-  end
+  local pr, sn, ws, wsi, wu, rs, rp = X.pr or '', X.sn or '', X.ws or '', X.wsi or '', X.wu or '', X.rs or '', X.rp or ''
+  local rt, ra, ca, cr, cu, uf, fa = X.rt or '', X.ra or '', X.ca or '', X.cr or '', X.cu or '', X.uf or '', X.fa or ''
   r.X = X
-  r.x = any and table.concat(parts) or ''
+  if pr .. sn .. ws .. wsi .. wu .. rs .. rp .. rt .. ra .. ca .. cr .. cu .. uf .. fa == '' then
+    r.x = ''
+    return
+  end
+  r.x = lenp(#pr) .. pr .. lenp(#sn) .. sn .. lenp(#ws) .. ws .. lenp(#wsi) .. wsi .. lenp(#wu) .. wu .. lenp(#rs) .. rs ..
+    lenp(#rp) .. rp .. lenp(#rt) .. rt .. lenp(#ra) .. ra .. lenp(#ca) .. ca .. lenp(#cr) .. cr .. lenp(#cu) .. cu ..
+    lenp(#uf) .. uf .. lenp(#fa) .. fa
 end
 
 -- recSkip returns the position after the n length-prefixed fields of v
@@ -203,16 +268,6 @@ local function recSkip(v, pos, n)
     end
   end
   return pos
-end
-
--- recField reads the field of v at pos: its value and the position after
--- it, or nil.
-local function recField(v, pos)
-  local l, at = lenAt(v, pos)
-  if not l then
-    return nil
-  end
-  return string.sub(v, at, at + l - 1), at + l
 end
 
 -- recAttempts is the attempts field of record v, without decoding the
