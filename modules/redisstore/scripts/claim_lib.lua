@@ -54,7 +54,8 @@ local EVC = 0
 -- plain due items, then the ranks below 0. From offset 0 (nearly every
 -- read) one range of the section gives both its ends when it is shorter
 -- than n, so a tenant costs one read more than without priorities at
--- most, and none when its highest ranks fill the read.
+-- most, and none when its highest ranks fill the read: that read is
+-- then the reply as it came, not copied member by member.
 local function dueRange(lt, NX, off, n)
   local plain = {'[' .. lt, '(' .. lt .. NX}
   if not PRI then
@@ -63,27 +64,28 @@ local function dueRange(lt, NX, off, n)
   local mid = lt .. 'p64'
   if off == 0 then
     local sec = redis.call('ZRANGE', READY, '[' .. lt .. 'p', '(' .. lt .. 'q', 'BYLEX', 'LIMIT', '0', num(n))
-    local out, lo = {}, {}
-    for _, m in ipairs(sec) do
-      if m < mid then
-        out[#out + 1] = m
-      else
-        lo[#lo + 1] = m
+    -- hi: how many of sec (in order) are ranks above 0, which lead it.
+    -- Nearly always all or none of them are, found at either end.
+    local hi = #sec
+    if hi > 0 and not (sec[hi] < mid) then
+      hi = 0
+      while hi < #sec and sec[hi + 1] < mid do
+        hi = hi + 1
       end
     end
-    if #out < n then
-      concatInto(out, redis.call('ZRANGE', READY, plain[1], plain[2], 'BYLEX', 'LIMIT', '0', num(n - #out)))
+    if hi == n then
+      return sec
     end
-    if #out < n then
-      if #sec == n and #lo == 0 then -- the read ended inside the high ranks
-        lo = redis.call('ZRANGE', READY, '(' .. mid, '(' .. lt .. 'q', 'BYLEX', 'LIMIT', '0', num(n - #out))
+    local out = {}
+    for k = 1, hi do
+      out[k] = sec[k]
+    end
+    concatInto(out, redis.call('ZRANGE', READY, plain[1], plain[2], 'BYLEX', 'LIMIT', '0', num(n - hi)))
+    for k = hi + 1, #sec do
+      if #out >= n then
+        break
       end
-      for _, m in ipairs(lo) do
-        if #out >= n then
-          break
-        end
-        out[#out + 1] = m
-      end
+      out[#out + 1] = sec[k]
     end
     return out
   end
