@@ -11,7 +11,12 @@
 -- walked all its items below 0 to find none). A queue
 -- without priorities pays one probe of the empty {work}_ready_pri per
 -- claim (the EXISTS, uncorrelated, is evaluated once), and takes its
--- items from {work}_ready exactly as before. Each
+-- items from {work}_ready exactly as before. A range that cannot follow
+-- the place a(rank) says (the high ranks after an item of rank 0 or
+-- below, rank 0 after one below) is cut by a condition on a alone, which
+-- PostgreSQL checks before it starts the range's scan: a later round
+-- of a walk that reached the low ranks probes neither the high ones nor
+-- their EXISTS again. Each
 -- locking query states every predicate itself (see claim.sql). Queries
 -- name it {pick_items}; it returns (id, due_at, seq, rank, ctid).
 SELECT x.id, x.due_at, x.seq, x.rank, x.ctid
@@ -20,6 +25,7 @@ FROM (
         SELECT w.id, w.due_at, w.seq, -w.priority AS rank, w.ctid
         FROM {work} w
         WHERE w.queue = $1 AND w.tenant = a.tenant AND w.state = 'queued' AND w.priority <> 0 AND -w.priority < 0
+          AND a.rank < 0
           AND EXISTS (SELECT 1 FROM {work} q WHERE q.queue = $1 AND q.state = 'queued' AND q.priority <> 0)
           AND w.due_at <= $2 AND (-w.priority, w.due_at, w.seq) > (a.rank, a.due_at, a.seq)
         ORDER BY -w.priority, w.due_at, w.seq
@@ -42,7 +48,7 @@ FROM (
         SELECT w.id, w.due_at, w.seq, -w.priority AS rank, w.ctid
         FROM {work} w
         WHERE w.queue = $1 AND w.tenant = a.tenant AND w.state = 'queued' AND w.priority <> 0 AND -w.priority > 0
-          AND EXISTS (SELECT 1 FROM {work} q WHERE q.queue = $1 AND q.state = 'queued' AND q.priority <> 0)
+          AND (a.rank > 0 OR EXISTS (SELECT 1 FROM {work} q WHERE q.queue = $1 AND q.state = 'queued' AND q.priority <> 0))
           AND w.due_at <= $2 AND (-w.priority, w.due_at, w.seq) > (a.rank, a.due_at, a.seq)
         ORDER BY -w.priority, w.due_at, w.seq
         LIMIT a.lim
