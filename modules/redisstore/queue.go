@@ -711,10 +711,10 @@ func (q *workQueue) Reap(ctx context.Context, name string) (int, error) {
 }
 
 // The fields of an item record, in their order in the encoded string
-// (record_lib.lua's decode and encode): state, attempts, last error, not-before,
-// enqueued at, dead at, dead seq, last settle nonce, tenant, id,
-// metadata, payload, the ready member, and last, only when a lifecycle
-// control set one of its fields, the lifecycle extension.
+// (record_lib.lua's decode and encode): state, attempts, last error,
+// not-before, enqueued at, dead at, dead seq, last settle nonce, tenant,
+// id, metadata, payload, the ready member, and last, only when a
+// lifecycle control set one of its fields, the lifecycle extension.
 const (
 	fState = iota
 	fAttempts

@@ -128,11 +128,11 @@ local function recField(v, pos)
   return string.sub(v, at, at + l - 1), at + l
 end
 
--- decode reads record v into a table of its fields (RECORD), or nil when
--- v is empty or not a record. The fields are read into locals and the
--- table made at once, with all its keys: a table filled field by field
--- is grown and rehashed four times on the way, which cost as much as
--- reading the fields.
+-- decode reads record v into a table of its fields (named as above), or
+-- nil when v is empty or not a record. The fields are read into locals
+-- and the table made at once, with all its keys: a table filled field
+-- by field is grown and rehashed four times on the way, which cost as
+-- much as reading the fields.
 local function decode(v)
   if not v or v == '' then
     return nil
@@ -165,7 +165,7 @@ local function decode(v)
   return {s = s, a = a, e = e, nb = nb, ea = ea, da = da, ds = ds, fn = fn, t = t, i = i, md = md, p = p, m = m, x = x}
 end
 
--- encode is record r as one string: its fields in RECORD order, each
+-- encode is record r as one string: its fields in the order above, each
 -- length-prefixed, the extension only when set. One concatenation makes
 -- it, where a table of the parts and table.concat took nearly three
 -- times as long.
@@ -210,9 +210,9 @@ local function xget(r)
 end
 
 -- xprio is the priority of r ('' for none): the extension's first field
--- ('pr' leads EXT, as it has since extensions were written), read
--- without decoding the other thirteen as xget would (an enqueue of
--- prioritised items did that for every item).
+-- ('pr' has led it since extensions were written), read without
+-- decoding the other thirteen as xget would (an enqueue of prioritised
+-- items did that for every item).
 local function xprio(r)
   if r.X then
     return r.X.pr
@@ -228,8 +228,8 @@ local function xprio(r)
   return string.sub(v, at, at + n - 1)
 end
 
--- xput writes X back into r.x ('' when every field is empty), in EXT
--- order, made as encode makes a record.
+-- xput writes X back into r.x ('' when every field is empty), in the
+-- extension's order, made as encode makes a record.
 local function xput(r, X)
   local pr, sn, ws, wsi, wu, rs, rp = X.pr or '', X.sn or '', X.ws or '', X.wsi or '', X.wu or '', X.rs or '', X.rp or ''
   local rt, ra, ca, cr, cu, uf, fa = X.rt or '', X.ra or '', X.ca or '', X.cr or '', X.cu or '', X.uf or '', X.fa or ''

@@ -14,9 +14,10 @@
 -- items from {work}_ready exactly as before. A range that cannot follow
 -- the place a(rank) says (the high ranks after an item of rank 0 or
 -- below, rank 0 after one below) is cut by a condition on a alone, which
--- PostgreSQL checks before it starts the range's scan: a later round
--- of a walk that reached the low ranks probes neither the high ones nor
--- their EXISTS again. Each
+-- PostgreSQL checks before it starts the range's scan, and the low
+-- ranks' EXISTS is not asked again after an item of a low rank (which
+-- answers it): a later round of a walk that reached rank 0 or below
+-- probes neither the high ranks nor their EXISTS. Each
 -- locking query states every predicate itself (see claim.sql). Queries
 -- name it {pick_items}; it returns (id, due_at, seq, rank, ctid).
 SELECT x.id, x.due_at, x.seq, x.rank, x.ctid
