@@ -233,14 +233,12 @@ end
 local function xput(r, X)
   local pr, sn, ws, wsi, wu, rs, rp = X.pr or '', X.sn or '', X.ws or '', X.wsi or '', X.wu or '', X.rs or '', X.rp or ''
   local rt, ra, ca, cr, cu, uf, fa = X.rt or '', X.ra or '', X.ca or '', X.cr or '', X.cu or '', X.uf or '', X.fa or ''
-  r.X = X
-  if pr .. sn .. ws .. wsi .. wu .. rs .. rp .. rt .. ra .. ca .. cr .. cu .. uf .. fa == '' then
-    r.x = ''
-    return
-  end
-  r.x = lenp(#pr) .. pr .. lenp(#sn) .. sn .. lenp(#ws) .. ws .. lenp(#wsi) .. wsi .. lenp(#wu) .. wu .. lenp(#rs) .. rs ..
+  local x = lenp(#pr) .. pr .. lenp(#sn) .. sn .. lenp(#ws) .. ws .. lenp(#wsi) .. wsi .. lenp(#wu) .. wu .. lenp(#rs) .. rs ..
     lenp(#rp) .. rp .. lenp(#rt) .. rt .. lenp(#ra) .. ra .. lenp(#ca) .. ca .. lenp(#cr) .. cr .. lenp(#cu) .. cu ..
     lenp(#uf) .. uf .. lenp(#fa) .. fa
+  r.X = X
+  -- Every field empty (fourteen empty fields): the record carries none.
+  r.x = x ~= '0:0:0:0:0:0:0:0:0:0:0:0:0:0:' and x or ''
 end
 
 -- recSkip returns the position after the n length-prefixed fields of v
