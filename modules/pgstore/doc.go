@@ -50,8 +50,8 @@
 // settles a whole batch in one statement and names the leases it lost.
 //
 // A tenant with nothing due is parked until its earliest item is due, so
-// claims do not probe it. Each queue's claims run a park pass at most once
-// a second, under a per-tenant advisory lock whose shared side every
+// claims do not probe it. Each queue runs a park pass at most once a
+// second, after a Complete or a claim that found nothing, under a per-tenant advisory lock whose shared side every
 // enqueue, retry and requeue holds while it makes an item due and wakes
 // the tenant; the README says why neither side can miss the other.
 //

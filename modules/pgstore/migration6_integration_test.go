@@ -73,8 +73,12 @@ func TestSchemaMigrationFromV5(t *testing.T) {
 		if err != nil || strings.Join(ids, ",") != "high,zero,low" {
 			t.Fatalf("claim after the migration: %v, %v; want high, zero, low", ids, err)
 		}
-		// "later" holds nothing due: the claim parks it until its earliest
-		// item, p2 (priority 2, due in an hour), not p0 (two hours).
+		// "later" holds nothing due: a park pass (Reap runs one) parks it
+		// until its earliest item, p2 (priority 2, due in an hour), not p0
+		// (two hours).
+		if _, err := q.Reap(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
 		var wake time.Time
 		var due time.Time
 		if err := d.pool.QueryRow(ctx, `SELECT t.wake_at, w.due_at FROM adk_queue_turns t JOIN adk_work w ON w.queue = t.queue AND w.tenant = t.tenant AND w.id = 'p2'

@@ -71,9 +71,11 @@ func complete(t *testing.T, ctx context.Context, q contract.WorkQueue, ls []cont
 
 // idleUnparked leaves tenant holding one item, due at later, and nothing
 // due, unparked: it joins with an item due at once (a tenant whose items
-// are all delayed joins parked), which is then served. q must hold
-// nothing else due.
-func idleUnparked(t *testing.T, ctx context.Context, q contract.WorkQueue, tenant string, later time.Time) {
+// are all delayed joins parked), which is then served. The Complete of
+// that item runs q's first park pass, which parks the tenant; its turn
+// row is then woken by hand, as a tenant left by a pass that ran while it
+// still had work would stand. q must hold nothing else due.
+func idleUnparked(t *testing.T, ctx context.Context, d *testDB, q contract.WorkQueue, tenant string, later time.Time) {
 	t.Helper()
 	if err := q.Enqueue(ctx, contract.Item{Tenant: tenant, ID: "first"}, contract.Item{Tenant: tenant, ID: "later", NotBefore: later}); err != nil {
 		t.Fatal(err)
@@ -83,6 +85,12 @@ func idleUnparked(t *testing.T, ctx context.Context, q contract.WorkQueue, tenan
 		t.Fatalf("claim of %s's first item: %v", tenant, ids)
 	}
 	complete(t, ctx, q, ls)
+	if at, _ := d.wakeAt(t, ctx, tenant); !at.Equal(later) {
+		t.Fatalf("%s parked until %v by the Complete's park pass, want %v (its item due then)", tenant, at, later)
+	}
+	if _, err := d.pool.Exec(ctx, "UPDATE adk_queue_turns SET wake_at = '-infinity' WHERE queue = $1 AND tenant = $2", contract.DefaultQueue, tenant); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // awaitServer polls query, which returns one boolean, on d's pool until
@@ -221,7 +229,7 @@ func TestParkSkipsTenantWithEnqueueInFlight(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
 	q, clock := parkQueue(t, d)
-	idleUnparked(t, ctx, q, "t", clock.Now().Add(time.Hour))
+	idleUnparked(t, ctx, d, q, "t", clock.Now().Add(time.Hour))
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +271,7 @@ func TestEnqueueBehindParkWakesTenant(t *testing.T) {
 	q, clock := parkQueue(t, d)
 	tenant := "t-" + d.schema // advisory locks are database-wide
 	later := clock.Now().Add(time.Hour)
-	idleUnparked(t, ctx, q, tenant, later)
+	idleUnparked(t, ctx, d, q, tenant, later)
 	parker, err := d.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +323,7 @@ func TestClaimInCallersTransactionDoesNotPark(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, time.Minute)
 	q, clock := parkQueue(t, d)
-	idleUnparked(t, ctx, q, "idle", clock.Now().Add(time.Hour))
+	idleUnparked(t, ctx, d, q, "idle", clock.Now().Add(time.Hour))
 	if err := q.Enqueue(ctx, contract.Item{Tenant: "busy", ID: "now"}); err != nil {
 		t.Fatal(err)
 	}
@@ -468,5 +476,41 @@ func TestParkPassesKeepUpWithManyIdleTenants(t *testing.T) {
 	}
 	if n := awake(); n != 0 {
 		t.Fatalf("%d of %d idle tenants still awake after three claims; want each claim to park a chunk while a pass finds a whole one", n, tenants)
+	}
+}
+
+// A claim that hands out work runs no park pass: a woken worker waits for
+// that claim, and a pass is three round trips more. The Complete of the
+// work runs the pass that is due, and so does a claim that finds nothing.
+func TestParkPassRunsAfterCompleteNotBeforeClaim(t *testing.T) {
+	d := newTestDB(t)
+	ctx := ctxT(t, time.Minute)
+	q, clock := parkQueue(t, d)
+	later := clock.Now().Add(time.Hour)
+	idleUnparked(t, ctx, d, q, "idle", later)
+	clock.Advance(time.Second) // the next pass is due
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "busy", ID: "now"}); err != nil {
+		t.Fatal(err)
+	}
+	ids, ls := claimIDs(t, ctx, q)
+	if !slices.Equal(ids, []string{"busy/now"}) {
+		t.Fatalf("claim: %v, want [busy/now]", ids)
+	}
+	if at, forever := d.wakeAt(t, ctx, "idle"); forever || !at.IsZero() {
+		t.Fatalf("idle parked until %v (forever: %v) by a claim that handed out work", at, forever)
+	}
+	complete(t, ctx, q, ls)
+	if at, _ := d.wakeAt(t, ctx, "idle"); !at.Equal(later) {
+		t.Fatalf("idle parked until %v after the Complete, want %v", at, later)
+	}
+	if _, err := d.pool.Exec(ctx, "UPDATE adk_queue_turns SET wake_at = '-infinity' WHERE queue = $1 AND tenant = 'idle'", contract.DefaultQueue); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if ids, _ := claimIDs(t, ctx, q); len(ids) != 0 {
+		t.Fatalf("claim of a drained queue: %v, want nothing", ids)
+	}
+	if at, _ := d.wakeAt(t, ctx, "idle"); !at.Equal(later) {
+		t.Fatalf("idle parked until %v after a claim that found nothing, want %v", at, later)
 	}
 }
