@@ -5,6 +5,9 @@ import "time"
 // ClaimSQL is the claim statement rendered for t, for plan tests.
 func ClaimSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).claim }
 
+// ClaimLeanSQL is the lean claim statement rendered for t, for plan tests.
+func ClaimLeanSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).claimLean }
+
 // CompleteSQL is the batch complete statement rendered for t.
 func CompleteSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).complete }
 

@@ -14,23 +14,29 @@ import (
 
 var _ contract.FlowController = (*workQueue)(nil)
 
-// limitedQueues remembers which queues had limits at their last claim in
-// this process, so that a queue without any runs queries/claim.sql and
-// nothing more. A wrong guess costs one round trip: claim.sql claims
-// nothing on a queue with limits and says so, claim_flow.sql says when a
-// queue has none left.
-type limitedQueues struct {
+// queueFlags remembers a fact about each queue, learnt from its claims in
+// this process, that chooses the claim statement. limited: the queue had
+// limits or pauses at its last claim, so it is claimed by
+// queries/claim_flow.sql; a wrong guess costs one round trip, claim.sql
+// claiming nothing on a queue with limits and saying so, claim_flow.sql
+// saying when a queue has none left. full: the queue has recorded events
+// or queued an item with a priority since this process opened it, so it
+// is claimed by the full claim.sql rather than the lean one; the lean
+// claim claims nothing on such a queue and says so, and the flag then
+// stays (a queue that used priorities or events once is taken to use
+// them again; the full claim serves any queue the lean one does).
+type queueFlags struct {
 	mu sync.Mutex
 	m  map[string]bool
 }
 
-func (l *limitedQueues) get(queue string) bool {
+func (l *queueFlags) get(queue string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.m[queue]
 }
 
-func (l *limitedQueues) set(queue string, limited bool) {
+func (l *queueFlags) set(queue string, limited bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if limited {
@@ -280,26 +286,37 @@ func (r claimRow) note(rep *contract.ClaimReport, now time.Time) {
 	rep.Note(why, holdUntil(why, r.limits(), tat, r.usage, now))
 }
 
-var errLimited = errors.New("pgstore: the queue has limits")
+var (
+	errLimited = errors.New("pgstore: the queue has limits")
+	errFull    = errors.New("pgstore: the queue needs the full claim")
+)
 
 // claimOnce runs one claim statement on e after prelude: claim.sql when
-// the queue had no limits or pauses at its last claim here,
-// claim_flow.sql when it had. It returns errLimited when claim.sql met
-// limits or pauses (it claimed nothing then), and remembers when
-// claim_flow.sql found none left. timedOut says the queue holds waits
-// that timed out, for the caller to make due (wait_timeouts.sql).
+// the queue had no limits or pauses at its last claim here (its lean
+// rendering unless the queue is flagged full), claim_flow.sql when it
+// had. It returns errLimited when claim.sql met limits or pauses, and
+// errFull when the lean claim met events or priorities (it claimed
+// nothing then), and remembers when claim_flow.sql found no limits left.
+// timedOut says the queue holds waits that timed out, for the caller to
+// make due (wait_timeouts.sql).
 func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.ClaimRequest, limited bool, prelude []stmt) (leases []contract.Lease, timedOut bool, err error) {
 	now := q.clock.Now()
 	if !limited {
-		metLimits := false
+		metLimits, metFull := false, false
+		sql := q.q.claimLean
+		if q.full.get(req.Queue) {
+			sql = q.q.claim
+		}
 		args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor)}
-		err := q.db.plannedRows(ctx, e, q.q.claim, q.q.claimSettings, args, func(rows pgx.Rows) error {
+		err := q.db.plannedRows(ctx, e, sql, q.q.claimSettings, args, func(rows pgx.Rows) error {
 			r, err := scanFastClaim(rows)
 			switch {
 			case err != nil:
 				return err
 			case r.kind == "limited":
 				metLimits = true
+			case r.kind == "full":
+				metFull = true
 			case r.kind == "timeouts":
 				timedOut = true
 			default:
@@ -307,9 +324,15 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 			}
 			return nil
 		}, prelude...)
+		if err == nil && metFull {
+			q.full.set(req.Queue, true)
+		}
 		if err == nil && metLimits {
 			q.limited.set(req.Queue, true)
 			return nil, false, errLimited
+		}
+		if err == nil && metFull {
+			return nil, false, errFull
 		}
 		return leases, timedOut, err
 	}

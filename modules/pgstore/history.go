@@ -22,6 +22,10 @@ var (
 // statement that records a transition reads that row itself, so the
 // change holds at once for every process on the database.
 func (q *workQueue) SetRetention(ctx context.Context, queue string, r contract.Retention) error {
+	if r.Events > 0 {
+		// Claims record events from now on: the lean claim cannot.
+		q.full.set(queue, true)
+	}
 	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		_, err := e.Exec(ctx, q.q.retentionSet, queue, r.Age.Microseconds(), r.Count, r.Events)
 		return err

@@ -187,6 +187,7 @@ type queries struct {
 	blobGet            string
 	blobPut            string
 	claim              string
+	claimLean          string
 	claimSettings      string
 	claimFlow          string
 	claimFlowSettings  string
@@ -284,7 +285,8 @@ func loadQueries(t StateTables) queries {
 		blobDelete:         r(blobDeleteSQL),
 		blobGet:            r(blobGetSQL),
 		blobPut:            r(blobPutSQL),
-		claim:              r(claimSQL),
+		claim:              r(claimFull.Replace(claimSQL)),
+		claimLean:          r(claimLean.Replace(claimSQL)),
 		claimSettings:      r(claimSettingsSQL),
 		claimFlow:          r(claimFlowSQL),
 		claimFlowSettings:  r(claimFlowSettingsSQL),
@@ -357,6 +359,23 @@ func loadQueries(t StateTables) queries {
 		waitingList:      r(waitingListSQL),
 	}
 }
+
+// claim.sql is rendered twice. The full claim serves every queue without
+// limits or pauses; the lean claim only a queue that records no events and
+// holds no queued item with a priority, and its plan leaves out the
+// events' CTEs and the priority ranges of each tenant's pick. PostgreSQL
+// initializes every node of a plan on every execution, used or not, and
+// for a claim of one item that initialization was half of the server's
+// work (measured: 2.33 million instructions a claim of one with the full
+// claim, 1.90 million with the lean one). The lean claim checks what it
+// cannot serve before its rotation ({lean_claim_needs}) and then claims
+// nothing and says so (kind 'full') in the row that says so of limits.
+var (
+	claimFull = strings.NewReplacer("{lean_guard}", "", "{claim_pick}", "{pick_items}", "{events}", "{claim_events}",
+		"{marker_kind}", "'limited'", "{marker_more}", "")
+	claimLean = strings.NewReplacer("{lean_guard}", "AND NOT {lean_claim_needs}", "{claim_pick}", "{pick_plain}", "{events}", "",
+		"{marker_kind}", "{lean_claim_row}", "{marker_more}", " OR {lean_claim_needs}")
+)
 
 // renderer returns the func that puts the shared fragments
 // (queries/fragments) and then the table names in place of their braces.

@@ -40,7 +40,8 @@ type workQueue struct {
 	q        queries
 	channel  string
 	parks    *parkTimes
-	limited  *limitedQueues
+	limited  *queueFlags
+	full     *queueFlags
 }
 
 var (
@@ -78,7 +79,8 @@ func NewQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQue
 	return (&workQueue{
 		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,
 		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]parkMark{}},
-		limited: &limitedQueues{m: map[string]bool{}},
+		limited: &queueFlags{m: map[string]bool{}},
+		full:    &queueFlags{m: map[string]bool{}},
 	}).front(), nil
 }
 
@@ -120,6 +122,15 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 // enqueue runs enqueue.sql and, when report is set, says item by item
 // what it did.
 func (q *workQueue) enqueue(ctx context.Context, items []contract.Item, report bool) ([]contract.EnqueueResult, error) {
+	flagged := ""
+	for _, it := range items {
+		// A queue given priorities is claimed with the full claim.sql
+		// from now on; flagged here, its next claim need not find out.
+		if it.Priority != 0 && it.Queue != flagged {
+			q.full.set(it.Queue, true)
+			flagged = it.Queue
+		}
+	}
 	now := q.clock.Now()
 	n := len(items)
 	var (
@@ -295,12 +306,12 @@ func (q *workQueue) claimWith(ctx context.Context, req contract.ClaimRequest, co
 				}
 				return nil
 			}
-			if !errors.Is(err, errLimited) || try > 1 {
+			if !errors.Is(err, errLimited) && !errors.Is(err, errFull) || try > 1 {
 				return err
 			}
-			// claim.sql met limits set since this process last looked; its
-			// transaction (with the Complete, if any) committed, and
-			// claimed nothing.
+			// claim.sql met limits set since this process last looked, or
+			// its lean rendering met events or priorities; its transaction
+			// (with the Complete, if any) committed, and claimed nothing.
 			completed = complete != nil
 			prelude = nil
 		}

@@ -507,8 +507,9 @@ func TestManyTenantsManyClaimersNoDeadlock(t *testing.T) {
 	}
 }
 
-// With 100,000 queued rows the claim reads adk_work through its indexes:
-// no sequential scan of adk_work anywhere in the plan.
+// With 100,000 queued rows the claim, full and lean, reads adk_work
+// through its indexes: no sequential scan of adk_work anywhere in the
+// plan.
 func TestClaimPlanUsesIndex(t *testing.T) {
 	d := newTestDB(t)
 	ctx := ctxT(t, 3*time.Minute)
@@ -520,30 +521,31 @@ func TestClaimPlanUsesIndex(t *testing.T) {
 		ANALYZE adk_work; ANALYZE adk_queue_turns`); err != nil {
 		t.Fatal(err)
 	}
-	claimSQL := pgstore.ClaimSQL(pgstore.StateTables{})
-	for _, max := range []int{1, 100, 1000} {
-		tx, err := d.pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+claimSQL, "default", time.Now(), max, "w", time.Now().Add(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = tx.Rollback(ctx)
-		plan := strings.Join(lines, "\n")
-		if strings.Contains(plan, "Seq Scan on adk_work ") {
-			t.Errorf("claim of %d plans a sequential scan of adk_work:\n%s", max, plan)
-		}
-		if !strings.Contains(plan, "Index Scan using adk_work_ready on adk_work") {
-			t.Errorf("claim of %d does not use adk_work_ready:\n%s", max, plan)
-		}
-		if testing.Verbose() && max == 100 {
-			t.Logf("claim plan, batch of 100:\n%s", plan)
+	for _, claimSQL := range []string{pgstore.ClaimSQL(pgstore.StateTables{}), pgstore.ClaimLeanSQL(pgstore.StateTables{})} {
+		for _, max := range []int{1, 100, 1000} {
+			tx, err := d.pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+claimSQL, "default", time.Now(), max, "w", time.Now().Add(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = tx.Rollback(ctx)
+			plan := strings.Join(lines, "\n")
+			if strings.Contains(plan, "Seq Scan on adk_work ") {
+				t.Errorf("claim of %d plans a sequential scan of adk_work:\n%s", max, plan)
+			}
+			if !strings.Contains(plan, "Index Scan using adk_work_ready on adk_work") {
+				t.Errorf("claim of %d does not use adk_work_ready:\n%s", max, plan)
+			}
+			if testing.Verbose() && max == 100 {
+				t.Logf("claim plan, batch of 100:\n%s", plan)
+			}
 		}
 	}
 	// And the statements that settle a batch.

@@ -48,6 +48,7 @@ rotation AS (
     WHERE t.queue = $1 AND t.wake_at <= $2
       AND NOT EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1)
       AND NOT EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1)
+      {lean_guard}
     ORDER BY t.turn_batch, t.turn_pos, t.tenant
 ),
 pick (round, pos, sub, last, k, tenant, id, due_at, seq, rank, row_id) AS (
@@ -57,7 +58,7 @@ pick (round, pos, sub, last, k, tenant, id, due_at, seq, rank, row_id) AS (
         SELECT r.pos, r.tenant, w.id, w.due_at, w.seq, w.rank, w.ctid
         FROM rotation r
         CROSS JOIN LATERAL (SELECT r.tenant, -101 AS rank, '-infinity'::timestamptz AS due_at, 0::bigint AS seq, 1::bigint AS lim) a
-        CROSS JOIN LATERAL ({pick_items}) w
+        CROSS JOIN LATERAL ({claim_pick}) w
         LIMIT $3
     ) f
     UNION ALL
@@ -68,7 +69,7 @@ pick (round, pos, sub, last, k, tenant, id, due_at, seq, rank, row_id) AS (
         -- The window functions number the chunk outside the locking
         -- queries (FOR UPDATE allows none at their level).
         SELECT w.*, row_number() OVER (ORDER BY w.rank, w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
-        FROM ({pick_items}) w
+        FROM ({claim_pick}) w
     ) c
     WHERE p.last
 ),
@@ -96,13 +97,9 @@ leased AS (
               w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason, w.unique_for_us, w.finished_at, w.events,
               p.round, p.pos, p.sub
 ),
--- The claimed events, when the queue records them (fragments/record_events.sql).
-ev AS (
-    SELECT l.queue, l.tenant, l.id, l.events AS n, r.keep, true AS item, 'claimed' AS kind, $2::timestamptz AS at, $4::text AS worker,
-           l.attempts + 1 AS attempt, l.token, NULL AS error, NULL AS next_due, NULL AS signal, NULL AS reason, NULL AS run_time_us
-    FROM leased l, ret r
-),
-{record_events},
+-- The claimed events, when the queue records them (the full claim only:
+-- fragments/claim_events.sql).
+{events}
 ordered AS (
     SELECT tenant, id, round, pos, row_number() OVER (ORDER BY round, pos, tenant, sub) AS ord
     FROM leased
@@ -137,10 +134,11 @@ FROM leased
 UNION ALL
 -- The queue has limits or pauses (set since this process last looked):
 -- nothing was claimed, and this one row says to claim with
--- claim_flow.sql instead.
-SELECT 'limited', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
+-- claim_flow.sql instead. The lean claim's row may say instead to claim
+-- with the full claim (fragments/lean_claim_row.sql).
+SELECT {marker_kind}, $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
        0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL
-WHERE EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1) OR EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1)
+WHERE EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1) OR EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1){marker_more}
 UNION ALL
 -- Waits of the queue have timed out: the queue makes them due
 -- (wait_timeouts.sql), and this row says so.

@@ -1,0 +1,97 @@
+//go:build integration
+
+package pgstore_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/contracttest"
+	"github.com/adkit/adk/modules/pgstore"
+)
+
+// A process claims with the lean claim until the queue needs the full
+// one: another process gave it priorities, or turned its events on. The
+// lean claim then claims nothing and says so, and the same Claim call
+// claims with the full statement: priority order and the claimed event
+// hold as if the lean claim did not exist.
+func TestLeanClaimHandsOverToFullClaim(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	clock := contracttest.NewFakeClock(histStart)
+	a := histQueue(t, d, clock)
+	if err := a.Enqueue(ctx, contract.Item{Tenant: "t", ID: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	b := histQueue(t, d, clock)
+	if l := claimOne(t, b, "w"); l.Item.ID != "plain" {
+		t.Fatalf("claim of a plain queue: %s, want plain", l.Item.ID)
+	}
+	// Priorities, enqueued by a: b's next claim meets them.
+	if err := a.Enqueue(ctx, contract.Item{Tenant: "t", ID: "low", Priority: -1}, contract.Item{Tenant: "t", ID: "zero"},
+		contract.Item{Tenant: "t", ID: "high", Priority: 5}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := b.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
+	var ids []string
+	for _, l := range ls {
+		ids = append(ids, l.Item.ID)
+	}
+	if err != nil || strings.Join(ids, ",") != "high,zero,low" {
+		t.Fatalf("claim after another process enqueued priorities: %v, %v; want high, zero, low", ids, err)
+	}
+	// Events, turned on by a: c, which never saw a priority, records the
+	// claimed event.
+	if err := a.SetRetention(ctx, "", contract.Retention{Age: time.Hour, Events: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Enqueue(ctx, contract.Item{Tenant: "u", ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	c := histQueue(t, d, clock)
+	if l := claimOne(t, c, "w2"); l.Item.ID != "x" {
+		t.Fatalf("claim after another process turned events on: %s, want x", l.Item.ID)
+	}
+	h, err := a.History(ctx, contract.ItemKey{Tenant: "u", ID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kinds(h.Events) != "enqueued,claimed" || h.Events[1].Worker != "w2" {
+		t.Fatalf("events of an item claimed by a process that had not seen events on: %+v", h.Events)
+	}
+}
+
+// A queue that records no events and holds no priorities is claimed with
+// the lean claim: its plan has no events' CTEs and one range per tenant's
+// pick, and the full claim's plan has both.
+func TestPlainQueueRunsLeanClaim(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	conn, q := newExplainedQueue(t, ctx, d, nil)
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: "1"}, contract.Item{Tenant: "t", ID: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	conn.explain(t, ctx, false)
+	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	plan := conn.plan(t, "WITH RECURSIVE")
+	if strings.Contains(plan, "adk_work_events") || strings.Contains(plan, "adk_work_ready_pri") {
+		t.Errorf("a plain queue's claim ran a plan with events or priority ranges:\n%s", plan)
+	}
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: "3", Priority: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	plan = conn.plan(t, "WITH RECURSIVE")
+	if !strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
+		t.Errorf("a claim after priorities were enqueued did not run the full claim:\n%s", plan)
+	}
+	if full, lean := pgstore.ClaimSQL(pgstore.StateTables{}), pgstore.ClaimLeanSQL(pgstore.StateTables{}); strings.Contains(lean, "{") || strings.Contains(full, "{") {
+		t.Errorf("a claim statement holds a placeholder left unrendered")
+	}
+}
