@@ -62,7 +62,11 @@ import (
 
 // Complete runs queries/complete_settings.sql (enable_seqscan = off) the
 // same way, for the same reason: a plan cached while the table was small
-// must not turn every Complete into a scan of the queue.
+// must not turn every Complete into a scan of the queue. The lean
+// Complete (queries.go) runs queries/complete_lean_settings.sql, which
+// also forces its generic plan: it is one DELETE that reaches each row
+// through the primary key, and left to choose PostgreSQL planned it afresh
+// on every call.
 
 // batchConn is a connection that can pipeline a batch: the
 // queue begins and commits a statement's transaction itself only on a

@@ -11,6 +11,9 @@ func ClaimLeanSQL(t StateTables) string { t, _ = t.normalized(); return loadQuer
 // CompleteSQL is the batch complete statement rendered for t.
 func CompleteSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).complete }
 
+// CompleteLeanSQL is the lean batch complete statement rendered for t.
+func CompleteLeanSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).completeLean }
+
 // Backoff is the delay before connection attempt failures+1.
 func (l *Listener) Backoff(failures int) time.Duration { return l.backoff(failures) }
 

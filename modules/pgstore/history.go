@@ -26,6 +26,9 @@ func (q *workQueue) SetRetention(ctx context.Context, queue string, r contract.R
 		// Claims record events from now on: the lean claim cannot.
 		q.full.set(queue, true)
 	}
+	// The queue has a retention row from now on (even a zero Retention
+	// is written as one): its Completes run the full statement.
+	q.keeps.set(queue, true)
 	return queueErr(q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		_, err := e.Exec(ctx, q.q.retentionSet, queue, r.Age.Microseconds(), r.Count, r.Events)
 		return err

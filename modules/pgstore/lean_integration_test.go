@@ -95,3 +95,40 @@ func TestPlainQueueRunsLeanClaim(t *testing.T) {
 		t.Errorf("a claim statement holds a placeholder left unrendered")
 	}
 }
+
+// A Complete whose batch keeps nothing runs the lean statement, one
+// DELETE; a queue with a retention row runs the full one, which keeps
+// the item. TestHistoryRetentionAcrossProcesses covers a retention set by
+// another process, which the lean Complete meets and hands over.
+func TestPlainQueueRunsLeanComplete(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	conn, q := newExplainedQueue(t, ctx, d, nil)
+	completeOne := func(id string) string {
+		t.Helper()
+		if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1})
+		if err != nil || len(ls) != 1 {
+			t.Fatalf("claim: %v, %v", ls, err)
+		}
+		conn.explain(t, ctx, false)
+		if err := q.Complete(ctx, ls...); err != nil {
+			t.Fatal(err)
+		}
+		return conn.plan(t, "Complete a batch")
+	}
+	if plan := completeOne("1"); strings.Contains(plan, "Insert on adk_work") || strings.Contains(plan, "adk_work_events") {
+		t.Errorf("a plain queue's Complete ran a plan that keeps items or records events:\n%s", plan)
+	}
+	if err := q.SetRetention(ctx, "", contract.Retention{Count: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if plan := completeOne("2"); !strings.Contains(plan, "Insert on adk_work") {
+		t.Errorf("a Complete on a queue that keeps items did not run the full statement:\n%s", plan)
+	}
+	if it, err := q.Item(ctx, contract.ItemKey{Tenant: "t", ID: "2"}); err != nil || it.Item.State != contract.StateCompleted {
+		t.Errorf("the completed item of a queue that keeps 10: %+v, %v", it, err)
+	}
+}

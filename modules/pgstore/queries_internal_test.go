@@ -22,9 +22,10 @@ func snake(field string) string {
 	return b.String()
 }
 
-// Every file in queries/ is a field of queries (claim.sql two: the full
-// and the lean claim), holding that file's SQL rendered whole: no {placeholder} of a table or a shared fragment is left
-// for the server to choke on, and the dead-letter statements all read the
+// Every file in queries/ is a field of queries (claim.sql and complete.sql
+// two each: the full and the lean statement), holding that file's SQL
+// rendered whole: no {placeholder} of a table or a shared fragment is
+// left for the server to choke on, and the dead-letter statements all read the
 // one filter.
 func TestQueriesRenderTablesAndFragments(t *testing.T) {
 	tables, err := StateTables{Work: "app_work"}.normalized()
@@ -55,11 +56,14 @@ func TestQueriesRenderTablesAndFragments(t *testing.T) {
 		}
 		sql, ok := byName[name]
 		want := r(string(raw))
-		if name == "claim" {
-			// claim.sql is rendered twice: the full claim and the lean one.
-			want = r(claimFull.Replace(string(raw)))
-			if byName["claim_lean"] != r(claimLean.Replace(string(raw))) {
-				t.Errorf("field claimLean does not hold the lean rendering of queries/claim.sql")
+		// claim.sql and complete.sql are rendered twice: in full and lean.
+		for file, pair := range map[string][2]*strings.Replacer{"claim": {claimFull, claimLean}, "complete": {completeFull, completeLean}} {
+			if name != file {
+				continue
+			}
+			want = r(pair[0].Replace(string(raw)))
+			if byName[file+"_lean"] != r(pair[1].Replace(string(raw))) {
+				t.Errorf("field %sLean does not hold the lean rendering of queries/%s", file, f.Name())
 			}
 			nfiles++
 		}

@@ -42,6 +42,7 @@ type workQueue struct {
 	parks    *parkTimes
 	limited  *queueFlags
 	full     *queueFlags
+	keeps    *queueFlags
 }
 
 var (
@@ -81,6 +82,7 @@ func NewQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQue
 		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]parkMark{}},
 		limited: &queueFlags{m: map[string]bool{}},
 		full:    &queueFlags{m: map[string]bool{}},
+		keeps:   &queueFlags{m: map[string]bool{}},
 	}).front(), nil
 }
 
@@ -279,7 +281,7 @@ func (q *workQueue) claimWith(ctx context.Context, req contract.ClaimRequest, co
 		leases = leases[:0]
 		var prelude []stmt
 		if complete != nil && !completed {
-			prelude = append(prelude, complete.stmt(q))
+			prelude = append(prelude, complete.stmt(q, false))
 		}
 		timeoutsEnded := false
 		for try := 0; ; try++ {
@@ -388,9 +390,24 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 	}
 	c := newCompletion(leases)
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
-		st := c.stmt(q)
-		if err := q.db.plannedRows(ctx, e, st.sql, q.q.completeSettings, st.args, st.scan); err != nil {
+		st := c.stmt(q, true)
+		settings := q.q.completeSettings
+		if st.sql == q.q.completeLean {
+			settings = q.q.completeLeanSettings
+		}
+		if err := q.db.plannedRows(ctx, e, st.sql, settings, st.args, st.scan); err != nil {
 			return err
+		}
+		if c.needFull {
+			// The lean Complete met a retention row another process set:
+			// it deleted nothing, and the batch goes again, in full.
+			for _, name := range c.queues {
+				q.keeps.set(name, true)
+			}
+			st = c.stmt(q, false)
+			if err := q.db.plannedRows(ctx, e, st.sql, q.q.completeSettings, st.args, st.scan); err != nil {
+				return err
+			}
 		}
 		for i, l := range leases {
 			if i == 0 || l.Item.Queue != leases[i-1].Item.Queue {
@@ -501,6 +518,10 @@ type completion struct {
 	queues, tenants, ids []string
 	tokens               []int64
 	done                 map[contract.ItemKey]int64
+	// unique: an item asked for a uniqueness window, so the batch is
+	// never completed by the lean statement. needFull: the lean statement
+	// met a retention row and completed nothing.
+	unique, needFull bool
 }
 
 func newCompletion(leases []contract.Lease) *completion {
@@ -512,22 +533,40 @@ func newCompletion(leases []contract.Lease) *completion {
 	for i, l := range sorted {
 		k := l.Key()
 		c.queues[i], c.tenants[i], c.ids[i], c.tokens[i] = k.Queue, k.Tenant, k.ID, l.Token
+		c.unique = c.unique || l.Item.UniqueFor > 0
 	}
 	return c
 }
 
 // stmt is the statement, its scan recording the deleted items; each try
-// of a retried call starts from none.
-func (c *completion) stmt(q *workQueue) stmt {
+// of a retried call starts from none. With lean set, a batch that keeps
+// nothing (no queue of it has limits or a retention row that this process
+// knows of, no item asked for a uniqueness window) runs the lean
+// Complete, which may complete nothing and set needFull instead; the
+// caller then runs stmt again without lean.
+func (c *completion) stmt(q *workQueue, lean bool) stmt {
 	clear(c.done)
+	c.needFull = false
 	sql, args := q.q.complete, []any{c.queues, c.tenants, c.ids, c.tokens, q.clock.Now()}
-	for _, name := range c.queues {
+	if lean && !c.unique {
+		sql = q.q.completeLean
+	}
+	for i, name := range c.queues {
+		if i > 0 && name == c.queues[i-1] {
+			continue
+		}
 		if q.limited.get(name) {
 			// A queue with limits: the statement also wakes claimers when
 			// a capped tenant's lease ends.
 			sql, args = q.q.completeFlow, append(args, q.channel)
 			break
 		}
+		if sql == q.q.completeLean && q.keeps.get(name) {
+			sql = q.q.complete
+		}
+	}
+	if sql == q.q.completeLean {
+		args = args[:4] // it keeps nothing, so it needs no time
 	}
 	return stmt{sql: sql, args: args, scan: func(rows pgx.Rows) error {
 		var k contract.ItemKey
@@ -538,7 +577,11 @@ func (c *completion) stmt(q *workQueue) stmt {
 			dest = append(dest, &woke)
 		}
 		err := rows.Scan(dest...)
-		if err == nil {
+		switch {
+		case err != nil:
+		case sql == q.q.completeLean && k.Queue == "" && token == 0:
+			c.needFull = true
+		default:
 			c.done[k] = token
 		}
 		return err

@@ -9,7 +9,10 @@
 -- This is the Complete of queues without limits; complete_flow.sql, the
 -- Complete of a queue this process has claimed with limits, also wakes
 -- the claimers when a capped tenant's lease ends. The primary key is the
--- only index left, one descent per item.
+-- only index left, one descent per item. It is rendered twice (queries.go):
+-- the full Complete, and the lean one of a batch that keeps nothing
+-- (fragments/complete_done_lean.sql).
 WITH
-{complete_done}
+{done}
 SELECT queue, tenant, id, token FROM done
+{done_more}
