@@ -292,11 +292,11 @@ var (
 )
 
 // claimOnce runs one claim statement on e after prelude: claim.sql when
-// the queue had no limits or pauses at its last claim here (its lean
-// rendering unless the queue is flagged full), claim_flow.sql when it
-// had. It returns errLimited when claim.sql met limits or pauses, and
-// errFull when the lean claim met events or priorities (it claimed
-// nothing then), and remembers when claim_flow.sql found no limits left.
+// the queue had no limits or pauses at its last claim here,
+// claim_flow.sql when it had (each in its lean rendering unless the queue
+// is flagged full). It returns errLimited when claim.sql met limits or pauses, and
+// errFull when a lean claim met events or priorities (it claimed nothing
+// then), and remembers when claim_flow.sql found no limits left.
 // timedOut says the queue holds waits that timed out, for the caller to
 // make due (wait_timeouts.sql).
 func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.ClaimRequest, limited bool, prelude []stmt) (leases []contract.Lease, timedOut bool, err error) {
@@ -338,9 +338,13 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 	}
 	rep := contract.ClaimReportFrom(ctx)
 	var held []claimRow
-	free, paused := false, false
+	free, paused, metFull := false, false, false
+	sql := q.q.claimFlowLean
+	if q.full.get(req.Queue) {
+		sql = q.q.claimFlow
+	}
 	args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor), contract.UnixMicros(now), now.UnixMilli(), rep != nil}
-	err = q.db.plannedRows(ctx, e, q.q.claimFlow, q.q.claimFlowSettings, args, func(rows pgx.Rows) error {
+	err = q.db.plannedRows(ctx, e, sql, q.q.claimFlowSettings, args, func(rows pgx.Rows) error {
 		r, err := scanFlowClaim(rows)
 		if err != nil {
 			return err
@@ -356,11 +360,20 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 			paused = true
 		case "timeouts":
 			timedOut = true
+		case "full":
+			metFull = true
 		}
 		return nil
 	}, prelude...)
 	if err != nil {
 		return nil, false, err
+	}
+	if metFull {
+		// The lean flow claim met events or priorities: it claimed
+		// nothing (what it read of held tenants and pauses is the full
+		// claim's to report).
+		q.full.set(req.Queue, true)
+		return nil, false, errFull
 	}
 	if paused && rep != nil {
 		rep.QueuePaused = true

@@ -132,3 +132,34 @@ func TestPlainQueueRunsLeanComplete(t *testing.T) {
 		t.Errorf("the completed item of a queue that keeps 10: %+v, %v", it, err)
 	}
 }
+
+// The flow claim (a queue with limits) is lean as well, and hands over
+// the same way when another process enqueued priorities.
+func TestLeanFlowClaimHandsOverToFullClaim(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	clock := contracttest.NewFakeClock(histStart)
+	a := histQueue(t, d, clock)
+	if err := a.SetLimits(ctx, "", "", contract.Limits{MaxLeased: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Enqueue(ctx, contract.Item{Tenant: "t", ID: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	b := histQueue(t, d, clock)
+	if l := claimOne(t, b, "w"); l.Item.ID != "plain" {
+		t.Fatalf("claim of a capped queue: %s, want plain", l.Item.ID)
+	}
+	if err := a.Enqueue(ctx, contract.Item{Tenant: "t", ID: "low", Priority: -1}, contract.Item{Tenant: "t", ID: "zero"},
+		contract.Item{Tenant: "t", ID: "high", Priority: 5}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := b.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
+	var ids []string
+	for _, l := range ls {
+		ids = append(ids, l.Item.ID)
+	}
+	if err != nil || strings.Join(ids, ",") != "high,zero,low" {
+		t.Fatalf("claim of a capped queue after another process enqueued priorities: %v, %v; want high, zero, low", ids, err)
+	}
+}

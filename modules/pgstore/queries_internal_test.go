@@ -22,8 +22,8 @@ func snake(field string) string {
 	return b.String()
 }
 
-// Every file in queries/ is a field of queries (claim.sql and complete.sql
-// two each: the full and the lean statement), holding that file's SQL
+// Every file in queries/ is a field of queries (claim.sql, claim_flow.sql
+// and complete.sql two each: the full and the lean statement), holding that file's SQL
 // rendered whole: no {placeholder} of a table or a shared fragment is
 // left for the server to choke on, and the dead-letter statements all read the
 // one filter.
@@ -56,13 +56,16 @@ func TestQueriesRenderTablesAndFragments(t *testing.T) {
 		}
 		sql, ok := byName[name]
 		want := r(string(raw))
-		// claim.sql and complete.sql are rendered twice: in full and lean.
-		for file, pair := range map[string][2]*strings.Replacer{"claim": {claimFull, claimLean}, "complete": {completeFull, completeLean}} {
+		// Three files are rendered twice: in full and lean.
+		flowLean := strings.NewReplacer("{lean_row}", "{lean_flow_row}")
+		for file, pair := range map[string][2]func(string) string{"claim": {claimFull.Replace, claimLean.Replace},
+			"claim_flow": {claimFull.Replace, func(s string) string { return claimLean.Replace(flowLean.Replace(s)) }},
+			"complete":   {completeFull.Replace, completeLean.Replace}} {
 			if name != file {
 				continue
 			}
-			want = r(pair[0].Replace(string(raw)))
-			if byName[file+"_lean"] != r(pair[1].Replace(string(raw))) {
+			want = r(pair[0](string(raw)))
+			if byName[file+"_lean"] != r(pair[1](string(raw))) {
 				t.Errorf("field %sLean does not hold the lean rendering of queries/%s", file, f.Name())
 			}
 			nfiles++

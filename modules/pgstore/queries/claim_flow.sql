@@ -88,6 +88,7 @@ rotation AS (
     ) e ON true
     WHERE t.queue = $1 AND t.wake_at <= $2
       AND NOT EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1 AND z.tenant = '')
+      {lean_guard}
     ORDER BY t.turn_batch, t.turn_pos, t.tenant
 ),
 -- The tenants of the rotation as the walk meets them, numbered (ord), each
@@ -178,7 +179,7 @@ pick (round, ord, pos, sub, last, k, tenant, id, due_at, seq, rank, row_id, n, g
         CROSS JOIN LATERAL (SELECT r.tenant, -101 AS rank, '-infinity'::timestamptz AS due_at, 0::bigint AS seq, r.chunk1::bigint AS lim) a
         CROSS JOIN LATERAL (
             SELECT w.*, row_number() OVER (ORDER BY w.rank, w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
-            FROM ({pick_items}) w
+            FROM ({claim_pick}) w
         ) w
         LIMIT $3
     ) f
@@ -194,7 +195,7 @@ pick (round, ord, pos, sub, last, k, tenant, id, due_at, seq, rank, row_id, n, g
     ) a
     CROSS JOIN LATERAL (
         SELECT w.*, row_number() OVER (ORDER BY w.rank, w.due_at, w.seq) AS sub, count(*) OVER () AS cnt
-        FROM ({pick_items}) w
+        FROM ({claim_pick}) w
     ) c
     WHERE p.last
 ),
@@ -216,13 +217,9 @@ leased AS (
               w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason, w.unique_for_us, w.finished_at, w.events,
               p.round, p.pos, p.sub, p.n, p.gated, p.w, p.credit0, p.tat0, p.rate, p.room0, p.cap_room
 ),
--- The claimed events, when the queue records them (fragments/record_events.sql).
-ev AS (
-    SELECT l.queue, l.tenant, l.id, l.events AS n, r.keep, true AS item, 'claimed' AS kind, $2::timestamptz AS at, $4::text AS worker,
-           l.attempts + 1 AS attempt, l.token, NULL AS error, NULL AS next_due, NULL AS signal, NULL AS reason, NULL AS run_time_us
-    FROM leased l, ret r
-),
-{record_events},
+-- The claimed events, when the queue records them (the full claim only:
+-- fragments/claim_events.sql).
+{events}
 ordered AS (
     SELECT tenant, id, round, pos, n, gated, w, credit0, tat0, rate, room0, cap_room,
            row_number() OVER (ORDER BY round, pos, tenant, sub) AS ord
@@ -352,5 +349,6 @@ FROM (
     -- Waits of the queue have timed out (see claim.sql).
     SELECT 'timeouts', '', NULL, NULL, NULL, NULL, NULL, NULL
     WHERE EXISTS (SELECT 1 FROM {work} w WHERE w.queue = $1 AND w.state = 'waiting' AND w.due_at <= $2)
+    {lean_row}
 ) i
 ORDER BY round, pos, tenant, sub
