@@ -198,25 +198,6 @@ func inTx(ctx context.Context, e Executor, fn func(ctx context.Context, e Execut
 	return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return fn(ctx, tx) })
 }
 
-// notSent wraps the error of a call that failed before its statement was
-// sent, so run may send it again on another connection.
-type notSent struct{ err error }
-
-func (e *notSent) Error() string     { return e.err.Error() }
-func (e *notSent) Unwrap() error     { return e.err }
-func (e *notSent) SafeToRetry() bool { return true }
-
-// connClosed reports whether e is a connection that is closed.
-func connClosed(e Executor) bool {
-	switch c := e.(type) {
-	case *pgxpool.Conn:
-		return c.Conn().IsClosed()
-	case *pgx.Conn:
-		return c.IsClosed()
-	}
-	return false
-}
-
 // unavailable reports whether err says the server could not be reached
 // or is going away, rather than that the statement was wrong.
 func unavailable(err error) bool {

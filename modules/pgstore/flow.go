@@ -14,17 +14,18 @@ import (
 
 var _ contract.FlowController = (*workQueue)(nil)
 
-// queueFlags remembers a fact about each queue, learnt from its claims in
-// this process, that chooses the claim statement. limited: the queue had
-// limits or pauses at its last claim, so it is claimed by
-// queries/claim_flow.sql; a wrong guess costs one round trip, claim.sql
-// claiming nothing on a queue with limits and saying so, claim_flow.sql
-// saying when a queue has none left. full: the queue has recorded events
-// or queued an item with a priority since this process opened it, so it
-// is claimed by the full claim.sql rather than the lean one; the lean
-// claim claims nothing on such a queue and says so, and the flag then
-// stays (a queue that used priorities or events once is taken to use
-// them again; the full claim serves any queue the lean one does).
+// queueFlags remembers a fact about each queue, learnt in this process,
+// that chooses a statement; a wrong guess costs one round trip, the
+// statement claiming or completing nothing and saying so. limited: the
+// queue had limits or pauses at its last claim, so it is claimed by
+// queries/claim_flow.sql (claim.sql meets limits and says so,
+// claim_flow.sql says when a queue has none left). full: the queue
+// records events or has queued an item with a priority, so it is claimed
+// by the full rendering of its claim rather than the lean one (see
+// queries.go). keeps: the queue has a retention row, so its Completes run
+// the full complete.sql. full and keeps stay once set: a queue that used
+// priorities or a retention once is taken to use them again, and the full
+// statements serve any queue the lean ones do.
 type queueFlags struct {
 	mu sync.Mutex
 	m  map[string]bool
@@ -36,10 +37,10 @@ func (l *queueFlags) get(queue string) bool {
 	return l.m[queue]
 }
 
-func (l *queueFlags) set(queue string, limited bool) {
+func (l *queueFlags) set(queue string, on bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if limited {
+	if on {
 		l.m[queue] = true
 	} else {
 		delete(l.m, queue)
@@ -293,12 +294,12 @@ var (
 
 // claimOnce runs one claim statement on e after prelude: claim.sql when
 // the queue had no limits or pauses at its last claim here,
-// claim_flow.sql when it had (each in its lean rendering unless the queue
-// is flagged full). It returns errLimited when claim.sql met limits or pauses, and
-// errFull when a lean claim met events or priorities (it claimed nothing
-// then), and remembers when claim_flow.sql found no limits left.
-// timedOut says the queue holds waits that timed out, for the caller to
-// make due (wait_timeouts.sql).
+// claim_flow.sql when it had, each in its lean rendering unless the queue
+// is flagged full. It returns errLimited when claim.sql met limits or
+// pauses and errFull when a lean claim met events or priorities (it
+// claimed nothing then), and remembers when claim_flow.sql found no
+// limits left. timedOut says the queue holds waits that timed out, for
+// the caller to make due (wait_timeouts.sql).
 func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.ClaimRequest, limited bool, prelude []stmt) (leases []contract.Lease, timedOut bool, err error) {
 	now := q.clock.Now()
 	if !limited {

@@ -25,23 +25,7 @@ func TestLeanClaimHandsOverToFullClaim(t *testing.T) {
 	if err := a.Enqueue(ctx, contract.Item{Tenant: "t", ID: "plain"}); err != nil {
 		t.Fatal(err)
 	}
-	b := histQueue(t, d, clock)
-	if l := claimOne(t, b, "w"); l.Item.ID != "plain" {
-		t.Fatalf("claim of a plain queue: %s, want plain", l.Item.ID)
-	}
-	// Priorities, enqueued by a: b's next claim meets them.
-	if err := a.Enqueue(ctx, contract.Item{Tenant: "t", ID: "low", Priority: -1}, contract.Item{Tenant: "t", ID: "zero"},
-		contract.Item{Tenant: "t", ID: "high", Priority: 5}); err != nil {
-		t.Fatal(err)
-	}
-	ls, err := b.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
-	var ids []string
-	for _, l := range ls {
-		ids = append(ids, l.Item.ID)
-	}
-	if err != nil || strings.Join(ids, ",") != "high,zero,low" {
-		t.Fatalf("claim after another process enqueued priorities: %v, %v; want high, zero, low", ids, err)
-	}
+	claimPriorities(t, a, histQueue(t, d, clock))
 	// Events, turned on by a: c, which never saw a priority, records the
 	// claimed event.
 	if err := a.SetRetention(ctx, "", contract.Retention{Age: time.Hour, Events: 10}); err != nil {
@@ -146,9 +130,18 @@ func TestLeanFlowClaimHandsOverToFullClaim(t *testing.T) {
 	if err := a.Enqueue(ctx, contract.Item{Tenant: "t", ID: "plain"}); err != nil {
 		t.Fatal(err)
 	}
-	b := histQueue(t, d, clock)
+	claimPriorities(t, a, histQueue(t, d, clock))
+}
+
+// claimPriorities has b, a process that has seen no priority, claim the
+// queue's one item ("plain", enqueued by the caller), then items of
+// three priorities that a enqueues: b's lean claim meets them and hands
+// over, and the claim serves them in priority order.
+func claimPriorities(t *testing.T, a, b *pgstore.PostgresWorkQueue) {
+	t.Helper()
+	ctx := ctxT(t, time.Minute)
 	if l := claimOne(t, b, "w"); l.Item.ID != "plain" {
-		t.Fatalf("claim of a capped queue: %s, want plain", l.Item.ID)
+		t.Fatalf("first claim: %s, want plain", l.Item.ID)
 	}
 	if err := a.Enqueue(ctx, contract.Item{Tenant: "t", ID: "low", Priority: -1}, contract.Item{Tenant: "t", ID: "zero"},
 		contract.Item{Tenant: "t", ID: "high", Priority: 5}); err != nil {
@@ -160,6 +153,6 @@ func TestLeanFlowClaimHandsOverToFullClaim(t *testing.T) {
 		ids = append(ids, l.Item.ID)
 	}
 	if err != nil || strings.Join(ids, ",") != "high,zero,low" {
-		t.Fatalf("claim of a capped queue after another process enqueued priorities: %v, %v; want high, zero, low", ids, err)
+		t.Fatalf("claim after another process enqueued priorities: %v, %v; want high, zero, low", ids, err)
 	}
 }

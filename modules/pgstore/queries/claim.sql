@@ -8,6 +8,13 @@
 -- key, evaluated once) and the statement returns a single row that says
 -- so, and the queue claims again with claim_flow.sql.
 --
+-- It is rendered twice (queries.go): in full, and lean, for a queue that
+-- records no events and holds no queued item with a priority, without
+-- the events' CTEs and with one range per tenant's pick
+-- (fragments/pick_plain.sql instead of pick_items.sql). The lean claim's
+-- rotation is empty when the queue needs more, and its marker row then
+-- says so (fragments/lean_claim_row.sql).
+--
 -- pick walks the rotation round by round: round 1 offers every tenant, in
 -- turn order, its first due item (in priority order: fragments/pick_items.sql); each later round offers each tenant
 -- that was served in the round before its next one. The walk is lazy, so
