@@ -117,8 +117,9 @@ func TestPlainQueueRunsLeanComplete(t *testing.T) {
 	}
 }
 
-// The flow claim (a queue with limits) is lean as well, and hands over
-// the same way when another process enqueued priorities.
+// The flow claim and Complete (a queue with limits) are lean as well, and
+// hand over the same way when another process enqueued priorities or set
+// a retention.
 func TestLeanFlowClaimHandsOverToFullClaim(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
 	d := newTestDB(t)
@@ -130,14 +131,25 @@ func TestLeanFlowClaimHandsOverToFullClaim(t *testing.T) {
 	if err := a.Enqueue(ctx, contract.Item{Tenant: "t", ID: "plain"}); err != nil {
 		t.Fatal(err)
 	}
-	claimPriorities(t, a, histQueue(t, d, clock))
+	b := histQueue(t, d, clock)
+	ls := claimPriorities(t, a, b)
+	if err := a.SetRetention(ctx, "", contract.Retention{Count: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Complete(ctx, ls...); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := a.Item(ctx, contract.ItemKey{Tenant: "t", ID: "high"}); err != nil || it.Item.State != contract.StateCompleted {
+		t.Errorf("an item completed by a process that had not seen the retention: %+v, %v; want it kept, completed", it, err)
+	}
 }
 
 // claimPriorities has b, a process that has seen no priority, claim the
 // queue's one item ("plain", enqueued by the caller), then items of
 // three priorities that a enqueues: b's lean claim meets them and hands
-// over, and the claim serves them in priority order.
-func claimPriorities(t *testing.T, a, b *pgstore.PostgresWorkQueue) {
+// over, and the claim serves them in priority order. It returns their
+// leases.
+func claimPriorities(t *testing.T, a, b *pgstore.PostgresWorkQueue) []contract.Lease {
 	t.Helper()
 	ctx := ctxT(t, time.Minute)
 	if l := claimOne(t, b, "w"); l.Item.ID != "plain" {
@@ -155,4 +167,5 @@ func claimPriorities(t *testing.T, a, b *pgstore.PostgresWorkQueue) {
 	if err != nil || strings.Join(ids, ",") != "high,zero,low" {
 		t.Fatalf("claim after another process enqueued priorities: %v, %v; want high, zero, low", ids, err)
 	}
+	return ls
 }

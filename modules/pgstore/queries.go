@@ -201,6 +201,7 @@ type queries struct {
 	complete             string
 	completeLean         string
 	completeFlow         string
+	completeFlowLean     string
 	completeSettings     string
 	completeLeanSettings string
 	deadCount            string
@@ -302,7 +303,8 @@ func loadQueries(t StateTables) queries {
 		limitsSet:            r(limitsSetSQL),
 		complete:             r(completeFull.Replace(completeSQL)),
 		completeLean:         r(completeLean.Replace(completeSQL)),
-		completeFlow:         r(completeFlowSQL),
+		completeFlow:         r(completeFull.Replace(completeFlowSQL)),
+		completeFlowLean:     r(completeFlowLean.Replace(completeFlowSQL)),
 		completeSettings:     r(completeSettingsSQL),
 		completeLeanSettings: r(completeLeanSettingsSQL),
 		deadCount:            r(deadCountSQL),
@@ -387,15 +389,18 @@ var (
 		"{marker_kind}", "{lean_claim_row}", "{marker_more}", " OR {lean_claim_needs}")
 )
 
-// complete.sql is rendered twice as well: the full Complete, and a lean
+// complete.sql is rendered twice as well, and so is complete_flow.sql
+// (the Complete of a queue with limits): the full Complete, and a lean
 // one for a batch whose queues have no retention row and whose items
 // asked for no uniqueness window, which keeps nothing and records no
-// event, so its plan is one DELETE (fragments/complete_done_lean.sql):
+// event, so its plan is one DELETE (fragments/complete_done_lean.sql;
+// with complete_flow.sql's wake check after it):
 // 576,000 instructions a Complete of one item with the full statement,
 // fewer than half that with the lean one.
 var (
-	completeFull = strings.NewReplacer("{done}", "{complete_done}", "{done_more}", "")
-	completeLean = strings.NewReplacer("{done}", "{complete_done_lean}", "{done_more}", "UNION ALL SELECT '', '', '', 0 FROM ret")
+	completeFull     = strings.NewReplacer("{done}", "{complete_done}", "{done_more}", "")
+	completeLean     = strings.NewReplacer("{done}", "{complete_done_lean}", "{done_more}", "UNION ALL SELECT '', '', '', 0 FROM ret")
+	completeFlowLean = strings.NewReplacer("{done}", "{complete_done_lean}", "{done_more}", "UNION ALL SELECT '', '', '', 0, 0 FROM ret")
 )
 
 // renderer returns the func that puts the shared fragments

@@ -392,7 +392,7 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		st := c.stmt(q, true)
 		settings := q.q.completeSettings
-		if st.sql == q.q.completeLean {
+		if st.sql == q.q.completeLean || st.sql == q.q.completeFlowLean {
 			settings = q.q.completeLeanSettings
 		}
 		if err := q.db.plannedRows(ctx, e, st.sql, settings, st.args, st.scan); err != nil {
@@ -539,47 +539,51 @@ func newCompletion(leases []contract.Lease) *completion {
 }
 
 // stmt is the statement, its scan recording the deleted items; each try
-// of a retried call starts from none. With lean set, a batch that keeps
-// nothing (no queue of it has limits or a retention row that this process
-// knows of, no item asked for a uniqueness window) runs the lean
-// Complete, which may complete nothing and set needFull instead; the
-// caller then runs stmt again without lean.
+// of a retried call starts from none. A batch with a queue that has
+// limits runs complete_flow.sql, the others complete.sql. With lean set,
+// a batch that keeps nothing (no queue of it has a retention row that
+// this process knows of, no item asked for a uniqueness window) runs the
+// lean rendering, which may complete nothing and set needFull instead;
+// the caller then runs stmt again without lean.
 func (c *completion) stmt(q *workQueue, lean bool) stmt {
 	clear(c.done)
 	c.needFull = false
-	sql, args := q.q.complete, []any{c.queues, c.tenants, c.ids, c.tokens, q.clock.Now()}
-	if lean && !c.unique {
-		sql = q.q.completeLean
-	}
+	lean = lean && !c.unique
+	flow := false
 	for i, name := range c.queues {
 		if i > 0 && name == c.queues[i-1] {
 			continue
 		}
-		if q.limited.get(name) {
-			// A queue with limits: the statement also wakes claimers when
-			// a capped tenant's lease ends.
-			sql, args = q.q.completeFlow, append(args, q.channel)
-			break
-		}
-		if sql == q.q.completeLean && q.keeps.get(name) {
-			sql = q.q.complete
-		}
+		// A queue with limits: the statement also wakes claimers when a
+		// capped tenant's lease ends.
+		flow = flow || q.limited.get(name)
+		lean = lean && !q.keeps.get(name)
 	}
-	if sql == q.q.completeLean {
-		args = args[:4] // it keeps nothing, so it needs no time
+	args := []any{c.queues, c.tenants, c.ids, c.tokens, q.clock.Now()}
+	var sql string
+	switch {
+	case flow:
+		sql, args = q.q.completeFlow, append(args, q.channel)
+		if lean {
+			sql = q.q.completeFlowLean
+		}
+	case lean:
+		sql, args = q.q.completeLean, args[:4] // it keeps nothing, so it needs no time
+	default:
+		sql = q.q.complete
 	}
 	return stmt{sql: sql, args: args, scan: func(rows pgx.Rows) error {
 		var k contract.ItemKey
 		var token int64
 		dest := []any{&k.Queue, &k.Tenant, &k.ID, &token}
-		if sql == q.q.completeFlow {
+		if flow {
 			var woke int64
 			dest = append(dest, &woke)
 		}
 		err := rows.Scan(dest...)
 		switch {
 		case err != nil:
-		case sql == q.q.completeLean && k.Queue == "" && token == 0:
+		case lean && k.Queue == "" && token == 0:
 			c.needFull = true
 		default:
 			c.done[k] = token

@@ -8,9 +8,10 @@
 -- and was at its cap, the queue's claimers are woken on commit, since the
 -- lease that ends frees it. The count is the statement's snapshot, which
 -- still holds the rows deleted here. On a queue without limits that is
--- one probe of the limits per tenant completed, finding nothing.
+-- one probe of the limits per tenant completed, finding nothing. Like
+-- complete.sql it is rendered twice (queries.go), in full and lean.
 WITH
-{complete_done},
+{done},
 woke AS (
     SELECT pg_notify($6, c.queue)
     FROM (SELECT DISTINCT queue, tenant FROM done) c
@@ -26,3 +27,4 @@ woke AS (
     LIMIT 1
 )
 SELECT queue, tenant, id, token, (SELECT count(*) FROM woke) FROM done
+{done_more}
