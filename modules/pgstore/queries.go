@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"embed"
+	"slices"
 	"strings"
 )
 
@@ -295,7 +296,7 @@ func loadQueries(t StateTables) queries {
 		claimLean:            r(claimLean.Replace(claimSQL)),
 		claimSettings:        r(claimSettingsSQL),
 		claimFlow:            r(claimFull.Replace(claimFlowSQL)),
-		claimFlowLean:        r(claimLean.Replace(strings.ReplaceAll(claimFlowSQL, "{lean_row}", "{lean_flow_row}"))),
+		claimFlowLean:        r(claimFlowLean.Replace(claimFlowSQL)),
 		claimFlowSettings:    r(claimFlowSettingsSQL),
 		charge:               r(chargeSQL),
 		flowStatus:           r(flowStatusSQL),
@@ -385,9 +386,13 @@ func loadQueries(t StateTables) queries {
 var (
 	claimFull = strings.NewReplacer("{lean_guard}", "", "{claim_pick}", "{pick_items}", "{events}", "{claim_events}",
 		"{marker_kind}", "'limited'", "{marker_more}", "", "{lean_row}", "")
-	claimLean = strings.NewReplacer("{lean_guard}", "AND NOT {lean_claim_needs}", "{claim_pick}", "{pick_plain}", "{events}", "",
-		"{marker_kind}", "{lean_claim_row}", "{marker_more}", " OR {lean_claim_needs}")
+	claimLean     = strings.NewReplacer(leanClaim...)
+	claimFlowLean = strings.NewReplacer(slices.Concat(leanClaim, []string{"{lean_row}", "{lean_flow_row}"})...)
 )
+
+// leanClaim are the placeholders of the lean claims and what they become.
+var leanClaim = []string{"{lean_guard}", "AND NOT {lean_claim_needs}", "{claim_pick}", "{pick_plain}", "{events}", "",
+	"{marker_kind}", "{lean_claim_row}", "{marker_more}", " OR {lean_claim_needs}"}
 
 // complete.sql is rendered twice as well, and so is complete_flow.sql
 // (the Complete of a queue with limits): the full Complete, and a lean

@@ -401,7 +401,7 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 		if c.needFull {
 			// The lean Complete met a retention row another process set:
 			// it deleted nothing, and the batch goes again, in full.
-			for _, name := range c.queues {
+			for _, name := range c.distinctQueues() {
 				q.keeps.set(name, true)
 			}
 			st = c.stmt(q, false)
@@ -409,10 +409,8 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 				return err
 			}
 		}
-		for i, l := range leases {
-			if i == 0 || l.Item.Queue != leases[i-1].Item.Queue {
-				q.parkAfter(ctx, e, l.Item.Queue)
-			}
+		for _, name := range c.distinctQueues() {
+			q.parkAfter(ctx, e, name)
 		}
 		return nil
 	})
@@ -550,10 +548,7 @@ func (c *completion) stmt(q *workQueue, lean bool) stmt {
 	c.needFull = false
 	lean = lean && !c.unique
 	flow := false
-	for i, name := range c.queues {
-		if i > 0 && name == c.queues[i-1] {
-			continue
-		}
+	for _, name := range c.distinctQueues() {
 		// A queue with limits: the statement also wakes claimers when a
 		// capped tenant's lease ends.
 		flow = flow || q.limited.get(name)
@@ -590,6 +585,12 @@ func (c *completion) stmt(q *workQueue, lean bool) stmt {
 		}
 		return err
 	}}
+}
+
+// distinctQueues returns the batch's queues, each once (c.queues is
+// sorted).
+func (c *completion) distinctQueues() []string {
+	return slices.Compact(slices.Clone(c.queues))
 }
 
 // left returns the leases the statement did not delete, nil when none.
