@@ -88,3 +88,11 @@ func StatusPatchStatements(t StateTables) StatusPatchSQL {
 	q := loadQueries(t)
 	return StatusPatchSQL{First: q.runPatchFirst, FirstPrune: q.runPatchFirstPrune, Lock: q.runPatchKeep}
 }
+
+// ClaimEventsSQL is the events claim statement rendered for t, for plan
+// tests.
+func ClaimEventsSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).claimEvents }
+
+// ClaimPrioSQL is the priorities claim statement rendered for t, for plan
+// tests.
+func ClaimPrioSQL(t StateTables) string { t, _ = t.normalized(); return loadQueries(t).claimPrio }

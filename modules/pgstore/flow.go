@@ -19,13 +19,13 @@ var _ contract.FlowController = (*workQueue)(nil)
 // statement claiming or completing nothing and saying so. limited: the
 // queue had limits or pauses at its last claim, so it is claimed by
 // queries/claim_flow.sql (claim.sql meets limits and says so,
-// claim_flow.sql says when a queue has none left). full: the queue
-// records events or has queued an item with a priority, so it is claimed
-// by the full rendering of its claim rather than the lean one (see
-// queries.go). keeps: the queue has a retention row, so its Completes run
-// the full complete.sql. full and keeps stay once set: a queue that used
-// priorities or a retention once is taken to use them again, and the full
-// statements serve any queue the lean ones do.
+// claim_flow.sql says when a queue has none left). prio: the queue has
+// queued an item with a priority; events: it records events; the two
+// choose the rendering of its claim (claimSQL, and see queries.go).
+// keeps: the queue has a retention row, so its Completes run the full
+// complete.sql. prio, events and keeps stay once set: a queue that used
+// priorities, events or a retention once is taken to use them again, and
+// the full statements serve any queue the lean ones do.
 type queueFlags struct {
 	mu sync.Mutex
 	m  map[string]bool
@@ -292,60 +292,89 @@ var (
 	errFull    = errors.New("pgstore: the queue needs the full claim")
 )
 
+// claimSQL is the rendering of claim.sql (claim_flow.sql when flow is
+// set) that serves what queue is flagged with here: the lean one when
+// neither priorities nor events, claim.sql's events or priorities
+// rendering when one of them, the full one otherwise (claim_flow.sql has
+// no rendering between the lean and the full one).
+func (q *workQueue) claimSQL(queue string, flow bool) string {
+	prio, events := q.prio.get(queue), q.events.get(queue)
+	switch {
+	case flow && (prio || events):
+		return q.q.claimFlow
+	case flow:
+		return q.q.claimFlowLean
+	case prio && events:
+		return q.q.claim
+	case prio:
+		return q.q.claimPrio
+	case events:
+		return q.q.claimEvents
+	}
+	return q.q.claimLean
+}
+
+// learn flags queue with what a claim's marker row of kind said it needs
+// (fragments/lean_claim_row.sql): "prio", "events", or "full" for both. It
+// reports whether kind was one of them.
+func (q *workQueue) learn(queue, kind string) bool {
+	switch kind {
+	case "full":
+		q.prio.set(queue, true)
+		q.events.set(queue, true)
+	case "prio":
+		q.prio.set(queue, true)
+	case "events":
+		q.events.set(queue, true)
+	default:
+		return false
+	}
+	return true
+}
+
 // claimOnce runs one claim statement on e after prelude: claim.sql when
 // the queue had no limits or pauses at its last claim here,
-// claim_flow.sql when it had, each in its lean rendering unless the queue
-// is flagged full. It returns errLimited when claim.sql met limits or
-// pauses and errFull when a lean claim met events or priorities (it
-// claimed nothing then), and remembers when claim_flow.sql found no
-// limits left. timedOut says the queue holds waits that timed out, for
+// claim_flow.sql when it had, each in the rendering that serves what the
+// queue is flagged with (claimSQL). It returns errLimited when claim.sql
+// met limits or pauses and errFull when its rendering met priorities or
+// events it cannot serve (it claimed nothing then), and remembers when
+// claim_flow.sql found no limits left. timedOut says the queue holds waits that timed out, for
 // the caller to make due (wait_timeouts.sql).
 func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.ClaimRequest, limited bool, prelude []stmt) (leases []contract.Lease, timedOut bool, err error) {
 	now := q.clock.Now()
 	if !limited {
-		metLimits, metFull := false, false
-		sql := q.q.claimLean
-		if q.full.get(req.Queue) {
-			sql = q.q.claim
-		}
+		metLimits, metMore := false, false
 		args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor)}
-		err := q.db.plannedRows(ctx, e, sql, q.q.claimSettings, args, func(rows pgx.Rows) error {
+		err := q.db.plannedRows(ctx, e, q.claimSQL(req.Queue, false), q.q.claimSettings, args, func(rows pgx.Rows) error {
 			r, err := scanFastClaim(rows)
 			switch {
 			case err != nil:
 				return err
 			case r.kind == "limited":
 				metLimits = true
-			case r.kind == "full":
-				metFull = true
 			case r.kind == "timeouts":
 				timedOut = true
+			case q.learn(req.Queue, r.kind):
+				metMore = true
 			default:
 				leases = append(leases, r.lease)
 			}
 			return nil
 		}, prelude...)
-		if err == nil && metFull {
-			q.full.set(req.Queue, true)
-		}
 		if err == nil && metLimits {
 			q.limited.set(req.Queue, true)
 			return nil, false, errLimited
 		}
-		if err == nil && metFull {
+		if err == nil && metMore {
 			return nil, false, errFull
 		}
 		return leases, timedOut, err
 	}
 	rep := contract.ClaimReportFrom(ctx)
 	var held []claimRow
-	free, paused, metFull := false, false, false
-	sql := q.q.claimFlowLean
-	if q.full.get(req.Queue) {
-		sql = q.q.claimFlow
-	}
+	free, paused, metMore := false, false, false
 	args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor), contract.UnixMicros(now), now.UnixMilli(), rep != nil}
-	err = q.db.plannedRows(ctx, e, sql, q.q.claimFlowSettings, args, func(rows pgx.Rows) error {
+	err = q.db.plannedRows(ctx, e, q.claimSQL(req.Queue, true), q.q.claimFlowSettings, args, func(rows pgx.Rows) error {
 		r, err := scanFlowClaim(rows)
 		if err != nil {
 			return err
@@ -361,19 +390,18 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 			paused = true
 		case "timeouts":
 			timedOut = true
-		case "full":
-			metFull = true
+		default:
+			metMore = q.learn(req.Queue, r.kind) || metMore
 		}
 		return nil
 	}, prelude...)
 	if err != nil {
 		return nil, false, err
 	}
-	if metFull {
+	if metMore {
 		// The lean flow claim met events or priorities: it claimed
 		// nothing (what it read of held tenants and pauses is the full
 		// claim's to report).
-		q.full.set(req.Queue, true)
 		return nil, false, errFull
 	}
 	if paused && rep != nil {

@@ -24,7 +24,7 @@ var (
 func (q *workQueue) SetRetention(ctx context.Context, queue string, r contract.Retention) error {
 	if r.Events > 0 {
 		// Claims record events from now on: the lean claim cannot.
-		q.full.set(queue, true)
+		q.events.set(queue, true)
 	}
 	// The queue has a retention row from now on (even a zero Retention
 	// is written as one): its Completes run the full statement.

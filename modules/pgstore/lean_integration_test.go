@@ -49,7 +49,7 @@ func TestLeanClaimHandsOverToFullClaim(t *testing.T) {
 
 // A queue that records no events and holds no priorities is claimed with
 // the lean claim: its plan has no events' CTEs and one range per tenant's
-// pick, and the full claim's plan has both.
+// pick; once it holds priorities, its plan has their ranges.
 func TestPlainQueueRunsLeanClaim(t *testing.T) {
 	ctx := ctxT(t, time.Minute)
 	d := newTestDB(t)
@@ -72,11 +72,97 @@ func TestPlainQueueRunsLeanClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan = conn.plan(t, "WITH RECURSIVE")
-	if !strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
-		t.Errorf("a claim after priorities were enqueued did not run the full claim:\n%s", plan)
+	if strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
+		t.Errorf("a claim after priorities were enqueued did not run the priorities claim:\n%s", plan)
 	}
 	if full, lean := pgstore.ClaimSQL(pgstore.StateTables{}), pgstore.ClaimLeanSQL(pgstore.StateTables{}); strings.Contains(lean, "{") || strings.Contains(full, "{") {
 		t.Errorf("a claim statement holds a placeholder left unrendered")
+	}
+}
+
+// A queue that records events and holds no queued item with a priority
+// is claimed with the events claim: its plan records the claimed event
+// and has one range per tenant's pick. A process that had not seen the
+// events turned on meets them in its lean claim and hands over to the
+// events claim; one that had not seen priorities meets them there and
+// hands over to the full claim, which serves them in priority order.
+func TestEventsQueueRunsEventsClaim(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	conn, q := newExplainedQueue(t, ctx, d, nil)
+	other := histQueue(t, d, contract.SystemClock{})
+	if err := other.SetRetention(ctx, "", contract.Retention{Age: time.Hour, Events: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Enqueue(ctx, contract.Item{Tenant: "t", ID: "1"}, contract.Item{Tenant: "t", ID: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	conn.explain(t, ctx, false)
+	if l := claimOne(t, q, "w"); l.Item.ID != "1" {
+		t.Fatalf("claim: %s, want 1", l.Item.ID)
+	}
+	plan := conn.plan(t, "WITH RECURSIVE")
+	if !strings.Contains(plan, "adk_work_events") || strings.Contains(plan, "adk_work_ready_pri") {
+		t.Errorf("the claim of a queue that records events and has no priorities did not run the events claim:\n%s", plan)
+	}
+	h, err := other.History(ctx, contract.ItemKey{Tenant: "t", ID: "1"})
+	if err != nil || kinds(h.Events) != "enqueued,claimed" {
+		t.Fatalf("events of an item claimed by the events claim: %+v, %v", h.Events, err)
+	}
+	if err := other.Enqueue(ctx, contract.Item{Tenant: "t", ID: "high", Priority: 5}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 10})
+	if err != nil || len(ls) != 2 || ls[0].Item.ID != "high" || ls[1].Item.ID != "2" {
+		t.Fatalf("claim after another process enqueued a priority: %v, %v; want high, 2", ls, err)
+	}
+	plan = conn.plan(t, "WITH RECURSIVE")
+	if !strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
+		t.Errorf("a claim after a priority was enqueued did not run the full claim:\n%s", plan)
+	}
+	if full, ev := pgstore.ClaimSQL(pgstore.StateTables{}), pgstore.ClaimEventsSQL(pgstore.StateTables{}); full == ev || strings.Contains(ev, "{") {
+		t.Errorf("the events claim is the full claim, or holds a placeholder left unrendered")
+	}
+}
+
+// A queue that holds queued items with priorities and records no events
+// is claimed with the priorities claim: its plan has the priority ranges
+// and no events' CTEs. When another process turns events on, the
+// priorities claim meets them and hands over to the full claim, which
+// records the claimed event.
+func TestPriorityQueueRunsPrioClaim(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	d := newTestDB(t)
+	conn, q := newExplainedQueue(t, ctx, d, nil)
+	other := histQueue(t, d, contract.SystemClock{})
+	if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: "low", Priority: -1}, contract.Item{Tenant: "t", ID: "zero"},
+		contract.Item{Tenant: "t", ID: "high", Priority: 5}); err != nil {
+		t.Fatal(err)
+	}
+	conn.explain(t, ctx, false)
+	if l := claimOne(t, q, "w"); l.Item.ID != "high" {
+		t.Fatalf("claim: %s, want high", l.Item.ID)
+	}
+	plan := conn.plan(t, "WITH RECURSIVE")
+	if strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
+		t.Errorf("the claim of a queue with priorities that records no events did not run the priorities claim:\n%s", plan)
+	}
+	if err := other.SetRetention(ctx, "", contract.Retention{Age: time.Hour, Events: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if l := claimOne(t, q, "w2"); l.Item.ID != "zero" {
+		t.Fatalf("claim after another process turned events on: %s, want zero", l.Item.ID)
+	}
+	plan = conn.plan(t, "WITH RECURSIVE")
+	if !strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
+		t.Errorf("a claim after events were turned on did not run the full claim:\n%s", plan)
+	}
+	h, err := other.History(ctx, contract.ItemKey{Tenant: "t", ID: "zero"})
+	if err != nil || len(h.Events) == 0 || h.Events[len(h.Events)-1].Kind != contract.EventClaimed || h.Events[len(h.Events)-1].Worker != "w2" {
+		t.Fatalf("events of an item claimed after another process turned events on: %+v, %v", h.Events, err)
+	}
+	if full, pr := pgstore.ClaimSQL(pgstore.StateTables{}), pgstore.ClaimPrioSQL(pgstore.StateTables{}); full == pr || strings.Contains(pr, "{") {
+		t.Errorf("the priorities claim is the full claim, or holds a placeholder left unrendered")
 	}
 }
 

@@ -22,8 +22,9 @@ func snake(field string) string {
 	return b.String()
 }
 
-// Every file in queries/ is a field of queries (claim.sql, claim_flow.sql
-// and complete.sql two each: the full and the lean statement), holding that file's SQL
+// Every file in queries/ is a field of queries (claim.sql four: the
+// full, the lean, the events and the priorities statement; claim_flow.sql, complete.sql
+// and complete_flow.sql two each: the full and the lean), holding that file's SQL
 // rendered whole: no {placeholder} of a table or a shared fragment is
 // left for the server to choke on, and the dead-letter statements all read the
 // one filter.
@@ -56,7 +57,7 @@ func TestQueriesRenderTablesAndFragments(t *testing.T) {
 		}
 		sql, ok := byName[name]
 		want := r(string(raw))
-		// Three files are rendered twice: in full and lean.
+		// Four files are rendered in full and lean.
 		for file, pair := range map[string][2]func(string) string{"claim": {claimFull.Replace, claimLean.Replace},
 			"claim_flow":    {claimFull.Replace, claimFlowLean.Replace},
 			"complete":      {completeFull.Replace, completeLean.Replace},
@@ -69,6 +70,16 @@ func TestQueriesRenderTablesAndFragments(t *testing.T) {
 				t.Errorf("field %sLean does not hold the lean rendering of queries/%s", file, f.Name())
 			}
 			nfiles++
+		}
+		// claim.sql twice more: its events and priorities renderings.
+		if name == "claim" {
+			if byName["claim_events"] != r(claimEvents.Replace(string(raw))) {
+				t.Errorf("field claimEvents does not hold the events rendering of queries/claim.sql")
+			}
+			if byName["claim_prio"] != r(claimPrio.Replace(string(raw))) {
+				t.Errorf("field claimPrio does not hold the priorities rendering of queries/claim.sql")
+			}
+			nfiles += 2
 		}
 		switch {
 		case !ok:

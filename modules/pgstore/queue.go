@@ -41,7 +41,8 @@ type workQueue struct {
 	channel  string
 	parks    *parkTimes
 	limited  *queueFlags
-	full     *queueFlags
+	prio     *queueFlags
+	events   *queueFlags
 	keeps    *queueFlags
 }
 
@@ -81,7 +82,8 @@ func NewQueue(exec Executor, clock contract.Clock, s Settings) (*PostgresWorkQue
 		db: newDB(exec, s.AcquireTimeout), clock: clock, settings: s,
 		q: loadQueries(s.Tables), channel: s.Channel, parks: &parkTimes{last: map[string]parkMark{}},
 		limited: &queueFlags{m: map[string]bool{}},
-		full:    &queueFlags{m: map[string]bool{}},
+		prio:    &queueFlags{m: map[string]bool{}},
+		events:  &queueFlags{m: map[string]bool{}},
 		keeps:   &queueFlags{m: map[string]bool{}},
 	}).front(), nil
 }
@@ -126,10 +128,11 @@ func (q *workQueue) Enqueue(ctx context.Context, items ...contract.Item) error {
 func (q *workQueue) enqueue(ctx context.Context, items []contract.Item, report bool) ([]contract.EnqueueResult, error) {
 	flagged := ""
 	for _, it := range items {
-		// A queue given priorities is claimed with the full claim.sql
-		// from now on; flagged here, its next claim need not find out.
+		// A queue given priorities is claimed with a rendering of
+		// claim.sql that serves them from now on; flagged here, its
+		// next claim need not find out.
 		if it.Priority != 0 && it.Queue != flagged {
-			q.full.set(it.Queue, true)
+			q.prio.set(it.Queue, true)
 			flagged = it.Queue
 		}
 	}
@@ -308,12 +311,15 @@ func (q *workQueue) claimWith(ctx context.Context, req contract.ClaimRequest, co
 				}
 				return nil
 			}
-			if !errors.Is(err, errLimited) && !errors.Is(err, errFull) || try > 1 {
+			if !errors.Is(err, errLimited) && !errors.Is(err, errFull) || try > 2 {
 				return err
 			}
 			// claim.sql met limits set since this process last looked, or
-			// its lean rendering met events or priorities; its transaction
-			// (with the Complete, if any) committed, and claimed nothing.
+			// its lean or events rendering met events or priorities; its
+			// transaction (with the Complete, if any) committed, and
+			// claimed nothing. The flags only move towards the statements
+			// that serve more, so three tries suffice before the one that
+			// claims: say lean, events, full claim.sql, claim_flow.sql.
 			completed = complete != nil
 			prelude = nil
 		}

@@ -1,5 +1,5 @@
 -- What the lean claim (claim.sql rendered without events and priority
 -- ranges) cannot serve: a queue that records events (ret) or holds a
--- queued item with a priority (one probe of {work}_ready_pri). Queries
--- name it {lean_claim_needs}; it is a boolean expression.
-(EXISTS (SELECT 1 FROM ret) OR EXISTS (SELECT 1 FROM {work} q WHERE q.queue = $1 AND q.state = 'queued' AND q.priority <> 0))
+-- queued item with a priority. Queries name it {lean_claim_needs}; it is
+-- a boolean expression.
+(EXISTS (SELECT 1 FROM ret) OR {queued_priority})
