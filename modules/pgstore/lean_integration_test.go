@@ -61,22 +61,35 @@ func TestPlainQueueRunsLeanClaim(t *testing.T) {
 	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1}); err != nil {
 		t.Fatal(err)
 	}
-	plan := conn.plan(t, "WITH RECURSIVE")
-	if strings.Contains(plan, "adk_work_events") || strings.Contains(plan, "adk_work_ready_pri") {
-		t.Errorf("a plain queue's claim ran a plan with events or priority ranges:\n%s", plan)
-	}
+	wantClaimPlan(t, conn, false, false, "a plain queue's claim (the lean claim)")
 	if err := q.Enqueue(ctx, contract.Item{Tenant: "t", ID: "3", Priority: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := q.Claim(ctx, contract.ClaimRequest{Worker: "w", LeaseFor: time.Minute, Max: 1}); err != nil {
 		t.Fatal(err)
 	}
-	plan = conn.plan(t, "WITH RECURSIVE")
-	if strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
-		t.Errorf("a claim after priorities were enqueued did not run the priorities claim:\n%s", plan)
+	wantClaimPlan(t, conn, false, true, "a claim after priorities were enqueued (the priorities claim)")
+	seen := map[string]string{}
+	for name, sql := range map[string]string{"full": pgstore.ClaimSQL(pgstore.StateTables{}), "lean": pgstore.ClaimLeanSQL(pgstore.StateTables{}),
+		"events": pgstore.ClaimEventsSQL(pgstore.StateTables{}), "priorities": pgstore.ClaimPrioSQL(pgstore.StateTables{})} {
+		if strings.Contains(sql, "{") {
+			t.Errorf("the %s claim holds a placeholder left unrendered", name)
+		}
+		if other, ok := seen[sql]; ok {
+			t.Errorf("the %s claim is the %s claim", name, other)
+		}
+		seen[sql] = name
 	}
-	if full, lean := pgstore.ClaimSQL(pgstore.StateTables{}), pgstore.ClaimLeanSQL(pgstore.StateTables{}); strings.Contains(lean, "{") || strings.Contains(full, "{") {
-		t.Errorf("a claim statement holds a placeholder left unrendered")
+}
+
+// wantClaimPlan checks the plan of the connection's last claim: whether
+// it has the events' CTEs and whether it has the priority ranges, as the
+// rendering named in what does.
+func wantClaimPlan(t *testing.T, conn *explainedConn, events, priorities bool, what string) {
+	t.Helper()
+	plan := conn.plan(t, "WITH RECURSIVE")
+	if strings.Contains(plan, "adk_work_events") != events || strings.Contains(plan, "adk_work_ready_pri") != priorities {
+		t.Errorf("%s: want a plan with events' CTEs %v, priority ranges %v:\n%s", what, events, priorities, plan)
 	}
 }
 
@@ -101,10 +114,7 @@ func TestEventsQueueRunsEventsClaim(t *testing.T) {
 	if l := claimOne(t, q, "w"); l.Item.ID != "1" {
 		t.Fatalf("claim: %s, want 1", l.Item.ID)
 	}
-	plan := conn.plan(t, "WITH RECURSIVE")
-	if !strings.Contains(plan, "adk_work_events") || strings.Contains(plan, "adk_work_ready_pri") {
-		t.Errorf("the claim of a queue that records events and has no priorities did not run the events claim:\n%s", plan)
-	}
+	wantClaimPlan(t, conn, true, false, "the claim of a queue that records events and has no priorities (the events claim)")
 	h, err := other.History(ctx, contract.ItemKey{Tenant: "t", ID: "1"})
 	if err != nil || kinds(h.Events) != "enqueued,claimed" {
 		t.Fatalf("events of an item claimed by the events claim: %+v, %v", h.Events, err)
@@ -116,13 +126,7 @@ func TestEventsQueueRunsEventsClaim(t *testing.T) {
 	if err != nil || len(ls) != 2 || ls[0].Item.ID != "high" || ls[1].Item.ID != "2" {
 		t.Fatalf("claim after another process enqueued a priority: %v, %v; want high, 2", ls, err)
 	}
-	plan = conn.plan(t, "WITH RECURSIVE")
-	if !strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
-		t.Errorf("a claim after a priority was enqueued did not run the full claim:\n%s", plan)
-	}
-	if full, ev := pgstore.ClaimSQL(pgstore.StateTables{}), pgstore.ClaimEventsSQL(pgstore.StateTables{}); full == ev || strings.Contains(ev, "{") {
-		t.Errorf("the events claim is the full claim, or holds a placeholder left unrendered")
-	}
+	wantClaimPlan(t, conn, true, true, "a claim after a priority was enqueued (the full claim)")
 }
 
 // A queue that holds queued items with priorities and records no events
@@ -143,26 +147,17 @@ func TestPriorityQueueRunsPrioClaim(t *testing.T) {
 	if l := claimOne(t, q, "w"); l.Item.ID != "high" {
 		t.Fatalf("claim: %s, want high", l.Item.ID)
 	}
-	plan := conn.plan(t, "WITH RECURSIVE")
-	if strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
-		t.Errorf("the claim of a queue with priorities that records no events did not run the priorities claim:\n%s", plan)
-	}
+	wantClaimPlan(t, conn, false, true, "the claim of a queue with priorities that records no events (the priorities claim)")
 	if err := other.SetRetention(ctx, "", contract.Retention{Age: time.Hour, Events: 10}); err != nil {
 		t.Fatal(err)
 	}
 	if l := claimOne(t, q, "w2"); l.Item.ID != "zero" {
 		t.Fatalf("claim after another process turned events on: %s, want zero", l.Item.ID)
 	}
-	plan = conn.plan(t, "WITH RECURSIVE")
-	if !strings.Contains(plan, "adk_work_events") || !strings.Contains(plan, "adk_work_ready_pri") {
-		t.Errorf("a claim after events were turned on did not run the full claim:\n%s", plan)
-	}
+	wantClaimPlan(t, conn, true, true, "a claim after events were turned on (the full claim)")
 	h, err := other.History(ctx, contract.ItemKey{Tenant: "t", ID: "zero"})
 	if err != nil || len(h.Events) == 0 || h.Events[len(h.Events)-1].Kind != contract.EventClaimed || h.Events[len(h.Events)-1].Worker != "w2" {
 		t.Fatalf("events of an item claimed after another process turned events on: %+v, %v", h.Events, err)
-	}
-	if full, pr := pgstore.ClaimSQL(pgstore.StateTables{}), pgstore.ClaimPrioSQL(pgstore.StateTables{}); full == pr || strings.Contains(pr, "{") {
-		t.Errorf("the priorities claim is the full claim, or holds a placeholder left unrendered")
 	}
 }
 

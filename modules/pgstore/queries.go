@@ -388,7 +388,7 @@ func loadQueries(t StateTables) queries {
 // of one, 2.33 million with the full claim.sql and 1.93 million with the
 // lean one; of ten with events recorded, 4.59 million with the full claim
 // and 4.29 million with the events claim; of ten items with priorities,
-// 3.91 million with the full claim and 3.76 million with the priorities
+// 3.91 million with the full claim and 3.78 million with the priorities
 // claim. Each rendering but the full one checks what it cannot serve
 // before its rotation ({lean_claim_needs}, {queued_priority}, ret), and
 // then claims nothing and says what the queue needs in its marker row:

@@ -8,12 +8,14 @@
 -- key, evaluated once) and the statement returns a single row that says
 -- so, and the queue claims again with claim_flow.sql.
 --
--- It is rendered twice (queries.go): in full, and lean, for a queue that
+-- It is rendered four times (queries.go): in full; lean, for a queue that
 -- records no events and holds no queued item with a priority, without
 -- the events' CTEs and with one range per tenant's pick
--- (fragments/pick_plain.sql instead of pick_items.sql). The lean claim's
--- rotation is empty when the queue needs more, and its marker row then
--- says so (fragments/lean_claim_row.sql).
+-- (fragments/pick_plain.sql instead of pick_items.sql); without the
+-- priority ranges alone, for a queue that records events; and without
+-- the events' CTEs alone, for a queue with priorities. Each rendering but
+-- the full one has an empty rotation when the queue needs more, and its
+-- marker row then says what (fragments/lean_claim_row.sql).
 --
 -- pick walks the rotation round by round: round 1 offers every tenant, in
 -- turn order, its first due item (in priority order: fragments/pick_items.sql); each later round offers each tenant
@@ -104,8 +106,8 @@ leased AS (
               w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason, w.unique_for_us, w.finished_at, w.events,
               p.round, p.pos, p.sub
 ),
--- The claimed events, when the queue records them (the full claim only:
--- fragments/claim_events.sql).
+-- The claimed events, when the queue records them (the full and the
+-- events renderings: fragments/claim_events.sql).
 {events}
 ordered AS (
     SELECT tenant, id, round, pos, row_number() OVER (ORDER BY round, pos, tenant, sub) AS ord
@@ -141,8 +143,8 @@ FROM leased
 UNION ALL
 -- The queue has limits or pauses (set since this process last looked):
 -- nothing was claimed, and this one row says to claim with
--- claim_flow.sql instead. The lean claim's row may say instead to claim
--- with the full claim (fragments/lean_claim_row.sql).
+-- claim_flow.sql instead. The other renderings' row may say instead what
+-- the queue needs that they leave out (fragments/lean_claim_row.sql).
 SELECT {marker_kind}, $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
        0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL
 WHERE EXISTS (SELECT 1 FROM {work}_limits l WHERE l.queue = $1) OR EXISTS (SELECT 1 FROM {work}_pauses z WHERE z.queue = $1){marker_more}

@@ -217,8 +217,8 @@ leased AS (
               w.priority, w.snoozes, w.wait_signal, w.wait_since, w.wait_until, w.resumed_signal, w.resumed_payload, w.resumed_timed_out, w.resumed_at, w.cancelled_at, w.cancel_reason, w.unique_for_us, w.finished_at, w.events,
               p.round, p.pos, p.sub, p.n, p.gated, p.w, p.credit0, p.tat0, p.rate, p.room0, p.cap_room
 ),
--- The claimed events, when the queue records them (the full claim only:
--- fragments/claim_events.sql).
+-- The claimed events, when the queue records them (the full rendering
+-- only: fragments/claim_events.sql).
 {events}
 ordered AS (
     SELECT tenant, id, round, pos, n, gated, w, credit0, tat0, rate, room0, cap_room,

@@ -9,9 +9,10 @@
 -- only items of priority 0 (schema version 6: before, it held every
 -- queued item, and once a tenant's priority-0 items were gone each claim
 -- walked all its items below 0 to find none). A queue
--- without priorities pays one probe of the empty {work}_ready_pri per
--- claim (the EXISTS, uncorrelated, is evaluated once), and takes its
--- items from {work}_ready exactly as before. A range that cannot follow
+-- without priorities is claimed with fragments/pick_plain.sql unless
+-- this process has seen it hold one; then it pays one probe of the
+-- empty {work}_ready_pri per claim (the EXISTS, uncorrelated, is
+-- evaluated once), and takes its items from {work}_ready. A range that cannot follow
 -- the place a(rank) says (the high ranks after an item of rank 0 or
 -- below, rank 0 after one below) is cut by a condition on a alone, which
 -- PostgreSQL checks before it starts the range's scan, and the low

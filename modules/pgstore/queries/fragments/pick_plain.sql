@@ -1,5 +1,5 @@
--- The lean claim's pick of one tenant's due items (claim.sql, rendered
--- as the lean claim: the queue holds no queued item with a priority, so
+-- The pick of one tenant's due items of the lean claims and claim.sql's
+-- events rendering (the queue holds no queued item with a priority, so
 -- every item is of rank 0 and the range of fragments/pick_items.sql for
 -- rank 0 is the whole pick). It reads the same row a(tenant, rank,
 -- due_at, seq, lim) and returns the same (id, due_at, seq, rank, ctid).
