@@ -1,8 +1,10 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -240,6 +242,9 @@ type claimRow struct {
 	floats []float64
 	ints   []int64
 	usage  usageSlots
+	// round, pos and sub place a lease of claim.sql in the walk, which
+	// hands its leases out in that order (sortLeases).
+	round, pos, sub int64
 }
 
 // scanFastClaim reads a row of claim.sql.
@@ -248,7 +253,27 @@ func scanFastClaim(rows pgx.Rows) (claimRow, error) {
 	var round, pos, sub *int64
 	l, err := scanLeaseAfter(rows, []any{&r.kind}, &round, &pos, &sub)
 	r.lease = l
+	if round != nil && pos != nil && sub != nil {
+		r.round, r.pos, r.sub = *round, *pos, *sub
+	}
 	return r, err
+}
+
+// sortLeases returns the leases of claim.sql's rows in the order of its
+// walk: round, the tenant's place in the rotation, the tenant's name,
+// the item's place in the tenant's chunk. The statement returns its rows
+// unsorted (a Sort node fewer in its plan: 25,000 instructions of a
+// claim of one item, 75,000 of a claim of ten).
+func sortLeases(rs []claimRow) []contract.Lease {
+	slices.SortFunc(rs, func(a, b claimRow) int {
+		return cmp.Or(cmp.Compare(a.round, b.round), cmp.Compare(a.pos, b.pos),
+			cmp.Compare(a.lease.Item.Tenant, b.lease.Item.Tenant), cmp.Compare(a.sub, b.sub))
+	})
+	leases := make([]contract.Lease, len(rs))
+	for i, r := range rs {
+		leases[i] = r.lease
+	}
+	return leases
 }
 
 // scanFlowClaim reads a row of claim_flow.sql.
@@ -344,6 +369,7 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 	now := q.clock.Now()
 	if !limited {
 		metLimits, metMore := false, false
+		var leased []claimRow
 		args := []any{req.Queue, now, req.Max, req.Worker, now.Add(req.LeaseFor)}
 		err := q.db.plannedRows(ctx, e, q.claimSQL(req.Queue, false), q.q.claimSettings, args, func(rows pgx.Rows) error {
 			r, err := scanFastClaim(rows)
@@ -357,7 +383,7 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 			case q.learn(req.Queue, r.kind):
 				metMore = true
 			default:
-				leases = append(leases, r.lease)
+				leased = append(leased, r)
 			}
 			return nil
 		}, prelude...)
@@ -368,7 +394,10 @@ func (q *workQueue) claimOnce(ctx context.Context, e Executor, req contract.Clai
 		if err == nil && metMore {
 			return nil, false, errFull
 		}
-		return leases, timedOut, err
+		if err != nil {
+			return nil, false, err
+		}
+		return sortLeases(leased), timedOut, nil
 	}
 	rep := contract.ClaimReportFrom(ctx)
 	var held []claimRow

@@ -138,6 +138,8 @@ bump AS (
     FROM served s, bump_lock l, batch b
     WHERE t.queue = $1 AND t.tenant = s.tenant AND l.tenant = s.tenant
 )
+-- The leases, unsorted: the queue orders them by round, pos, tenant and
+-- sub (sortLeases in flow.go), which spares the plan a Sort node.
 SELECT 'lease' AS kind, {item_columns}, round, pos, sub
 FROM leased
 UNION ALL
@@ -154,4 +156,3 @@ UNION ALL
 SELECT 'timeouts', $1, '', '', 'queued', NULL, NULL, NULL, 0, '', $2, NULL, NULL, NULL, NULL,
        0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL
 WHERE EXISTS (SELECT 1 FROM {work} w WHERE w.queue = $1 AND w.state = 'waiting' AND w.due_at <= $2)
-ORDER BY round, pos, tenant, sub
