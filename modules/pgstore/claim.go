@@ -98,6 +98,10 @@ type stmt struct {
 	sql  string
 	args []any
 	scan func(pgx.Rows) error
+	// settings is the statement of planner settings it runs under when it
+	// runs alone (plannedRows); "" for none. A prelude runs under its
+	// statement's.
+	settings string
 }
 
 // run runs the statement on e, outside a batch.

@@ -400,13 +400,18 @@ var (
 		"{marker_kind}", "'limited'", "{marker_more}", "", "{lean_row}", "")
 	claimLean     = strings.NewReplacer(leanClaim...)
 	claimFlowLean = strings.NewReplacer(slices.Concat(leanClaim, []string{"{lean_row}", "{lean_flow_row}"})...)
-	claimEvents   = strings.NewReplacer("{lean_guard}", "AND NOT {queued_priority}", "{claim_pick}", "{pick_plain}",
-		"{events}", "{claim_events}", "{marker_kind}", "CASE WHEN {queued_priority} THEN 'prio' ELSE 'limited' END",
-		"{marker_more}", " OR {queued_priority}", "{lean_row}", "")
-	claimPrio = strings.NewReplacer("{lean_guard}", "AND NOT EXISTS (SELECT 1 FROM ret)", "{claim_pick}", "{pick_items}",
-		"{events}", "", "{marker_kind}", "CASE WHEN EXISTS (SELECT 1 FROM ret) THEN 'events' ELSE 'limited' END",
-		"{marker_more}", " OR EXISTS (SELECT 1 FROM ret)", "{lean_row}", "")
+	claimEvents   = claimWithout("{queued_priority}", "prio", "{pick_plain}", "{claim_events}")
+	claimPrio     = claimWithout("EXISTS (SELECT 1 FROM ret)", "events", "{pick_items}", "")
 )
+
+// claimWithout renders claim.sql for a queue that does not need what the
+// boolean expression needs tests (and kind names, in the marker row, when
+// it does), with pick as each tenant's pick and events as the claimed
+// events' CTEs.
+func claimWithout(needs, kind, pick, events string) *strings.Replacer {
+	return strings.NewReplacer("{lean_guard}", "AND NOT "+needs, "{claim_pick}", pick, "{events}", events,
+		"{marker_kind}", "CASE WHEN "+needs+" THEN '"+kind+"' ELSE 'limited' END", "{marker_more}", " OR "+needs, "{lean_row}", "")
+}
 
 // leanClaim are the placeholders of the lean claims and what they become.
 var leanClaim = []string{"{lean_guard}", "AND NOT {lean_claim_needs}", "{claim_pick}", "{pick_plain}", "{events}", "",

@@ -397,25 +397,21 @@ func (q *workQueue) Complete(ctx context.Context, leases ...contract.Lease) erro
 	c := newCompletion(leases)
 	err := q.db.run(ctx, func(ctx context.Context, e Executor) error {
 		st := c.stmt(q, true)
-		settings := q.q.completeSettings
-		if st.sql == q.q.completeLean || st.sql == q.q.completeFlowLean {
-			settings = q.q.completeLeanSettings
-		}
-		if err := q.db.plannedRows(ctx, e, st.sql, settings, st.args, st.scan); err != nil {
+		if err := q.db.plannedRows(ctx, e, st.sql, st.settings, st.args, st.scan); err != nil {
 			return err
 		}
 		if c.needFull {
 			// The lean Complete met a retention row another process set:
 			// it deleted nothing, and the batch goes again, in full.
-			for _, name := range c.distinctQueues() {
+			for _, name := range c.names {
 				q.keeps.set(name, true)
 			}
 			st = c.stmt(q, false)
-			if err := q.db.plannedRows(ctx, e, st.sql, q.q.completeSettings, st.args, st.scan); err != nil {
+			if err := q.db.plannedRows(ctx, e, st.sql, st.settings, st.args, st.scan); err != nil {
 				return err
 			}
 		}
-		for _, name := range c.distinctQueues() {
+		for _, name := range c.names {
 			q.parkAfter(ctx, e, name)
 		}
 		return nil
@@ -520,8 +516,10 @@ func (q *workQueue) settleCancels(ctx context.Context, e Executor, ls []contract
 type completion struct {
 	leases               []contract.Lease
 	queues, tenants, ids []string
-	tokens               []int64
-	done                 map[contract.ItemKey]int64
+	// names are the batch's queues, each once.
+	names  []string
+	tokens []int64
+	done   map[contract.ItemKey]int64
 	// unique: an item asked for a uniqueness window, so the batch is
 	// never completed by the lean statement. needFull: the lean statement
 	// met a retention row and completed nothing.
@@ -539,6 +537,7 @@ func newCompletion(leases []contract.Lease) *completion {
 		c.queues[i], c.tenants[i], c.ids[i], c.tokens[i] = k.Queue, k.Tenant, k.ID, l.Token
 		c.unique = c.unique || l.Item.UniqueFor > 0
 	}
+	c.names = slices.Compact(slices.Clone(c.queues))
 	return c
 }
 
@@ -554,7 +553,7 @@ func (c *completion) stmt(q *workQueue, lean bool) stmt {
 	c.needFull = false
 	lean = lean && !c.unique
 	flow := false
-	for _, name := range c.distinctQueues() {
+	for _, name := range c.names {
 		// A queue with limits: the statement also wakes claimers when a
 		// capped tenant's lease ends.
 		flow = flow || q.limited.get(name)
@@ -573,7 +572,11 @@ func (c *completion) stmt(q *workQueue, lean bool) stmt {
 	default:
 		sql = q.q.complete
 	}
-	return stmt{sql: sql, args: args, scan: func(rows pgx.Rows) error {
+	settings := q.q.completeSettings
+	if lean {
+		settings = q.q.completeLeanSettings
+	}
+	return stmt{sql: sql, args: args, settings: settings, scan: func(rows pgx.Rows) error {
 		var k contract.ItemKey
 		var token int64
 		dest := []any{&k.Queue, &k.Tenant, &k.ID, &token}
@@ -591,12 +594,6 @@ func (c *completion) stmt(q *workQueue, lean bool) stmt {
 		}
 		return err
 	}}
-}
-
-// distinctQueues returns the batch's queues, each once (c.queues is
-// sorted).
-func (c *completion) distinctQueues() []string {
-	return slices.Compact(slices.Clone(c.queues))
 }
 
 // left returns the leases the statement did not delete, nil when none.
