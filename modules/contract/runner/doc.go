@@ -97,7 +97,10 @@
 //     charged and Item.Snoozes goes up by one; past the policy's
 //     MaxSnoozes the item goes to the dead letter. A snooze shorter than
 //     PollInterval has the runner claim again when the item is due,
-//     since a delayed item coming due wakes no claimer.
+//     since a delayed item coming due wakes no claimer. Like a complete,
+//     the snooze is written apart from the slot, which takes its next
+//     item meanwhile (at most as many snoozes at once as the runner has
+//     slots; past that a slot writes its own and waits for it).
 //   - [WaitForSignal](signal, timeout): park the item until someone calls
 //     the queue's Signal with its key and that signal (an approval, a
 //     tool's result from outside), or until timeout passes. A waiting

@@ -314,6 +314,14 @@ func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
 		l.rn.done.add(current)
 		return
 	}
+	if sn, ok := errors.AsType[*SnoozeError](err); ok && gone == nil && l.rn.lc != nil &&
+		contract.ValidateSnooze(sn.Delay) == nil && l.rn.settleAside(func() {
+		l.unsuccessful(h, lease, current, nil, sn)
+	}) {
+		// The snooze is written apart, as a complete is: the slot takes
+		// its next item meanwhile instead of waiting for a round trip.
+		return
+	}
 	l.unsuccessful(h, lease, current, gone, err)
 }
 

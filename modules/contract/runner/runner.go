@@ -111,8 +111,9 @@ func (r *Runner) Config() Config {
 // Grace to finish; then it cancels their contexts and waits for them to
 // return. Whatever a handler returns is settled as usual, so an item whose
 // handler gave up on the cancelled context is failed back to the queue,
-// never dropped. Pending completes are flushed before Run returns. These
-// settles use a context detached from ctx, bounded by SettleTimeout.
+// never dropped. Pending completes and snoozes are written before Run
+// returns. These settles use a context detached from ctx, bounded by
+// SettleTimeout.
 func (r *Runner) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("runner: Run called while the runner is already running")
@@ -133,9 +134,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	rn.beats = newHeartbeats(rn)
 	rn.done = newCompleter(rn)
 	loops := make([]*queueLoop, len(r.queues))
+	slots := 0
 	for i, spec := range r.queues {
 		loops[i] = newQueueLoop(rn, spec)
+		slots += spec.Concurrency
 	}
+	rn.asideFree = make(chan struct{}, slots)
 
 	var background sync.WaitGroup
 	background.Go(rn.done.run)
@@ -163,6 +167,7 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	stopReaping()
 	rn.drain(loops, stopHandlers)
+	rn.aside.Wait()
 	rn.beats.close()
 	rn.done.close()
 	background.Wait()
@@ -185,6 +190,30 @@ type run struct {
 	// lc is the queue's lifecycle controls, nil when it has none: what a
 	// handler's Snooze and WaitForSignal are settled with.
 	lc contract.LifecycleController
+	// aside counts the settles running apart from the slots (settleAside);
+	// asideFree bounds them to as many as the queues have slots, a token
+	// held per settle.
+	aside     sync.WaitGroup
+	asideFree chan struct{}
+}
+
+// settleAside runs settle on a goroutine of its own, so that the slot
+// that asked can take its next item at once, and reports whether it did:
+// not when as many settles as the queues have slots are running already,
+// so that a slow queue slows the slots again instead of piling up
+// goroutines (the caller then settles as before). Run waits for them
+// before it returns.
+func (rn *run) settleAside(settle func()) bool {
+	select {
+	case rn.asideFree <- struct{}{}:
+	default:
+		return false
+	}
+	rn.aside.Go(func() {
+		defer func() { <-rn.asideFree }()
+		settle()
+	})
+	return true
 }
 
 func (rn *run) report(err error, msg string, args ...any) {
