@@ -45,7 +45,11 @@
 //     batches, and what is left when Run stops.
 //   - Fails the items whose handler returned an error, or panicked (the
 //     panic becomes a [*PanicError] carrying the value); the queue's
-//     policy decides between a retry and the dead letter.
+//     policy decides between a retry and the dead letter. Like a
+//     complete, a Fail (and a Snooze or Wait, below) is written apart
+//     from the slot, which takes its next item meanwhile: at most as
+//     many at once as the runner has slots, past that a slot writes its
+//     own and waits for it, so a slow queue slows the slots again.
 //   - Reaps the queue's expired leases every ReapInterval, so the items of
 //     crashed workers come back. Over a queue that keeps history (a
 //     [contract.HistoryKeeper]) it then prunes the finished items past
@@ -97,10 +101,7 @@
 //     charged and Item.Snoozes goes up by one; past the policy's
 //     MaxSnoozes the item goes to the dead letter. A snooze shorter than
 //     PollInterval has the runner claim again when the item is due,
-//     since a delayed item coming due wakes no claimer. Like a complete,
-//     the snooze is written apart from the slot, which takes its next
-//     item meanwhile (at most as many snoozes at once as the runner has
-//     slots; past that a slot writes its own and waits for it).
+//     since a delayed item coming due wakes no claimer.
 //   - [WaitForSignal](signal, timeout): park the item until someone calls
 //     the queue's Signal with its key and that signal (an approval, a
 //     tool's result from outside), or until timeout passes. A waiting
@@ -205,8 +206,8 @@
 // finish; after that their contexts are cancelled with [ErrGraceExpired]
 // as the cause. Each handler's result is settled as usual, so a handler
 // that gives up returns its item to the queue through Fail (one attempt
-// used), and one that finishes is completed; pending completes are flushed
-// before Run returns nil. Nothing is dropped: at worst a process killed
+// used), and one that finishes is completed; pending completes, and the
+// fails, snoozes and waits being written, land before Run returns nil. Nothing is dropped: at worst a process killed
 // outright leaves leases that expire and are reaped.
 //
 // # Time

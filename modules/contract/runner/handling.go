@@ -88,6 +88,22 @@ func (h *handling) end(cause error) {
 	m.cancel(cause)
 }
 
+// causeNow is what context.Cause would say of the handler's context,
+// read without making its cancel context when the handler never asked
+// for it.
+func (h *handling) causeNow() error {
+	if m := h.made.Load(); m != nil {
+		return context.Cause(m.ctx)
+	}
+	h.mu.Lock()
+	c := h.cause
+	h.mu.Unlock()
+	if c != nil {
+		return c
+	}
+	return context.Cause(h.parent)
+}
+
 // Deadline implements context.Context.
 func (h *handling) Deadline() (time.Time, bool) { return h.parent.Deadline() }
 

@@ -116,3 +116,39 @@ func TestHandlingContext(t *testing.T) {
 		}
 	})
 }
+
+// causeNow says what context.Cause would, without making the cancel
+// context of a handler that never asked for it.
+func TestHandlingCauseNow(t *testing.T) {
+	lease := contract.Lease{Item: contract.Item{Queue: "q", Tenant: "t", ID: "1"}, Token: 7}
+	stopped := errors.New("stopped")
+	gone := &contract.CancelledError{}
+	for _, tc := range []struct {
+		name  string
+		setup func(h *handling, stop context.CancelCauseFunc)
+		want  error
+		made  bool
+	}{
+		{"running", func(*handling, context.CancelCauseFunc) {}, nil, false},
+		{"parent stopped", func(_ *handling, stop context.CancelCauseFunc) { stop(stopped) }, stopped, false},
+		{"ended with a cause", func(h *handling, _ context.CancelCauseFunc) { h.end(gone) }, gone, false},
+		{"made, then parent stopped", func(h *handling, stop context.CancelCauseFunc) { h.ctx(); stop(stopped) }, stopped, true},
+		{"made, then ended", func(h *handling, _ context.CancelCauseFunc) { h.ctx(); h.end(gone) }, gone, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent, stop := context.WithCancelCause(context.Background())
+			defer stop(nil)
+			h := newHandling(parent, nil, lease)
+			tc.setup(h, stop)
+			if got := h.causeNow(); got != tc.want {
+				t.Fatalf("causeNow = %v; want %v", got, tc.want)
+			}
+			if made := h.made.Load() != nil; made != tc.made {
+				t.Fatalf("cancel context made: %v; want %v", made, tc.made)
+			}
+			if got := context.Cause(h); got != tc.want {
+				t.Fatalf("context.Cause = %v; want %v (causeNow must agree)", got, tc.want)
+			}
+		})
+	}
+}

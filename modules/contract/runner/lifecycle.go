@@ -84,12 +84,12 @@ func Resumed(lease contract.Lease, signal string) (contract.Resume, bool) {
 }
 
 // snooze settles the item of a handler that returned a *SnoozeError.
-func (l *queueLoop) snooze(sctx, ctx context.Context, log *slog.Logger, current contract.Lease, sn *SnoozeError) error {
+func (l *queueLoop) snooze(sctx context.Context, cause error, log *slog.Logger, current contract.Lease, sn *SnoozeError) error {
 	if err := contract.ValidateSnooze(sn.Delay); err != nil {
-		return l.fail(sctx, ctx, log, current, fmt.Errorf("runner: the handler's snooze: %w", err))
+		return l.fail(sctx, cause, log, current, fmt.Errorf("runner: the handler's snooze: %w", err))
 	}
 	if l.rn.lc == nil {
-		return l.fail(sctx, ctx, log, current, l.noLifecycle("snooze the item"))
+		return l.fail(sctx, cause, log, current, l.noLifecycle("snooze the item"))
 	}
 	dec, err := l.rn.lc.Snooze(sctx, current, sn.Delay)
 	switch {
@@ -105,13 +105,13 @@ func (l *queueLoop) snooze(sctx, ctx context.Context, log *slog.Logger, current 
 }
 
 // wait settles the item of a handler that returned a *WaitError.
-func (l *queueLoop) wait(sctx, ctx context.Context, log *slog.Logger, current contract.Lease, w *WaitError) error {
+func (l *queueLoop) wait(sctx context.Context, cause error, log *slog.Logger, current contract.Lease, w *WaitError) error {
 	req := contract.WaitRequest{Signal: w.Signal, Timeout: w.Timeout}
 	if err := contract.ValidateWait(req); err != nil {
-		return l.fail(sctx, ctx, log, current, fmt.Errorf("runner: the handler's wait: %w", err))
+		return l.fail(sctx, cause, log, current, fmt.Errorf("runner: the handler's wait: %w", err))
 	}
 	if l.rn.lc == nil {
-		return l.fail(sctx, ctx, log, current, l.noLifecycle(fmt.Sprintf("wait for signal %q", w.Signal)))
+		return l.fail(sctx, cause, log, current, l.noLifecycle(fmt.Sprintf("wait for signal %q", w.Signal)))
 	}
 	if err := l.rn.lc.Wait(sctx, current, req); err != nil {
 		return err

@@ -314,42 +314,49 @@ func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
 		l.rn.done.add(current)
 		return
 	}
-	if sn, ok := errors.AsType[*SnoozeError](err); ok && gone == nil && l.rn.lc != nil &&
-		contract.ValidateSnooze(sn.Delay) == nil && l.rn.settleAside(func() {
-		l.unsuccessful(h, lease, current, nil, sn)
-	}) {
-		// The snooze is written apart, as a complete is: the slot takes
-		// its next item meanwhile instead of waiting for a round trip.
+	if gone != nil {
+		l.lost(lease, gone, err)
 		return
 	}
-	l.unsuccessful(h, lease, current, gone, err)
+	// The context's cause is read now, while the handler's context is
+	// still its own (it ends when process returns).
+	cause := h.causeNow()
+	if l.rn.settleAside(func() { l.unsuccessful(h, lease, current, cause, err) }) {
+		// Written apart, as a complete is: the slot takes its next item
+		// meanwhile instead of waiting for the round trip.
+		return
+	}
+	l.unsuccessful(h, lease, current, cause, err)
 }
 
-// unsuccessful settles an item whose handler failed, snoozed or waits,
-// or whose lease was lost or cancelled; the log fields are built here,
-// off the path of items that succeed.
-func (l *queueLoop) unsuccessful(h *handling, lease, current contract.Lease, gone, err error) {
-	rn := l.rn
+// lost logs an item whose lease was lost or cancelled while its handler
+// ran: nothing is written for it.
+func (l *queueLoop) lost(lease contract.Lease, gone, err error) {
 	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
 	if _, ok := gone.(*contract.CancelledError); ok {
 		log.Info("item cancelled while the handler ran; nothing more is written for it", "handler_err", err)
 		return
 	}
-	if gone != nil {
-		log.Warn("lease lost while the handler ran; the item is someone else's now", "handler_err", err)
-		return
-	}
+	log.Warn("lease lost while the handler ran; the item is someone else's now", "handler_err", err)
+}
+
+// unsuccessful settles an item whose handler failed, snoozed or waits;
+// cause is its context's cause when the handler returned. The log fields
+// are built here, off the path of items that succeed.
+func (l *queueLoop) unsuccessful(h *handling, lease, current contract.Lease, cause, err error) {
+	rn := l.rn
+	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
 	sctx, scancel := context.WithTimeout(rn.detached, rn.cfg.SettleTimeout)
 	defer scancel()
 	// A snooze or a wait says what to do with the item, whatever else
 	// happened meanwhile (a shutdown's grace running out included).
 	what, serr := "fail", error(nil)
 	if sn, ok := errors.AsType[*SnoozeError](err); ok {
-		what, serr = "snooze", l.snooze(sctx, h, log, current, sn)
+		what, serr = "snooze", l.snooze(sctx, cause, log, current, sn)
 	} else if w, ok := errors.AsType[*WaitError](err); ok {
-		what, serr = "wait", l.wait(sctx, h, log, current, w)
+		what, serr = "wait", l.wait(sctx, cause, log, current, w)
 	} else {
-		serr = l.fail(sctx, h, log, current, err)
+		serr = l.fail(sctx, cause, log, current, err)
 	}
 	switch c, ok := errors.AsType[*contract.CancelledError](serr); {
 	case ok:
@@ -362,9 +369,10 @@ func (l *queueLoop) unsuccessful(h *handling, lease, current contract.Lease, gon
 	}
 }
 
-// fail fails the item with the handler's error.
-func (l *queueLoop) fail(sctx, ctx context.Context, log *slog.Logger, current contract.Lease, err error) error {
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+// fail fails the item with the handler's error, joined with cause (its
+// context's cause when the handler returned) unless it holds it already.
+func (l *queueLoop) fail(sctx context.Context, cause error, log *slog.Logger, current contract.Lease, err error) error {
+	if cause != nil && !errors.Is(err, cause) {
 		err = fmt.Errorf("%w: %w", cause, err)
 	}
 	var pe *PanicError

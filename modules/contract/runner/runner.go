@@ -111,8 +111,8 @@ func (r *Runner) Config() Config {
 // Grace to finish; then it cancels their contexts and waits for them to
 // return. Whatever a handler returns is settled as usual, so an item whose
 // handler gave up on the cancelled context is failed back to the queue,
-// never dropped. Pending completes and snoozes are written before Run
-// returns. These settles use a context detached from ctx, bounded by
+// never dropped. Pending completes, and the fails, snoozes and waits
+// being written, land before Run returns. These settles use a context detached from ctx, bounded by
 // SettleTimeout.
 func (r *Runner) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {

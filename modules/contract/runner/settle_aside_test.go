@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -87,8 +88,8 @@ func TestSnoozeDoesNotHoldTheSlot(t *testing.T) {
 	}
 }
 
-// The snoozes written apart are as many as the queues have slots at most:
-// past that a slot writes its snooze itself, and waits for it.
+// The settles written apart are as many as the queues have slots at
+// most: past that a slot writes its snooze itself, and waits for it.
 func TestSnoozesApartAreBounded(t *testing.T) {
 	clock := newClock()
 	store := newStore(clock)
@@ -122,5 +123,71 @@ func TestSnoozesApartAreBounded(t *testing.T) {
 	waitFor(t, "every item snoozed", func() bool { return q.landed.Load() == 6 })
 	if m := q.most.Load(); m != 4 {
 		t.Fatalf("at most %d snoozes were in flight; want 4 (2 apart, 2 in the slots)", m)
+	}
+}
+
+// heldFails is a queue whose Fail calls wait until release is closed.
+type heldFails struct {
+	*countingLC
+	release chan struct{}
+	now     atomic.Int64
+	causes  chan error
+}
+
+func (h *heldFails) Fail(ctx context.Context, l contract.Lease, cause error) (policy.Decision, error) {
+	h.now.Add(1)
+	defer h.now.Add(-1)
+	<-h.release
+	h.causes <- cause
+	return h.countingLC.Fail(ctx, l, cause)
+}
+
+// A failed item's Fail is written apart as well, with the handler's
+// error as it returned it: the handler's context ending once the slot
+// moves on is not taken for its cause.
+func TestFailDoesNotHoldTheSlot(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	c, _ := wrapCountingLC(store)
+	q := &heldFails{countingLC: c, release: make(chan struct{}), causes: make(chan error, 1)}
+	ran := make(chan string, 2)
+	cfg := fastConfig(clock)
+	cfg.Concurrency = 1
+	boom := errors.New("boom")
+	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
+		ran <- l.Item.ID
+		if l.Item.ID == "1" {
+			return boom
+		}
+		return nil
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Enqueue(context.Background(), item("a", "1"), item("a", "2")); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, r)
+	for _, want := range []string{"1", "2"} {
+		select {
+		case got := <-ran:
+			if got != want {
+				t.Fatalf("handler ran item %s; want %s", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("item %s did not run while the Fail of item 1 was held", want)
+		}
+	}
+	waitFor(t, "the Fail of item 1 held", func() bool { return q.now.Load() == 1 })
+	close(q.release)
+	if got := <-q.causes; got != boom {
+		t.Fatalf("Fail got %v; want the handler's error as it returned it", got)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := itemInfo(t, store, "a", "1")
+	if info.Item.State != contract.StateQueued || info.Item.Attempts != 1 || info.Item.LastError != "boom" {
+		t.Fatalf("item 1 = %+v; want queued for its retry, one attempt, its error kept", info.Item)
 	}
 }
