@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/adkit/adk/modules/contract"
+	"github.com/adkit/adk/modules/contract/memstore"
 	"github.com/adkit/adk/modules/contract/runner"
 	"github.com/adkit/adk/modules/policy"
 )
@@ -33,21 +34,19 @@ func (h *heldSnoozes) Snooze(ctx context.Context, l contract.Lease, d time.Durat
 	return h.countingLC.Snooze(ctx, l, d)
 }
 
-// A snooze is written apart from its slot, as a complete is: with one
-// slot, the next item runs while the first one's Snooze is still on its
-// way, and Run returns only once that Snooze has landed.
-func TestSnoozeDoesNotHoldTheSlot(t *testing.T) {
-	clock := newClock()
-	store := newStore(clock)
-	c, _ := wrapCountingLC(store)
-	q := &heldSnoozes{countingLC: c, release: make(chan struct{})}
+// twoItemsOneSlot runs items "1" and "2" of tenant a through one slot of
+// a runner over q (store underneath), the handler returning first for
+// item 1 and nil for item 2, and returns once both handlers ran, in that
+// order: item 2 could only run if item 1's settle left the slot.
+func twoItemsOneSlot(t *testing.T, q contract.WorkQueue, store *memstore.Store, clock contract.Clock, first error) *started {
+	t.Helper()
 	ran := make(chan string, 2)
 	cfg := fastConfig(clock)
 	cfg.Concurrency = 1
 	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
 		ran <- l.Item.ID
 		if l.Item.ID == "1" {
-			return runner.Snooze(time.Hour)
+			return first
 		}
 		return nil
 	}, cfg)
@@ -65,9 +64,21 @@ func TestSnoozeDoesNotHoldTheSlot(t *testing.T) {
 				t.Fatalf("handler ran item %s; want %s", got, want)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("item %s did not run while the snooze of item 1 was held (%d snoozes in flight)", want, q.now.Load())
+			t.Fatalf("item %s did not run while the settle of item 1 was held", want)
 		}
 	}
+	return s
+}
+
+// A snooze is written apart from its slot, as a complete is: with one
+// slot, the next item runs while the first one's Snooze is still on its
+// way, and Run returns only once that Snooze has landed.
+func TestSnoozeDoesNotHoldTheSlot(t *testing.T) {
+	clock := newClock()
+	store := newStore(clock)
+	c, _ := wrapCountingLC(store)
+	q := &heldSnoozes{countingLC: c, release: make(chan struct{})}
+	s := twoItemsOneSlot(t, q, store, clock, runner.Snooze(time.Hour))
 	waitFor(t, "the snooze of item 1 held", func() bool { return q.now.Load() == 1 })
 	if q.landed.Load() != 0 {
 		t.Fatalf("%d snoozes landed while held", q.landed.Load())
@@ -150,34 +161,8 @@ func TestFailDoesNotHoldTheSlot(t *testing.T) {
 	store := newStore(clock)
 	c, _ := wrapCountingLC(store)
 	q := &heldFails{countingLC: c, release: make(chan struct{}), causes: make(chan error, 1)}
-	ran := make(chan string, 2)
-	cfg := fastConfig(clock)
-	cfg.Concurrency = 1
 	boom := errors.New("boom")
-	r, err := runner.New(q, func(ctx context.Context, l contract.Lease) error {
-		ran <- l.Item.ID
-		if l.Item.ID == "1" {
-			return boom
-		}
-		return nil
-	}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Enqueue(context.Background(), item("a", "1"), item("a", "2")); err != nil {
-		t.Fatal(err)
-	}
-	s := start(t, r)
-	for _, want := range []string{"1", "2"} {
-		select {
-		case got := <-ran:
-			if got != want {
-				t.Fatalf("handler ran item %s; want %s", got, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("item %s did not run while the Fail of item 1 was held", want)
-		}
-	}
+	s := twoItemsOneSlot(t, q, store, clock, boom)
 	waitFor(t, "the Fail of item 1 held", func() bool { return q.now.Load() == 1 })
 	close(q.release)
 	if got := <-q.causes; got != boom {
