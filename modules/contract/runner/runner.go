@@ -112,8 +112,8 @@ func (r *Runner) Config() Config {
 // return. Whatever a handler returns is settled as usual, so an item whose
 // handler gave up on the cancelled context is failed back to the queue,
 // never dropped. Pending completes, and the fails, snoozes and waits
-// being written, land before Run returns. These settles use a context detached from ctx, bounded by
-// SettleTimeout.
+// being written, land before Run returns. These settles use a context
+// detached from ctx, bounded by SettleTimeout.
 func (r *Runner) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("runner: Run called while the runner is already running")
