@@ -207,8 +207,9 @@
 // as the cause. Each handler's result is settled as usual, so a handler
 // that gives up returns its item to the queue through Fail (one attempt
 // used), and one that finishes is completed; pending completes, and the
-// fails, snoozes and waits being written, land before Run returns nil. Nothing is dropped: at worst a process killed
-// outright leaves leases that expire and are reaped.
+// fails, snoozes and waits being written, land before Run returns nil.
+// Nothing is dropped: at worst a process killed outright leaves leases
+// that expire and are reaped.
 //
 // # Time
 //
