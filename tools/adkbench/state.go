@@ -151,14 +151,9 @@ func (h *harness) statePairs(ctx context.Context, b *ourBacking, conc int, op st
 	var bases, alts []row
 	var ratios []float64
 	for i := range pairs {
-		var one, two row
-		if i%2 == 0 {
-			one = h.measureState(ctx, b, conc, op, base)
-			two = h.measureState(ctx, b, conc, op, alt)
-		} else {
-			two = h.measureState(ctx, b, conc, op, alt)
-			one = h.measureState(ctx, b, conc, op, base)
-		}
+		one, two := pairInTurn(i,
+			func() row { return h.measureState(ctx, b, conc, op, base) },
+			func() row { return h.measureState(ctx, b, conc, op, alt) })
 		if one.Error != "" || two.Error != "" || one.Value == 0 {
 			if one.Error != "" {
 				h.add(one)
