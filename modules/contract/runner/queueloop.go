@@ -329,10 +329,16 @@ func (l *queueLoop) process(s *beatSlot, lease contract.Lease) {
 	l.unsuccessful(h, lease, current, cause, err)
 }
 
+// itemLog is the queue's logger with the fields of lease's item, built
+// off the path of items that succeed.
+func (l *queueLoop) itemLog(lease contract.Lease) *slog.Logger {
+	return l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
+}
+
 // lost logs an item whose lease was lost or cancelled while its handler
 // ran: nothing is written for it.
 func (l *queueLoop) lost(lease contract.Lease, gone, err error) {
-	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
+	log := l.itemLog(lease)
 	if _, ok := gone.(*contract.CancelledError); ok {
 		log.Info("item cancelled while the handler ran; nothing more is written for it", "handler_err", err)
 		return
@@ -345,7 +351,7 @@ func (l *queueLoop) lost(lease contract.Lease, gone, err error) {
 // are built here, off the path of items that succeed.
 func (l *queueLoop) unsuccessful(h *handling, lease, current contract.Lease, cause, err error) {
 	rn := l.rn
-	log := l.log.With("tenant", lease.Item.Tenant, "id", lease.Item.ID, "attempts", lease.Item.Attempts)
+	log := l.itemLog(lease)
 	sctx, scancel := context.WithTimeout(rn.detached, rn.cfg.SettleTimeout)
 	defer scancel()
 	// A snooze or a wait says what to do with the item, whatever else
