@@ -29,7 +29,7 @@ type explainedConn struct {
 
 // newExplainedConn connects to d with params added to the connection's
 // runtime parameters; the connection is closed when the test ends.
-func newExplainedConn(t *testing.T, ctx context.Context, d *testDB, params map[string]string) *explainedConn {
+func newExplainedConn(t testing.TB, ctx context.Context, d *testDB, params map[string]string) *explainedConn {
 	t.Helper()
 	e := &explainedConn{}
 	cfg := d.connConfig(t)
@@ -52,7 +52,7 @@ func newExplainedConn(t *testing.T, ctx context.Context, d *testDB, params map[s
 
 // newExplainedQueue is a work queue of d on a connection of its own (see
 // newExplainedConn), so a test can read the plans its statements ran.
-func newExplainedQueue(t *testing.T, ctx context.Context, d *testDB, params map[string]string) (*explainedConn, *pgstore.PostgresWorkQueue) {
+func newExplainedQueue(t testing.TB, ctx context.Context, d *testDB, params map[string]string) (*explainedConn, *pgstore.PostgresWorkQueue) {
 	t.Helper()
 	conn := newExplainedConn(t, ctx, d, params)
 	q, err := pgstore.NewQueue(conn.Conn, contract.SystemClock{}, d.settings(pgstore.Settings{}))
@@ -64,7 +64,7 @@ func newExplainedQueue(t *testing.T, ctx context.Context, d *testDB, params map[
 
 // explain has auto_explain log every later statement of the connection
 // (with ANALYZE figures when analyze is set) and forgets earlier notices.
-func (e *explainedConn) explain(t *testing.T, ctx context.Context, analyze bool) {
+func (e *explainedConn) explain(t testing.TB, ctx context.Context, analyze bool) {
 	t.Helper()
 	stmts := []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0", "SET auto_explain.log_level = notice", "SET client_min_messages = notice"}
 	if analyze {
@@ -83,7 +83,7 @@ func (e *explainedConn) explain(t *testing.T, ctx context.Context, analyze bool)
 // plan returns the last plan logged since explain (or the last plan call)
 // whose text contains marker, and forgets the notices; the test fails
 // when there is none.
-func (e *explainedConn) plan(t *testing.T, marker string) string {
+func (e *explainedConn) plan(t testing.TB, marker string) string {
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
